@@ -1,0 +1,1 @@
+"""specdecode-sim: a vLLM-compatible engine simulator that models speculative decoding."""

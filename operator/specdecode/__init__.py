@@ -1,0 +1,1 @@
+"""specdecode-operator: gates vLLM speculative decoding on measured acceptance and tail latency."""

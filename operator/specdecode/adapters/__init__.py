@@ -1,0 +1,1 @@
+"""Adapters to the outside world: Kubernetes, Prometheus, engines (shadow traffic), templates."""

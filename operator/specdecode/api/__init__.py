@@ -1,0 +1,1 @@
+"""The resource contract: pydantic models of SpecDecodeRollout spec and status (the CRD is generated from them)."""

@@ -1,0 +1,1 @@
+"""Pure, synchronous rollout logic: the state machine, decide(), gate statistics. No I/O."""

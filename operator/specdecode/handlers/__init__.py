@@ -1,0 +1,1 @@
+"""kopf handlers: the only modules that import kopf. Thin: parse, call the domain, apply."""
