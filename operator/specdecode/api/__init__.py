@@ -1,1 +1,77 @@
-"""The resource contract: pydantic models of SpecDecodeRollout spec and status (the CRD is generated from them)."""
+"""The resource contract: pydantic models of SpecDecodeRollout spec and status.
+
+These models are the single source of truth: the CRD in `crds/` and in the Helm chart is
+generated from them (`make crds`), and CI fails when the two drift (`make verify-crds`).
+"""
+
+from __future__ import annotations
+
+from specdecode.api.analysis import (
+    AnalysisSpec,
+    GateSpec,
+    GateType,
+    ItlDefinition,
+    SpeedupMetric,
+    StageSpec,
+    TrafficSourceType,
+    TrafficSpec,
+    default_stages,
+)
+from specdecode.api.rollout import (
+    ACTION_ANNOTATION,
+    ACTIONS,
+    API_VERSION,
+    GROUP,
+    KIND,
+    PLURAL,
+    VERSION,
+    SpecDecodeRollout,
+    SpecDecodeRolloutSpec,
+)
+from specdecode.api.speculative import SpeculativeConfig, SpeculativeMethod
+from specdecode.api.status import (
+    Condition,
+    ConditionStatus,
+    GateResult,
+    GateVerdict,
+    Phase,
+    SpecDecodeRolloutStatus,
+    StagePhase,
+    StageStatus,
+)
+from specdecode.api.workload import EngineSpec, GpuPoolSpec, ModelSpec, ServingSpec
+
+__all__ = [
+    "ACTIONS",
+    "ACTION_ANNOTATION",
+    "API_VERSION",
+    "GROUP",
+    "KIND",
+    "PLURAL",
+    "VERSION",
+    "AnalysisSpec",
+    "Condition",
+    "ConditionStatus",
+    "EngineSpec",
+    "GateResult",
+    "GateSpec",
+    "GateType",
+    "GateVerdict",
+    "GpuPoolSpec",
+    "ItlDefinition",
+    "ModelSpec",
+    "Phase",
+    "ServingSpec",
+    "SpecDecodeRollout",
+    "SpecDecodeRolloutSpec",
+    "SpecDecodeRolloutStatus",
+    "SpeculativeConfig",
+    "SpeculativeMethod",
+    "SpeedupMetric",
+    "StagePhase",
+    "StageSpec",
+    "StageStatus",
+    "TrafficSourceType",
+    "TrafficSpec",
+    "default_stages",
+]

@@ -1,0 +1,288 @@
+"""`spec.analysis`: shadow traffic, ordered stages and the gates that judge each stage.
+
+Defaults follow the measure-first recipe: a low-concurrency stage gated on acceptance, then
+a production-concurrency stage gated on P99 inter-token latency against the baseline.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field, model_validator
+
+from specdecode.api.base import KubeModel
+
+
+class GateType(StrEnum):
+    """What a gate measures."""
+
+    ACCEPTANCE = "Acceptance"
+    TAIL_LATENCY = "TailLatency"
+    SPEEDUP = "Speedup"
+    ERROR_RATE = "ErrorRate"
+
+
+class ItlDefinition(StrEnum):
+    """Which inter-token latency a latency gate compares.
+
+    PerToken spreads each streamed chunk's gap over the tokens it carried (what a user
+    perceives as token pace); PerChunk is the raw gap between chunks (one per engine step,
+    which is what vLLM's own `inter_token_latency_seconds` histogram records).
+    """
+
+    PER_TOKEN = "PerToken"
+    PER_CHUNK = "PerChunk"
+
+
+class SpeedupMetric(StrEnum):
+    """What a speedup gate compares between candidate and baseline."""
+
+    TIME_PER_OUTPUT_TOKEN = "TimePerOutputToken"
+    THROUGHPUT = "Throughput"
+
+
+class GateSpec(KubeModel):
+    """One gate: a measured quantity, a threshold, and how sure we must be."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="Gate name, unique within its stage.",
+    )
+    type: GateType = Field(description="Acceptance, TailLatency, Speedup or ErrorRate.")
+    min_alpha: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Acceptance: least draft acceptance rate (accepted / draft tokens). "
+        "Default 0.55.",
+    )
+    min_draft_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Acceptance: draft tokens needed before a verdict (else Inconclusive).",
+    )
+    quantile: float | None = Field(
+        default=None, gt=0.5, lt=1, description="TailLatency: quantile compared. Default 0.99."
+    )
+    tolerance: float | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="TailLatency: candidate may be this fraction slower than baseline. "
+        "Default 0.10.",
+    )
+    itl_definition: ItlDefinition | None = Field(
+        default=None, description="TailLatency: PerToken (default) or PerChunk ITL."
+    )
+    min_samples: int | None = Field(
+        default=None, ge=1, description="Samples per side needed before a verdict."
+    )
+    speedup_metric: SpeedupMetric | None = Field(
+        default=None, description="Speedup: TimePerOutputToken (default) or Throughput."
+    )
+    min_speedup: float | None = Field(
+        default=None, gt=0, description="Speedup: least baseline/candidate ratio. Default 1.0."
+    )
+    max_error_rate: float | None = Field(
+        default=None, ge=0, le=1, description="ErrorRate: most failed shadow requests allowed."
+    )
+    confidence: float = Field(
+        default=0.95, gt=0.5, lt=1, description="Confidence of the bound a verdict rests on."
+    )
+    dry_run: bool = Field(
+        default=False, description="Measure and report, but never fail the stage."
+    )
+
+    @model_validator(mode="after")
+    def _fields_fit_type(self) -> GateSpec:
+        allowed = GATE_FIELDS[self.type]
+        every_specific = set().union(*GATE_FIELDS.values())
+        misplaced = sorted(f for f in every_specific - allowed if getattr(self, f) is not None)
+        if misplaced:
+            fields = ", ".join(misplaced)
+            raise ValueError(f"gate {self.name}: {fields} do not apply to type {self.type}")
+        return self
+
+
+# The type-specific fields each gate type may set; the CRD's CEL rules mirror this table.
+GATE_FIELDS: dict[GateType, frozenset[str]] = {
+    GateType.ACCEPTANCE: frozenset({"min_alpha", "min_draft_tokens"}),
+    GateType.TAIL_LATENCY: frozenset({"quantile", "tolerance", "itl_definition", "min_samples"}),
+    GateType.SPEEDUP: frozenset({"speedup_metric", "min_speedup", "min_samples"}),
+    GateType.ERROR_RATE: frozenset({"max_error_rate", "min_samples"}),
+}
+
+
+class StageSpec(KubeModel):
+    """One analysis stage: a load shape held long enough for its gates to decide."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="Stage name, unique within the rollout.",
+    )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Closed loop: requests in flight per engine. One of concurrency or "
+        "requestRate.",
+    )
+    request_rate: float | None = Field(
+        default=None, gt=0, le=10000, description="Open loop: requests per second per engine."
+    )
+    warmup_seconds: int = Field(
+        default=30, ge=0, le=3600, description="Load before measuring starts (not judged)."
+    )
+    min_duration_seconds: int = Field(
+        default=60, ge=1, description="Measure at least this long before a verdict."
+    )
+    max_duration_seconds: int = Field(
+        default=600, ge=1, description="End the stage here; undecided gates are Inconclusive."
+    )
+    live_canary: bool = Field(
+        default=False,
+        description="Candidate pods also join the production Service for this stage.",
+    )
+    gates: list[GateSpec] = Field(
+        default_factory=list, max_length=16, description="Gates judged during this stage."
+    )
+
+    @model_validator(mode="after")
+    def _one_load_shape(self) -> StageSpec:
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise ValueError(f"stage {self.name}: set exactly one of concurrency or requestRate")
+        if self.max_duration_seconds < self.min_duration_seconds:
+            raise ValueError(f"stage {self.name}: maxDurationSeconds must be >= minDurationSeconds")
+        names = [gate.name for gate in self.gates]
+        if len(names) != len(set(names)):
+            raise ValueError(f"stage {self.name}: gate names must be unique")
+        return self
+
+
+def default_stages() -> list[StageSpec]:
+    """The recipe: acceptance at low concurrency, then P99 ITL at production concurrency."""
+    return [
+        StageSpec(
+            name="acceptance",
+            concurrency=4,
+            gates=[GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55)],
+        ),
+        StageSpec(
+            name="tail-latency",
+            concurrency=32,
+            gates=[
+                GateSpec(
+                    name="p99-itl",
+                    type=GateType.TAIL_LATENCY,
+                    quantile=0.99,
+                    tolerance=0.10,
+                    itl_definition=ItlDefinition.PER_TOKEN,
+                )
+            ],
+        ),
+    ]
+
+
+class ConfigMapKeyRef(KubeModel):
+    """A key in a ConfigMap or Secret of the rollout's namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Object name.")
+    key: str = Field(min_length=1, description="Key holding JSONL prompts.")
+
+
+class TrafficSourceType(StrEnum):
+    """Where shadow requests come from."""
+
+    PROMPTS = "Prompts"
+    MIRROR = "Mirror"
+
+
+class TrafficSpec(KubeModel):
+    """Shadow traffic: identical requests to baseline and candidate."""
+
+    source: TrafficSourceType = Field(
+        default=TrafficSourceType.PROMPTS,
+        description="Prompts (the operator replays a prompt set) or Mirror (Gateway API "
+        "RequestMirror of live traffic).",
+    )
+    config_map_ref: ConfigMapKeyRef | None = Field(
+        default=None, description="JSONL prompts in a ConfigMap (Prompts source)."
+    )
+    secret_ref: ConfigMapKeyRef | None = Field(
+        default=None, description="JSONL prompts in a Secret (Prompts source)."
+    )
+    builtin_workload: str = Field(
+        default="chat",
+        pattern="^(chat|code|rag|translation|math)$",
+        description="Built-in synthetic prompt set when no prompts are referenced.",
+    )
+    max_tokens: int = Field(default=256, ge=1, le=32768, description="Default max_tokens.")
+    seed: int = Field(default=0, ge=0, description="Seed for prompt sampling.")
+    request_timeout_seconds: float = Field(default=120, gt=0, description="Per request.")
+    max_requests_per_stage: int | None = Field(
+        default=None, ge=1, description="Shadow cost cap: requests per stage and engine."
+    )
+    http_route: str | None = Field(
+        default=None, description="Mirror source: the HTTPRoute in front of production."
+    )
+    mirror_percent: int = Field(
+        default=10, ge=1, le=100, description="Mirror source: percent of live requests."
+    )
+
+    @model_validator(mode="after")
+    def _source_fields(self) -> TrafficSpec:
+        if self.config_map_ref is not None and self.secret_ref is not None:
+            raise ValueError("traffic: set at most one of configMapRef and secretRef")
+        if self.source is TrafficSourceType.MIRROR and not self.http_route:
+            raise ValueError("traffic: source Mirror needs httpRoute")
+        return self
+
+
+class AnalysisSpec(KubeModel):
+    """How a candidate config is judged before it reaches production."""
+
+    traffic: TrafficSpec = Field(default_factory=TrafficSpec, description="Shadow traffic.")
+    stages: list[StageSpec] = Field(
+        default_factory=default_stages,
+        min_length=1,
+        max_length=16,
+        description="Ordered stages; defaults to acceptance then tail-latency.",
+    )
+    interval_seconds: int = Field(
+        default=15, ge=1, le=600, description="How often gates are evaluated."
+    )
+    failure_limit: int = Field(
+        default=0, ge=0, description="Failed evaluations tolerated per gate before rollback."
+    )
+    inconclusive_limit: int = Field(
+        default=0,
+        ge=0,
+        description="Stages that may end Inconclusive before rollback (0: any rolls back).",
+    )
+    consecutive_error_limit: int = Field(
+        default=4,
+        ge=0,
+        description="Metric-backend errors in a row tolerated per gate before rollback.",
+    )
+    progress_deadline_seconds: int = Field(
+        default=1800, ge=10, description="Children must be Ready within this, or roll back."
+    )
+    pause_before_promotion: bool = Field(
+        default=False,
+        description="Wait for `specdecode.io/action: promote` after the gates pass.",
+    )
+    manual: bool = Field(
+        default=False,
+        description="Gates are not evaluated; only `specdecode.io/action` decides.",
+    )
+
+    @model_validator(mode="after")
+    def _unique_stage_names(self) -> AnalysisSpec:
+        names = [stage.name for stage in self.stages]
+        if len(names) != len(set(names)):
+            raise ValueError("analysis.stages: names must be unique")
+        return self

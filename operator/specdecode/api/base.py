@@ -1,0 +1,40 @@
+"""Shared pydantic base classes for the resource's models.
+
+Kubernetes fields are camelCase on the wire and snake_case in Python; one base class makes
+that mapping (and the "reject what we don't know" policy) the same for every model, so the
+CRD generated from them and the objects the operator parses can never disagree.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class KubeModel(BaseModel):
+    """A Kubernetes-style object: camelCase on the wire, unknown fields rejected, immutable.
+
+    Frozen because a parsed spec is a value: the domain compares and hashes it, never edits it.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_enum_values=False,
+    )
+
+    def to_wire(self) -> dict[str, object]:
+        """Serialise as the API server stores it: camelCase, no nulls."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class VerbatimModel(BaseModel):
+    """A model whose field names are another program's (vLLM's JSON keys), kept verbatim."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def to_wire(self) -> dict[str, object]:
+        """Serialise with the other program's own key names, no nulls."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)

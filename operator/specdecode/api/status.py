@@ -1,0 +1,137 @@
+"""`status`: what is true now, computed by the domain and written whole by the operator.
+
+Everything the operator needs to continue after a restart lives here (phase, the stage in
+progress and when it began, the configs in play), so the process itself holds no state.
+Conditions follow the shape kstatus reads (`Ready`, `Progressing`, `Degraded`, each with
+`observedGeneration`), so Flux and Argo CD report health without a plugin.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import Field
+
+from specdecode.api.analysis import GateType, ItlDefinition
+from specdecode.api.base import KubeModel
+from specdecode.api.speculative import SpeculativeConfig
+
+
+class Phase(StrEnum):
+    """Where the rollout is; see README.md for the transitions."""
+
+    PENDING = "Pending"  # accepted, nothing deployed yet
+    DEPLOYING = "Deploying"  # shadow Deployments starting; waiting for Ready
+    ANALYZING = "Analyzing"  # a stage's shadow traffic and gates are running
+    PAUSED = "Paused"  # gates passed; waiting for `specdecode.io/action: promote`
+    PROMOTING = "Promoting"  # production rolling to the candidate config
+    PROMOTED = "Promoted"  # production runs the desired config; steady state
+    ROLLED_BACK = "RolledBack"  # analysis failed or aborted; production kept the stable config
+    DEGRADED = "Degraded"  # production itself is not available
+    FAILED = "Failed"  # the spec cannot be acted on (an error only the operator can see)
+
+
+class GateVerdict(StrEnum):
+    """One gate evaluation's outcome, as Argo Rollouts' AnalysisRun names them."""
+
+    PENDING = "Pending"
+    SUCCESSFUL = "Successful"
+    FAILED = "Failed"
+    INCONCLUSIVE = "Inconclusive"
+    ERROR = "Error"
+
+
+class StagePhase(StrEnum):
+    """A stage's outcome."""
+
+    PENDING = "Pending"
+    WARMING_UP = "WarmingUp"
+    RUNNING = "Running"
+    SUCCESSFUL = "Successful"
+    FAILED = "Failed"
+    INCONCLUSIVE = "Inconclusive"
+
+
+class ConditionStatus(StrEnum):
+    """A condition's truth value, as metav1.ConditionStatus."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(KubeModel):
+    """A metav1.Condition."""
+
+    type: str = Field(description="Ready, Progressing or Degraded.")
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str = Field(description="CamelCase reason, for machines.")
+    message: str = Field(default="", description="Why, for people.")
+    last_transition_time: datetime = Field(description="When status last changed.")
+    observed_generation: int | None = Field(default=None, description="Generation judged.")
+
+
+class GateResult(KubeModel):
+    """A gate's latest measurement, its bound and its verdict."""
+
+    name: str = Field(description="Gate name.")
+    type: GateType = Field(description="Gate type.")
+    verdict: GateVerdict = Field(default=GateVerdict.PENDING, description="Latest verdict.")
+    reason: str = Field(default="", description="Why this verdict, with the numbers.")
+    value: float | None = Field(default=None, description="Point estimate (alpha, ratio...).")
+    lower_bound: float | None = Field(default=None, description="Lower confidence bound.")
+    upper_bound: float | None = Field(default=None, description="Upper confidence bound.")
+    threshold: float | None = Field(default=None, description="What the bound is judged against.")
+    samples: int | None = Field(default=None, description="Draft tokens or latency samples.")
+    baseline_value: float | None = Field(default=None, description="Baseline's figure, if any.")
+    candidate_value: float | None = Field(default=None, description="Candidate's figure.")
+    itl_definition: ItlDefinition | None = Field(default=None, description="ITL definition.")
+    dry_run: bool = Field(default=False, description="Reported only, never enforced.")
+    failures: int = Field(default=0, description="Failed evaluations so far in this stage.")
+    inconclusives: int = Field(default=0, description="Inconclusive evaluations so far.")
+    consecutive_errors: int = Field(default=0, description="Errors in a row (metric backend).")
+    measured_at: datetime | None = Field(default=None, description="When last evaluated.")
+
+
+class StageStatus(KubeModel):
+    """A stage's progress and its gates."""
+
+    name: str = Field(description="Stage name.")
+    phase: StagePhase = Field(default=StagePhase.PENDING, description="Stage phase.")
+    started_at: datetime | None = Field(default=None, description="When load began.")
+    measure_from: datetime | None = Field(default=None, description="End of warm-up.")
+    finished_at: datetime | None = Field(default=None, description="When it ended.")
+    message: str = Field(default="", description="Why it ended as it did.")
+    gates: list[GateResult] = Field(default_factory=list, description="Per-gate results.")
+
+
+class SpecDecodeRolloutStatus(KubeModel):
+    """The observed state of a SpecDecodeRollout."""
+
+    observed_generation: int | None = Field(default=None, description="Generation acted on.")
+    phase: Phase = Field(default=Phase.PENDING, description="Rollout phase.")
+    message: str = Field(default="", description="What is happening, or why it stopped.")
+    stable_speculative: SpeculativeConfig | None = Field(
+        default=None, description="Config production runs now; empty means plain decoding."
+    )
+    stable_fingerprint: str | None = Field(default=None, description="Hash of the stable config.")
+    candidate_speculative: SpeculativeConfig | None = Field(
+        default=None, description="Config under analysis (the desired one)."
+    )
+    candidate_fingerprint: str | None = Field(
+        default=None, description="Hash of the desired config this status is about."
+    )
+    phase_since: datetime | None = Field(default=None, description="When the phase began.")
+    analysis_started_at: datetime | None = Field(default=None, description="Analysis start.")
+    current_stage: str | None = Field(default=None, description="Stage running now.")
+    current_stage_index: int | None = Field(default=None, description="Its index.")
+    stages: list[StageStatus] = Field(default_factory=list, description="Per-stage results.")
+    verdict: str | None = Field(
+        default=None, description="Promoted or RolledBack, once the analysis has ended."
+    )
+    alpha: str | None = Field(default=None, description="Latest alpha with bounds (display).")
+    itl_ratio: str | None = Field(
+        default=None, description="Latest candidate/baseline P99 ITL ratio (display)."
+    )
+    conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing...")

@@ -1,0 +1,191 @@
+"""`spec.model`, `spec.gpuPool`, `spec.engine`, `spec.serving`: what runs, and where.
+
+These describe the three Deployments the operator renders (production, baseline,
+candidate), which share everything here and differ only in the speculative config.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from specdecode.api.base import KubeModel
+
+# Flags the operator renders itself; passing them again in extraArgs would make two
+# sources of truth, and --disable-log-stats would switch off the metrics the gates need.
+RESERVED_ENGINE_FLAGS = frozenset(
+    {
+        "--speculative-config",
+        "--tensor-parallel-size",
+        "-tp",
+        "--port",
+        "--host",
+        "--served-model-name",
+        "--max-model-len",
+        "--dtype",
+        "--revision",
+        "--disable-log-stats",
+        "--gpu-memory-utilization",
+    }
+)
+IMAGE_PATTERN = re.compile(
+    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
+)
+
+
+class Dtype(StrEnum):
+    """Model weight dtype, as `vllm serve --dtype` accepts."""
+
+    AUTO = "auto"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+
+
+class ModelSpec(KubeModel):
+    """The target model every engine serves."""
+
+    name: str = Field(
+        min_length=1, max_length=256, description="Model to serve: a hub id or a local path."
+    )
+    revision: str | None = Field(
+        default=None, max_length=128, description="Model revision (branch, tag or commit)."
+    )
+    served_model_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="Name clients use in requests; defaults to the model name. Also the "
+        "`model_name` label of vLLM's metrics.",
+    )
+    max_model_len: int | None = Field(
+        default=None, ge=16, description="Maximum context length (`--max-model-len`)."
+    )
+    dtype: Dtype = Field(default=Dtype.AUTO, description="Weight dtype (`--dtype`).")
+    extra_args: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="More `vllm serve` flags, passed through as given. Flags the operator "
+        "renders itself, and --disable-log-stats, are refused.",
+    )
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_reserved_flags(cls, args: list[str]) -> list[str]:
+        for arg in args:
+            flag = arg.split("=", 1)[0]
+            if flag in RESERVED_ENGINE_FLAGS:
+                raise ValueError(f"model.extraArgs must not contain {flag}: the operator sets it")
+        return args
+
+    @property
+    def served_name(self) -> str:
+        """The name requests and metrics use."""
+        return self.served_model_name or self.name
+
+
+class Toleration(KubeModel):
+    """A pod toleration, as in core/v1."""
+
+    key: str | None = Field(default=None, description="Taint key to tolerate.")
+    operator: str | None = Field(
+        default=None, pattern="^(Exists|Equal)$", description="Exists or Equal."
+    )
+    value: str | None = Field(default=None, description="Taint value (operator Equal).")
+    effect: str | None = Field(
+        default=None,
+        pattern="^(NoSchedule|PreferNoSchedule|NoExecute)$",
+        description="Taint effect to tolerate; empty matches all.",
+    )
+    toleration_seconds: int | None = Field(default=None, description="For NoExecute taints.")
+
+
+class GpuPoolSpec(KubeModel):
+    """Where engines run: the GPU nodes and the GPU shape of one replica."""
+
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="Node labels the engine pods require."
+    )
+    tolerations: list[Toleration] = Field(
+        default_factory=list, description="Tolerations for the pool's taints."
+    )
+    gpu_resource_name: str = Field(
+        default="nvidia.com/gpu",
+        min_length=1,
+        description="Extended resource that counts GPUs.",
+    )
+    gpus_per_replica: int = Field(
+        default=1, ge=1, le=16, description="GPUs per engine replica; equals tensorParallelSize."
+    )
+    tensor_parallel_size: int = Field(
+        default=1, ge=1, le=16, description="`--tensor-parallel-size`; equals gpusPerReplica."
+    )
+    gpu_product: str | None = Field(
+        default=None,
+        max_length=128,
+        description="GPU product (label nvidia.com/gpu.product), added to the node selector.",
+    )
+
+    @model_validator(mode="after")
+    def _gpus_match_tp(self) -> GpuPoolSpec:
+        if self.gpus_per_replica != self.tensor_parallel_size:
+            raise ValueError("gpuPool.gpusPerReplica must equal gpuPool.tensorParallelSize")
+        return self
+
+
+class SecretKeyRef(KubeModel):
+    """A key in a Secret of the rollout's namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Secret name.")
+    key: str = Field(default="token", min_length=1, description="Key in the Secret.")
+
+
+class ModelCacheSpec(KubeModel):
+    """A volume that holds downloaded weights, so restarts don't download again."""
+
+    claim_name: str = Field(min_length=1, description="PersistentVolumeClaim to mount.")
+    mount_path: str = Field(
+        default="/root/.cache/huggingface", pattern="^/", description="Where to mount it."
+    )
+
+
+class EngineSpec(KubeModel):
+    """The engine container: image, resources and environment."""
+
+    image: str = Field(
+        min_length=1,
+        max_length=512,
+        pattern=IMAGE_PATTERN.pattern,
+        description="Engine image: vllm/vllm-openai:<tag>, or the simulator image.",
+    )
+    image_pull_policy: str = Field(
+        default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$", description="Pull policy."
+    )
+    port: int = Field(default=8000, ge=1, le=65535, description="Port the engine serves on.")
+    gpu_memory_utilization: float = Field(
+        default=0.9, gt=0, le=1, description="`--gpu-memory-utilization`."
+    )
+    resources: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="CPU and memory requests and limits (GPUs come from gpuPool).",
+    )
+    env: list[dict[str, Any]] = Field(
+        default_factory=list, description="Extra environment variables (core/v1 EnvVar)."
+    )
+    model_cache: ModelCacheSpec | None = Field(default=None, description="Weights cache volume.")
+    hub_token_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret with the model hub token (HF_TOKEN)."
+    )
+    startup_timeout_seconds: int = Field(
+        default=1800, ge=10, description="How long an engine may take to load before it fails."
+    )
+
+
+class ServingSpec(KubeModel):
+    """The production Deployment's size."""
+
+    replicas: int = Field(default=1, ge=0, le=1000, description="Production replicas.")
