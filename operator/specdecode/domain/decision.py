@@ -1,0 +1,69 @@
+"""What `decide` returns: the next status and the effects that make the world match it.
+
+Effects are declarative ("the candidate Deployment should exist with config X"), so
+applying them twice is harmless and a restarted operator converges to the same place.
+Handlers apply them through adapters; the domain never performs I/O itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from specdecode.api.speculative import SpeculativeConfig
+from specdecode.api.status import SpecDecodeRolloutStatus
+
+
+class EventType(StrEnum):
+    """Kubernetes Event types."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes Event to emit on the rollout (one per transition)."""
+
+    reason: str
+    message: str
+    type: EventType = EventType.NORMAL
+
+
+@dataclass(frozen=True)
+class DesiredChildren:
+    """Which engine Deployments should exist, and with which speculative config.
+
+    `production` is always present (the stable config, None = plain decoding). Baseline and
+    candidate exist only while an analysis runs; `live_canary` lets candidate pods join the
+    production Service.
+    """
+
+    production: SpeculativeConfig | None
+    shadows: bool = False
+    baseline: SpeculativeConfig | None = None
+    candidate: SpeculativeConfig | None = None
+    live_canary: bool = False
+
+
+@dataclass(frozen=True)
+class TrafficPlan:
+    """Shadow load that should be running now (None in `Decision.traffic` = none)."""
+
+    stage_name: str
+    candidate_fingerprint: str
+    concurrency: int | None
+    request_rate: float | None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict of one reconcile."""
+
+    status: SpecDecodeRolloutStatus
+    children: DesiredChildren
+    traffic: TrafficPlan | None = None
+    events: tuple[Event, ...] = ()
+    clear_action: bool = False  # the specdecode.io/action annotation was acted on
+    requeue_after_seconds: float | None = None  # when to look again; None = on change only
+    notes: tuple[str, ...] = field(default=())  # debugging breadcrumbs for the operator log

@@ -1,0 +1,103 @@
+"""What the operator saw this reconcile: the input to `decide`.
+
+Adapters gather these from the cluster, Prometheus and the shadow-traffic driver; the
+domain only reads them. Each is a frozen value so a test can write one by hand.
+A metric source that failed is represented as `MetricError`, never as zero or missing
+data, so the gates can tell a flaky backend (Error) from too little traffic (Inconclusive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ChildRole(StrEnum):
+    """The three engine Deployments a rollout owns."""
+
+    PRODUCTION = "production"
+    BASELINE = "baseline"
+    CANDIDATE = "candidate"
+
+
+@dataclass(frozen=True)
+class ChildState:
+    """One engine Deployment as the API server reports it."""
+
+    exists: bool
+    config_fingerprint: str | None = None  # the speculative config it was rendered with
+    desired_replicas: int = 0
+    ready_replicas: int = 0
+    updated_replicas: int = 0
+    unschedulable_reason: str | None = None  # a pod's PodScheduled=False message
+    crash_reason: str | None = None  # CrashLoopBackOff / terminated message of a pod
+
+    @property
+    def ready(self) -> bool:
+        """All desired replicas run the rendered config and pass readiness."""
+        return (
+            self.exists
+            and self.ready_replicas >= self.desired_replicas
+            and self.updated_replicas >= self.desired_replicas
+        )
+
+
+@dataclass(frozen=True)
+class MetricError:
+    """A metric source could not answer (timeout, 5xx, bad query)."""
+
+    source: str
+    message: str
+
+
+@dataclass(frozen=True)
+class AcceptanceCounts:
+    """Spec-decode counter increases over the measuring window (from Prometheus).
+
+    `per_position_accepted[i]` counts drafts in which at least i+1 tokens were accepted.
+    All zero (no drafts yet) is "no data", not alpha = 0.
+    """
+
+    drafts: float
+    draft_tokens: float
+    accepted_tokens: float
+    per_position_accepted: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class LatencySamples:
+    """Client-side latency samples of one engine over the measuring window, in seconds."""
+
+    per_token_itl: tuple[float, ...] = ()
+    per_chunk_itl: tuple[float, ...] = ()
+    time_per_output_token: tuple[float, ...] = ()  # one per finished request
+    requests_ok: int = 0
+    requests_failed: int = 0
+    output_tokens: int = 0
+    window_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class StageObservations:
+    """Measurements of the stage in progress, from its measuring window only."""
+
+    stage_name: str
+    candidate_acceptance: AcceptanceCounts | MetricError | None = None
+    baseline_latency: LatencySamples | MetricError | None = None
+    candidate_latency: LatencySamples | MetricError | None = None
+
+
+@dataclass(frozen=True)
+class Observations:
+    """Everything `decide` may look at besides the spec, the previous status and the time."""
+
+    generation: int
+    children: dict[ChildRole, ChildState] = field(default_factory=dict)
+    action: str | None = None  # value of the specdecode.io/action annotation, if any
+    stage: StageObservations | None = None
+    traffic_error: str | None = None  # the shadow driver could not run (bad prompts...)
+
+    def child(self, role: ChildRole) -> ChildState:
+        """The observed state of a child; absent means it does not exist."""
+        return self.children.get(role, ChildState(exists=False))
+
