@@ -1,0 +1,1 @@
+"""Kubernetes adapter: clients, children (apply, prune, observe), the resource's status."""

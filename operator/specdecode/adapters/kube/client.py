@@ -1,0 +1,60 @@
+"""Kubernetes API access: one client set per operator, built at start-up, kept in kopf's memo.
+
+The official client is synchronous; callers run it in a worker thread (`asyncio.to_thread`)
+so the operator's event loop never blocks on the API server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+
+
+@dataclass(frozen=True)
+class KubeClients:
+    """The typed and dynamic clients, sharing one connection pool."""
+
+    api: client.ApiClient
+    core: client.CoreV1Api
+    apps: client.AppsV1Api
+    custom: client.CustomObjectsApi
+    discovery: client.DiscoveryV1Api
+    dynamic: DynamicClient
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None) -> KubeClients:
+        """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG)."""
+        try:
+            config.load_incluster_config()
+            configuration = client.Configuration.get_default_copy()
+        except config.ConfigException:
+            configuration = client.Configuration()
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        api = client.ApiClient(configuration)
+        return cls(
+            api=api,
+            core=client.CoreV1Api(api),
+            apps=client.AppsV1Api(api),
+            custom=client.CustomObjectsApi(api),
+            discovery=client.DiscoveryV1Api(api),
+            dynamic=DynamicClient(api),
+        )
+
+    def server_side_apply(self, obj: dict[str, Any], field_manager: str) -> None:
+        """Apply one object with server-side apply, owning only the fields it sets.
+
+        `force_conflicts` takes over fields another manager (kubectl edit, a drifted
+        hand edit) changed: the operator is the owner of its children, so drift is repaired.
+        """
+        resource = self.dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        metadata = obj["metadata"]
+        resource.server_side_apply(
+            body=obj,
+            name=metadata["name"],
+            namespace=metadata.get("namespace"),
+            field_manager=field_manager,
+            force_conflicts=True,
+        )

@@ -1,0 +1,95 @@
+"""Acceptance counters from Prometheus, through prometheus-api-client.
+
+Queries use the exact `_total` series names (never a regex over the name, which would also
+match the `_created` timestamps and double-count) and `increase()` over the stage's
+measuring window, evaluated at the window's end, so counter resets from pod restarts are
+handled by Prometheus. An empty result means "no drafts scraped yet": zeros, which the
+acceptance gate reads as no data (Inconclusive), never as alpha = 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import datetime
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from specdecode.adapters.metrics.protocol import EngineSelector
+from specdecode.domain.observations import AcceptanceCounts, MetricError
+
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+MIN_WINDOW_SECONDS = 2
+
+
+def window_query(metric: str, engine: EngineSelector, seconds: int, by: str = "") -> str:
+    """`sum(increase(metric{engine}[window]))`, optionally grouped."""
+    selector = f'namespace="{engine.namespace}",pod=~"{engine.pod_regex}"'
+    grouping = f" by ({by})" if by else ""
+    return f"sum{grouping}(increase({metric}{{{selector}}}[{seconds}s]))"
+
+
+class PrometheusAcceptance:
+    """`AcceptanceSource` backed by a Prometheus server."""
+
+    def __init__(self, url: str, timeout_seconds: float) -> None:
+        self._url = url
+        self._timeout = timeout_seconds
+        self._client = PrometheusConnect(url=url, disable_ssl=True)
+
+    async def acceptance(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> AcceptanceCounts | MetricError:
+        """Counter increases over [start, end]; errors come back as MetricError."""
+        try:
+            return await asyncio.to_thread(self._query_all, engine, start, end)
+        except (PrometheusApiClientException, requests.RequestException, ValueError) as error:
+            return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
+
+    def _query_all(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> AcceptanceCounts:
+        seconds = max(MIN_WINDOW_SECONDS, math.ceil((end - start).total_seconds()))
+        at = {"time": f"{end.timestamp():.3f}"}
+        drafts = self._scalar(window_query(DRAFTS, engine, seconds), at)
+        draft_tokens = self._scalar(window_query(DRAFT_TOKENS, engine, seconds), at)
+        accepted = self._scalar(window_query(ACCEPTED, engine, seconds), at)
+        per_position = self._by_position(
+            window_query(ACCEPTED_PER_POSITION, engine, seconds, by="position"), at
+        )
+        return AcceptanceCounts(
+            drafts=drafts,
+            draft_tokens=draft_tokens,
+            accepted_tokens=accepted,
+            per_position_accepted=per_position,
+        )
+
+    def _query(self, promql: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._client.custom_query(
+            promql, params=params, timeout=self._timeout
+        )
+        return result
+
+    def _scalar(self, promql: str, params: dict[str, str]) -> float:
+        rows = self._query(promql, params)
+        if not rows:
+            return 0.0
+        value = float(rows[0]["value"][1])
+        return 0.0 if math.isnan(value) else value
+
+    def _by_position(self, promql: str, params: dict[str, str]) -> tuple[float, ...]:
+        values: dict[int, float] = {}
+        for row in self._query(promql, params):
+            position = int(row["metric"].get("position", "-1"))
+            value = float(row["value"][1])
+            if position >= 0 and not math.isnan(value):
+                values[position] = value
+        if not values:
+            return ()
+        return tuple(values.get(i, 0.0) for i in range(max(values) + 1))

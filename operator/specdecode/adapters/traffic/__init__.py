@@ -1,0 +1,1 @@
+"""Shadow traffic: sources behind the `ShadowTraffic` Protocol and the manager that runs them."""

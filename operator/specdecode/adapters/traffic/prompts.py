@@ -1,0 +1,144 @@
+"""Shadow prompts: parsed from a user's JSONL, or generated per workload class.
+
+Accepted JSONL lines (one request each):
+- `{"prompt": "...", "max_tokens": 128, "workload": "code"}` (a completion-style prompt),
+- `{"messages": [{"role": "user", "content": "..."}], ...}` (chat),
+- ShareGPT: `{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}]}`
+  (every turn up to the last human turn becomes the chat history).
+A bad line is an error that names its line number; nothing is silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+WORKLOADS = ("chat", "code", "rag", "translation", "math")
+SHAREGPT_ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+}
+
+
+class PromptSourceError(ValueError):
+    """The prompt set cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class ShadowRequest:
+    """One request sent identically to baseline and candidate."""
+
+    messages: tuple[tuple[str, str], ...]  # (role, content) pairs
+    max_tokens: int
+    workload: str | None = None
+
+    def chat_body(self, model: str, seed: int) -> dict[str, object]:
+        """The OpenAI chat-completions body, streaming with per-chunk usage."""
+        return {
+            "model": model,
+            "messages": [{"role": role, "content": text} for role, text in self.messages],
+            "max_tokens": self.max_tokens,
+            "temperature": 0.0,
+            "seed": seed,
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+
+
+def parse_jsonl(text: str, default_max_tokens: int) -> list[ShadowRequest]:
+    """Every line of a JSONL prompt set, or a PromptSourceError naming the bad line."""
+    requests: list[ShadowRequest] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("a line must be a JSON object")
+            requests.append(_request_from(record, default_max_tokens))
+        except (ValueError, TypeError, KeyError) as error:
+            raise PromptSourceError(f"line {number}: {error}") from error
+    if not requests:
+        raise PromptSourceError("the prompt set is empty")
+    return requests
+
+
+def _request_from(record: dict[str, object], default_max_tokens: int) -> ShadowRequest:
+    max_tokens = int(str(record.get("max_tokens", default_max_tokens)))
+    if max_tokens <= 0:
+        raise ValueError("max_tokens must be > 0")
+    workload = record.get("workload")
+    if workload is not None and workload not in WORKLOADS:
+        raise ValueError(f"workload must be one of {', '.join(WORKLOADS)}")
+    if "prompt" in record:
+        messages: tuple[tuple[str, str], ...] = (("user", _text(record["prompt"])),)
+    elif "messages" in record:
+        messages = tuple(_turn(m, "role", "content", {}) for m in _list(record["messages"]))
+    elif "conversations" in record:
+        turns = [_turn(t, "from", "value", SHAREGPT_ROLES) for t in _list(record["conversations"])]
+        last_user = max((i for i, (role, _) in enumerate(turns) if role == "user"), default=-1)
+        messages = tuple(turns[: last_user + 1])
+    else:
+        raise ValueError("expected one of prompt, messages or conversations")
+    if not messages or messages[-1][0] != "user":
+        raise ValueError("the conversation must end with a user turn")
+    return ShadowRequest(messages=messages, max_tokens=max_tokens, workload=_opt_str(workload))
+
+
+def _turn(item: object, role_key: str, text_key: str, roles: dict[str, str]) -> tuple[str, str]:
+    if not isinstance(item, dict):
+        raise ValueError("a turn must be an object")
+    role = str(item[role_key])
+    return (roles.get(role, role), _text(item[text_key]))
+
+
+def _list(value: object) -> list[object]:
+    if not isinstance(value, list) or not value:
+        raise ValueError("expected a non-empty list")
+    return value
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("text must be a non-empty string")
+    return value
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+_TOPICS = (
+    "the history of tea",
+    "how vaccines work",
+    "a trip to Lisbon",
+    "saving for retirement",
+    "the rules of chess",
+    "training for a marathon",
+    "growing tomatoes",
+    "black holes",
+)
+_CODE = (
+    "def merge_sorted(a, b):\n    out = []\n    i = j = 0\n    while i < len(a) and j < len(b):\n"
+)
+
+
+def builtin_prompts(workload: str, count: int, seed: int, max_tokens: int) -> list[ShadowRequest]:
+    """A deterministic synthetic prompt set of one workload class."""
+    rng = random.Random(f"{workload}:{seed}")
+    requests = []
+    for index in range(count):
+        topic = rng.choice(_TOPICS)
+        prompt = {
+            "chat": f"Tell me about {topic}. Keep it friendly. ({index})",
+            "code": f"Complete this Python function and explain it:\n{_CODE}# case {index}",
+            "rag": f"Context: {topic} " * 40 + f"\nQuestion {index}: summarise the context.",
+            "translation": f"Translate to French: I would like to learn about {topic}. ({index})",
+            "math": f"Solve step by step: {rng.randint(10, 99)} * {rng.randint(10, 99)} + {index}",
+        }[workload]
+        requests.append(ShadowRequest((("user", prompt),), max_tokens, workload))
+    return requests

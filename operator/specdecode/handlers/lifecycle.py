@@ -1,0 +1,43 @@
+"""Operator start-up and shutdown: build the Runtime into kopf's memo, configure kopf.
+
+kopf's own bookkeeping goes into `specdecode.io/*` annotations, not into `status`, because
+the CRD's structural schema would prune an unknown `status.kopf` field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import kopf
+
+from specdecode.reconciler.runtime import Runtime
+from specdecode.settings import OperatorSettings
+
+NO_LOG_EVENTS = 100  # above CRITICAL: events are posted explicitly, one per transition
+
+
+def register_lifecycle_handlers(
+    registry: kopf.OperatorRegistry, operator_settings: OperatorSettings, kubeconfig: str | None
+) -> None:
+    """Register startup (clients, kopf settings) and cleanup (stop traffic) handlers."""
+
+    async def startup(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
+            prefix="specdecode.io"
+        )
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+            prefix="specdecode.io", key="last-handled-configuration"
+        )
+        settings.posting.level = NO_LOG_EVENTS
+        settings.watching.server_timeout = 300
+        settings.networking.request_timeout = 60
+        memo["runtime"] = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig)
+
+    async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+        runtime: Runtime | None = memo.get("runtime")
+        if runtime is not None:
+            await runtime.close()
+
+    kopf.on.startup(registry=registry, id="runtime")(startup)
+    kopf.on.cleanup(registry=registry, id="runtime")(cleanup)

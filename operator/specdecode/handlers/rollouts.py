@@ -1,0 +1,95 @@
+"""kopf handlers for SpecDecodeRollout: thin shims over `reconciler.reconcile`.
+
+Changes (create, spec or annotation edits, operator resume) reconcile at once; a timer
+reconciles every rollout periodically, which is the analysis clock and what repairs drift
+of children. Nothing here sleeps or polls: a reconcile that cannot finish raises
+`kopf.TemporaryError(delay=...)` and kopf retries it. Handlers are registered into an
+explicit registry by `register_rollout_handlers`, so the timer's interval comes from the
+settings rather than from import-time constants.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+from kubernetes.client import ApiException
+
+from specdecode.api import GROUP, PLURAL, VERSION
+from specdecode.domain.decision import Decision
+from specdecode.reconciler.reconcile import RolloutRef, reconcile
+from specdecode.reconciler.runtime import Runtime
+from specdecode.settings import OperatorSettings
+
+RESOURCE = (GROUP, VERSION, PLURAL)
+RETRY_DELAY_SECONDS = 5.0
+
+
+def runtime_of(memo: kopf.Memo) -> Runtime:
+    """The Runtime the startup handler put into kopf's memo."""
+    runtime: Runtime = memo["runtime"]
+    return runtime
+
+
+async def reconcile_body(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger) -> None:
+    """Reconcile one rollout under its lock; API errors become kopf retries."""
+    runtime = runtime_of(memo)
+    meta = body.metadata
+    ref = RolloutRef(
+        namespace=str(meta.namespace),
+        name=str(meta.name),
+        uid=str(meta.uid),
+        generation=int(meta.get("generation") or 0),
+    )
+    async with runtime.lock(ref.key):
+        try:
+            decision = await reconcile(
+                runtime, ref, body.spec, body.get("status"), dict(meta.annotations)
+            )
+        except ApiException as error:
+            raise kopf.TemporaryError(
+                f"API server said {error.status} {error.reason}", delay=RETRY_DELAY_SECONDS
+            ) from error
+    emit_events(body, decision, logger)
+
+
+def emit_events(body: kopf.Body, decision: Decision, logger: kopf.Logger) -> None:
+    """One Kubernetes Event (and log line) per transition the domain reported."""
+    for event in decision.events:
+        kopf.event(body, type=event.type.value, reason=event.reason, message=event.message)
+        logger.info("%s: %s", event.reason, event.message)
+
+
+async def rollout_changed(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """A rollout was created or edited (spec or annotations), or the operator restarted."""
+    await reconcile_body(body, memo, logger)
+
+
+async def rollout_tick(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """Periodic reconcile: advances the analysis clock and repairs drifted children."""
+    await reconcile_body(body, memo, logger)
+
+
+async def rollout_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Stop the rollout's shadow traffic; owner references delete its children."""
+    runtime = runtime_of(memo)
+    key = f"{body.metadata.namespace}/{body.metadata.name}"
+    await runtime.traffic.stop(key)
+    runtime.forget(key)
+
+
+def register_rollout_handlers(registry: kopf.OperatorRegistry, settings: OperatorSettings) -> None:
+    """Register the rollout handlers into `registry` with the configured timer interval."""
+    for decorator in (kopf.on.create, kopf.on.update, kopf.on.resume):
+        decorator(*RESOURCE, registry=registry, id=f"{decorator.__name__}-reconcile")(
+            rollout_changed
+        )
+    kopf.timer(
+        *RESOURCE,
+        registry=registry,
+        interval=settings.reconcile_interval_seconds,
+        initial_delay=1.0,
+        id="tick",
+    )(rollout_tick)
+    # optional: no finalizer, so a stopped operator never blocks deleting a rollout.
+    kopf.on.delete(*RESOURCE, registry=registry, optional=True, id="cleanup")(rollout_deleted)

@@ -1,0 +1,1 @@
+"""The reconcile sequence: observe, decide (pure domain), apply through adapters."""

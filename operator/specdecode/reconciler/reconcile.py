@@ -1,0 +1,160 @@
+"""One reconcile of one rollout: observe, decide, apply. A straight sequence of steps.
+
+1. parse the spec (an invalid one becomes a Failed status, never an exception loop);
+2. observe children, the action annotation, and the current stage's measurements;
+3. `decide(spec, status, observations, now)`: pure, in the domain;
+4. apply: render and server-side apply children, prune shadows, steer shadow traffic,
+   write the status whole, consume the action annotation; the handler emits the events.
+Every step is idempotent, so a reconcile interrupted anywhere is simply run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from specdecode.adapters.kube.children import (
+    apply_children,
+    child_name,
+    observe_children,
+    prune_shadows,
+)
+from specdecode.adapters.kube.rollouts import clear_action, patch_status
+from specdecode.adapters.metrics import EngineSelector
+from specdecode.adapters.render import render_children
+from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
+from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision
+from specdecode.domain.invalid import decide_invalid_spec
+from specdecode.domain.machine import decide
+from specdecode.domain.observations import ChildRole, Observations, StageObservations
+from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.shadow import build_shadow_traffic
+
+
+@dataclass(frozen=True)
+class RolloutRef:
+    """The identity of the object being reconciled."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+
+    @property
+    def key(self) -> str:
+        """ "namespace/name", the key of per-rollout runtime state."""
+        return f"{self.namespace}/{self.name}"
+
+
+def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
+    """The stored status, or a fresh one if absent or unreadable (e.g. an older schema)."""
+    try:
+        return SpecDecodeRolloutStatus.model_validate(dict(raw or {}))
+    except ValidationError:
+        return SpecDecodeRolloutStatus()
+
+
+async def reconcile(
+    runtime: Runtime,
+    ref: RolloutRef,
+    raw_spec: Mapping[str, Any],
+    raw_status: Mapping[str, Any] | None,
+    annotations: Mapping[str, str],
+) -> Decision:
+    """Bring the rollout's children, traffic and status in line with its spec."""
+    now = runtime.clock.now()
+    status = parse_status(raw_status)
+    try:
+        spec = SpecDecodeRolloutSpec.model_validate(dict(raw_spec))
+    except ValidationError as error:
+        decision = decide_invalid_spec(status, _validation_message(error), ref.generation, now)
+        await runtime.traffic.stop(ref.key)
+        await _write_status(runtime, ref, status, decision.status)
+        return decision
+
+    children = await asyncio.to_thread(observe_children, runtime.kube, ref.namespace, ref.name)
+    observations = Observations(
+        generation=ref.generation,
+        children=children,
+        action=annotations.get(ACTION_ANNOTATION),
+        stage=await _observe_stage(runtime, ref, spec, status, now.timestamp()),
+        traffic_error=runtime.traffic.error(ref.key),
+    )
+    decision = decide(spec, status, observations, now)
+
+    objects = render_children(ref.name, ref.namespace, ref.uid, spec, decision.children)
+    manager = runtime.settings.field_manager
+    await asyncio.to_thread(apply_children, runtime.kube, objects, manager)
+    await asyncio.to_thread(
+        prune_shadows, runtime.kube, ref.namespace, ref.name, decision.children.shadows
+    )
+    plan = decision.traffic
+    if plan is not None:
+        start = functools.partial(
+            build_shadow_traffic, runtime, ref.namespace, ref.name, spec, plan
+        )
+        await runtime.traffic.ensure(ref.key, plan, start)
+    else:
+        await runtime.traffic.stop(ref.key)
+    await _write_status(runtime, ref, status, decision.status)
+    if decision.clear_action and observations.action is not None:
+        await asyncio.to_thread(
+            clear_action, runtime.kube, ref.namespace, ref.name, observations.action
+        )
+    return decision
+
+
+async def _observe_stage(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: float,
+) -> StageObservations | None:
+    """Measurements of the stage in progress, from its measuring window only."""
+    index = status.current_stage_index
+    if index is None or index >= len(status.stages) or index >= len(spec.analysis.stages):
+        return None
+    stage_status, stage_spec = status.stages[index], spec.analysis.stages[index]
+    if stage_status.measure_from is None or stage_status.measure_from.timestamp() > now:
+        return None
+    since = stage_status.measure_from.timestamp()
+    acceptance = None
+    if any(gate.type is GateType.ACCEPTANCE for gate in stage_spec.gates):
+        engine = EngineSelector(ref.namespace, child_name(ref.name, ChildRole.CANDIDATE))
+        acceptance = await runtime.acceptance.acceptance(
+            engine, stage_status.measure_from, runtime.clock.now()
+        )
+    latency = runtime.traffic.snapshot(ref.key, stage_status.name, since, now)
+    baseline, candidate = latency if latency is not None else (None, None)
+    return StageObservations(
+        stage_name=stage_status.name,
+        candidate_acceptance=acceptance,
+        baseline_latency=baseline,
+        candidate_latency=candidate,
+    )
+
+
+async def _write_status(
+    runtime: Runtime,
+    ref: RolloutRef,
+    old: SpecDecodeRolloutStatus,
+    new: SpecDecodeRolloutStatus,
+) -> None:
+    if new != old:
+        await asyncio.to_thread(patch_status, runtime.kube, ref.namespace, ref.name, new)
+
+
+def _validation_message(error: ValidationError) -> str:
+    """Pydantic's errors as one line per field, with the spec's camelCase paths."""
+    lines = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"])
+        lines.append(f"spec.{path}: {item['msg']}")
+    return "; ".join(lines)[:1000]

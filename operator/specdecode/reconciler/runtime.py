@@ -1,0 +1,56 @@
+"""The operator's long-lived collaborators, built once at start-up and kept in kopf's memo.
+
+Nothing here is a module global: two operators in one process (as tests run them) get two
+runtimes. Everything is a Protocol or a plain client, so tests can swap any part.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import httpx
+
+from specdecode.adapters.clock import Clock, SystemClock
+from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.metrics import AcceptanceSource, make_acceptance_source
+from specdecode.adapters.traffic.manager import TrafficManager
+from specdecode.settings import OperatorSettings
+
+
+@dataclass
+class Runtime:
+    """Clients, traffic tasks and per-rollout locks of one operator process."""
+
+    settings: OperatorSettings
+    kube: KubeClients
+    acceptance: AcceptanceSource
+    http: httpx.AsyncClient
+    traffic: TrafficManager = field(default_factory=TrafficManager)
+    clock: Clock = field(default_factory=SystemClock)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, settings: OperatorSettings, kubeconfig: str | None = None) -> Runtime:
+        """Connect to the API server and Prometheus as the settings say."""
+        return cls(
+            settings=settings,
+            kube=KubeClients.connect(kubeconfig),
+            acceptance=make_acceptance_source(
+                "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
+            ),
+            http=httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=5.0)),
+        )
+
+    def lock(self, key: str) -> asyncio.Lock:
+        """One reconcile at a time per rollout (timer and change handlers may overlap)."""
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def forget(self, key: str) -> None:
+        """Drop a deleted rollout's lock."""
+        self._locks.pop(key, None)
+
+    async def close(self) -> None:
+        """Stop traffic and close connections (operator shutdown)."""
+        await self.traffic.stop_all()
+        await self.http.aclose()

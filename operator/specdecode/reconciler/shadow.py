@@ -1,0 +1,106 @@
+"""Builds the shadow-traffic source a rollout's spec asks for.
+
+Prompt sets are read from the referenced ConfigMap or Secret when a stage starts; a missing
+object or a bad line does not raise into the reconcile: it becomes a source whose `error`
+says why, which the domain turns into a Failed phase with that reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from dataclasses import dataclass
+
+from kubernetes.client import ApiException
+
+from specdecode.adapters.kube.children import child_name
+from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.endpoints import ready_endpoints
+from specdecode.adapters.traffic.driver import DriverConfig, EndpointResolver, PairedDriver
+from specdecode.adapters.traffic.prompts import (
+    PromptSourceError,
+    ShadowRequest,
+    builtin_prompts,
+    parse_jsonl,
+)
+from specdecode.adapters.traffic.protocol import ShadowTraffic
+from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.observations import ChildRole, LatencySamples
+from specdecode.reconciler.runtime import Runtime
+
+BUILTIN_PROMPT_COUNT = 256
+
+
+@dataclass(frozen=True)
+class UnusableTraffic:
+    """A source that cannot run; it only reports why."""
+
+    reason: str
+
+    async def run(self) -> None:
+        """Nothing to drive."""
+
+    def snapshot(self, since: float, now: float) -> tuple[LatencySamples, LatencySamples]:
+        """No samples, ever."""
+        return LatencySamples(), LatencySamples()
+
+    @property
+    def error(self) -> str | None:
+        """The reason the source cannot run."""
+        return self.reason
+
+
+def load_prompts(
+    kube: KubeClients, namespace: str, spec: SpecDecodeRolloutSpec
+) -> list[ShadowRequest]:
+    """The prompt set the spec names: a ConfigMap or Secret key, else a built-in set."""
+    traffic = spec.analysis.traffic
+    if traffic.config_map_ref is not None:
+        ref = traffic.config_map_ref
+        data = kube.core.read_namespaced_config_map(ref.name, namespace).data or {}
+        if ref.key not in data:
+            raise PromptSourceError(f"ConfigMap {ref.name} has no key {ref.key}")
+        return parse_jsonl(data[ref.key], traffic.max_tokens)
+    if traffic.secret_ref is not None:
+        ref = traffic.secret_ref
+        secret_data = kube.core.read_namespaced_secret(ref.name, namespace).data or {}
+        if ref.key not in secret_data:
+            raise PromptSourceError(f"Secret {ref.name} has no key {ref.key}")
+        text = base64.b64decode(secret_data[ref.key]).decode()
+        return parse_jsonl(text, traffic.max_tokens)
+    return builtin_prompts(
+        traffic.builtin_workload, BUILTIN_PROMPT_COUNT, traffic.seed, traffic.max_tokens
+    )
+
+
+async def build_shadow_traffic(
+    runtime: Runtime, namespace: str, rollout: str, spec: SpecDecodeRolloutSpec, plan: TrafficPlan
+) -> ShadowTraffic:
+    """The source for one stage: paired prompt replay, or why it cannot run."""
+    traffic = spec.analysis.traffic
+    if traffic.source is TrafficSourceType.MIRROR:
+        return UnusableTraffic("traffic source Mirror is not supported by this version yet")
+    try:
+        prompts = await asyncio.to_thread(load_prompts, runtime.kube, namespace, spec)
+    except PromptSourceError as error:
+        return UnusableTraffic(f"prompt set unusable: {error}")
+    except ApiException as error:
+        return UnusableTraffic(f"prompt set unreadable: {error.status} {error.reason}")
+
+    def resolver(role: ChildRole) -> EndpointResolver:
+        service = child_name(rollout, role)
+        return lambda: asyncio.to_thread(ready_endpoints, runtime.kube, namespace, service)
+
+    config = DriverConfig(
+        model=spec.model.served_name,
+        concurrency=plan.concurrency,
+        request_rate=plan.request_rate,
+        seed=traffic.seed,
+        timeout_seconds=traffic.request_timeout_seconds,
+        max_requests=traffic.max_requests_per_stage,
+        max_samples=runtime.settings.max_samples_per_stage,
+    )
+    return PairedDriver(
+        config, prompts, resolver(ChildRole.BASELINE), resolver(ChildRole.CANDIDATE), runtime.http
+    )
