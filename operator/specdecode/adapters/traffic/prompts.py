@@ -122,23 +122,34 @@ _TOPICS = (
     "growing tomatoes",
     "black holes",
 )
-_CODE = (
-    "def merge_sorted(a, b):\n    out = []\n    i = j = 0\n    while i < len(a) and j < len(b):\n"
+_FUNCTIONS = (
+    ("merge_sorted", "a, b", "out = []\n    i = j = 0\n    while i < len(a) and j < len(b):"),
+    ("binary_search", "items, target", "lo, hi = 0, len(items) - 1\n    while lo <= hi:"),
+    ("word_count", "text", "counts = {}\n    for word in text.split():"),
+    ("flatten", "nested", "out = []\n    for item in nested:"),
 )
+
+
+def _builtin_prompt(workload: str, index: int, rng: random.Random) -> str:
+    topic = rng.choice(_TOPICS)
+    if workload == "code":
+        name, args, body = rng.choice(_FUNCTIONS)
+        return f"Complete this Python function and explain it:\ndef {name}({args}):\n    {body}"
+    if workload == "rag":
+        return f"Context: {topic}. " * 40 + f"\nQuestion {index}: summarise the context."
+    if workload == "translation":
+        return f"Translate to French: I would like to learn about {topic}. ({index})"
+    if workload == "math":
+        return f"Solve step by step: {rng.randint(10, 99)} * {rng.randint(10, 99)} + {index}"
+    return f"Tell me about {topic}. Keep it friendly. ({index})"
 
 
 def builtin_prompts(workload: str, count: int, seed: int, max_tokens: int) -> list[ShadowRequest]:
     """A deterministic synthetic prompt set of one workload class."""
+    if workload not in WORKLOADS:
+        raise PromptSourceError(f"unknown built-in workload {workload!r}")
     rng = random.Random(f"{workload}:{seed}")
-    requests = []
-    for index in range(count):
-        topic = rng.choice(_TOPICS)
-        prompt = {
-            "chat": f"Tell me about {topic}. Keep it friendly. ({index})",
-            "code": f"Complete this Python function and explain it:\n{_CODE}# case {index}",
-            "rag": f"Context: {topic} " * 40 + f"\nQuestion {index}: summarise the context.",
-            "translation": f"Translate to French: I would like to learn about {topic}. ({index})",
-            "math": f"Solve step by step: {rng.randint(10, 99)} * {rng.randint(10, 99)} + {index}",
-        }[workload]
-        requests.append(ShadowRequest((("user", prompt),), max_tokens, workload))
-    return requests
+    return [
+        ShadowRequest((("user", _builtin_prompt(workload, i, rng)),), max_tokens, workload)
+        for i in range(count)
+    ]

@@ -48,15 +48,16 @@ class LatencyRecorder:
         self._per_token = _Series(max_samples, rng)
         self._per_chunk = _Series(max_samples, rng)
         self._tpot = _Series(max_samples, rng)
-        self._outcomes: list[tuple[float, bool, int]] = []  # (started_at, ok, output tokens)
-        self._max_outcomes = max_samples
+        # Exact counts per second of request start: bounded by the stage's length, not load.
+        self._counts: dict[int, list[int]] = {}  # second -> [ok, failed, output tokens]
         self.last_error: str | None = None
 
     def record(self, measurement: RequestMeasurement) -> None:
         """Add one finished request's samples."""
         at = measurement.started_at
-        if len(self._outcomes) < self._max_outcomes:
-            self._outcomes.append((at, measurement.ok, measurement.output_tokens))
+        counts = self._counts.setdefault(int(at), [0, 0, 0])
+        counts[0 if measurement.ok else 1] += 1
+        counts[2] += measurement.output_tokens
         if not measurement.ok:
             self.last_error = measurement.error
             return
@@ -70,13 +71,13 @@ class LatencyRecorder:
 
     def snapshot(self, since: float, now: float) -> LatencySamples:
         """Samples of requests that started at or after `since` (wall clock seconds)."""
-        outcomes = [o for o in self._outcomes if o[0] >= since]
+        window = [c for second, c in self._counts.items() if second >= since]
         return LatencySamples(
             per_token_itl=self._per_token.since(since),
             per_chunk_itl=self._per_chunk.since(since),
             time_per_output_token=self._tpot.since(since),
-            requests_ok=sum(1 for o in outcomes if o[1]),
-            requests_failed=sum(1 for o in outcomes if not o[1]),
-            output_tokens=sum(o[2] for o in outcomes),
+            requests_ok=sum(c[0] for c in window),
+            requests_failed=sum(c[1] for c in window),
+            output_tokens=sum(c[2] for c in window),
             window_seconds=max(0.0, now - since),
         )
