@@ -32,7 +32,10 @@ def register_lifecycle_handlers(
         settings.posting.level = NO_LOG_EVENTS
         settings.watching.server_timeout = 300
         settings.networking.request_timeout = 60
-        memo["runtime"] = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig)
+        runtime = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig)
+        if operator_settings.metrics_port:
+            runtime.metrics.serve(operator_settings.metrics_host, operator_settings.metrics_port)
+        memo["runtime"] = runtime
 
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         runtime: Runtime | None = memo.get("runtime")

@@ -73,9 +73,9 @@ async def rollout_tick(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **
 async def rollout_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Stop the rollout's shadow traffic; owner references delete its children."""
     runtime = runtime_of(memo)
-    key = f"{body.metadata.namespace}/{body.metadata.name}"
-    await runtime.traffic.stop(key)
-    runtime.forget(key)
+    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
+    await runtime.traffic.stop(f"{namespace}/{name}")
+    runtime.forget(namespace, name)
 
 
 def register_rollout_handlers(registry: kopf.OperatorRegistry, settings: OperatorSettings) -> None:

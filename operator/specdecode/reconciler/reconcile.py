@@ -149,6 +149,7 @@ async def _write_status(
 ) -> None:
     if new != old:
         await asyncio.to_thread(patch_status, runtime.kube, ref.namespace, ref.name, new)
+    runtime.metrics.observe(ref.namespace, ref.name, old, new)
 
 
 def _validation_message(error: ValidationError) -> str:

@@ -14,6 +14,7 @@ import httpx
 from specdecode.adapters.clock import Clock, SystemClock
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.metrics import AcceptanceSource, make_acceptance_source
+from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.adapters.traffic.manager import TrafficManager
 from specdecode.settings import OperatorSettings
 
@@ -27,6 +28,7 @@ class Runtime:
     acceptance: AcceptanceSource
     http: httpx.AsyncClient
     traffic: TrafficManager = field(default_factory=TrafficManager)
+    metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
@@ -46,9 +48,10 @@ class Runtime:
         """One reconcile at a time per rollout (timer and change handlers may overlap)."""
         return self._locks.setdefault(key, asyncio.Lock())
 
-    def forget(self, key: str) -> None:
-        """Drop a deleted rollout's lock."""
-        self._locks.pop(key, None)
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop a deleted rollout's lock and metric series."""
+        self._locks.pop(f"{namespace}/{name}", None)
+        self.metrics.forget(namespace, name)
 
     async def close(self) -> None:
         """Stop traffic and close connections (operator shutdown)."""

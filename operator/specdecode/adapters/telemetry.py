@@ -1,0 +1,116 @@
+"""The operator's own Prometheus metrics: what dashboards and alerts read.
+
+Gauges are set from each reconcile's computed status (so they are always the status, never
+a second bookkeeping), on a registry owned by the Runtime rather than the global default.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from specdecode.api.analysis import GateType
+from specdecode.api.status import GateResult, GateVerdict, Phase, SpecDecodeRolloutStatus
+
+ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)
+
+
+class OperatorMetrics:
+    """Per-rollout phase, gate verdicts, alpha, P99 ITL, rollbacks, analysis duration."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        labels = ["namespace", "rollout"]
+        self.phase = Gauge(
+            "specdecode_rollout_phase",
+            "1 for the rollout's current phase.",
+            [*labels, "phase"],
+            registry=self.registry,
+        )
+        self.gate_verdict = Gauge(
+            "specdecode_gate_verdict",
+            "1 for each gate's latest verdict.",
+            [*labels, "stage", "gate", "verdict"],
+            registry=self.registry,
+        )
+        self.alpha = Gauge(
+            "specdecode_alpha",
+            "Candidate draft acceptance rate (point estimate and bounds).",
+            [*labels, "stage", "bound"],
+            registry=self.registry,
+        )
+        self.itl = Gauge(
+            "specdecode_itl_quantile_seconds",
+            "Client-side ITL quantile per engine.",
+            [*labels, "stage", "role"],
+            registry=self.registry,
+        )
+        self.rollbacks = Counter(
+            "specdecode_rollbacks",
+            "Analyses that ended in RolledBack.",
+            [*labels, "reason"],
+            registry=self.registry,
+        )
+        self.analysis_duration = Histogram(
+            "specdecode_analysis_duration_seconds",
+            "From analysis start to verdict.",
+            [*labels, "verdict"],
+            buckets=ANALYSIS_BUCKETS,
+            registry=self.registry,
+        )
+
+    def serve(self, host: str, port: int) -> None:
+        """Expose /metrics on host:port (a daemon thread of prometheus_client)."""
+        start_http_server(port, addr=host, registry=self.registry)
+
+    def observe(
+        self,
+        namespace: str,
+        rollout: str,
+        old: SpecDecodeRolloutStatus,
+        new: SpecDecodeRolloutStatus,
+    ) -> None:
+        """Reflect a freshly computed status; count transitions into a verdict once."""
+        for phase in Phase:
+            self.phase.labels(namespace, rollout, phase.value).set(float(new.phase is phase))
+        for stage in new.stages:
+            for gate in stage.gates:
+                for verdict in GateVerdict:
+                    self.gate_verdict.labels(
+                        namespace, rollout, stage.name, gate.name, verdict.value
+                    ).set(float(gate.verdict is verdict))
+                self._gate_values(namespace, rollout, stage.name, gate)
+        if new.phase is not old.phase and new.phase in (Phase.PROMOTED, Phase.ROLLED_BACK):
+            if new.phase is Phase.ROLLED_BACK:
+                self.rollbacks.labels(namespace, rollout, _reason(new)).inc()
+            if new.analysis_started_at is not None and new.phase_since is not None:
+                seconds = (new.phase_since - new.analysis_started_at).total_seconds()
+                self.analysis_duration.labels(namespace, rollout, new.phase.value).observe(
+                    max(seconds, 0.0)
+                )
+
+    def forget(self, namespace: str, rollout: str) -> None:
+        """Drop a deleted rollout's series so dashboards don't show ghosts."""
+        for metric in (self.phase, self.gate_verdict, self.alpha, self.itl):
+            metric.remove_by_labels({"namespace": namespace, "rollout": rollout})
+
+    def _gate_values(self, namespace: str, rollout: str, stage: str, gate: GateResult) -> None:
+        if gate.type is GateType.ACCEPTANCE:
+            for bound, value in (
+                ("value", gate.value),
+                ("lower", gate.lower_bound),
+                ("upper", gate.upper_bound),
+            ):
+                if value is not None:
+                    self.alpha.labels(namespace, rollout, stage, bound).set(value)
+        elif gate.type is GateType.TAIL_LATENCY:
+            for role, value in (
+                ("baseline", gate.baseline_value),
+                ("candidate", gate.candidate_value),
+            ):
+                if value is not None:
+                    self.itl.labels(namespace, rollout, stage, role).set(value)
+
+
+def _reason(status: SpecDecodeRolloutStatus) -> str:
+    degraded = next((c for c in status.conditions if c.type == "Degraded"), None)
+    return degraded.reason if degraded is not None else "Unknown"
