@@ -1,0 +1,85 @@
+"""The gate table people read in a terminal: stages, gates, numbers with bounds, verdicts.
+
+One pure function over a rollout as the API server returns it (a plain dict), shared by the
+demo and the `kubectl specdecode` plugin, so both show exactly what the status holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+
+def _number(value: object, digits: int = 3) -> str:
+    if isinstance(value, int | float):
+        return f"{value:.{digits}f}"
+    return "-"
+
+
+def _interval(gate: Mapping[str, Any]) -> str:
+    low, high = gate.get("lowerBound"), gate.get("upperBound")
+    if low is None and high is None:
+        return "-"
+    return f"[{_number(low)}, {_number(high)}]"
+
+
+def _since(timestamp: object, now: datetime | None) -> str:
+    if not isinstance(timestamp, str) or now is None:
+        return "-"
+    started = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return f"{max(0, int((now - started).total_seconds()))}s"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
+    """A few lines: the rollout's phase and why, then one row per gate of every stage."""
+    meta = rollout.get("metadata", {})
+    status: Mapping[str, Any] = rollout.get("status") or {}
+    lines = [
+        f"{meta.get('namespace', '')}/{meta.get('name', '')}: phase {status.get('phase', '-')}"
+        f"  stage {status.get('currentStage') or '-'}  verdict {status.get('verdict') or '-'}",
+    ]
+    if status.get("message"):
+        lines.append(f"  {status['message']}")
+    rows: list[list[str]] = [
+        [
+            "STAGE",
+            "STATE",
+            "IN-STAGE",
+            "GATE",
+            "VERDICT",
+            "VALUE",
+            "BOUNDS",
+            "THRESHOLD",
+            "SAMPLES",
+            "REASON",
+        ]
+    ]
+    for stage in status.get("stages") or []:
+        gates = stage.get("gates") or [{}]
+        for gate in gates:
+            rows.append(
+                [
+                    stage.get("name", "-"),
+                    stage.get("phase", "-"),
+                    _since(stage.get("startedAt"), now) if not stage.get("finishedAt") else "done",
+                    gate.get("name", "-") + (" (dry-run)" if gate.get("dryRun") else ""),
+                    gate.get("verdict", "-"),
+                    _number(gate.get("value")),
+                    _interval(gate),
+                    _number(gate.get("threshold")),
+                    str(gate.get("samples", "-")),
+                    (gate.get("reason") or "")[:90],
+                ]
+            )
+    if len(rows) > 1:
+        lines.extend("  " + line for line in _table(rows))
+    return "\n".join(lines)

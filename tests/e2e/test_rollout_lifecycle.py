@@ -1,0 +1,236 @@
+"""Issue 4, end to end: the resource's lifecycle with the manual gate, on the local cluster.
+
+Given a SpecDecodeRollout of simulated engines (analysis.manual: true, so only the
+`specdecode.io/action` annotation decides), when a user applies, promotes, aborts, edits,
+deletes, or breaks things, then the operator's children, status and events say so.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from localcluster.handle import LocalCluster
+from localcluster.operator_process import OperatorProcess
+from localcluster.rollouts import (
+    Rollout,
+    engine_cmdline,
+    load_example,
+    merged,
+    speculative_arg,
+)
+from localcluster.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+MANUAL = {"spec": {"analysis": {"manual": True, "progressDeadlineSeconds": 120}}}
+EAGLE3 = {
+    "method": "eagle3",
+    "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    "num_speculative_tokens": 3,
+}
+
+
+def manual_rollout(**spec_patch: Any) -> dict[str, Any]:
+    """The simulator example with the manual gate and the given spec changes."""
+    return merged(merged(load_example(), MANUAL), {"spec": spec_patch})
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
+
+
+def test_promote_rolls_production_to_the_candidate_config(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(manual_rollout())
+    r.wait_phase("Analyzing", timeout=180)
+    children = r.deployments()
+    assert set(children) == {"production", "baseline", "candidate"}
+    assert speculative_arg(engine_cmdline(cluster, r.pods("production")[0])) is None
+    assert speculative_arg(engine_cmdline(cluster, r.pods("candidate")[0])) == EAGLE3
+
+    r.annotate("promote")
+    status = r.wait_phase("Promoted", timeout=180)
+    assert status["stableSpeculative"] == EAGLE3
+    assert condition(status, "Ready").get("status") == "True"
+    assert "specdecode.io/action" not in r.get()["metadata"].get("annotations", {})
+    wait_for(
+        lambda: set(r.deployments()) == {"production"},
+        timeout=60,
+        message="shadow Deployments removed",
+    )
+    production = wait_for(
+        lambda: _single_ready_pod(r, "production"),
+        timeout=120,
+        message="production pod with the new config Ready",
+    )
+    assert speculative_arg(engine_cmdline(cluster, production)) == EAGLE3
+    models = _get_json(f"http://{production['status']['podIP']}:8000/v1/models")
+    assert [m["id"] for m in models["data"]] == ["llama-3.1-8b-instruct"]
+    assert {"AnalysisStarted", "Promoted"} <= set(r.event_reasons())
+
+
+def test_abort_rolls_back_and_leaves_production_untouched(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(manual_rollout())
+    r.wait_phase("Analyzing", timeout=180)
+    production_uid = r.pods("production")[0]["metadata"]["uid"]
+
+    r.annotate("abort")
+    status = r.wait_phase("RolledBack", timeout=60)
+    assert status.get("stableSpeculative") is None
+    degraded = condition(status, "Degraded")
+    assert degraded.get("status") == "True" and degraded.get("reason") == "Aborted"
+    wait_for(
+        lambda: set(r.deployments()) == {"production"},
+        timeout=60,
+        message="shadow Deployments removed",
+    )
+    assert [p["metadata"]["uid"] for p in r.pods("production")] == [production_uid]
+    assert speculative_arg(engine_cmdline(cluster, r.pods("production")[0])) is None
+
+    r.annotate("retry")
+    r.wait_phase(("Deploying", "Analyzing"), timeout=60)
+
+
+def test_spec_edit_mid_analysis_restarts_the_analysis(rollout: Callable[[str], Rollout]) -> None:
+    r = rollout("llama")
+    r.apply(manual_rollout())
+    first = r.wait_phase("Analyzing", timeout=180)
+
+    r.apply(manual_rollout(speculative={**EAGLE3, "num_speculative_tokens": 5}))
+    restarted = r.wait(
+        lambda s: s.get("candidateFingerprint") not in (None, first["candidateFingerprint"]),
+        timeout=60,
+        message="a new candidate fingerprint",
+    )
+    assert restarted["candidateSpeculative"]["num_speculative_tokens"] == 5
+    r.wait_phase("Analyzing", timeout=180)
+    candidate = r.deployments()["candidate"]
+    labels = candidate["spec"]["template"]["metadata"]["labels"]
+    assert labels["specdecode.io/config"] == restarted["candidateFingerprint"]
+    assert "AnalysisRestarted" in r.event_reasons()
+
+
+def test_deleting_the_rollout_removes_every_child(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(manual_rollout())
+    r.wait_phase(("Deploying", "Analyzing"), timeout=60)
+    wait_for(lambda: len(r.deployments()) == 3, timeout=60, message="three children")
+
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=true", check=True)
+    wait_for(lambda: not r.deployments(), timeout=60, message="children garbage-collected")
+    services = cluster.kubectl(
+        "get", "svc", "-n", r.namespace, "-o", "name", "-l", f"specdecode.io/rollout={r.name}"
+    )
+    assert services.stdout.strip() == ""
+
+
+def test_children_deleted_or_edited_by_hand_are_restored(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(manual_rollout())
+    r.wait_phase(("Deploying", "Analyzing"), timeout=60)
+    wait_for(lambda: len(r.deployments()) == 3, timeout=60, message="three children")
+    old_uid = r.deployments()["candidate"]["metadata"]["uid"]
+
+    cluster.kubectl("delete", "deployment", f"{r.name}-candidate", "-n", r.namespace, check=True)
+    cluster.kubectl("scale", "deployment", r.name, "-n", r.namespace, "--replicas=3", check=True)
+    wait_for(
+        lambda: (
+            r.deployments().get("candidate", {}).get("metadata", {}).get("uid")
+            not in (None, old_uid)
+        ),
+        timeout=30,
+        message="candidate Deployment re-created",
+    )
+    wait_for(
+        lambda: r.deployments()["production"]["spec"]["replicas"] == 1,
+        timeout=30,
+        message="production replicas restored to spec.serving.replicas",
+    )
+
+
+def test_full_gpu_pool_ends_in_rollback_with_the_schedulers_reason(
+    rollout: Callable[[str], Rollout],
+) -> None:
+    r = rollout("llama")
+    r.apply(
+        merged(
+            manual_rollout(
+                gpuPool={"gpuProduct": "NVIDIA-L40S", "gpusPerReplica": 8, "tensorParallelSize": 8}
+            ),
+            {"spec": {"analysis": {"progressDeadlineSeconds": 15}}},
+        )
+    )
+    status = r.wait_phase("RolledBack", timeout=90)
+    assert "Insufficient nvidia.com/gpu" in status["message"]
+    assert condition(status, "Degraded").get("reason") == "ProgressDeadlineExceeded"
+    assert "Insufficient nvidia.com/gpu" in condition(status, "Degraded").get("message", "")
+
+
+def test_operator_killed_mid_analysis_continues_where_it_was(
+    rollout: Callable[[str], Rollout], running_operator: OperatorProcess
+) -> None:
+    r = rollout("llama")
+    r.apply(manual_rollout())
+    before = r.wait_phase("Analyzing", timeout=180)
+    uids = {role: d["metadata"]["uid"] for role, d in r.deployments().items()}
+
+    running_operator.kill()
+    running_operator.start()
+    after = r.wait(
+        lambda s: s if s.get("observedGeneration") else None,
+        timeout=30,
+        message="status readable after restart",
+    )
+    assert after["phase"] == "Analyzing"
+    assert after["analysisStartedAt"] == before["analysisStartedAt"]
+    assert {role: d["metadata"]["uid"] for role, d in r.deployments().items()} == uids
+    r.annotate("promote")
+    r.wait_phase("Promoted", timeout=180)
+    assert r.event_reasons().count("AnalysisStarted") == 1
+
+
+def test_kubectl_shows_columns_and_explains_the_fields(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(manual_rollout())
+    r.wait_phase("Analyzing", timeout=180)
+    table = cluster.kubectl("get", "sdr", "-n", r.namespace, check=True).stdout
+    header = table.splitlines()[0].split()
+    assert header == ["NAME", "PHASE", "STAGE", "ALPHA", "ITL-RATIO", "VERDICT", "AGE"]
+    assert "Analyzing" in table.splitlines()[1]
+    explained = cluster.kubectl("explain", "sdr.spec.speculative", check=True).stdout
+    for field in ("num_speculative_tokens", "method", "prompt_lookup_max", "draft_tensor"):
+        assert field in explained
+    assert "Tokens drafted per step" in explained
+
+
+def _single_ready_pod(r: Rollout, role: str) -> dict[str, Any] | None:
+    pods = r.pods(role)
+    if len(pods) != 1:
+        return None
+    ready = any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in pods[0]["status"].get("conditions", [])
+    )
+    return pods[0] if ready else None
+
+
+def _get_json(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        document: dict[str, Any] = json.loads(reply.read())
+        return document
