@@ -159,7 +159,7 @@ class StageSpec(KubeModel):
             raise ValueError(f"stage {self.name}: maxDurationSeconds must be >= minDurationSeconds")
         names = [gate.name for gate in self.gates]
         if len(names) != len(set(names)):
-            raise ValueError(f"stage {self.name}: gate names must be unique")
+            raise ValueError(f"stage {self.name}: gates: names must be unique")
         return self
 
 
@@ -227,7 +227,10 @@ class TrafficSpec(KubeModel):
         default=None, ge=1, description="Shadow cost cap: requests per stage and engine."
     )
     http_route: str | None = Field(
-        default=None, description="Mirror source: the HTTPRoute in front of production."
+        default=None,
+        min_length=1,
+        max_length=253,
+        description="Mirror source: the HTTPRoute in front of production.",
     )
     mirror_percent: int = Field(
         default=10, ge=1, le=100, description="Mirror source: percent of live requests."

@@ -5,7 +5,9 @@ The CRD YAML in `crds/` is generated from these models by `specdecode.api.crdgen
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+import re
+
+from pydantic import Field, field_validator, model_validator
 
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.base import KubeModel
@@ -24,6 +26,12 @@ API_VERSION = f"{GROUP}/{VERSION}"
 # The one annotation users (and the kubectl plugin, and Argo CD actions) write to steer.
 ACTION_ANNOTATION = f"{GROUP}/action"
 ACTIONS = ("promote", "abort", "retry")
+
+# Children are named `<name>`, `<name>-baseline` and `<name>-candidate`, and Services need
+# DNS-1035 labels (<= 63 characters, starting with a letter): so the rollout name is one
+# too, 10 characters shorter. The CRD enforces the same rule in CEL at the root.
+MAX_NAME_LENGTH = 53
+NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 class SpecDecodeRolloutSpec(KubeModel):
@@ -74,3 +82,19 @@ class SpecDecodeRollout(KubeModel):
     metadata: dict[str, object] = Field(default_factory=dict)
     spec: SpecDecodeRolloutSpec
     status: SpecDecodeRolloutStatus = Field(default_factory=SpecDecodeRolloutStatus)
+
+    @field_validator("metadata")
+    @classmethod
+    def _name_fits_children(cls, metadata: dict[str, object]) -> dict[str, object]:
+        name = metadata.get("name")
+        if isinstance(name, str) and not rollout_name_ok(name):
+            raise ValueError(
+                f"metadata.name must be a DNS-1035 label of at most {MAX_NAME_LENGTH} "
+                "characters (children append -candidate)"
+            )
+        return metadata
+
+
+def rollout_name_ok(name: str) -> bool:
+    """Whether `<name>-candidate` is still a valid Service name."""
+    return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None

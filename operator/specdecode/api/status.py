@@ -103,6 +103,9 @@ class StageStatus(KubeModel):
     measure_from: datetime | None = Field(default=None, description="End of warm-up.")
     finished_at: datetime | None = Field(default=None, description="When it ended.")
     message: str = Field(default="", description="Why it ended as it did.")
+    inconclusive_runs: int = Field(
+        default=0, description="Runs of this stage (in this analysis) that ended Inconclusive."
+    )
     gates: list[GateResult] = Field(default_factory=list, description="Per-gate results.")
 
 
@@ -111,6 +114,9 @@ class SpecDecodeRolloutStatus(KubeModel):
 
     observed_generation: int | None = Field(default=None, description="Generation acted on.")
     phase: Phase = Field(default=Phase.PENDING, description="Rollout phase.")
+    reason: str | None = Field(
+        default=None, description="CamelCase reason of the latest transition (e.g. GateFailed)."
+    )
     message: str = Field(default="", description="What is happening, or why it stopped.")
     stable_speculative: SpeculativeConfig | None = Field(
         default=None, description="Config production runs now; empty means plain decoding."

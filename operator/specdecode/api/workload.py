@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -66,7 +66,7 @@ class ModelSpec(KubeModel):
         default=None, ge=16, description="Maximum context length (`--max-model-len`)."
     )
     dtype: Dtype = Field(default=Dtype.AUTO, description="Weight dtype (`--dtype`).")
-    extra_args: list[str] = Field(
+    extra_args: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
         default_factory=list,
         max_length=64,
         description="More `vllm serve` flags, passed through as given. Flags the operator "

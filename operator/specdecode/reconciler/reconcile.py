@@ -18,15 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specdecode.adapters.kube.children import (
-    apply_children,
-    child_name,
-    observe_children,
-    prune_shadows,
-)
+from specdecode.adapters.kube.children import apply_children, observe_children, prune_shadows
 from specdecode.adapters.kube.rollouts import clear_action, patch_status
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.adapters.render import render_children
+from specdecode.adapters.render import child_name, render_children
 from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision

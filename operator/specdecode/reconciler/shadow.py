@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from kubernetes.client import ApiException
 
-from specdecode.adapters.kube.children import child_name
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.kube.endpoints import ready_endpoints
+from specdecode.adapters.render import child_name
 from specdecode.adapters.traffic.driver import DriverConfig, EndpointResolver, PairedDriver
 from specdecode.adapters.traffic.prompts import (
     PromptSourceError,

@@ -13,17 +13,10 @@ from typing import Any
 from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.render import CONFIG_LABEL, ROLE_LABEL, ROLLOUT_LABEL, child_name
 from specdecode.domain.observations import ChildRole, ChildState
 
-ROLLOUT_LABEL = "specdecode.io/rollout"
-ROLE_LABEL = "specdecode.io/role"
-CONFIG_LABEL = "specdecode.io/config"
 SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
-
-
-def child_name(rollout: str, role: ChildRole) -> str:
-    """Deployment and Service name of a child: production keeps the rollout's own name."""
-    return rollout if role is ChildRole.PRODUCTION else f"{rollout}-{role.value}"
 
 
 def apply_children(clients: KubeClients, objects: list[dict[str, Any]], manager: str) -> None:

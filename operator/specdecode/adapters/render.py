@@ -1,0 +1,213 @@
+"""Render a rollout's children (engine Deployments and Services) from jinja2 templates.
+
+Pure: the same spec and desired children give the same objects, byte for byte, so server-
+side apply of an unchanged rollout is a no-op and snapshot tests can pin the output.
+Templates use `StrictUndefined` (a missing value is an error, never an empty string) and
+emit every value as JSON, which is YAML, so no user string can alter the document.
+
+Labels: every child carries `specdecode.io/rollout` and `specdecode.io/role`; pod templates
+also carry `specdecode.io/config` (the speculative config's fingerprint, so a changed
+config rolls the pods) and `specdecode.io/serving`, which the production Service selects:
+true on production pods, and on candidate pods during a live-canary stage. Toggling the
+canary therefore re-creates the candidate pod (one engine load); the alternative, labelling
+running pods behind the Deployment's back, would not survive a pod restart.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import yaml
+
+from specdecode.adapters import engine_pod
+from specdecode.api.rollout import API_VERSION, KIND, SpecDecodeRolloutSpec
+from specdecode.api.speculative import SpeculativeConfig
+from specdecode.domain.decision import DesiredChildren
+from specdecode.domain.observations import ChildRole
+
+ROLLOUT_LABEL = "specdecode.io/rollout"
+ROLE_LABEL = "specdecode.io/role"
+CONFIG_LABEL = "specdecode.io/config"
+SERVING_LABEL = "specdecode.io/serving"
+SPECULATIVE_CONFIG_ANNOTATION = "specdecode.io/speculative-config"
+NO_CONFIG = "none"
+# Slack beyond the engine's own startup timeout for scheduling and pulling a large image,
+# before the Deployment reports ProgressDeadlineExceeded.
+DEPLOYMENT_PROGRESS_SLACK_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The rollout that owns the children: their namespace and owner reference."""
+
+    name: str
+    namespace: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        """The controller owner reference: deleting the rollout deletes every child."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+def child_name(rollout_name: str, role: ChildRole) -> str:
+    """Production keeps the rollout's name; shadows append their role."""
+    return rollout_name if role is ChildRole.PRODUCTION else f"{rollout_name}-{role.value}"
+
+
+def config_fingerprint(config: SpeculativeConfig | None) -> str:
+    """The `specdecode.io/config` label value: the config's hash, or "none"."""
+    return NO_CONFIG if config is None else config.fingerprint()
+
+
+def render_children(
+    rollout_name: str,
+    namespace: str,
+    uid: str,
+    spec: SpecDecodeRolloutSpec,
+    desired: DesiredChildren,
+) -> list[dict[str, Any]]:
+    """Every child that should exist: production, then baseline and candidate if shadowed.
+
+    Each role yields its Deployment, then its Service.
+    """
+    owner = Owner(rollout_name, namespace, uid)
+    templates = template_environment()
+    roles: list[tuple[ChildRole, SpeculativeConfig | None, bool]] = [
+        (ChildRole.PRODUCTION, desired.production, True)
+    ]
+    if desired.shadows:
+        roles += [
+            (ChildRole.BASELINE, desired.baseline, False),
+            (ChildRole.CANDIDATE, desired.candidate, desired.live_canary),
+        ]
+    children: list[dict[str, Any]] = []
+    for role, config, serving in roles:
+        deployment_values = deployment_context(owner, spec, role, config, serving=serving)
+        children.append(_render(templates, "deployment.yaml.j2", deployment_values))
+        children.append(_render(templates, "service.yaml.j2", service_context(owner, spec, role)))
+    return children
+
+
+def common_labels(rollout_name: str, role: ChildRole) -> dict[str, str]:
+    """Labels on every child object and pod."""
+    return {
+        "app.kubernetes.io/instance": rollout_name,
+        "app.kubernetes.io/managed-by": "specdecode-operator",
+        "app.kubernetes.io/name": "vllm",
+        ROLE_LABEL: role.value,
+        ROLLOUT_LABEL: rollout_name,
+    }
+
+
+def deployment_context(
+    owner: Owner,
+    spec: SpecDecodeRolloutSpec,
+    role: ChildRole,
+    config: SpeculativeConfig | None,
+    *,
+    serving: bool,
+) -> dict[str, Any]:
+    """Template values of one engine Deployment."""
+    labels = common_labels(owner.name, role)
+    fingerprint = config_fingerprint(config)
+    production = role is ChildRole.PRODUCTION
+    port = spec.engine.port
+    startup_period, startup_failures = engine_pod.startup_probe_timing(
+        spec.engine.startup_timeout_seconds
+    )
+    return {
+        "name": child_name(owner.name, role),
+        "object_namespace": owner.namespace,
+        "labels": _sorted({**labels, CONFIG_LABEL: fingerprint}),
+        "owner_references": [owner.reference()],
+        "replicas": spec.serving.replicas if production else 1,
+        "progress_deadline_seconds": spec.engine.startup_timeout_seconds
+        + DEPLOYMENT_PROGRESS_SLACK_SECONDS,
+        "selector": _sorted({ROLLOUT_LABEL: owner.name, ROLE_LABEL: role.value}),
+        "strategy": engine_pod.production_strategy(spec.serving.replicas)
+        if production
+        else engine_pod.shadow_strategy(),
+        "pod_labels": _sorted(
+            {**labels, CONFIG_LABEL: fingerprint, SERVING_LABEL: "true" if serving else "false"}
+        ),
+        "pod_annotations": _sorted(
+            {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": str(port),
+                "prometheus.io/path": "/metrics",
+                SPECULATIVE_CONFIG_ANNOTATION: "" if config is None else config.to_cli_json(),
+            }
+        ),
+        "node_selector": engine_pod.node_selector(spec),
+        "tolerations": engine_pod.tolerations(spec),
+        "image": spec.engine.image,
+        "image_pull_policy": spec.engine.image_pull_policy,
+        "args": engine_pod.engine_args(spec, config),
+        "port": port,
+        "env": engine_pod.engine_env(spec),
+        "resources": engine_pod.engine_resources(spec),
+        "startup_period_seconds": startup_period,
+        "startup_failure_threshold": startup_failures,
+        "model_cache": spec.engine.model_cache,
+    }
+
+
+def service_context(owner: Owner, spec: SpecDecodeRolloutSpec, role: ChildRole) -> dict[str, Any]:
+    """Template values of one engine Service.
+
+    Production selects the serving label (production pods, plus candidate pods during a
+    live canary); a shadow Service selects exactly its role.
+    """
+    if role is ChildRole.PRODUCTION:
+        selector = {ROLLOUT_LABEL: owner.name, SERVING_LABEL: "true"}
+    else:
+        selector = {ROLLOUT_LABEL: owner.name, ROLE_LABEL: role.value}
+    return {
+        "name": child_name(owner.name, role),
+        "object_namespace": owner.namespace,
+        "labels": _sorted(common_labels(owner.name, role)),
+        "owner_references": [owner.reference()],
+        "selector": _sorted(selector),
+        "port": spec.engine.port,
+    }
+
+
+def _sorted(mapping: dict[str, str]) -> dict[str, str]:
+    return dict(sorted(mapping.items()))
+
+
+def _to_json(value: Any) -> str:
+    """The template filter `j`: a value as compact JSON (valid YAML in flow style)."""
+    if isinstance(value, jinja2.Undefined):
+        str(value)  # StrictUndefined raises here, naming the missing value
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def template_environment() -> jinja2.Environment:
+    """A fresh template environment: strict about undefined values, never HTML-escaping."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("specdecode.adapters", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+    env.globals.clear()  # a value the caller forgot must fail, not resolve to a jinja global
+    env.filters["j"] = _to_json
+    return env
+
+
+def _render(env: jinja2.Environment, template: str, values: dict[str, Any]) -> dict[str, Any]:
+    document = yaml.safe_load(env.get_template(template).render(values))
+    if not isinstance(document, dict):
+        raise TypeError(f"template {template} did not render a mapping")
+    return document

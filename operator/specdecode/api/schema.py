@@ -1,0 +1,162 @@
+"""Turn pydantic's JSON Schema into a Kubernetes structural schema (OpenAPI v3.0 subset).
+
+The API server only accepts "structural" schemas: every node has a `type`, no `$ref`, no
+`anyOf` of types, no `additionalProperties: false` next to `properties`. Pydantic emits
+JSON Schema 2020-12 with all of those, so this module rewrites it node by node:
+
+- `$ref` to `$defs` is inlined (the field's own description wins over the class docstring);
+- `anyOf: [X, null]` becomes plain `X`, not required: the API server prunes a `null` on a
+  non-nullable field, which the models read as "unset", so users may write either;
+- `exclusiveMinimum: n` becomes `minimum: n` + `exclusiveMinimum: true` (OpenAPI 3.0);
+- `title` is dropped, `description` kept everywhere (`kubectl explain` reads it);
+- `additionalProperties: true` (free-form objects) becomes
+  `x-kubernetes-preserve-unknown-fields`; typed maps keep `additionalProperties: {schema}`;
+- string enums get a `maxLength` equal to their longest value, so the CEL cost estimator
+  can bound rules that compare them.
+
+Extra per-class entries (CEL rules, list types) are merged in by a callback, so this module
+knows nothing about this particular resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Schema = dict[str, Any]
+# Called with a `$defs` name and its converted schema; returns keys to merge into it.
+Extension = Callable[[str, Schema], Mapping[str, Any]]
+
+# Key order of emitted nodes: what a reader wants first, then constraints, then nesting.
+KEY_ORDER = (
+    "description",
+    "type",
+    "format",
+    "enum",
+    "default",
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "required",
+    "properties",
+    "additionalProperties",
+    "items",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-validations",
+)
+COPIED_KEYS = frozenset(
+    {
+        "description",
+        "type",
+        "format",
+        "enum",
+        "default",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+    }
+)
+
+
+class StructuralSchemaConverter:
+    """Converts one pydantic JSON schema (with its `$defs`) to a structural schema."""
+
+    def __init__(self, json_schema: Schema, extension: Extension | None = None) -> None:
+        self._defs: Mapping[str, Schema] = json_schema.get("$defs", {})
+        self._root = json_schema
+        self._extension = extension
+        self._drop_defaults = False
+
+    def convert(self, *, drop_defaults: bool = False) -> Schema:
+        """The structural schema of the root model (defaults dropped for status)."""
+        self._drop_defaults = drop_defaults
+        return self._node(self._root, def_name=_root_name(self._root))
+
+    def _node(self, node: Schema, def_name: str | None = None) -> Schema:
+        if "$ref" in node:
+            ref_name = node["$ref"].rsplit("/", 1)[-1]
+            inlined = self._node(self._defs[ref_name], def_name=ref_name)
+            return _ordered({**inlined, **self._own_keys(node)})
+        if "anyOf" in node:
+            return self._optional(node)
+        out: Schema = {key: value for key, value in node.items() if key in COPIED_KEYS}
+        if self._drop_defaults:
+            out.pop("default", None)
+        if "exclusiveMinimum" in node:
+            out["minimum"] = node["exclusiveMinimum"]
+            out["exclusiveMinimum"] = True
+        if "exclusiveMaximum" in node:
+            out["maximum"] = node["exclusiveMaximum"]
+            out["exclusiveMaximum"] = True
+        if "enum" in node and node.get("type") == "string":
+            out["maxLength"] = max(len(value) for value in node["enum"])
+        if node.get("type") == "object":
+            self._object(node, out)
+        if node.get("type") == "array":
+            out["items"] = self._node(node["items"])
+        if def_name is not None and self._extension is not None:
+            out.update(self._extension(def_name, out))
+        return _ordered(out)
+
+    def _object(self, node: Schema, out: Schema) -> None:
+        properties = node.get("properties")
+        if properties:
+            out["properties"] = {name: self._node(child) for name, child in properties.items()}
+            if node.get("required"):
+                out["required"] = list(node["required"])
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            out["additionalProperties"] = self._node(extra)
+        elif extra is True or not properties:
+            out["x-kubernetes-preserve-unknown-fields"] = True
+
+    def _optional(self, node: Schema) -> Schema:
+        variants = [v for v in node["anyOf"] if v.get("type") != "null"]
+        if len(variants) != 1:
+            raise ValueError(f"only `X | None` unions map to a structural schema: {node}")
+        inner = self._node(variants[0])
+        merged = {**inner, **self._own_keys(node)}
+        if merged.get("default", 0) is None or self._drop_defaults:
+            merged.pop("default", None)
+        return _ordered(merged)
+
+    def _own_keys(self, node: Schema) -> Schema:
+        """Keys a referencing node sets for itself (its description and default)."""
+        own: Schema = {key: node[key] for key in ("description", "default") if key in node}
+        if own.get("default", 0) is None or self._drop_defaults:
+            own.pop("default", None)
+        return own
+
+
+def _root_name(json_schema: Schema) -> str | None:
+    title = json_schema.get("title")
+    return title if isinstance(title, str) else None
+
+
+def _ordered(node: Schema) -> Schema:
+    known = [key for key in KEY_ORDER if key in node]
+    unknown = sorted(key for key in node if key not in KEY_ORDER)
+    return {key: node[key] for key in (*known, *unknown)}
+
+
+def walk(schema: Schema, visit: Callable[[str, Schema], None], path: str = "") -> None:
+    """Call `visit(path, node)` for every node of a structural schema (tests, checks)."""
+    visit(path, schema)
+    for name, child in schema.get("properties", {}).items():
+        walk(child, visit, f"{path}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        walk(schema["additionalProperties"], visit, f"{path}.*")
+    if "items" in schema:
+        walk(schema["items"], visit, f"{path}[*]")

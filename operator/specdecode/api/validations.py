@@ -1,0 +1,233 @@
+"""Cross-field rules the API server enforces, as CEL (`x-kubernetes-validations`).
+
+Each rule mirrors a pydantic validator in the models, so `kubectl apply` refuses what the
+operator would refuse, with a message that names the field; the models stay the single
+source of truth for the operator and these rules are tested against them (tests/unit/api).
+Rules are keyed by the model class name (the `$defs` name in pydantic's JSON schema);
+`self` is that object. Every list and string a rule touches has maxItems/maxLength in the
+models, so the API server's CEL cost estimate stays far below its limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic.alias_generators import to_camel
+
+from specdecode.api.analysis import GATE_FIELDS, GateType
+from specdecode.api.rollout import MAX_NAME_LENGTH, NAME_PATTERN
+from specdecode.api.speculative import METHODS_NEEDING_DRAFT_MODEL, METHODS_WITHOUT_DRAFT_MODEL
+from specdecode.api.workload import RESERVED_ENGINE_FLAGS
+
+
+@dataclass(frozen=True)
+class CelRule:
+    """One `x-kubernetes-validations` entry."""
+
+    rule: str
+    message: str
+    field_path: str | None = None
+    reason: str | None = None  # FieldValueInvalid (default), ...Forbidden, ...Required
+
+    def to_schema(self) -> dict[str, str]:
+        """The entry as the CRD spells it."""
+        entry = {"rule": self.rule, "message": self.message}
+        if self.field_path is not None:
+            entry["fieldPath"] = self.field_path
+        if self.reason is not None:
+            entry["reason"] = self.reason
+        return entry
+
+
+def _cel_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(f"'{value}'" for value in sorted(values)) + "]"
+
+
+def _speculative_rules() -> tuple[CelRule, ...]:
+    needing = _cel_list(METHODS_NEEDING_DRAFT_MODEL)
+    without = _cel_list(METHODS_WITHOUT_DRAFT_MODEL)
+    suffix_fields = (
+        "suffix_decoding_max_tree_depth",
+        "suffix_decoding_max_cached_requests",
+        "suffix_decoding_max_spec_factor",
+        "suffix_decoding_min_token_prob",
+    )
+    any_suffix = " || ".join(f"has(self.{name})" for name in suffix_fields)
+    return (
+        CelRule(
+            f"!(self.method in {needing}) || has(self.model)",
+            "speculative.model is required for methods eagle, eagle3 and draft_model",
+            ".model",
+            "FieldValueRequired",
+        ),
+        CelRule(
+            f"!(self.method in {without}) || !has(self.model)",
+            "speculative.model must be empty for methods ngram, suffix and mtp",
+            ".model",
+            "FieldValueForbidden",
+        ),
+        CelRule(
+            "self.method == 'ngram' || (!has(self.prompt_lookup_min) && "
+            "!has(self.prompt_lookup_max))",
+            "speculative.prompt_lookup_min/max apply to method ngram only",
+            None,
+            "FieldValueForbidden",
+        ),
+        CelRule(
+            "!has(self.prompt_lookup_min) || !has(self.prompt_lookup_max) || "
+            "self.prompt_lookup_min <= self.prompt_lookup_max",
+            "speculative.prompt_lookup_min must be <= prompt_lookup_max",
+            ".prompt_lookup_min",
+        ),
+        CelRule(
+            f"self.method == 'suffix' || !({any_suffix})",
+            "speculative.suffix_decoding_* apply to method suffix only",
+            None,
+            "FieldValueForbidden",
+        ),
+    )
+
+
+def _spec_rules() -> tuple[CelRule, ...]:
+    return (
+        CelRule(
+            "!has(self.speculative) || !has(self.speculative.draft_tensor_parallel_size) || "
+            "self.speculative.draft_tensor_parallel_size == 1 || "
+            "self.speculative.draft_tensor_parallel_size == self.gpuPool.tensorParallelSize",
+            "speculative.draft_tensor_parallel_size must be 1 or gpuPool.tensorParallelSize",
+            ".speculative.draft_tensor_parallel_size",
+        ),
+        CelRule(
+            "!has(self.speculative) || !has(self.speculative.max_model_len) || "
+            "!has(self.model.maxModelLen) || "
+            "self.speculative.max_model_len <= self.model.maxModelLen",
+            "speculative.max_model_len must be <= model.maxModelLen",
+            ".speculative.max_model_len",
+        ),
+    )
+
+
+def _reserved_flag_rule() -> CelRule:
+    flags = sorted(RESERVED_ENGINE_FLAGS)
+    pattern = "^(" + "|".join(flags) + ")(=.*)?$"
+    return CelRule(
+        f"!has(self.extraArgs) || !self.extraArgs.exists(a, a.matches('{pattern}'))",
+        "model.extraArgs must not contain flags the operator sets (" + ", ".join(flags) + ")",
+        ".extraArgs",
+        "FieldValueForbidden",
+    )
+
+
+def _gate_rules() -> tuple[CelRule, ...]:
+    """One rule per type-specific field: it may be set only on the types that use it."""
+    every_field = sorted(set().union(*GATE_FIELDS.values()))
+    rules = []
+    for field in every_field:
+        types = [gate_type.value for gate_type in GateType if field in GATE_FIELDS[gate_type]]
+        wire = to_camel(field)
+        rules.append(
+            CelRule(
+                f"!has(self.{wire}) || self.type in {_cel_list(types)}",
+                f"gate {wire} applies only to type {' or '.join(sorted(types))}",
+                f".{wire}",
+                "FieldValueForbidden",
+            )
+        )
+    return tuple(rules)
+
+
+RULES: Mapping[str, tuple[CelRule, ...]] = {
+    "SpeculativeConfig": _speculative_rules(),
+    "SpecDecodeRolloutSpec": _spec_rules(),
+    "ModelSpec": (_reserved_flag_rule(),),
+    "GpuPoolSpec": (
+        CelRule(
+            "self.gpusPerReplica == self.tensorParallelSize",
+            "gpuPool.gpusPerReplica must equal gpuPool.tensorParallelSize",
+            ".gpusPerReplica",
+        ),
+    ),
+    "StageSpec": (
+        CelRule(
+            "has(self.concurrency) != has(self.requestRate)",
+            "stage: set exactly one of concurrency or requestRate",
+            ".concurrency",
+        ),
+        CelRule(
+            "self.maxDurationSeconds >= self.minDurationSeconds",
+            "stage: maxDurationSeconds must be >= minDurationSeconds",
+            ".maxDurationSeconds",
+        ),
+    ),
+    "GateSpec": _gate_rules(),
+    "TrafficSpec": (
+        CelRule(
+            "!(has(self.configMapRef) && has(self.secretRef))",
+            "traffic: set at most one of configMapRef and secretRef",
+            ".secretRef",
+            "FieldValueForbidden",
+        ),
+        CelRule(
+            "self.source != 'Mirror' || has(self.httpRoute)",
+            "traffic: source Mirror needs httpRoute",
+            ".httpRoute",
+            "FieldValueRequired",
+        ),
+    ),
+}
+
+# Rules on the whole object: only these may read `self.metadata.name`.
+ROOT_RULES = (
+    CelRule(
+        f"self.metadata.name.size() <= {MAX_NAME_LENGTH} && "
+        f"self.metadata.name.matches('{NAME_PATTERN.pattern}')",
+        f"metadata.name must be a DNS-1035 label of at most {MAX_NAME_LENGTH} characters "
+        "(children append -candidate)",
+    ),
+)
+
+# Lists whose items are unique by name: the API server rejects duplicates itself.
+LIST_MAP_KEYS: Mapping[str, Mapping[str, str]] = {
+    "AnalysisSpec": {"stages": "name"},
+    "StageSpec": {"gates": "name"},
+}
+
+
+# Status lists the operator (and other status writers) merge by key.
+STATUS_LIST_MAP_KEYS: Mapping[str, Mapping[str, str]] = {
+    "SpecDecodeRolloutStatus": {"conditions": "type"},
+}
+
+
+def extend_definition(def_name: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys to add to the converted spec schema of model `def_name` (`schema.Extension`)."""
+    extra = _list_maps(LIST_MAP_KEYS.get(def_name, {}), node)
+    rules = RULES.get(def_name, ())
+    if rules:
+        extra["x-kubernetes-validations"] = [rule.to_schema() for rule in rules]
+    return extra
+
+
+def extend_status_definition(def_name: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys to add to the status schema: list types only, never CEL.
+
+    Status is written by the operator alone, from specs that already passed validation; a
+    rule there could only ever block the operator from reporting what is true.
+    """
+    return _list_maps(STATUS_LIST_MAP_KEYS.get(def_name, {}), node)
+
+
+def _list_maps(list_keys: Mapping[str, str], node: Mapping[str, Any]) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if list_keys:
+        properties = dict(node["properties"])
+        for list_field, key in list_keys.items():
+            properties[list_field] = {
+                **properties[list_field],
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": [key],
+            }
+        extra["properties"] = properties
+    return extra

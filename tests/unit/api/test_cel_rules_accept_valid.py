@@ -1,0 +1,144 @@
+"""The other half of the invalid table: valid variations near each CEL rule's boundary are
+accepted by both the models and the CRD (a rule that over-refuses breaks users' applies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from sdr_crd_checker import CrdChecker
+from sdr_invalid_table import REPO_ROOT, merge_patch
+
+from specdecode.api import SpecDecodeRollout
+from specdecode.api.crdgen import output_paths
+
+pytestmark = pytest.mark.unit
+
+BASE = yaml.safe_load((REPO_ROOT / "examples/simulator/specdecode-rollout.yaml").read_text())
+
+VALID_PATCHES: dict[str, dict[str, Any]] = {
+    "plain-decoding": {"spec": {"speculative": None}},
+    "ngram-lookup-equal": {
+        "spec": {
+            "speculative": {
+                "method": "ngram",
+                "model": None,
+                "prompt_lookup_min": 3,
+                "prompt_lookup_max": 3,
+            }
+        }
+    },
+    "suffix-with-options": {
+        "spec": {
+            "speculative": {
+                "method": "suffix",
+                "model": None,
+                "suffix_decoding_max_tree_depth": 24,
+                "suffix_decoding_max_cached_requests": 0,
+                "suffix_decoding_max_spec_factor": 1.0,
+                "suffix_decoding_min_token_prob": 0.1,
+            }
+        }
+    },
+    "mtp-without-model": {"spec": {"speculative": {"method": "mtp", "model": None}}},
+    "draft-tp-equals-target": {
+        "spec": {
+            "gpuPool": {"gpusPerReplica": 4, "tensorParallelSize": 4},
+            "speculative": {"draft_tensor_parallel_size": 4},
+        }
+    },
+    "draft-tp-one": {
+        "spec": {
+            "gpuPool": {"gpusPerReplica": 2, "tensorParallelSize": 2},
+            "speculative": {"draft_tensor_parallel_size": 1},
+        }
+    },
+    "draft-len-equals-target": {"spec": {"speculative": {"max_model_len": 8192}}},
+    "draft-len-without-target-len": {
+        "spec": {"model": {"maxModelLen": None}, "speculative": {"max_model_len": 4096}}
+    },
+    "request-rate-stage": {
+        "spec": {"analysis": {"stages": [{"name": "open", "requestRate": 2.5}]}}
+    },
+    "min-equals-max-duration": {
+        "spec": {
+            "analysis": {
+                "stages": [
+                    {
+                        "name": "s",
+                        "concurrency": 1,
+                        "minDurationSeconds": 60,
+                        "maxDurationSeconds": 60,
+                    }
+                ]
+            }
+        }
+    },
+    "every-gate-type-with-its-fields": {
+        "spec": {
+            "analysis": {
+                "stages": [
+                    {
+                        "name": "all-gates",
+                        "concurrency": 8,
+                        "gates": [
+                            {
+                                "name": "a",
+                                "type": "Acceptance",
+                                "minAlpha": 0.5,
+                                "minDraftTokens": 100,
+                            },
+                            {
+                                "name": "t",
+                                "type": "TailLatency",
+                                "quantile": 0.95,
+                                "tolerance": 0.2,
+                                "itlDefinition": "PerChunk",
+                                "minSamples": 50,
+                            },
+                            {
+                                "name": "s",
+                                "type": "Speedup",
+                                "speedupMetric": "Throughput",
+                                "minSpeedup": 1.1,
+                                "minSamples": 10,
+                            },
+                            {
+                                "name": "e",
+                                "type": "ErrorRate",
+                                "maxErrorRate": 0.01,
+                                "minSamples": 10,
+                            },
+                        ],
+                    }
+                ]
+            }
+        }
+    },
+    "mirror-with-route": {
+        "spec": {"analysis": {"traffic": {"source": "Mirror", "httpRoute": "llm"}}}
+    },
+    "prompts-from-secret": {
+        "spec": {"analysis": {"traffic": {"secretRef": {"name": "p", "key": "chat.jsonl"}}}}
+    },
+    "harmless-extra-args": {
+        "spec": {
+            "model": {"extraArgs": ["--enable-prefix-caching", "--max-num-seqs=256", "--seed"]}
+        }
+    },
+    "name-of-53-characters": {"metadata": {"name": "a" * 53}},
+}
+
+
+@pytest.fixture(scope="module")
+def checker() -> CrdChecker:
+    crd = yaml.safe_load(output_paths(REPO_ROOT)[0].read_text())
+    return CrdChecker(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+
+
+@pytest.mark.parametrize("name", sorted(VALID_PATCHES))
+def test_valid_variation_is_accepted(name: str, checker: CrdChecker) -> None:
+    obj = merge_patch(BASE, VALID_PATCHES[name])
+    SpecDecodeRollout.model_validate(obj)
+    assert checker.errors(obj) == []
