@@ -1,0 +1,1 @@
+"""Stand-ins for small public test images (agnhost netexec, pause), stdlib only."""
