@@ -1,0 +1,144 @@
+"""Hardware and model profiles: the numbers the step-time model runs on.
+
+Hardware figures are vendor datasheet peaks (dense BF16 tensor FLOPs, HBM bandwidth,
+memory size); the efficiencies and overheads are modelling assumptions, not
+measurements. Model figures are the published architecture sizes. Everything can be
+overridden from the profile file (see settings.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """One GPU type."""
+
+    name: str
+    hbm_bandwidth_bytes_per_s: float
+    bf16_flops: float
+    memory_bytes: float
+    memory_efficiency: float = 0.80
+    compute_efficiency: float = 0.50
+    step_overhead_s: float = 0.003
+    per_sequence_overhead_s: float = 0.00002
+    tp_allreduce_s_per_layer: float = 0.00001
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """One target (or draft) model architecture."""
+
+    name: str
+    model_type: str
+    total_params: float
+    active_params: float
+    num_layers: int
+    hidden_size: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_model_len: int
+    bytes_per_param: float = 2.0
+    num_experts: int = 0
+    experts_per_token: int = 0
+    expert_params: float = 0.0
+
+    @property
+    def weight_bytes(self) -> float:
+        """All weights, as loaded on the GPUs."""
+        return self.total_params * self.bytes_per_param
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """K and V, every layer, BF16."""
+        return 2.0 * self.num_layers * self.num_kv_heads * self.head_dim * 2.0
+
+    @property
+    def layer_params(self) -> float:
+        """Active parameters of one decoder layer (the size of an MTP layer)."""
+        return self.active_params / self.num_layers
+
+    @property
+    def lm_head_params(self) -> float:
+        """Output projection; an EAGLE head reuses or shrinks it."""
+        return float(self.vocab_size * self.hidden_size)
+
+
+HARDWARE: dict[str, HardwareProfile] = {
+    "H100": HardwareProfile("H100", 3.35e12, 989e12, 80 * GIB),
+    "H200": HardwareProfile("H200", 4.8e12, 989e12, 141 * GIB),
+    "A100": HardwareProfile("A100", 2.039e12, 312e12, 80 * GIB),
+    "L40S": HardwareProfile("L40S", 0.864e12, 362e12, 48 * GIB),
+}
+
+MODELS: dict[str, ModelProfile] = {
+    "llama-3.1-8b": ModelProfile(
+        "llama-3.1-8b", "llama", 8.03e9, 8.03e9, 32, 4096, 8, 128, 128256, 131072
+    ),
+    "llama-3.3-70b": ModelProfile(
+        "llama-3.3-70b", "llama", 70.6e9, 70.6e9, 80, 8192, 8, 128, 128256, 131072
+    ),
+    "qwen3-30b-a3b": ModelProfile(
+        "qwen3-30b-a3b",
+        "qwen3_moe",
+        30.5e9,
+        3.3e9,
+        48,
+        2048,
+        4,
+        128,
+        151936,
+        40960,
+        num_experts=128,
+        experts_per_token=8,
+        expert_params=28.9e9,
+    ),
+    "llama-3.2-1b": ModelProfile(
+        "llama-3.2-1b", "llama", 1.24e9, 1.24e9, 16, 2048, 8, 64, 128256, 131072
+    ),
+}
+
+_NAME_HINTS: tuple[tuple[str, str], ...] = (
+    (r"30b-a3b", "qwen3-30b-a3b"),
+    (r"70b", "llama-3.3-70b"),
+    (r"(^|[^0-9.])(1b|1\.\db)", "llama-3.2-1b"),
+    (r"(7b|8b)", "llama-3.1-8b"),
+)
+
+
+def infer_model_profile(model_name: str) -> ModelProfile:
+    """Pick the built-in profile a model name most likely matches (default: 8B Llama)."""
+    lowered = model_name.lower()
+    for pattern, key in _NAME_HINTS:
+        if re.search(pattern, lowered):
+            profile = MODELS[key]
+            break
+    else:
+        profile = MODELS["llama-3.1-8b"]
+    return dataclasses.replace(profile, model_type=infer_model_type(lowered, profile))
+
+
+def infer_model_type(lowered_name: str, profile: ModelProfile) -> str:
+    """HF `model_type` guess from the name: vLLM's EAGLE-3 check looks at it."""
+    for family in ("qwen3_moe", "qwen", "llama", "mistral", "mixtral", "gemma", "phi", "gpt_oss"):
+        if family.replace("_", "-") in lowered_name or family in lowered_name:
+            return family if family != "qwen" else "qwen3"
+    if "deepseek" in lowered_name:
+        return "deepseek_v3"
+    return profile.model_type
+
+
+def with_overrides(profile: Any, overrides: dict[str, Any]) -> Any:
+    """A copy of a profile dataclass with some fields replaced; unknown fields are errors."""
+    known = {f.name for f in dataclasses.fields(profile)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown profile fields {unknown}; known: {sorted(known)}")
+    return dataclasses.replace(profile, **overrides)

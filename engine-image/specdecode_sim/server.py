@@ -1,0 +1,209 @@
+"""HTTP API (Starlette): vLLM's OpenAI-compatible routes plus /health, /metrics, /version.
+
+Any body gets a JSON answer: protocol.RequestError becomes vLLM's error JSON; nothing
+a client sends can stop the engine loop. Faults (error rate, crash after N requests)
+are applied here, where vLLM's API server would see them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from specdecode_sim import wire
+from specdecode_sim.loop import EngineLoop
+from specdecode_sim.protocol import ParsedRequest, RequestError, decode_body, parse_request
+from specdecode_sim.request import Emission
+from specdecode_sim.settings import Faults
+from specdecode_sim.textgen import detokenize, tokenize
+from specdecode_sim.version import IMITATED_VLLM_VERSION
+from specdecode_sim.workload import resolve_workload
+
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass
+class ServerRuntime:
+    """What the routes need; built by cli.py."""
+
+    engine: EngineLoop
+    served_names: list[str]
+    model_path: str
+    max_model_len: int
+    default_workload: str
+    warmup_seconds: float
+    faults: Faults
+    api_keys: list[str]
+    exit_process: Callable[[int], None]
+    fault_rng: random.Random = field(default_factory=lambda: random.Random(0))
+    accepted_requests: int = 0
+    created: int = field(default_factory=lambda: int(time.time()))
+
+
+def _error(error: RequestError) -> JSONResponse:
+    return JSONResponse(
+        wire.error_body(error.message, error.error_type, error.status), status_code=error.status
+    )
+
+
+def create_app(runtime: ServerRuntime) -> Starlette:
+    """The ASGI app for one simulated engine."""
+
+    async def health(_: Request) -> Response:
+        ready = runtime.engine.clock.now() >= runtime.warmup_seconds
+        return Response(status_code=200 if ready else 503)
+
+    async def version(_: Request) -> Response:
+        return JSONResponse({"version": IMITATED_VLLM_VERSION})
+
+    async def models(_: Request) -> Response:
+        return JSONResponse(
+            wire.models_list(
+                runtime.served_names, runtime.model_path, runtime.max_model_len, runtime.created
+            )
+        )
+
+    async def metrics(_: Request) -> Response:
+        body = runtime.engine.metrics.exposition() if runtime.engine.metrics else b""
+        return Response(body, media_type=PROMETHEUS_CONTENT_TYPE)
+
+    async def completions(request: Request) -> Response:
+        return await _generate(runtime, request, chat=False)
+
+    async def chat_completions(request: Request) -> Response:
+        return await _generate(runtime, request, chat=True)
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/version", version, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+    ]
+    return Starlette(routes=routes)
+
+
+def _authorized(runtime: ServerRuntime, request: Request) -> bool:
+    if not runtime.api_keys:
+        return True
+    header = request.headers.get("authorization", "")
+    return any(header == f"Bearer {key}" for key in runtime.api_keys)
+
+
+def _validate(runtime: ServerRuntime, parsed: ParsedRequest) -> tuple[str, int, int]:
+    """(workload, prompt tokens, max_tokens) or RequestError, with vLLM's messages."""
+    if parsed.model is not None and parsed.model not in runtime.served_names:
+        raise RequestError(f"The model `{parsed.model}` does not exist.", 404, "NotFoundError")
+    workload = resolve_workload(parsed.workload, parsed.prompt_text, runtime.default_workload)
+    if workload is None:
+        raise RequestError(f"specdecode_workload {parsed.workload!r} is not a known class")
+    prompt_tokens = (
+        len(parsed.prompt_token_ids)
+        if parsed.prompt_token_ids is not None
+        else len(tokenize(parsed.prompt_text))
+    )
+    limit = runtime.max_model_len
+    if prompt_tokens >= limit:
+        raise RequestError(
+            f"This model's maximum context length is {limit} tokens. However, your request "
+            f"has {prompt_tokens} input tokens. Please reduce the length of the input messages."
+        )
+    max_tokens = parsed.max_tokens if parsed.max_tokens is not None else limit - prompt_tokens
+    if prompt_tokens + max_tokens > limit:
+        raise RequestError(
+            f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's "
+            f"maximum context length is {limit} tokens and your request has {prompt_tokens} "
+            f"input tokens ({max_tokens} > {limit} - {prompt_tokens})."
+        )
+    return workload, prompt_tokens, max_tokens
+
+
+async def _generate(runtime: ServerRuntime, request: Request, chat: bool) -> Response:
+    if not _authorized(runtime, request):
+        return JSONResponse({"error": "Unauthorized"}, status_code=401)
+    try:
+        parsed = parse_request(
+            decode_body(await request.body()), chat, request.headers.get("x-workload-class")
+        )
+        workload, prompt_tokens, max_tokens = _validate(runtime, parsed)
+    except RequestError as error:
+        return _error(error)
+    faults = runtime.faults
+    runtime.accepted_requests += 1
+    if (
+        faults.crash_after_requests is not None
+        and runtime.accepted_requests > faults.crash_after_requests
+    ):
+        runtime.exit_process(1)
+    if faults.error_rate and runtime.fault_rng.random() < faults.error_rate:
+        return _error(RequestError("simulated engine error", 500, "InternalServerError"))
+    prefix = "chatcmpl-" if chat else "cmpl-"
+    request_id = prefix + uuid.uuid4().hex
+    header = wire.ResponseHeader(
+        request_id, int(time.time()), parsed.model or runtime.served_names[0], chat
+    )
+    sim_request = runtime.engine.build_request(request_id, parsed, workload, max_tokens)
+    queue = runtime.engine.submit(sim_request)
+    if parsed.stream:
+        return StreamingResponse(
+            _stream(runtime, header, parsed, queue, prompt_tokens, request_id),
+            media_type="text/event-stream",
+        )
+    try:
+        texts: list[str] = []
+        while True:
+            emission = await queue.get()
+            texts.append(detokenize(emission.tokens, emission.first) if emission.tokens else "")
+            if emission.finish_reason is not None:
+                break
+    except asyncio.CancelledError:
+        runtime.engine.abort(request_id)
+        raise
+    body = wire.full_response(
+        header,
+        "".join(texts),
+        emission.finish_reason,
+        emission.request.stop_reason,
+        prompt_tokens,
+        len(emission.request.output),
+    )
+    return JSONResponse(body)
+
+
+async def _stream(
+    runtime: ServerRuntime,
+    header: wire.ResponseHeader,
+    parsed: ParsedRequest,
+    queue: asyncio.Queue[Emission],
+    prompt_tokens: int,
+    request_id: str,
+) -> AsyncIterator[bytes]:
+    finished = False
+    try:
+        if header.chat:
+            yield wire.sse(wire.chunk(header, "", None, role=True))
+        while True:
+            emission = await queue.get()
+            text = detokenize(emission.tokens, emission.first) if emission.tokens else ""
+            yield wire.sse(
+                wire.chunk(header, text, emission.finish_reason, emission.request.stop_reason)
+            )
+            if emission.finish_reason is not None:
+                finished = True
+                break
+        if parsed.include_usage:
+            yield wire.sse(wire.usage_chunk(header, prompt_tokens, len(emission.request.output)))
+        yield wire.sse("[DONE]")
+    finally:
+        if not finished:
+            runtime.engine.abort(request_id)

@@ -1,0 +1,222 @@
+"""Engine core with fake time: batching, queueing, spec-decode counters, n-gram realism."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import pytest
+
+from specdecode_sim.acceptance import AcceptanceModel
+from specdecode_sim.engine import EngineConfig, EngineCore, SpecPlan
+from specdecode_sim.lookup import NgramIndex
+from specdecode_sim.profiles import HARDWARE, MODELS
+from specdecode_sim.request import SimRequest, StepReport
+from specdecode_sim.textgen import REPETITION, TokenStream, repetition_table, tokenize
+
+pytestmark = pytest.mark.unit
+
+CODE_PROMPT = " ".join(
+    f"def handler_{i}(request): return render(request, template_{i % 3}, context)"
+    for i in range(40)
+)
+
+
+UNIQUE_WORDS = " ".join(f"w{i}" for i in range(400))  # every n-gram occurs once
+
+
+def make_core(
+    spec: SpecPlan | None = None,
+    acceptance: float | None = None,
+    max_num_seqs: int = 64,
+    kv_capacity_tokens: int = 400_000,
+) -> EngineCore:
+    return EngineCore(
+        EngineConfig(
+            hardware=HARDWARE["H100"],
+            model=MODELS["llama-3.1-8b"],
+            tensor_parallel_size=1,
+            max_model_len=8192,
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=8192,
+            kv_capacity_tokens=kv_capacity_tokens,
+            spec=spec,
+            acceptance=AcceptanceModel(constant=acceptance),
+        )
+    )
+
+
+def make_request(
+    core: EngineCore, index: int, prompt: str, workload: str = "chat", max_tokens: int = 64
+) -> SimRequest:
+    tokens = tokenize(prompt)
+    lookup = None
+    spec = core.config.spec
+    if spec is not None and spec.method == "ngram":
+        lookup = NgramIndex(spec.prompt_lookup_min, spec.prompt_lookup_max)
+        lookup.extend(tokens)
+    return SimRequest(
+        request_id=f"r{index}",
+        prompt=tokens,
+        max_tokens=max_tokens,
+        workload=workload,
+        arrival_ts=0.0,
+        stream=TokenStream(tokens, random.Random(f"text{index}"), REPETITION[workload]),
+        natural_length=10**9,
+        rng=random.Random(f"accept{index}"),
+        ignore_eos=True,
+        lookup_index=lookup,
+    )
+
+
+def run(core: EngineCore) -> list[StepReport]:
+    reports, now = [], 0.0
+    for _ in range(100_000):
+        report = core.step(now)
+        if report is None:
+            return reports
+        reports.append(report)
+        now = report.ended
+    raise AssertionError("engine did not drain")
+
+
+def spec_totals(reports: list[StepReport]) -> tuple[int, int, int, list[int]]:
+    drafts = draft_tokens = accepted = 0
+    per_position: list[int] = []
+    for report in reports:
+        if report.spec is None:
+            continue
+        drafts += report.spec.drafts
+        draft_tokens += report.spec.draft_tokens
+        accepted += report.spec.accepted_tokens
+        per_position = [
+            a + b
+            for a, b in zip(
+                per_position or [0] * len(report.spec.accepted_per_position),
+                report.spec.accepted_per_position,
+                strict=True,
+            )
+        ]
+    return drafts, draft_tokens, accepted, per_position
+
+
+def test_max_num_seqs_bounds_the_batch_and_the_rest_waits() -> None:
+    core = make_core(max_num_seqs=4)
+    requests = [make_request(core, i, "hello world") for i in range(10)]
+    for request in requests:
+        core.add(request)
+    reports = run(core)
+    assert reports[0].running == 4 and reports[0].waiting == 6
+    assert max(report.running for report in reports) <= 4
+    assert all(len(r.output) == 64 and r.finish_reason == "length" for r in requests)
+
+
+def test_eagle3_counters_are_consistent_and_alpha_matches_configuration() -> None:
+    core = make_core(SpecPlan("eagle3", 3), acceptance=0.7)
+    for i in range(32):
+        core.add(make_request(core, i, "tell me a story", max_tokens=200))
+    reports = run(core)
+    drafts, draft_tokens, accepted, per_position = spec_totals(reports)
+    assert draft_tokens == drafts * 3
+    assert accepted <= draft_tokens
+    assert per_position == sorted(per_position, reverse=True)
+    assert accepted / draft_tokens == pytest.approx((0.7 + 0.49 + 0.343) / 3, abs=0.03)
+    assert max(len(e.tokens) for r in reports for e in r.emissions) == 4
+
+
+def test_spec_decode_shortens_the_run_at_low_concurrency() -> None:
+    def total_time(core: EngineCore) -> float:
+        core.add(make_request(core, 0, "tell me a story", max_tokens=300))
+        return run(core)[-1].ended
+
+    assert total_time(make_core(SpecPlan("eagle3", 3), acceptance=0.75)) < 0.7 * total_time(
+        make_core()
+    )
+
+
+def test_ngram_acceptance_comes_from_real_repetition() -> None:
+    def ngram_alpha(workload: str) -> tuple[float, EngineCore, list[SimRequest]]:
+        core = make_core(SpecPlan("ngram", 5, prompt_lookup_min=2, prompt_lookup_max=4))
+        requests = [make_request(core, i, CODE_PROMPT, workload, 300) for i in range(8)]
+        for request in requests:
+            core.add(request)
+        _, draft_tokens, accepted, _ = spec_totals(run(core))
+        return accepted / max(draft_tokens, 1), core, requests
+
+    code_alpha, _, code_requests = ngram_alpha("code")
+    translation_alpha, _, _ = ngram_alpha("translation")
+    assert code_alpha > translation_alpha + 0.15
+    prompt_text = " ".join(code_requests[0].prompt)
+    copied = sum(1 for token in code_requests[0].output if token in prompt_text.split())
+    assert copied > len(code_requests[0].output) / 2
+
+
+def test_small_kv_cache_preempts_and_still_finishes() -> None:
+    core = make_core(kv_capacity_tokens=600)
+    requests = [make_request(core, i, "word " * 100, max_tokens=150) for i in range(6)]
+    for request in requests:
+        core.add(request)
+    reports = run(core)
+    assert sum(report.preemptions for report in reports) > 0
+    assert all(len(r.output) == 150 for r in requests)
+    assert max(report.kv_usage for report in reports) <= 1.0
+
+
+def test_same_seed_same_run() -> None:
+    def once() -> tuple[list[list[str]], tuple[int, int, int, list[int]]]:
+        core = make_core(SpecPlan("eagle3", 4))
+        requests = [make_request(core, i, "explain", max_tokens=80) for i in range(5)]
+        for request in requests:
+            core.add(request)
+        reports = run(core)
+        return [r.output for r in requests], spec_totals(reports)
+
+    assert once() == once()
+
+
+def test_natural_end_and_stop_strings_finish_with_stop() -> None:
+    core = make_core(SpecPlan("eagle3", 3), acceptance=0.9)
+    natural = make_request(core, 0, "hello", max_tokens=50)
+    natural.ignore_eos, natural.natural_length = False, 7
+    stopped = make_request(core, 1, "hello", max_tokens=50)
+    target = stopped.stream.peek(10)[5]
+    stopped.stop = (target,)
+    core.add(natural)
+    core.add(stopped)
+    run(core)
+    assert natural.finish_reason == "stop" and len(natural.output) == 7
+    assert stopped.finish_reason == "stop" and stopped.stop_reason == target
+    assert target not in stopped.output and len(stopped.output) <= 5
+
+
+def test_forced_acceptance_drives_ngram_through_repetition() -> None:
+    table = repetition_table({}, lookup_acceptance=0.7)
+    core = make_core(SpecPlan("ngram", 4, prompt_lookup_min=3, prompt_lookup_max=5))
+    requests = []
+    for i in range(16):
+        request = make_request(core, i, UNIQUE_WORDS, "chat", 300)
+        request.stream = TokenStream(request.prompt, random.Random(f"t{i}"), table["chat"])
+        requests.append(request)
+        core.add(request)
+    drafts, _, _, per_position = spec_totals(run(core))
+    conditional = [per_position[0] / drafts] + [
+        later / earlier for earlier, later in itertools.pairwise(per_position)
+    ]
+    assert drafts > 300
+    for rate in conditional:
+        assert rate == pytest.approx(0.7, abs=0.07)
+
+
+def test_latency_spikes_lengthen_steps() -> None:
+    def first_step(probability: float) -> float:
+        config = dataclasses.replace(
+            make_core().config, latency_spike_probability=probability, latency_spike_seconds=0.5
+        )
+        core = EngineCore(config)
+        core.add(make_request(core, 0, "hi"))
+        report = core.step(0.0)
+        assert report is not None
+        return report.duration
+
+    assert first_step(1.0) == pytest.approx(first_step(0.0) + 0.5)
