@@ -35,6 +35,7 @@ class ParsedRequest:
     max_tokens: int | None
     stream: bool
     include_usage: bool
+    continuous_usage: bool  # vLLM: usage in every chunk (include_usage and continuous_usage_stats)
     seed: int | None
     temperature: float
     ignore_eos: bool
@@ -143,6 +144,9 @@ def parse_request(body: dict[str, Any], chat: bool, workload_header: str | None)
         max_tokens=max_tokens,
         stream=stream,
         include_usage=bool(options and options.get("include_usage")),
+        continuous_usage=bool(
+            options and options.get("include_usage") and options.get("continuous_usage_stats")
+        ),
         seed=_int_field(body, "seed"),
         temperature=float(temperature),
         ignore_eos=bool(ignore_eos),

@@ -11,6 +11,7 @@ import asyncio
 import random
 import time
 import uuid
+from typing import Any
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -189,14 +190,24 @@ async def _stream(
     request_id: str,
 ) -> AsyncIterator[bytes]:
     finished = False
+    generated = 0
+
+    def with_usage(body: dict[str, Any]) -> dict[str, Any]:
+        if parsed.continuous_usage:
+            body["usage"] = wire.usage(prompt_tokens, generated)
+        return body
+
     try:
         if header.chat:
-            yield wire.sse(wire.chunk(header, "", None, role=True))
+            yield wire.sse(with_usage(wire.chunk(header, "", None, role=True)))
         while True:
             emission = await queue.get()
+            generated += len(emission.tokens)
             text = detokenize(emission.tokens, emission.first) if emission.tokens else ""
             yield wire.sse(
-                wire.chunk(header, text, emission.finish_reason, emission.request.stop_reason)
+                with_usage(
+                    wire.chunk(header, text, emission.finish_reason, emission.request.stop_reason)
+                )
             )
             if emission.finish_reason is not None:
                 finished = True

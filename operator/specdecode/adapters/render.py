@@ -24,7 +24,7 @@ import yaml
 
 from specdecode.adapters import engine_pod
 from specdecode.api.rollout import API_VERSION, KIND, SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.observations import ChildRole
 
@@ -33,7 +33,6 @@ ROLE_LABEL = "specdecode.io/role"
 CONFIG_LABEL = "specdecode.io/config"
 SERVING_LABEL = "specdecode.io/serving"
 SPECULATIVE_CONFIG_ANNOTATION = "specdecode.io/speculative-config"
-NO_CONFIG = "none"
 # Slack beyond the engine's own startup timeout for scheduling and pulling a large image,
 # before the Deployment reports ProgressDeadlineExceeded.
 DEPLOYMENT_PROGRESS_SLACK_SECONDS = 600
@@ -62,11 +61,6 @@ class Owner:
 def child_name(rollout_name: str, role: ChildRole) -> str:
     """Production keeps the rollout's name; shadows append their role."""
     return rollout_name if role is ChildRole.PRODUCTION else f"{rollout_name}-{role.value}"
-
-
-def config_fingerprint(config: SpeculativeConfig | None) -> str:
-    """The `specdecode.io/config` label value: the config's hash, or "none"."""
-    return NO_CONFIG if config is None else config.fingerprint()
 
 
 def render_children(
@@ -119,7 +113,7 @@ def deployment_context(
 ) -> dict[str, Any]:
     """Template values of one engine Deployment."""
     labels = common_labels(owner.name, role)
-    fingerprint = config_fingerprint(config)
+    fingerprint = fingerprint_of(config)
     production = role is ChildRole.PRODUCTION
     port = spec.engine.port
     startup_period, startup_failures = engine_pod.startup_probe_timing(

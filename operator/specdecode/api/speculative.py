@@ -119,6 +119,14 @@ class SpeculativeConfig(VerbatimModel):
         return hashlib.sha256(self.to_cli_json().encode()).hexdigest()[:10]
 
 
+NO_SPECULATION = "none"
+
+
+def fingerprint_of(config: SpeculativeConfig | None) -> str:
+    """A config's fingerprint, as labels and status name it; plain decoding is "none"."""
+    return NO_SPECULATION if config is None else config.fingerprint()
+
+
 def speculative_problems(config: SpeculativeConfig) -> list[str]:
     """Cross-field rules vLLM enforces at start, as messages that name the field."""
     problems: list[str] = []

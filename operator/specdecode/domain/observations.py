@@ -62,6 +62,10 @@ class AcceptanceCounts:
     draft_tokens: float
     accepted_tokens: float
     per_position_accepted: tuple[float, ...] = ()
+    # Requests that finished in the window (vllm:request_success_total of the candidate, or
+    # the shadow client's count). Drafts of one request are correlated; with this count the
+    # acceptance bound treats requests as the independent units (see domain.stats).
+    requests: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -100,4 +104,3 @@ class Observations:
     def child(self, role: ChildRole) -> ChildState:
         """The observed state of a child; absent means it does not exist."""
         return self.children.get(role, ChildState(exists=False))
-

@@ -150,6 +150,29 @@ def test_streaming_chat_raw_sse_field_sets(sim: RunningSim) -> None:
     }  # fmt: skip
 
 
+def test_continuous_usage_stats_count_tokens_in_every_chunk(sim: RunningSim) -> None:
+    """vLLM's stream_options.continuous_usage_stats: cumulative usage on every chunk, which
+    is how a client counts the tokens each chunk carried (the operator's per-token ITL)."""
+    body = {
+        "model": "llama",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 40,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    with httpx.stream("POST", f"{sim.base_url}/v1/chat/completions", json=body) as response:
+        lines = [line for line in response.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    events = [json.loads(line[6:]) for line in lines[:-1]]
+    text_chunks = [e for e in events if e["choices"] and e["choices"][0]["delta"].get("content")]
+    cumulative = [e["usage"]["completion_tokens"] for e in text_chunks]
+    words = [len(e["choices"][0]["delta"]["content"].split()) for e in text_chunks]
+    assert cumulative == sorted(cumulative) and cumulative[-1] == 40
+    assert [b - a for a, b in zip([0, *cumulative], cumulative, strict=False)] == words
+    assert events[0]["usage"]["completion_tokens"] == 0
+
+
 @pytest.mark.parametrize(
     ("path", "body", "status", "fragment"),
     [

@@ -25,6 +25,7 @@ DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+FINISHED_REQUESTS = "vllm:request_success_total"
 MIN_WINDOW_SECONDS = 2
 
 
@@ -63,7 +64,9 @@ class PrometheusAcceptance:
         per_position = self._by_position(
             window_query(ACCEPTED_PER_POSITION, engine, seconds, by="position"), at
         )
+        requests = self._scalar(window_query(FINISHED_REQUESTS, engine, seconds), at)
         return AcceptanceCounts(
+            requests=requests,
             drafts=drafts,
             draft_tokens=draft_tokens,
             accepted_tokens=accepted,

@@ -1,0 +1,83 @@
+"""The `specdecode.io/action` annotation: promote, abort, retry. Acted on once, then cleared.
+
+- promote (Deploying, Analyzing, Paused): production rolls to the candidate now. From
+  Paused it is the approval the pause waits for; earlier it overrides the gates, and the
+  Event says so.
+- abort (Deploying, Analyzing, Paused, Promoting): RolledBack (Aborted); production keeps,
+  or returns to, the stable config.
+- retry (RolledBack, Failed): a new analysis of the same desired config.
+An action that does not apply in the current phase, or an unknown value, is still consumed
+(`clear_action`), with a Warning Event saying why, so a stale annotation never fires later.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from specdecode.api.rollout import ACTION_ANNOTATION, ACTIONS, SpecDecodeRolloutSpec
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Event, EventType
+from specdecode.domain.transitions import Step, describe, enter, pursue_desired, roll_back
+
+PROMOTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
+ABORTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})
+RETRYABLE = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
+
+
+def _ignored(status: SpecDecodeRolloutStatus, reason: str, message: str) -> Step:
+    return Step(status, (Event(reason, message, EventType.WARNING),), clear_action=True)
+
+
+def _promote(status: SpecDecodeRolloutStatus, now: datetime) -> Step:
+    config = describe(status.candidate_speculative)
+    if status.phase is Phase.PAUSED:
+        reason, message = "PromotionApproved", f"promote approved; production rolls to {config}"
+    else:
+        stage = status.current_stage or "shadows deploying"
+        reason = "GatesOverridden"
+        message = (
+            f"manual promote overrides the gates (analysis not finished: {stage}); "
+            f"production rolls to {config}"
+        )
+    return enter(
+        status,
+        Phase.PROMOTING,
+        now,
+        reason,
+        message,
+        warning=status.phase is not Phase.PAUSED,
+        current_stage=None,
+        current_stage_index=None,
+    )
+
+
+def apply_action(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    action: str | None,
+    now: datetime,
+) -> Step:
+    """Act on the annotation's value (None: nothing to do)."""
+    if action is None:
+        return Step(status)
+    wanted = action.strip().lower()
+    phase = status.phase
+    if wanted not in ACTIONS:
+        allowed = ", ".join(ACTIONS)
+        message = f"{ACTION_ANNOTATION}={action!r} is not one of {allowed}; ignored"
+        return _ignored(status, "UnknownAction", message)
+    if wanted == "promote" and phase in PROMOTABLE:
+        step = _promote(status, now)
+    elif wanted == "abort" and phase in ABORTABLE:
+        stable = describe(status.stable_speculative)
+        message = (
+            f"aborted by {ACTION_ANNOTATION}=abort in {phase.value}; production stays on {stable}"
+        )
+        step = roll_back(status, now, "Aborted", message)
+    elif wanted == "retry" and phase in RETRYABLE:
+        message = f"retry requested: new analysis of {describe(spec.speculative)}"
+        step = pursue_desired(spec, status, now, "AnalysisRetried", message)
+    else:
+        message = f"{ACTION_ANNOTATION}={wanted} does not apply in phase {phase.value}; ignored"
+        return _ignored(status, "ActionIgnored", message)
+    return Step(step.status, step.events, clear_action=True)

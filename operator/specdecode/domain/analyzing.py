@@ -1,0 +1,165 @@
+"""The Analyzing phase: evaluate the current stage's gates and decide the stage's outcome.
+
+Order of precedence at each look (a failed gate wins over everything, including a pause):
+1. a non-dry-run gate with more Failed looks than `failureLimit`: stage Failed, RolledBack
+   (GateFailed, "<stage>/<gate>: <numbers>");
+2. a non-dry-run gate with more consecutive Errors than `consecutiveErrorLimit`: RolledBack
+   (MetricsUnavailable): a flaky metric backend is never a pass;
+3. every non-dry-run gate's latest look Successful and `minDurationSeconds` measured:
+   stage Successful, then the next stage, or Paused (pauseBeforePromotion) / Promoting;
+4. `maxDurationSeconds` measured and still undecided: stage Inconclusive; more inconclusive
+   stage runs in this analysis than `inconclusiveLimit` rolls back (Inconclusive), else the
+   stage runs again with a fresh window.
+With `analysis.manual`, gates are still measured and reported but not enforced: each stage
+measures for its minimum duration, and the analysis then waits in Paused for an action.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.status import GateVerdict, Phase, SpecDecodeRolloutStatus, StagePhase
+from specdecode.api.status import StageStatus as Stage
+from specdecode.domain.gates import evaluate_gate
+from specdecode.domain.observations import Observations
+from specdecode.domain.stages import (
+    evaluation_due,
+    inconclusive_stage_count,
+    is_measuring,
+    max_duration_reached,
+    merge_gate_results,
+    min_duration_reached,
+    planned_looks,
+    start_stage,
+)
+from specdecode.domain.transitions import Step, enter, notify, roll_back
+
+
+def _with_stage(
+    status: SpecDecodeRolloutStatus, index: int, stage: Stage
+) -> SpecDecodeRolloutStatus:
+    stages = list(status.stages)
+    stages[index] = stage
+    return status.model_copy(
+        update={"stages": stages, "current_stage": stage.name, "current_stage_index": index}
+    )
+
+
+def begin_stage(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
+) -> SpecDecodeRolloutStatus:
+    """Start stage `index` now (keeping its count of earlier inconclusive runs)."""
+    runs = status.stages[index].inconclusive_runs if index < len(status.stages) else 0
+    return _with_stage(status, index, start_stage(spec.analysis.stages[index], now, runs))
+
+
+def analyze(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Step:
+    """One reconcile of the Analyzing phase."""
+    analysis = spec.analysis
+    index = status.current_stage_index or 0
+    stage_spec = analysis.stages[index]
+    stage = status.stages[index]
+    if not is_measuring(stage, now):
+        return Step(status)
+    if evaluation_due(stage, analysis.interval_seconds, now):
+        seen = observations.stage
+        window = seen if seen is not None and seen.stage_name == stage_spec.name else None
+        looks = planned_looks(stage_spec, analysis)
+        previous = merge_gate_results(stage_spec, stage.gates)
+        gates = [
+            evaluate_gate(gate, window, result, now, looks)
+            for gate, result in zip(stage_spec.gates, previous, strict=True)
+        ]
+        stage = stage.model_copy(update={"gates": gates, "phase": StagePhase.RUNNING})
+    status = _with_stage(status, index, stage)
+    return _judge(spec, status, index, now)
+
+
+def _judge(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
+) -> Step:
+    """Apply the precedence in the module docstring to the stage's latest results."""
+    analysis = spec.analysis
+    stage_spec = analysis.stages[index]
+    stage = status.stages[index]
+    dry = {gate.name for gate in stage_spec.gates if gate.dry_run}
+    enforced = [gate for gate in stage.gates if gate.name not in dry]
+    if analysis.manual:
+        if min_duration_reached(stage_spec, stage, now):
+            return _stage_succeeded(spec, status, index, now, "measured (manual analysis)")
+        return Step(status)
+    failed = [gate for gate in enforced if gate.failures > analysis.failure_limit]
+    if failed:
+        detail = "; ".join(f"{stage.name}/{gate.name}: {gate.reason}" for gate in failed)
+        ended = _finish(stage, StagePhase.FAILED, now, detail)
+        return roll_back(_with_stage(status, index, ended), now, "GateFailed", detail)
+    erroring = [g for g in enforced if g.consecutive_errors > analysis.consecutive_error_limit]
+    if erroring:
+        detail = "; ".join(
+            f"{stage.name}/{gate.name}: {gate.consecutive_errors} errors in a row: {gate.reason}"
+            for gate in erroring
+        )
+        ended = _finish(stage, StagePhase.INCONCLUSIVE, now, detail)
+        return roll_back(_with_stage(status, index, ended), now, "MetricsUnavailable", detail)
+    passed = all(gate.verdict is GateVerdict.SUCCESSFUL for gate in enforced)
+    if passed and min_duration_reached(stage_spec, stage, now):
+        summary = "; ".join(f"{gate.name}: {gate.reason}" for gate in stage.gates) or "no gates"
+        return _stage_succeeded(spec, status, index, now, summary)
+    if max_duration_reached(stage_spec, stage, now):
+        return _stage_inconclusive(spec, status, index, now)
+    return Step(status)
+
+
+def _finish(stage: Stage, phase: StagePhase, now: datetime, message: str) -> Stage:
+    return stage.model_copy(update={"phase": phase, "finished_at": now, "message": message})
+
+
+def _stage_succeeded(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    index: int,
+    now: datetime,
+    summary: str,
+) -> Step:
+    """Close the stage; start the next one, or end the analysis (pause or promote)."""
+    stage = status.stages[index]
+    status = _with_stage(status, index, _finish(stage, StagePhase.SUCCESSFUL, now, summary))
+    message = f"stage {stage.name} Successful: {summary}"
+    stages = spec.analysis.stages
+    if index + 1 < len(stages):
+        status = begin_stage(spec, status, index + 1, now)
+        next_message = f"{message}; stage {stages[index + 1].name} started"
+        return notify(status, "StageSucceeded", next_message)
+    if spec.analysis.manual or spec.analysis.pause_before_promotion:
+        why = "manual analysis" if spec.analysis.manual else "pauseBeforePromotion"
+        text = f"{message}; waiting for specdecode.io/action=promote ({why})"
+        return enter(status, Phase.PAUSED, now, "AwaitingPromotion", text)
+    return enter(status, Phase.PROMOTING, now, "GatesPassed", f"{message}; promoting")
+
+
+def _stage_inconclusive(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
+) -> Step:
+    """The stage ran out of time undecided: re-run it, or roll back past the limit."""
+    stage_spec = spec.analysis.stages[index]
+    stage = status.stages[index]
+    undecided = "; ".join(
+        f"{g.name}: {g.verdict.value}: {g.reason}"
+        for g in stage.gates
+        if g.verdict is not GateVerdict.SUCCESSFUL
+    )
+    detail = f"{stage.name}: undecided after {stage_spec.max_duration_seconds}s: {undecided}"
+    ended = _finish(stage, StagePhase.INCONCLUSIVE, now, detail).model_copy(
+        update={"inconclusive_runs": stage.inconclusive_runs + 1}
+    )
+    status = _with_stage(status, index, ended)
+    if inconclusive_stage_count(status.stages) > spec.analysis.inconclusive_limit:
+        return roll_back(status, now, "Inconclusive", detail)
+    status = begin_stage(spec, status, index, now)
+    return notify(status, "StageRestarted", f"{detail}; running it again", warning=True)

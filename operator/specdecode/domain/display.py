@@ -1,0 +1,51 @@
+"""Short strings for `kubectl get sdr` columns, from the latest gate results in status.
+
+alpha: "0.71 [0.68,0.74]" (point estimate and confidence bounds of the latest acceptance
+look); itlRatio: "1.04<=1.10" (candidate/baseline quantile ratio against 1 + tolerance;
+">" once it failed, "~" while undecided).
+"""
+
+from __future__ import annotations
+
+from specdecode.api.analysis import GateType
+from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
+
+
+def _latest(status: SpecDecodeRolloutStatus, gate_type: GateType) -> GateResult | None:
+    """The most recent result with a value for a gate type, over every stage."""
+    found: GateResult | None = None
+    for stage in status.stages:
+        for gate in stage.gates:
+            if gate.type is not gate_type or gate.value is None or gate.measured_at is None:
+                continue
+            if found is None or found.measured_at is None or gate.measured_at >= found.measured_at:
+                found = gate
+    return found
+
+
+def alpha_column(status: SpecDecodeRolloutStatus) -> str | None:
+    """Latest alpha with its bounds, or None before the first measurement."""
+    gate = _latest(status, GateType.ACCEPTANCE)
+    if gate is None or gate.value is None:
+        return None
+    if gate.lower_bound is None or gate.upper_bound is None:
+        return f"{gate.value:.2f}"
+    return f"{gate.value:.2f} [{gate.lower_bound:.2f},{gate.upper_bound:.2f}]"
+
+
+def itl_ratio_column(status: SpecDecodeRolloutStatus) -> str | None:
+    """Latest tail-latency ratio against its threshold, or None before the first one."""
+    gate = _latest(status, GateType.TAIL_LATENCY)
+    if gate is None or gate.value is None:
+        return None
+    if gate.threshold is None:
+        return f"{gate.value:.2f}"
+    relation = {GateVerdict.SUCCESSFUL: "<=", GateVerdict.FAILED: ">"}.get(gate.verdict, "~")
+    return f"{gate.value:.2f}{relation}{gate.threshold:.2f}"
+
+
+def with_display(status: SpecDecodeRolloutStatus) -> SpecDecodeRolloutStatus:
+    """The status with its display columns recomputed."""
+    return status.model_copy(
+        update={"alpha": alpha_column(status), "itl_ratio": itl_ratio_column(status)}
+    )

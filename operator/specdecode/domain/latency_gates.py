@@ -1,0 +1,153 @@
+"""Measurements of the latency gates: tail-latency quantile ratio and speedup.
+
+Both compare a quantile of the candidate with the same quantile of the baseline, measured
+on the same shadow requests. Each quantile gets a distribution-free order-statistic bound
+at half the look's error; the ratio bounds combine them (Bonferroni), so each ratio bound
+holds with probability 1 - error whatever the latency distribution, heavy tails included.
+No rank test: Mann-Whitney (Kayenta) lets a worse tail pass when the bulk is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specdecode.api.analysis import GateSpec, ItlDefinition, SpeedupMetric
+from specdecode.api.status import GateVerdict
+from specdecode.domain.gate_measures import (
+    Measurement,
+    judge_at_least,
+    judge_at_most,
+    metric_error,
+)
+from specdecode.domain.observations import LatencySamples, MetricError
+from specdecode.domain.stats import Interval, min_samples_for_quantile, quantile_interval
+
+DEFAULT_QUANTILE = 0.99
+DEFAULT_TOLERANCE = 0.10
+DEFAULT_MIN_SPEEDUP = 1.0
+
+
+def _paired_quantiles(
+    baseline: Sequence[float], candidate: Sequence[float], q: float, error: float
+) -> tuple[Interval, Interval] | int:
+    """Both sides' quantile intervals, each at half the error (Bonferroni); else the n needed."""
+    needed = min_samples_for_quantile(q, error / 2)
+    base = quantile_interval(baseline, q, error / 2)
+    cand = quantile_interval(candidate, q, error / 2)
+    if base is None or cand is None or base.lower <= 0 or cand.lower <= 0:
+        return needed
+    return base, cand
+
+
+def measure_tail_latency(
+    gate: GateSpec,
+    baseline: LatencySamples | MetricError | None,
+    candidate: LatencySamples | MetricError | None,
+    error: float,
+) -> Measurement:
+    """Candidate / baseline q-quantile ITL, bounded by order statistics on both sides.
+
+    upper = cand_upper / base_lower and lower = cand_lower / base_upper; each quantile bound
+    spends half the look's error, so each ratio bound holds with 1 - error.
+    """
+    q = gate.quantile or DEFAULT_QUANTILE
+    threshold = 1.0 + (gate.tolerance if gate.tolerance is not None else DEFAULT_TOLERANCE)
+    if isinstance(baseline, MetricError):
+        return metric_error(baseline)
+    if isinstance(candidate, MetricError):
+        return metric_error(candidate)
+    if baseline is None or candidate is None:
+        return Measurement(GateVerdict.INCONCLUSIVE, "no latency samples yet", threshold=threshold)
+    per_chunk = gate.itl_definition is ItlDefinition.PER_CHUNK
+    base = baseline.per_chunk_itl if per_chunk else baseline.per_token_itl
+    cand = candidate.per_chunk_itl if per_chunk else candidate.per_token_itl
+    label = f"P{q * 100:g} ITL"
+    paired = _paired_quantiles(base, cand, q, error)
+    needed = max(paired if isinstance(paired, int) else 0, gate.min_samples or 0)
+    if isinstance(paired, int) or min(len(base), len(cand)) < needed:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            f"{label}: {len(base)} baseline / {len(cand)} candidate samples; "
+            f"{needed} per side needed for the order-statistic bound",
+            threshold=threshold,
+            samples=min(len(base), len(cand)),
+        )
+    base_q, cand_q = paired
+    ratio = Interval(
+        value=cand_q.value / base_q.value,
+        lower=cand_q.lower / base_q.upper,
+        upper=cand_q.upper / base_q.lower,
+        samples=min(base_q.samples, cand_q.samples),
+    )
+    verdict = judge_at_most(ratio, threshold)
+    relation = {GateVerdict.SUCCESSFUL: "<=", GateVerdict.FAILED: ">"}.get(verdict, "~")
+    reason = (
+        f"{label} ratio {ratio.value:.3f} [{ratio.lower:.3f}, {ratio.upper:.3f}] {relation} "
+        f"{threshold:.2f} (candidate {cand_q.value * 1000:.2f} ms, baseline "
+        f"{base_q.value * 1000:.2f} ms, {ratio.samples} samples per side)"
+    )
+    return Measurement(
+        verdict,
+        reason,
+        value=ratio.value,
+        lower_bound=ratio.lower,
+        upper_bound=ratio.upper,
+        threshold=threshold,
+        samples=ratio.samples,
+        baseline_value=base_q.value,
+        candidate_value=cand_q.value,
+    )
+
+
+def measure_speedup(
+    gate: GateSpec,
+    baseline: LatencySamples | MetricError | None,
+    candidate: LatencySamples | MetricError | None,
+    error: float,
+) -> Measurement:
+    """Baseline / candidate median time per output token, with order-statistic bounds.
+
+    Throughput compares per-request token rates (1 / TPOT); the median commutes with 1/x,
+    so both metrics share one bound and differ only in what is reported.
+    """
+    threshold = gate.min_speedup if gate.min_speedup is not None else DEFAULT_MIN_SPEEDUP
+    if isinstance(baseline, MetricError):
+        return metric_error(baseline)
+    if isinstance(candidate, MetricError):
+        return metric_error(candidate)
+    if baseline is None or candidate is None:
+        return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
+    base, cand = baseline.time_per_output_token, candidate.time_per_output_token
+    paired = _paired_quantiles(base, cand, 0.5, error)
+    needed = max(paired if isinstance(paired, int) else 0, gate.min_samples or 0)
+    if isinstance(paired, int) or min(len(base), len(cand)) < needed:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            f"speedup: {min(len(base), len(cand))} requests per side; {needed} needed",
+            threshold=threshold,
+            samples=min(len(base), len(cand)),
+        )
+    base_q, cand_q = paired
+    speedup = Interval(
+        value=base_q.value / cand_q.value,
+        lower=base_q.lower / cand_q.upper,
+        upper=base_q.upper / cand_q.lower,
+        samples=min(base_q.samples, cand_q.samples),
+    )
+    verdict = judge_at_least(speedup, threshold)
+    metric = gate.speedup_metric or SpeedupMetric.TIME_PER_OUTPUT_TOKEN
+    reason = (
+        f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, {speedup.upper:.3f}]"
+        f" vs {threshold:.2f} over {speedup.samples} requests per side"
+    )
+    return Measurement(
+        verdict,
+        reason,
+        value=speedup.value,
+        lower_bound=speedup.lower,
+        upper_bound=speedup.upper,
+        threshold=threshold,
+        samples=speedup.samples,
+        baseline_value=base_q.value,
+        candidate_value=cand_q.value,
+    )

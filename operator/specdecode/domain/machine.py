@@ -1,0 +1,103 @@
+"""`decide`: the whole rollout logic as one pure function.
+
+    decide(spec, status, observations, now) -> Decision
+
+Status is computed, not accumulated: the new status is a function of the spec, the old
+status, what the operator observed and the time. Nothing lives outside status, so running
+`decide` again with the same inputs gives the same output, and a restarted operator picks up
+where the last one stopped. Semantics follow Argo Rollouts:
+
+1. The desired config is `spec.speculative` (None = plain decoding), named by its
+   fingerprint ("none" for plain decoding). A fingerprint different from
+   `status.candidateFingerprint` (also on the first reconcile) is a new desired config: if it
+   equals the stable config there is nothing to analyse (Promoted, no shadows; e.g. Git
+   reverted); otherwise a clean analysis starts (AnalysisStarted, or AnalysisRestarted when
+   one was under way: a mid-analysis edit restarts cleanly). Edited stage names restart too.
+2. The `specdecode.io/action` annotation (see `actions`).
+3. The phase's own step (see `phases` and `analyzing`); a phase change lets the new phase
+   take its step at once (each phase at most once per call), so `decide` reaches a fixed
+   point: deciding again at the same instant changes nothing.
+4. Conditions, display columns and `observedGeneration`, then the effects (children, shadow
+   traffic, when to look again).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.speculative import fingerprint_of
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.actions import apply_action
+from specdecode.domain.conditions import compute_conditions
+from specdecode.domain.decision import Decision
+from specdecode.domain.display import with_display
+from specdecode.domain.effects import desired_children, requeue_after, traffic_plan
+from specdecode.domain.observations import ChildRole, Observations
+from specdecode.domain.phases import advance, runs
+from specdecode.domain.transitions import (
+    ANALYSIS_PHASES,
+    Step,
+    describe,
+    pursue_desired,
+    start_analysis,
+)
+
+
+def decide(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Decision:
+    """The next status and the effects that make the world match it (see module docstring)."""
+    step = _react_to_spec(spec, status, now)
+    step = step.then(apply_action(spec, step.status, observations.action, now))
+    visited = {step.status.phase}
+    while True:
+        before = step.status.phase
+        step = step.then(advance(spec, step.status, observations, now))
+        after = step.status.phase
+        if after is before or after in visited:
+            break
+        visited.add(after)
+    final = _finish(step.status, observations, now)
+    return Decision(
+        status=final,
+        children=desired_children(spec, final),
+        traffic=traffic_plan(spec, final),
+        events=step.events,
+        clear_action=step.clear_action,
+        requeue_after_seconds=requeue_after(spec, final, now),
+    )
+
+
+def _react_to_spec(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+) -> Step:
+    """Start, restart or skip an analysis when the desired config (or its stages) changed."""
+    desired = spec.speculative
+    desired_fp = fingerprint_of(desired)
+    running = status.phase in ANALYSIS_PHASES or status.phase is Phase.PROMOTING
+    if desired_fp != status.candidate_fingerprint:
+        reason = "AnalysisRestarted" if running else "AnalysisStarted"
+        message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"
+        return pursue_desired(spec, status, now, reason, message)
+    stage_names = [stage.name for stage in spec.analysis.stages]
+    if status.phase in ANALYSIS_PHASES and [s.name for s in status.stages] != stage_names:
+        message = f"analysis stages changed to {', '.join(stage_names)}; analysis restarts"
+        return start_analysis(spec, status, now, "AnalysisRestarted", message)
+    return Step(status)
+
+
+def _finish(
+    status: SpecDecodeRolloutStatus, observations: Observations, now: datetime
+) -> SpecDecodeRolloutStatus:
+    """Derived fields: observedGeneration, conditions, display columns."""
+    production = observations.child(ChildRole.PRODUCTION)
+    production_ready = runs(production, fingerprint_of(status.stable_speculative))
+    status = with_display(status).model_copy(
+        update={"observed_generation": observations.generation}
+    )
+    conditions = compute_conditions(status, production_ready, observations.generation, now)
+    return status.model_copy(update={"conditions": conditions})

@@ -1,0 +1,180 @@
+"""One reconcile of each phase, given the observations (actions are handled before this).
+
+- Deploying: baseline (stable config) and candidate (desired config) shadows starting.
+  Both ready -> Analyzing with stage 0 started; a crash -> RolledBack (CandidateCrashed /
+  BaselineFailed); not ready within `progressDeadlineSeconds` -> RolledBack
+  (ProgressDeadlineExceeded, with the scheduler's or the crash's reason).
+- Analyzing: a crash -> RolledBack; otherwise see `analyzing`.
+- Paused: waits for an action; a candidate crash still rolls back.
+- Promoting: production rolls to the candidate; ready with the candidate's fingerprint ->
+  Promoted (stable = candidate); past the deadline -> RolledBack (PromotionFailed) and
+  production returns to the stable config.
+- Promoted: production not ready for longer than the progress deadline -> Degraded
+  (ProductionUnavailable); Degraded -> Promoted once production is ready again.
+- RolledBack: stays until the desired config changes or `retry`.
+- Failed: a traffic source the operator cannot use (TrafficSourceInvalid); left on a new
+  generation of the spec or `retry`. Production is untouched throughout.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.speculative import fingerprint_of
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.analyzing import analyze, begin_stage
+from specdecode.domain.conditions import production_unready_since
+from specdecode.domain.observations import ChildRole, ChildState, Observations
+from specdecode.domain.transitions import (
+    Step,
+    describe,
+    enter,
+    promoted,
+    pursue_desired,
+    roll_back,
+)
+
+
+def runs(child: ChildState, fingerprint: str | None) -> bool:
+    """The child is ready and was rendered with this config."""
+    return child.ready and child.config_fingerprint == fingerprint
+
+
+def _seconds_in_phase(status: SpecDecodeRolloutStatus, now: datetime) -> float:
+    return 0.0 if status.phase_since is None else (now - status.phase_since).total_seconds()
+
+
+def _why_not_ready(role: ChildRole, child: ChildState) -> str:
+    if not child.exists:
+        return f"{role.value}: not created"
+    if child.unschedulable_reason:
+        return f"{role.value}: unschedulable: {child.unschedulable_reason}"
+    if child.crash_reason:
+        return f"{role.value}: crashed: {child.crash_reason}"
+    return f"{role.value}: {child.ready_replicas}/{child.desired_replicas} ready"
+
+
+def shadow_failure(
+    status: SpecDecodeRolloutStatus, observations: Observations, now: datetime
+) -> Step | None:
+    """A crashed shadow ends the analysis (the candidate's crash is its own verdict)."""
+    candidate = observations.child(ChildRole.CANDIDATE)
+    if candidate.crash_reason:
+        config = describe(status.candidate_speculative)
+        message = f"candidate {config} crashed: {candidate.crash_reason}"
+        return roll_back(status, now, "CandidateCrashed", message)
+    baseline = observations.child(ChildRole.BASELINE)
+    if baseline.crash_reason:
+        message = f"baseline crashed, cannot compare: {baseline.crash_reason}"
+        return roll_back(status, now, "BaselineFailed", message)
+    return None
+
+
+def _traffic_failed(status: SpecDecodeRolloutStatus, error: str, now: datetime) -> Step:
+    message = f"shadow traffic cannot run: {error}; production untouched"
+    return enter(
+        status,
+        Phase.FAILED,
+        now,
+        "TrafficSourceInvalid",
+        message,
+        warning=True,
+        current_stage=None,
+        current_stage_index=None,
+    )
+
+
+def _deploying(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Step:
+    baseline = observations.child(ChildRole.BASELINE)
+    candidate = observations.child(ChildRole.CANDIDATE)
+    stable_fp = fingerprint_of(status.stable_speculative)
+    if runs(baseline, stable_fp) and runs(candidate, status.candidate_fingerprint):
+        started = begin_stage(spec, status, 0, now)
+        first = spec.analysis.stages[0].name
+        message = f"baseline and candidate ready; stage {first} started"
+        return enter(started, Phase.ANALYZING, now, "ShadowsReady", message)
+    deadline = spec.analysis.progress_deadline_seconds
+    if _seconds_in_phase(status, now) > deadline:
+        reasons = "; ".join(
+            _why_not_ready(role, child)
+            for role, child in ((ChildRole.BASELINE, baseline), (ChildRole.CANDIDATE, candidate))
+            if not child.ready
+        )
+        message = f"shadows not ready after {deadline}s: {reasons}"
+        return roll_back(status, now, "ProgressDeadlineExceeded", message)
+    return Step(status)
+
+
+def _promoting(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Step:
+    production = observations.child(ChildRole.PRODUCTION)
+    if runs(production, status.candidate_fingerprint):
+        message = f"production runs {describe(status.candidate_speculative)}"
+        return promoted(status, now, "Promoted", message)
+    deadline = spec.analysis.progress_deadline_seconds
+    if _seconds_in_phase(status, now) > deadline:
+        why = _why_not_ready(ChildRole.PRODUCTION, production)
+        message = f"production not ready on the candidate after {deadline}s ({why}); reverting"
+        return roll_back(status, now, "PromotionFailed", message)
+    return Step(status)
+
+
+def _steady(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Step:
+    """Promoted <-> Degraded on production's availability."""
+    production = observations.child(ChildRole.PRODUCTION)
+    healthy = runs(production, fingerprint_of(status.stable_speculative))
+    if status.phase is Phase.DEGRADED:
+        if healthy:
+            return enter(status, Phase.PROMOTED, now, "ProductionRecovered", "production ready")
+        return Step(status)
+    if healthy:
+        return Step(status)
+    grace = spec.analysis.progress_deadline_seconds
+    if (now - production_unready_since(status, now)).total_seconds() > grace:
+        why = _why_not_ready(ChildRole.PRODUCTION, production)
+        message = f"production not ready for more than {grace}s: {why}"
+        return enter(status, Phase.DEGRADED, now, "ProductionUnavailable", message, warning=True)
+    return Step(status)
+
+
+def advance(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Step:
+    """The phase's own reconcile step."""
+    phase = status.phase
+    in_analysis = phase in (Phase.DEPLOYING, Phase.ANALYZING)
+    if in_analysis and observations.traffic_error:
+        return _traffic_failed(status, observations.traffic_error, now)
+    if phase in (Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED):
+        crashed = shadow_failure(status, observations, now)
+        if crashed is not None:
+            return crashed
+    if phase is Phase.DEPLOYING:
+        return _deploying(spec, status, observations, now)
+    if phase is Phase.ANALYZING:
+        return analyze(spec, status, observations, now)
+    if phase is Phase.PROMOTING:
+        return _promoting(spec, status, observations, now)
+    if phase in (Phase.PROMOTED, Phase.DEGRADED):
+        return _steady(spec, status, observations, now)
+    if phase is Phase.FAILED and observations.generation != status.observed_generation:
+        return pursue_desired(spec, status, now, "SpecChanged", "spec changed; analysis restarts")
+    return Step(status)

@@ -1,0 +1,110 @@
+"""Stage timeline: when a stage measures, how long it has measured, when it must end.
+
+A stage starts (`started_at`) with its shadow load; the first `warmupSeconds` are not
+judged; `measure_from` = started_at + warm-up. `minDurationSeconds` and
+`maxDurationSeconds` count from `measure_from`. Gates are evaluated at most once per
+`analysis.intervalSeconds` and only after `measure_from`, so the number of looks a stage
+can take is bounded (`planned_looks`), which is what the gates' error spending divides by.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from specdecode.api.analysis import AnalysisSpec, StageSpec
+from specdecode.api.status import GateResult, StagePhase, StageStatus
+from specdecode.domain.gates import pending_result
+
+
+def fresh_stages(analysis: AnalysisSpec) -> list[StageStatus]:
+    """Every stage Pending, with its gates Pending: the start of an analysis."""
+    return [
+        StageStatus(name=stage.name, gates=[pending_result(gate) for gate in stage.gates])
+        for stage in analysis.stages
+    ]
+
+
+def start_stage(stage: StageSpec, now: datetime, inconclusive_runs: int = 0) -> StageStatus:
+    """The stage as it begins now: load starts, measuring after the warm-up."""
+    return StageStatus(
+        name=stage.name,
+        phase=StagePhase.WARMING_UP,
+        started_at=now,
+        measure_from=now + timedelta(seconds=stage.warmup_seconds),
+        gates=[pending_result(gate) for gate in stage.gates],
+        inconclusive_runs=inconclusive_runs,
+    )
+
+
+def measure_from(stage: StageStatus) -> datetime | None:
+    """End of the warm-up (None if the stage has not started)."""
+    return stage.measure_from
+
+
+def is_measuring(stage: StageStatus, now: datetime) -> bool:
+    """True once the warm-up is over (strictly: a zero-length window has no data)."""
+    return stage.measure_from is not None and now > stage.measure_from
+
+
+def measured_seconds(stage: StageStatus, now: datetime) -> float:
+    """Seconds of measuring window so far (0 while warming up)."""
+    if stage.measure_from is None:
+        return 0.0
+    return max(0.0, (now - stage.measure_from).total_seconds())
+
+
+def min_duration_reached(spec: StageSpec, stage: StageStatus, now: datetime) -> bool:
+    """The stage has measured long enough for a Successful verdict to end it."""
+    return measured_seconds(stage, now) >= spec.min_duration_seconds
+
+
+def max_duration_reached(spec: StageSpec, stage: StageStatus, now: datetime) -> bool:
+    """The stage must end now; undecided gates make it Inconclusive."""
+    return measured_seconds(stage, now) >= spec.max_duration_seconds
+
+
+def last_evaluated(stage: StageStatus) -> datetime | None:
+    """When the stage's gates were last evaluated (None: never)."""
+    times = [gate.measured_at for gate in stage.gates if gate.measured_at is not None]
+    return max(times) if times else None
+
+
+def evaluation_due(stage: StageStatus, interval_seconds: int, now: datetime) -> bool:
+    """Gates may be evaluated now: measuring, and an interval since the last look.
+
+    Throttling on `measured_at` (kept in status) bounds the looks even when the operator
+    is woken more often, and makes a second `decide` at the same instant a no-op.
+    """
+    if not is_measuring(stage, now):
+        return False
+    last = last_evaluated(stage)
+    return last is None or (now - last).total_seconds() >= interval_seconds
+
+
+def seconds_until_next_look(stage: StageStatus, interval_seconds: int, now: datetime) -> float:
+    """When to wake up for the next evaluation (end of warm-up or next interval)."""
+    if stage.measure_from is not None and now <= stage.measure_from:
+        return max(1.0, (stage.measure_from - now).total_seconds() + 1.0)
+    last = last_evaluated(stage)
+    if last is None:
+        return 1.0
+    return max(1.0, interval_seconds - (now - last).total_seconds())
+
+
+def planned_looks(stage: StageSpec, analysis: AnalysisSpec) -> int:
+    """The most gate evaluations a stage can take, its inconclusive re-runs included."""
+    # +1 for the look at the start of the window, +1 for one late look past the maximum.
+    per_run = math.floor(stage.max_duration_seconds / analysis.interval_seconds) + 2
+    return per_run * (analysis.inconclusive_limit + 1)
+
+
+def merge_gate_results(stage: StageSpec, results: list[GateResult]) -> list[GateResult]:
+    """The stage's gates in spec order, keeping results of gates that still exist."""
+    by_name = {result.name: result for result in results}
+    return [by_name.get(gate.name) or pending_result(gate) for gate in stage.gates]
+
+
+def inconclusive_stage_count(stages: list[StageStatus]) -> int:
+    """How many stage runs of this analysis ended Inconclusive."""
+    return sum(stage.inconclusive_runs for stage in stages)

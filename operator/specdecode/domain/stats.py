@@ -1,0 +1,139 @@
+"""Confidence bounds the gates rest on: standard library only, no numpy or scipy.
+
+Every bound here is one-sided at a given error probability `error` (the chance the true value
+lies beyond it). Gates call them once per evaluation ("look"), and a stage ends as soon as a
+bound decides, so the per-look error is the gate's total error split over the most looks a
+stage can take (`per_look_error`, a Bonferroni split): P(any look wrong) <= sum of per-look
+errors = 1 - confidence. Conservative, because successive looks share most of their data, but
+simple to defend and free of assumptions about how the looks are correlated.
+
+- Acceptance: see `acceptance_bound` (a normal bound with a design effect for drafts of
+  one request being correlated, or a worst case over requests).
+- Quantiles: distribution-free order-statistic bounds (binomial), so a heavy P99 tail is
+  judged on the tail itself, never on a rank test that a shifted tail can slip through.
+- Proportions: the Wilson score bound.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a lower and an upper one-sided confidence bound."""
+
+    value: float
+    lower: float
+    upper: float
+    samples: int
+
+
+def per_look_error(confidence: float, looks: int) -> float:
+    """The error each evaluation may spend so that all `looks` together spend 1 - confidence."""
+    return (1.0 - confidence) / max(1, looks)
+
+
+def z_one_sided(error: float) -> float:
+    """The standard normal quantile a one-sided bound at `error` needs."""
+    return NormalDist().inv_cdf(1.0 - error)
+
+
+def _binomial_cdf_reaches(n: int, p: float, target: float) -> int:
+    """The smallest m with P(Binomial(n, p) <= m) >= target.
+
+    Terms are computed in log space with lgamma, so n in the millions is fine; the walk
+    stops near n*p + a few standard deviations, which is short for the tails we need.
+    """
+    log_p, log_q = math.log(p), math.log1p(-p)
+    log_n_fact = math.lgamma(n + 1)
+    cdf = 0.0
+    for m in range(n + 1):
+        log_pmf = log_n_fact - math.lgamma(m + 1) - math.lgamma(n - m + 1)
+        cdf += math.exp(log_pmf + m * log_p + (n - m) * log_q)
+        if cdf >= target:
+            return m
+    return n
+
+
+def quantile_rank_bounds(n: int, q: float, error: float) -> tuple[int, int] | None:
+    """1-based ranks (lower, upper) of order statistics bounding the q-quantile.
+
+    P(X_(lower) <= xi_q) >= 1 - error and P(X_(upper) >= xi_q) >= 1 - error, for any
+    continuous distribution. C = number of samples above xi_q ~ Binomial(n, 1 - q):
+    X_(r) <= xi_q iff C <= n - r. None when n is too small for such ranks to exist.
+    """
+    if n < 1:
+        return None
+    above = 1.0 - q
+    # Lower: smallest m with P(C <= m) >= 1 - error; rank n - m.
+    m_lower = _binomial_cdf_reaches(n, above, 1.0 - error)
+    # Upper: largest c with P(C <= c - 1) <= error. The walk gives the smallest c_first
+    # with cdf(c_first) >= error, so cdf(c_first - 1) < error and c = c_first (ties with
+    # exactly `error` are resolved conservatively).
+    c_upper = _binomial_cdf_reaches(n, above, error)
+    lower_rank, upper_rank = n - m_lower, n - c_upper + 1
+    if lower_rank < 1 or upper_rank > n or c_upper < 1:
+        return None
+    return lower_rank, upper_rank
+
+
+def min_samples_for_quantile(q: float, error: float) -> int:
+    """Fewest samples for which an upper order-statistic bound on the q-quantile exists.
+
+    The largest sample bounds xi_q from above with probability 1 - q^n, so n >= log(error)
+    / log(q).
+    """
+    return math.ceil(math.log(error) / math.log(q))
+
+
+def quantile_interval(samples: Sequence[float], q: float, error: float) -> Interval | None:
+    """The empirical q-quantile of `samples` (any order) with order-statistic bounds.
+
+    Only the order statistics from the lower bound's rank up are needed, so for a tail
+    quantile a partial selection (heapq.nlargest) replaces a full sort of the samples.
+    """
+    n = len(samples)
+    ranks = quantile_rank_bounds(n, q, error)
+    if ranks is None:
+        return None
+    point_rank = min(n, max(1, math.ceil(q * n)))
+    lowest_rank = min(ranks[0], point_rank)
+    top_count = n - lowest_rank + 1
+    if top_count * 8 < n:
+        top = heapq.nlargest(top_count, samples)  # descending: rank r is top[n - r]
+        return Interval(
+            value=top[n - point_rank],
+            lower=top[n - ranks[0]],
+            upper=top[n - ranks[1]],
+            samples=n,
+        )
+    ordered = sorted(samples)
+    return Interval(
+        value=ordered[point_rank - 1],
+        lower=ordered[ranks[0] - 1],
+        upper=ordered[ranks[1] - 1],
+        samples=n,
+    )
+
+
+def wilson_bounds(p: float, total: float, error: float) -> tuple[float, float]:
+    """One-sided Wilson score bounds of a proportion p observed over `total` trials."""
+    z = z_one_sided(error)
+    denominator = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def wilson_interval(events: int, total: int, error: float) -> Interval | None:
+    """A proportion with one-sided Wilson score bounds; None when there is nothing to count."""
+    if total <= 0:
+        return None
+    p = events / total
+    lower, upper = wilson_bounds(p, total, error)
+    return Interval(value=p, lower=lower, upper=upper, samples=total)

@@ -1,0 +1,167 @@
+"""Building blocks of a transition: a `Step` (new status plus events) and phase changes.
+
+Every phase change goes through `enter`, so each one sets `phase_since`, `reason` and
+`message` the same way and emits exactly one Event. Rollbacks and failures are Warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Event, EventType
+from specdecode.domain.stages import fresh_stages
+
+# Phases in which an analysis (shadows, stages) is under way.
+ANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
+
+
+@dataclass(frozen=True)
+class Step:
+    """The outcome of one part of a reconcile: the status so far and the events it caused."""
+
+    status: SpecDecodeRolloutStatus
+    events: tuple[Event, ...] = ()
+    clear_action: bool = False
+
+    def then(self, later: Step) -> Step:
+        """This step followed by `later` (whose status already builds on this one's)."""
+        return Step(
+            status=later.status,
+            events=self.events + later.events,
+            clear_action=self.clear_action or later.clear_action,
+        )
+
+    def with_status(self, status: SpecDecodeRolloutStatus) -> Step:
+        """The same events with an updated status (no transition)."""
+        return Step(status, self.events, self.clear_action)
+
+
+def enter(
+    status: SpecDecodeRolloutStatus,
+    phase: Phase,
+    now: datetime,
+    reason: str,
+    message: str,
+    warning: bool = False,
+    **changes: Any,
+) -> Step:
+    """Move to `phase` now, record why, and emit one Event."""
+    update: dict[str, Any] = {
+        "phase": phase,
+        "phase_since": now,
+        "reason": reason,
+        "message": message,
+        **changes,
+    }
+    event_type = EventType.WARNING if warning else EventType.NORMAL
+    return Step(status.model_copy(update=update), (Event(reason, message, event_type),))
+
+
+def roll_back(status: SpecDecodeRolloutStatus, now: datetime, reason: str, message: str) -> Step:
+    """End the analysis: production keeps (or returns to) the stable config; say why."""
+    return enter(
+        status,
+        Phase.ROLLED_BACK,
+        now,
+        reason,
+        message,
+        warning=True,
+        verdict=Phase.ROLLED_BACK.value,
+        current_stage=None,
+        current_stage_index=None,
+    )
+
+
+def start_analysis(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
+    reason: str,
+    message: str,
+) -> Step:
+    """A clean analysis of the desired config: shadows deploying, every stage Pending."""
+    desired = spec.speculative
+    return enter(
+        status,
+        Phase.DEPLOYING,
+        now,
+        reason,
+        message,
+        candidate_speculative=desired,
+        candidate_fingerprint=fingerprint_of(desired),
+        stable_fingerprint=fingerprint_of(status.stable_speculative),
+        analysis_started_at=now,
+        stages=fresh_stages(spec.analysis),
+        current_stage=None,
+        current_stage_index=None,
+        verdict=None,
+        alpha=None,
+        itl_ratio=None,
+    )
+
+
+def promoted(status: SpecDecodeRolloutStatus, now: datetime, reason: str, message: str) -> Step:
+    """Production runs the candidate: it becomes the stable config."""
+    return enter(
+        status,
+        Phase.PROMOTED,
+        now,
+        reason,
+        message,
+        stable_speculative=status.candidate_speculative,
+        stable_fingerprint=status.candidate_fingerprint,
+        verdict=Phase.PROMOTED.value,
+        current_stage=None,
+        current_stage_index=None,
+    )
+
+
+def describe(config: SpeculativeConfig | None) -> str:
+    """A short human name for a config, for messages."""
+    if config is None:
+        return "plain decoding"
+    return f"{config.method.value} k={config.num_speculative_tokens} ({config.fingerprint()})"
+
+
+def notify(
+    status: SpecDecodeRolloutStatus, reason: str, message: str, warning: bool = False
+) -> Step:
+    """Record and announce something that happened within the current phase."""
+    event_type = EventType.WARNING if warning else EventType.NORMAL
+    updated = status.model_copy(update={"reason": reason, "message": message})
+    return Step(updated, (Event(reason, message, event_type),))
+
+
+def pursue_desired(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
+    reason: str,
+    message: str,
+) -> Step:
+    """Work toward the desired config: nothing to analyse if it is the stable one (e.g.
+    Git reverted), else a clean analysis."""
+    desired = spec.speculative
+    desired_fp = fingerprint_of(desired)
+    if desired_fp == fingerprint_of(status.stable_speculative):
+        text = f"desired config {describe(desired)} is the stable config; nothing to analyse"
+        return enter(
+            status,
+            Phase.PROMOTED,
+            now,
+            "UpToDate",
+            text,
+            candidate_speculative=desired,
+            candidate_fingerprint=desired_fp,
+            stable_fingerprint=desired_fp,
+            stages=[],
+            current_stage=None,
+            current_stage_index=None,
+            verdict=None,
+        )
+    return start_analysis(spec, status, now, reason, message)

@@ -1,0 +1,219 @@
+"""Builders for domain tests: specs, observations and a fake clock (plain datetimes)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from specdecode.api import (
+    AnalysisSpec,
+    EngineSpec,
+    GateSpec,
+    GateType,
+    ModelSpec,
+    Phase,
+    SpecDecodeRolloutSpec,
+    SpecDecodeRolloutStatus,
+    SpeculativeConfig,
+    StageSpec,
+)
+from specdecode.api.speculative import fingerprint_of
+from specdecode.domain.decision import Decision
+from specdecode.domain.machine import decide
+from specdecode.domain.observations import (
+    AcceptanceCounts,
+    ChildRole,
+    ChildState,
+    LatencySamples,
+    MetricError,
+    Observations,
+    StageObservations,
+)
+
+T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+EAGLE3 = SpeculativeConfig(
+    method="eagle3", model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", num_speculative_tokens=3
+)
+NGRAM = SpeculativeConfig(method="ngram", num_speculative_tokens=4, prompt_lookup_max=4)
+
+
+def at(seconds: float) -> datetime:
+    """The fake clock: T0 plus some seconds."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def acceptance_stage(**overrides: Any) -> StageSpec:
+    fields: dict[str, Any] = {
+        "name": "acceptance",
+        "concurrency": 4,
+        "warmup_seconds": 30,
+        "min_duration_seconds": 60,
+        "max_duration_seconds": 300,
+        "gates": [GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55)],
+    }
+    fields.update(overrides)
+    return StageSpec(**fields)
+
+
+def latency_stage(**overrides: Any) -> StageSpec:
+    fields: dict[str, Any] = {
+        "name": "tail-latency",
+        "concurrency": 32,
+        "warmup_seconds": 30,
+        "min_duration_seconds": 60,
+        "max_duration_seconds": 300,
+        "gates": [GateSpec(name="p99-itl", type=GateType.TAIL_LATENCY, tolerance=0.10)],
+    }
+    fields.update(overrides)
+    return StageSpec(**fields)
+
+
+def make_spec(
+    speculative: SpeculativeConfig | None = EAGLE3,
+    stages: list[StageSpec] | None = None,
+    **analysis: Any,
+) -> SpecDecodeRolloutSpec:
+    analysis_fields: dict[str, Any] = {
+        "stages": stages if stages is not None else [acceptance_stage(), latency_stage()],
+        "interval_seconds": 15,
+        "progress_deadline_seconds": 600,
+    }
+    analysis_fields.update(analysis)
+    return SpecDecodeRolloutSpec(
+        model=ModelSpec(name="meta-llama/Llama-3.1-8B-Instruct"),
+        engine=EngineSpec(image="vllm/vllm-openai:v0.11.0"),
+        speculative=speculative,
+        analysis=AnalysisSpec(**analysis_fields),
+    )
+
+
+def ready(config: SpeculativeConfig | None) -> ChildState:
+    return ChildState(
+        exists=True,
+        config_fingerprint=fingerprint_of(config),
+        desired_replicas=1,
+        ready_replicas=1,
+        updated_replicas=1,
+    )
+
+
+def pending(reason: str | None = None, crash: str | None = None) -> ChildState:
+    return ChildState(
+        exists=True,
+        desired_replicas=1,
+        ready_replicas=0,
+        updated_replicas=1,
+        unschedulable_reason=reason,
+        crash_reason=crash,
+    )
+
+
+def observe(
+    generation: int = 1,
+    production: ChildState | None = None,
+    baseline: ChildState | None = None,
+    candidate: ChildState | None = None,
+    **fields: Any,
+) -> Observations:
+    children = {
+        role: state
+        for role, state in (
+            (ChildRole.PRODUCTION, production),
+            (ChildRole.BASELINE, baseline),
+            (ChildRole.CANDIDATE, candidate),
+        )
+        if state is not None
+    }
+    return Observations(generation=generation, children=children, **fields)
+
+
+def shadows_ready(
+    stable: SpeculativeConfig | None = None,
+    candidate: SpeculativeConfig | None = EAGLE3,
+    candidate_state: ChildState | None = None,
+    **fields: Any,
+) -> Observations:
+    """Production on the stable config, both shadows ready (unless `candidate_state`)."""
+    return observe(
+        production=ready(stable),
+        baseline=ready(stable),
+        candidate=candidate_state or ready(candidate),
+        **fields,
+    )
+
+
+def acceptance(alpha: float, drafts: float, k: int = 3, requests: float = 0.0) -> AcceptanceCounts:
+    """Counts with exactly this alpha: per-position P(L >= i) = r^i, r solved for alpha."""
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        r = (low + high) / 2
+        low, high = (r, high) if sum(r ** (i + 1) for i in range(k)) / k < alpha else (low, r)
+    per_position = tuple(drafts * r ** (i + 1) for i in range(k))
+    return AcceptanceCounts(
+        drafts=drafts,
+        draft_tokens=drafts * k,
+        accepted_tokens=sum(per_position),
+        per_position_accepted=per_position,
+        requests=requests,
+    )
+
+
+def stage_obs(
+    stage: str,
+    acceptance_counts: AcceptanceCounts | MetricError | None = None,
+    baseline: LatencySamples | MetricError | None = None,
+    candidate: LatencySamples | MetricError | None = None,
+) -> StageObservations:
+    return StageObservations(
+        stage_name=stage,
+        candidate_acceptance=acceptance_counts,
+        baseline_latency=baseline,
+        candidate_latency=candidate,
+    )
+
+
+def run(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    seconds: float,
+) -> Decision:
+    return decide(spec, status, observations, at(seconds))
+
+
+def analyzing(spec: SpecDecodeRolloutSpec, seconds: float = 0) -> SpecDecodeRolloutStatus:
+    """A status in Analyzing, stage 0 started at `seconds` (plain-decoding stable)."""
+    first = run(spec, SpecDecodeRolloutStatus(), observe(), seconds)
+    second = run(spec, first.status, shadows_ready(), seconds)
+    assert second.status.phase.value == "Analyzing", second.status
+    return second.status
+
+
+def status_in(spec: SpecDecodeRolloutSpec, phase: str) -> SpecDecodeRolloutStatus:
+    """A realistic status in `phase` (reached through decide where possible), at t=0."""
+    fresh = SpecDecodeRolloutStatus()
+    deploying = run(spec, fresh, observe(), 0).status
+    if phase == "Deploying":
+        return deploying
+    analysis = analyzing(spec)
+    if phase == "Analyzing":
+        return analysis
+    if phase == "Paused":
+        return analysis.model_copy(update={"phase": Phase.PAUSED, "current_stage": None})
+    promoting = run(spec, analysis, shadows_ready(action="promote"), 0).status
+    if phase == "Promoting":
+        return promoting
+    promoted = run(spec, promoting, observe(production=ready(EAGLE3)), 0).status
+    if phase == "Promoted":
+        return promoted
+    if phase == "Degraded":
+        unready = run(spec, promoted, observe(production=pending()), 100).status
+        return run(spec, unready, observe(production=pending()), 10_000).status
+    if phase == "RolledBack":
+        return run(spec, analysis, shadows_ready(action="abort"), 0).status
+    if phase == "Failed":
+        return run(
+            spec, analysis, shadows_ready(traffic_error="prompts: no such ConfigMap"), 0
+        ).status
+    raise ValueError(phase)

@@ -1,0 +1,199 @@
+"""Lifecycle scenarios: creation, restarts on edits, promotion, rollback, degradation."""
+
+from __future__ import annotations
+
+import pytest
+from domain_fixtures import (
+    EAGLE3,
+    NGRAM,
+    T0,
+    at,
+    make_spec,
+    observe,
+    pending,
+    ready,
+    run,
+    shadows_ready,
+    status_in,
+)
+
+from specdecode.api import Phase, SpecDecodeRolloutStatus, StagePhase
+from specdecode.api.speculative import fingerprint_of
+from specdecode.domain.invalid import decide_invalid_spec
+from specdecode.domain.observations import ChildState
+
+pytestmark = pytest.mark.unit
+
+SPEC = make_spec()
+GPU_FULL = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+CRASH = "CrashLoopBackOff: ValueError: draft model head mismatch"
+
+
+def test_first_reconcile_starts_an_analysis_with_production_on_stable() -> None:
+    decision = run(SPEC, SpecDecodeRolloutStatus(), observe(), 0)
+    status = decision.status
+    assert status.phase is Phase.DEPLOYING
+    assert status.candidate_fingerprint == EAGLE3.fingerprint()
+    assert status.analysis_started_at == status.phase_since == T0
+    assert [stage.phase for stage in status.stages] == [StagePhase.PENDING] * 2
+    assert [event.reason for event in decision.events] == ["AnalysisStarted"]
+    children = decision.children
+    assert (children.production, children.baseline, children.candidate) == (None, None, EAGLE3)
+    assert children.shadows is True
+    assert decision.requeue_after_seconds == 5.0
+
+
+def test_plain_decoding_desired_and_stable_is_promoted_without_shadows() -> None:
+    spec = make_spec(speculative=None)
+    decision = run(spec, SpecDecodeRolloutStatus(), observe(production=ready(None)), 0)
+    assert decision.status.phase is Phase.PROMOTED
+    assert decision.status.reason == "UpToDate"
+    assert decision.children.shadows is False
+
+
+def test_shadows_ready_start_stage_zero_with_warm_up() -> None:
+    status = status_in(SPEC, "Deploying")
+    decision = run(SPEC, status, shadows_ready(), 42)
+    stage = decision.status.stages[0]
+    assert decision.status.phase is Phase.ANALYZING
+    assert decision.status.current_stage == "acceptance"
+    assert stage.phase is StagePhase.WARMING_UP
+    assert stage.started_at == at(42)
+    assert stage.measure_from == at(42 + 30)
+    assert decision.traffic is not None
+    assert (decision.traffic.stage_name, decision.traffic.concurrency) == ("acceptance", 4)
+
+
+def test_deadline_message_carries_the_schedulers_reason() -> None:
+    status = status_in(SPEC, "Deploying")
+    decision = run(SPEC, status, observe(candidate=pending(GPU_FULL)), 601)
+    assert decision.status.phase is Phase.ROLLED_BACK
+    assert GPU_FULL in decision.status.message
+    assert GPU_FULL in decision.events[0].message
+    degraded = next(c for c in decision.status.conditions if c.type == "Degraded")
+    assert (degraded.status.value, degraded.reason) == ("True", "ProgressDeadlineExceeded")
+
+
+def test_mid_analysis_edit_restarts_cleanly() -> None:
+    status = status_in(SPEC, "Analyzing")
+    edited = make_spec(speculative=NGRAM)
+    decision = run(edited, status, shadows_ready(candidate=EAGLE3), 50)
+    new = decision.status
+    assert new.phase is Phase.DEPLOYING
+    assert new.reason == "AnalysisRestarted"
+    assert new.candidate_fingerprint == NGRAM.fingerprint()
+    assert new.analysis_started_at == at(50)
+    assert all(stage.phase is StagePhase.PENDING for stage in new.stages)
+    assert decision.children.candidate == NGRAM
+    assert decision.traffic is None
+
+
+def test_edited_stages_restart_the_analysis() -> None:
+    status = status_in(SPEC, "Analyzing")
+    from domain_fixtures import acceptance_stage
+
+    edited = make_spec(stages=[acceptance_stage(name="alpha-only")])
+    decision = run(edited, status, shadows_ready(), 5)
+    # The shadows already run the right configs, so the new analysis starts at once.
+    assert [event.reason for event in decision.events] == ["AnalysisRestarted", "ShadowsReady"]
+    assert decision.status.analysis_started_at == at(5)
+    assert [stage.name for stage in decision.status.stages] == ["alpha-only"]
+
+
+def test_git_revert_to_stable_after_rollback_is_promoted() -> None:
+    status = status_in(SPEC, "RolledBack")
+    reverted = make_spec(speculative=None)
+    decision = run(reverted, status, observe(production=ready(None)), 100)
+    assert decision.status.phase is Phase.PROMOTED
+    assert decision.status.reason == "UpToDate"
+    assert decision.children.shadows is False
+
+
+def test_new_desired_after_promotion_starts_against_the_new_stable() -> None:
+    status = status_in(SPEC, "Promoted")
+    assert status.stable_speculative == EAGLE3
+    decision = run(make_spec(speculative=NGRAM), status, observe(production=ready(EAGLE3)), 100)
+    assert decision.status.phase is Phase.DEPLOYING
+    assert decision.children.baseline == EAGLE3
+    assert decision.children.production == EAGLE3
+    assert decision.children.candidate == NGRAM
+
+
+def test_promotion_makes_the_candidate_stable() -> None:
+    decision = run(SPEC, status_in(SPEC, "Promoting"), observe(production=ready(EAGLE3)), 30)
+    status = decision.status
+    assert status.stable_speculative == EAGLE3
+    assert status.stable_fingerprint == fingerprint_of(EAGLE3)
+    assert status.verdict == "Promoted"
+    assert decision.children.production == EAGLE3
+    assert decision.requeue_after_seconds is None
+
+
+def test_promoting_renders_production_with_the_candidate_and_no_shadows() -> None:
+    decision = run(SPEC, status_in(SPEC, "Promoting"), observe(production=pending()), 1)
+    assert decision.children.production == EAGLE3
+    assert decision.children.shadows is False
+
+
+def test_promotion_deadline_reverts_production() -> None:
+    status = status_in(SPEC, "Promoting")
+    decision = run(SPEC, status, observe(production=pending(crash=CRASH)), 700)
+    assert decision.status.phase is Phase.ROLLED_BACK
+    assert CRASH in decision.status.message
+    assert decision.children.production is None
+
+
+def test_production_unready_within_grace_stays_promoted_and_wakes_at_its_end() -> None:
+    promoted = status_in(SPEC, "Promoted")
+    first = run(SPEC, promoted, observe(production=pending()), 100)
+    assert first.status.phase is Phase.PROMOTED
+    ready_condition = next(c for c in first.status.conditions if c.type == "Ready")
+    assert (ready_condition.status.value, ready_condition.reason) == ("False", "ProductionNotReady")
+    assert first.requeue_after_seconds == pytest.approx(601.0)
+    later = run(SPEC, first.status, observe(production=pending()), 650)
+    assert later.status.phase is Phase.PROMOTED
+    degraded = run(SPEC, later.status, observe(production=pending()), 701)
+    assert degraded.status.phase is Phase.DEGRADED
+
+
+def test_failed_leaves_on_retry_only_when_the_cause_is_gone() -> None:
+    failed = status_in(SPEC, "Failed")
+    again = run(SPEC, failed, observe(generation=2, traffic_error="still missing"), 10)
+    assert again.status.phase is Phase.FAILED
+    assert [event.reason for event in again.events] == ["SpecChanged", "TrafficSourceInvalid"]
+    steady = run(SPEC, again.status, observe(generation=2, traffic_error="still missing"), 20)
+    assert steady.status.phase is Phase.FAILED
+    assert steady.events == ()
+
+
+def test_child_absent_is_not_ready() -> None:
+    assert not ChildState(exists=False).ready
+    decision = run(SPEC, status_in(SPEC, "Deploying"), observe(), 10)
+    assert decision.status.phase is Phase.DEPLOYING
+
+
+def test_invalid_spec_fails_once_then_recovers_on_a_new_generation() -> None:
+    analysis = status_in(SPEC, "Analyzing")
+    first = decide_invalid_spec(analysis, "spec.gpuPool: GPUs must match TP", 2, at(10))
+    assert first.status.phase is Phase.FAILED
+    assert first.status.reason == "InvalidSpec"
+    assert first.status.observed_generation == 2
+    assert [event.reason for event in first.events] == ["InvalidSpec"]
+    degraded = next(c for c in first.status.conditions if c.type == "Degraded")
+    assert (degraded.status.value, degraded.reason) == ("True", "InvalidSpec")
+    assert "GPUs must match TP" in degraded.message
+    assert first.children.production is None and first.children.shadows is False
+    again = decide_invalid_spec(first.status, "spec.gpuPool: GPUs must match TP", 2, at(20))
+    assert again.events == ()
+    assert again.status == first.status
+    fixed = run(SPEC, again.status, shadows_ready(generation=3), 30)
+    assert fixed.status.phase is Phase.ANALYZING
+    assert [event.reason for event in fixed.events] == ["SpecChanged", "ShadowsReady"]
+
+
+def test_fixing_an_invalid_spec_back_to_the_stable_config_is_promoted() -> None:
+    promoted = status_in(SPEC, "Promoted")
+    failed = decide_invalid_spec(promoted, "bad", 2, at(10)).status
+    fixed = run(SPEC, failed, observe(generation=3, production=ready(EAGLE3)), 20)
+    assert fixed.status.phase is Phase.PROMOTED
+    assert fixed.status.reason == "UpToDate"

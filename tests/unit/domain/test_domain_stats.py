@@ -1,0 +1,219 @@
+"""Confidence bounds and single-look gate verdicts."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from domain_fixtures import T0, acceptance, stage_obs
+
+from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
+from specdecode.domain.acceptance_bound import (
+    acceptance_interval,
+    accepted_length_variance,
+    design_effect,
+)
+from specdecode.domain.gates import evaluate_gate
+from specdecode.domain.observations import AcceptanceCounts, LatencySamples, MetricError
+from specdecode.domain.stats import (
+    min_samples_for_quantile,
+    per_look_error,
+    quantile_interval,
+    quantile_rank_bounds,
+    wilson_interval,
+)
+
+pytestmark = pytest.mark.unit
+
+ALPHA = GateSpec(name="alpha", type=GateType.ACCEPTANCE)
+P99 = GateSpec(name="p99", type=GateType.TAIL_LATENCY)
+
+
+def test_per_look_error_splits_the_confidence() -> None:
+    assert per_look_error(0.95, 42) == pytest.approx(0.05 / 42)
+    assert per_look_error(0.95, 0) == pytest.approx(0.05)
+
+
+def test_accepted_length_variance_from_per_position_counts() -> None:
+    # L uniform on {0, 1, 2, 3}: P(L >= i) = 3/4, 2/4, 1/4; Var = 1.25.
+    drafts = 400.0
+    variance = accepted_length_variance(drafts, 3, 1.5, (300.0, 200.0, 100.0))
+    assert variance == pytest.approx(1.25)
+    # Without the breakdown: the worst case for [0, 3] with mean 1.5 (all or nothing).
+    assert accepted_length_variance(drafts, 3, 1.5, ()) == pytest.approx(2.25)
+
+
+def test_missing_breakdown_gives_a_wider_interval() -> None:
+    with_positions = acceptance_interval(1000, 3000, 1500, (750, 500, 250), 0.01)
+    without = acceptance_interval(1000, 3000, 1500, (), 0.01)
+    assert with_positions is not None and without is not None
+    assert without.lower < with_positions.lower
+
+
+def test_design_effect_grows_with_drafts_per_request() -> None:
+    assert design_effect(10_000, 100) == pytest.approx(1 + (100 * 1.25 - 1) * 0.25)
+    assert design_effect(10_000, 1_000) < design_effect(10_000, 100)
+    assert design_effect(10_000, 0) == pytest.approx(1 + (64 * 1.25 - 1) * 0.25)
+    assert design_effect(100, 100) == pytest.approx(1.0625)  # one draft per request
+
+
+def test_request_count_makes_the_bound_robust_to_clustering() -> None:
+    # 90,000 drafts in 30 requests are worth far less than 90,000 independent drafts.
+    few_requests = acceptance_interval(90_000, 270_000, 162_000, (), 0.01, requests=30)
+    independent = acceptance_interval(90_000, 270_000, 162_000, (), 0.01, requests=90_000)
+    assert few_requests is not None and independent is not None
+    assert few_requests.upper - few_requests.lower > 0.15
+    assert independent.upper - independent.lower < 0.02
+
+
+def test_no_drafts_is_no_data_never_alpha_zero() -> None:
+    assert acceptance_interval(0, 0, 0, (), 0.05) is None
+    empty = AcceptanceCounts(drafts=0, draft_tokens=0, accepted_tokens=0)
+    result = evaluate_gate(ALPHA, stage_obs("s", empty), None, T0, looks=1)
+    assert result.verdict is GateVerdict.INCONCLUSIVE
+    assert result.value is None
+    assert "no drafts" in result.reason
+
+
+def test_too_few_draft_tokens_is_inconclusive_even_if_the_bound_clears() -> None:
+    few = acceptance(0.95, drafts=100)
+    result = evaluate_gate(ALPHA, stage_obs("s", few), None, T0, looks=1)
+    assert result.verdict is GateVerdict.INCONCLUSIVE
+    assert "< 1000 needed" in result.reason
+
+
+def test_acceptance_verdicts_with_numbers() -> None:
+    good = evaluate_gate(
+        ALPHA, stage_obs("s", acceptance(0.75, 20_000, requests=400)), None, T0, 40
+    )
+    bad = evaluate_gate(ALPHA, stage_obs("s", acceptance(0.40, 20_000, requests=400)), None, T0, 40)
+    close = evaluate_gate(
+        ALPHA, stage_obs("s", acceptance(0.56, 20_000, requests=400)), None, T0, 40
+    )
+    assert good.verdict is GateVerdict.SUCCESSFUL
+    assert good.lower_bound is not None and good.lower_bound >= 0.55
+    assert good.threshold == 0.55 and good.samples == 60_000
+    assert bad.verdict is GateVerdict.FAILED and bad.failures == 1
+    assert close.verdict is GateVerdict.INCONCLUSIVE and close.inconclusives == 1
+    assert "0.750" in good.reason and ">= 0.55" in good.reason
+
+
+def test_metric_error_is_error_and_counts_in_a_row() -> None:
+    down = stage_obs("s", MetricError("prometheus", "503"))
+    first = evaluate_gate(ALPHA, down, None, T0, 1)
+    second = evaluate_gate(ALPHA, down, first, T0, 1)
+    assert (second.verdict, second.consecutive_errors) == (GateVerdict.ERROR, 2)
+    recovered = evaluate_gate(ALPHA, stage_obs("s", acceptance(0.7, 500)), second, T0, 1)
+    assert recovered.consecutive_errors == 0
+
+
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_quantile_bounds_cover_at_their_level(q: float) -> None:
+    rng = random.Random(5)
+    error, trials, n = 0.05, 2000, 400
+    lower_rank, upper_rank = quantile_rank_bounds(n, q, error) or (0, 0)
+    true_quantile = q  # uniform(0, 1)
+    misses_low = misses_high = 0
+    for _ in range(trials):
+        ordered = sorted(rng.random() for _ in range(n))
+        misses_low += ordered[lower_rank - 1] > true_quantile
+        misses_high += ordered[upper_rank - 1] < true_quantile
+    assert misses_low / trials <= error + 0.015
+    assert misses_high / trials <= error + 0.015
+
+
+def test_quantile_bounds_need_enough_samples() -> None:
+    needed = min_samples_for_quantile(0.99, 0.001)
+    assert needed == math.ceil(math.log(0.001) / math.log(0.99))
+    assert quantile_rank_bounds(needed - 1, 0.99, 0.001) is None
+    assert quantile_rank_bounds(needed, 0.99, 0.001) is not None
+
+
+def test_quantile_interval_selection_matches_a_full_sort() -> None:
+    rng = random.Random(6)
+    samples = [rng.lognormvariate(0, 1) for _ in range(50_000)]
+    interval = quantile_interval(samples, 0.99, 0.001)
+    ranks = quantile_rank_bounds(len(samples), 0.99, 0.001)
+    assert interval is not None and ranks is not None
+    ordered = sorted(samples)
+    assert (interval.lower, interval.upper) == (ordered[ranks[0] - 1], ordered[ranks[1] - 1])
+    assert interval.value == ordered[math.ceil(0.99 * len(samples)) - 1]
+
+
+def _itl(scale: float, n: int, seed: int) -> LatencySamples:
+    rng = random.Random(seed)
+    token = tuple(scale * rng.lognormvariate(-3.5, 0.3) for _ in range(n))
+    return LatencySamples(per_token_itl=token, per_chunk_itl=tuple(3 * x for x in token[: n // 3]))
+
+
+def test_tail_latency_verdicts() -> None:
+    base = _itl(1.0, 30_000, 1)
+    assert (
+        evaluate_gate(
+            P99, stage_obs("s", baseline=base, candidate=_itl(0.9, 30_000, 2)), None, T0, 40
+        ).verdict
+        is GateVerdict.SUCCESSFUL
+    )
+    failed = evaluate_gate(
+        P99, stage_obs("s", baseline=base, candidate=_itl(1.4, 30_000, 3)), None, T0, 40
+    )
+    assert failed.verdict is GateVerdict.FAILED
+    assert failed.lower_bound is not None and failed.lower_bound > 1.1
+    assert failed.baseline_value is not None and failed.candidate_value is not None
+    assert "P99 ITL ratio" in failed.reason and "ms" in failed.reason
+
+
+def test_tail_latency_too_few_samples_says_how_many() -> None:
+    small = stage_obs("s", baseline=_itl(1.0, 200, 1), candidate=_itl(2.0, 200, 2))
+    result = evaluate_gate(P99, small, None, T0, 40)
+    assert result.verdict is GateVerdict.INCONCLUSIVE
+    needed = min_samples_for_quantile(0.99, 0.05 / 40 / 2)
+    assert f"{needed} per side needed" in result.reason
+
+
+def test_per_chunk_definition_uses_chunk_gaps() -> None:
+    gate = GateSpec(name="p99", type=GateType.TAIL_LATENCY, itl_definition=ItlDefinition.PER_CHUNK)
+    obs = stage_obs("s", baseline=_itl(1.0, 30_000, 1), candidate=_itl(1.0, 30_000, 1))
+    result = evaluate_gate(gate, obs, None, T0, 40)
+    assert result.itl_definition is ItlDefinition.PER_CHUNK
+    assert result.samples == 10_000
+
+
+def test_speedup_gate() -> None:
+    gate = GateSpec(name="speedup", type=GateType.SPEEDUP, min_speedup=1.2)
+    rng = random.Random(3)
+    base = LatencySamples(time_per_output_token=tuple(rng.gauss(0.03, 0.003) for _ in range(2000)))
+    fast = LatencySamples(time_per_output_token=tuple(rng.gauss(0.02, 0.002) for _ in range(2000)))
+    result = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=fast), None, T0, 40)
+    assert result.verdict is GateVerdict.SUCCESSFUL
+    assert result.value == pytest.approx(1.5, rel=0.05)
+    same = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=base), None, T0, 40)
+    assert same.verdict is GateVerdict.FAILED
+
+
+def test_error_rate_gate() -> None:
+    gate = GateSpec(name="errors", type=GateType.ERROR_RATE, max_error_rate=0.02)
+    clean = LatencySamples(requests_ok=2000, requests_failed=2)
+    broken = LatencySamples(requests_ok=900, requests_failed=100)
+    assert (
+        evaluate_gate(gate, stage_obs("s", candidate=clean), None, T0, 40).verdict
+        is GateVerdict.SUCCESSFUL
+    )
+    assert (
+        evaluate_gate(gate, stage_obs("s", candidate=broken), None, T0, 40).verdict
+        is GateVerdict.FAILED
+    )
+    few = LatencySamples(requests_ok=5)
+    assert (
+        evaluate_gate(gate, stage_obs("s", candidate=few), None, T0, 40).verdict
+        is GateVerdict.INCONCLUSIVE
+    )
+
+
+def test_wilson_interval() -> None:
+    interval = wilson_interval(0, 100, 0.05)
+    assert interval is not None
+    assert interval.lower == 0.0
+    assert 0.02 < interval.upper < 0.04
+    assert wilson_interval(0, 0, 0.05) is None
