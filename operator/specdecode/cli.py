@@ -53,6 +53,15 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
     return dataclasses.replace(settings, **overrides)  # type: ignore[arg-type]
 
 
+class _QuietSuccesses(logging.Filter):
+    """Drops kopf's "Timer/Handler ... succeeded" lines: one per rollout per tick is noise;
+    transitions are logged (and posted as Events) by the handlers themselves."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (record.levelno == logging.INFO and message.endswith("succeeded."))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script."""
     args = parse_args(argv)
@@ -61,6 +70,9 @@ def main(argv: list[str] | None = None) -> None:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig  # kopf's login reads it from there
+    logging.getLogger("kopf.objects").addFilter(_QuietSuccesses())
     registry = kopf.OperatorRegistry()
     register_lifecycle_handlers(registry, settings, args.kubeconfig)
     register_rollout_handlers(registry, settings)

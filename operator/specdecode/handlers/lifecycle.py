@@ -42,5 +42,11 @@ def register_lifecycle_handlers(
         if runtime is not None:
             await runtime.close()
 
+    async def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        # kopf's own readers (no client library involved): the pod's service account,
+        # else KUBECONFIG (the CLI exports --kubeconfig there).
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+    kopf.on.login(registry=registry, id="login")(login)
     kopf.on.startup(registry=registry, id="runtime")(startup)
     kopf.on.cleanup(registry=registry, id="runtime")(cleanup)

@@ -199,7 +199,8 @@ async def test_paired_driver_sends_each_request_to_both_engines() -> None:
     assert base.requests_ok == cand.requests_ok == 12
 
 
-async def test_driver_reports_missing_endpoints() -> None:
+async def test_missing_endpoints_are_waited_for_not_an_error() -> None:
+    """Endpoints appear a moment after pods turn Ready: transient, never a failed source."""
     config = DriverConfig(
         model="m",
         concurrency=1,
@@ -209,14 +210,19 @@ async def test_driver_reports_missing_endpoints() -> None:
         max_requests=1,
         max_samples=10,
     )
+    answers = [[], ["http://engine"]]
 
-    async def none() -> list[str]:
-        return []
+    async def appearing() -> list[str]:
+        return answers.pop(0) if len(answers) > 1 else answers[0]
 
-    async with httpx.AsyncClient(transport=engine(b"")) as http:
-        driver = PairedDriver(config, builtin_prompts("chat", 1, 0, 4), none, none, http)
-        await driver.run()
-    assert driver.error is not None and "no ready endpoints" in driver.error
+    body = sse(content_chunk("a", 1), content_chunk("b", 2))
+    async with httpx.AsyncClient(transport=engine(body)) as http:
+        driver = PairedDriver(config, builtin_prompts("chat", 1, 0, 4), appearing, appearing, http)
+        task = asyncio.create_task(driver.run())
+        await asyncio.wait_for(task, timeout=10)
+        base, cand = driver.snapshot(since=0.0, now=1e12)
+    assert driver.error is None and driver.waiting_for is None
+    assert base.requests_ok == cand.requests_ok == 1
 
 
 class _Forever:

@@ -79,12 +79,12 @@ class PairedDriver:
         )
         self._rng = random.Random(config.seed)
         self._sent = 0
-        self._error: str | None = None
+        self.waiting_for: str | None = None  # transient: e.g. endpoints not published yet
 
     @property
     def error(self) -> str | None:
-        """Why no request could be sent, if that is the case."""
-        return self._error
+        """Replaying a valid prompt set never fails for good; engine errors are samples."""
+        return None
 
     def snapshot(self, since: float, now: float) -> tuple[LatencySamples, LatencySamples]:
         """(baseline, candidate) samples since `since`."""
@@ -129,10 +129,11 @@ class PairedDriver:
     async def _send_pair(self, index: int) -> None:
         urls = [await target.pick(index) for target in self._targets]
         if None in urls:
-            self._error = "no ready endpoints for baseline or candidate yet"
+            self.waiting_for = "ready endpoints of the baseline and candidate Services"
+            self._sent -= 1  # nothing was sent: the cost cap counts only real requests
             await asyncio.sleep(NO_ENDPOINT_RETRY_SECONDS)  # pacing, not a condition wait
             return
-        self._error = None
+        self.waiting_for = None
         request = self._prompts[self._rng.randrange(len(self._prompts))]
         seed = self._config.seed + index
         results = await asyncio.gather(
