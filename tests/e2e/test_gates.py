@@ -1,0 +1,189 @@
+"""Issue 5, end to end: automated gates decide, on shadow traffic through simulated engines.
+
+Given rollouts whose simulated engines have a known acceptance and hardware shape, when the
+operator drives identical shadow traffic through baseline and candidate, then it promotes
+or rolls back for the right reason, with the measured numbers in status. Simulated time
+runs 10x slower than real time (SPECDECODE_SIM_TIME_SCALE=10) so that Python's scheduling
+jitter on a 2-core machine is small next to the simulated step times being compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from localcluster.handle import LocalCluster
+from localcluster.rollouts import Rollout, engine_cmdline, load_example, merged, speculative_arg
+
+pytestmark = pytest.mark.e2e
+
+EAGLE3 = {
+    "method": "eagle3",
+    "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    "num_speculative_tokens": 3,
+}
+
+
+def sim_env(acceptance: float, gpu: str = "H100") -> list[dict[str, str]]:
+    return [
+        {"name": "SPECDECODE_SIM_GPU", "value": gpu},
+        {"name": "SPECDECODE_SIM_TIME_SCALE", "value": "10"},
+        {"name": "SPECDECODE_SIM_ACCEPTANCE", "value": str(acceptance)},
+    ]
+
+
+def stage(name: str, concurrency: int, gate: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "concurrency": concurrency,
+        "warmupSeconds": 5,
+        "minDurationSeconds": 15,
+        "maxDurationSeconds": 180,
+        "gates": [gate],
+    }
+
+
+ACCEPTANCE_GATE = {"name": "alpha", "type": "Acceptance", "minAlpha": 0.55}
+
+
+def latency_gate(tolerance: float) -> dict[str, Any]:
+    return {
+        "name": "p99-itl",
+        "type": "TailLatency",
+        "quantile": 0.99,
+        "tolerance": tolerance,
+        "itlDefinition": "PerToken",
+    }
+
+
+def gated_rollout(
+    acceptance: float, production_concurrency: int = 32, tolerance: float = 0.25, **spec: Any
+) -> dict[str, Any]:
+    """The simulator example with automated gates and the given engine behaviour."""
+    patch = {
+        "spec": {
+            "engine": {"env": sim_env(acceptance)},
+            "analysis": {
+                "intervalSeconds": 3,
+                "progressDeadlineSeconds": 180,
+                "stages": [
+                    stage("acceptance", 4, ACCEPTANCE_GATE),
+                    stage("tail-latency", production_concurrency, latency_gate(tolerance)),
+                ],
+            },
+            **spec,
+        }
+    }
+    return merged(load_example(), patch)
+
+
+def gate(status: dict[str, Any], stage_name: str, gate_name: str) -> dict[str, Any]:
+    stage_status = next(s for s in status["stages"] if s["name"] == stage_name)
+    return next(g for g in stage_status["gates"] if g["name"] == gate_name)
+
+
+def degraded(status: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in status["conditions"] if c["type"] == "Degraded")
+
+
+def test_eagle3_with_high_acceptance_is_promoted(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(gated_rollout(acceptance=0.85))
+    status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=480)
+    assert status["phase"] == "Promoted", r.describe()
+    alpha = gate(status, "acceptance", "alpha")
+    assert alpha["verdict"] == "Successful"
+    # per-token acceptance 0.85, k=3: alpha = (0.85 + 0.85^2 + 0.85^3) / 3 = 0.729
+    assert alpha["lowerBound"] >= 0.55 and abs(alpha["value"] - 0.729) < 0.08
+    itl = gate(status, "tail-latency", "p99-itl")
+    assert itl["verdict"] == "Successful" and itl["upperBound"] <= 1.25
+    assert itl["baselineValue"] > 0 and itl["candidateValue"] > 0
+    production = r.pods("production")
+    assert speculative_arg(engine_cmdline(cluster, production[0])) == EAGLE3
+
+
+def test_low_acceptance_is_rolled_back_by_the_acceptance_gate(
+    rollout: Callable[[str], Rollout],
+) -> None:
+    r = rollout("llama")
+    r.apply(gated_rollout(acceptance=0.30))
+    status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=300)
+    assert status["phase"] == "RolledBack", r.describe()
+    assert degraded(status)["reason"] == "GateFailed"
+    alpha = gate(status, "acceptance", "alpha")
+    assert alpha["verdict"] == "Failed" and alpha["upperBound"] < 0.55
+    assert "acceptance/alpha" in status["message"]
+    assert status.get("stableSpeculative") is None
+
+
+def test_compute_bound_production_concurrency_is_rolled_back_by_tail_latency(
+    rollout: Callable[[str], Rollout],
+) -> None:
+    """Good acceptance, but at concurrency 128 a 70B model on 4 H100s is compute-bound:
+    verifying k+1 tokens per sequence makes every candidate step far longer."""
+    r = rollout("llama70b")
+    r.apply(
+        gated_rollout(
+            acceptance=0.85,
+            production_concurrency=128,
+            tolerance=0.10,
+            model={
+                "name": "meta-llama/Llama-3.3-70B-Instruct",
+                "servedModelName": "llama-3.3-70b-instruct",
+            },
+            gpuPool={
+                "gpuProduct": "NVIDIA-H100-80GB-HBM3",
+                "gpusPerReplica": 4,
+                "tensorParallelSize": 4,
+            },
+            speculative={**EAGLE3, "model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"},
+        )
+    )
+    status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=480)
+    assert status["phase"] == "RolledBack", r.describe()
+    assert gate(status, "acceptance", "alpha")["verdict"] == "Successful"
+    itl = gate(status, "tail-latency", "p99-itl")
+    assert itl["verdict"] == "Failed" and itl["lowerBound"] > 1.10
+    assert "tail-latency/p99-itl" in status["message"]
+
+
+def test_prometheus_outage_is_never_a_promotion(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    manifest = gated_rollout(acceptance=0.85)
+    manifest["spec"]["analysis"]["consecutiveErrorLimit"] = 2
+    r.apply(manifest)
+    r.wait(
+        lambda s: s.get("currentStage") == "acceptance",
+        timeout=180,
+        message="the acceptance stage running",
+    )
+    cluster.stop_prometheus()
+    try:
+        status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=180)
+    finally:
+        cluster.start_prometheus()
+    assert status["phase"] == "RolledBack", r.describe()
+    assert degraded(status)["reason"] == "MetricsUnavailable"
+    alpha = gate(status, "acceptance", "alpha")
+    assert alpha["verdict"] == "Error" and alpha["consecutiveErrors"] > 2
+
+
+def test_a_candidate_that_crashes_is_rolled_back(rollout: Callable[[str], Rollout]) -> None:
+    """vLLM refuses EAGLE-3 on a Mistral target at start: the candidate crash-loops."""
+    r = rollout("mistral")
+    r.apply(
+        gated_rollout(
+            acceptance=0.85,
+            model={"name": "mistralai/Mistral-7B-Instruct-v0.3", "servedModelName": "mistral-7b"},
+        )
+    )
+    status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=240)
+    assert status["phase"] == "RolledBack", r.describe()
+    assert degraded(status)["reason"] == "CandidateCrashed"
+    assert "Eagle3 is only supported for" in status["message"]
