@@ -6,6 +6,7 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+SCENARIO ?= promote
 
 .PHONY: help venv system-deps binaries test test-unit test-e2e lint crds verify-crds \
         cluster-up cluster-down demo bench ci clean
@@ -56,10 +57,11 @@ cluster-down: venv ## Stop everything cluster-up started
 	PYTHONPATH=tests/cluster $(BIN)/python -m localcluster down
 
 demo: venv system-deps binaries ## The main job: a live rollout on the local control plane with simulated engines
-	PYTHONPATH=tests/cluster $(BIN)/python -m localcluster.demo
+	PYTHONPATH=tests/cluster $(BIN)/python -m localcluster.demo --scenario $(SCENARIO)
 
 bench: venv system-deps binaries ## Benchmarks that print tables
 	PYTHONPATH=tests/cluster $(BIN)/python benchmarks/cluster.py
+	$(BIN)/python benchmarks/gates.py
 
 ci: verify-crds lint test ## What .ci/run runs
 
