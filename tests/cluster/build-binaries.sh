@@ -24,7 +24,25 @@ if have_all; then
 fi
 
 log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# One build at a time: a second caller (a test fixture, `make cluster-up`) waits here and then
+# reuses the result, instead of racing on $bin.partial and deleting the first one's output.
+mkdir -p "$cache/bin"
+exec 9>"$cache/bin/.build.lock"
+if ! flock -n 9; then
+  log "another build of the binaries is running; waiting for it"
+  flock 9
+fi
+if have_all; then
+  echo "$bin"
+  exit 0
+fi
 mkdir -p "$bin.partial"
+build_started=$SECONDS
+# build-times.txt records how long each binary took (read by benchmarks/cluster.py).
+times="$bin.partial/build-times.txt"
+# The size of Go's build cache before the build says whether this was a cold build.
+[ -f "$times" ] || printf 'started %s\ngocache_mib_before %d\n' "$(date -u +%FT%TZ)" \
+  "$(( $(du -sk "$(go env GOCACHE)" 2>/dev/null | cut -f1 || echo 0) / 1024 ))" >"$times"
 export CGO_ENABLED=0
 jobs=${SPECDECODE_BUILD_JOBS:-2}
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
@@ -45,6 +63,7 @@ build() { # name package ldflags
     exit 1
   fi
   log "$name: done in $((SECONDS - t0)) s"
+  printf '%s %d\n' "$name" "$((SECONDS - t0))" >>"$times"
 }
 
 log "downloading modules (GOMODCACHE=$(go env GOMODCACHE))"
@@ -65,7 +84,9 @@ if [ ! -x "$bin.partial/helm" ]; then
     log "helm: FAILED"; tail -n 30 "$bin.partial/helm.log" >&2; exit 1
   fi
   log "helm: done in $((SECONDS - t0)) s"
+  printf 'helm %d\n' "$((SECONDS - t0))" >>"$times"
 fi
+printf 'total %d\n' "$((SECONDS - build_started))" >>"$times"
 rm -rf "$bin" && mv "$bin.partial" "$bin"
 log "all binaries in $bin"
 echo "$bin"

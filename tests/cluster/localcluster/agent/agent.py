@@ -15,6 +15,7 @@ from .ipalloc import PodIPAllocator
 from .kubeapi import ApiObjectSource, KubeRest, PodCredentials
 from .kubeletapi import KubeletServer
 from .launch import LaunchServices
+from .netns import PodNetwork
 from .nodes import NodeKeeper
 from .podworker import PodWorker, Restored, WorkerServices
 from .promsd import TargetFile
@@ -34,6 +35,7 @@ class Agent:
         paths: AgentPaths,
         backoff: BackoffPolicy,
         ips: PodIPAllocator,
+        network: PodNetwork,
     ) -> None:
         self._api = api
         self._nodes = nodes
@@ -47,7 +49,8 @@ class Agent:
             launch=LaunchServices(
                 toolbox=Toolbox.from_interpreter(),
                 source=ApiObjectSource(api),
-                credentials=PodCredentials(api),
+                credentials=PodCredentials(api, network.endpoints.apiserver_url),
+                network=network,
             ),
             backoff=backoff,
         )
@@ -70,9 +73,12 @@ class Agent:
         log.info("node agent running for %s", ", ".join(sorted(self._node_names)))
 
     def _recover(self) -> None:
-        """Kill every process an earlier run left behind; remember IPs of pods still here."""
+        """Kill every process an earlier run left behind; remember IPs of pods still here,
+        and drop the pod network addresses of pods that are gone."""
         states = previous_states(self._services.paths.state_dir)
+        network = self._services.launch.network
         if not states:
+            network.reset(set())
             return
         live: set[str] = set()
         for node in self._nodes:
@@ -82,6 +88,7 @@ class Agent:
             kill_recorded_processes(state)
             if uid in live and state.get("pod_ip"):
                 self._restored[uid] = Restored(pod_ip=str(state["pod_ip"]))
+        network.reset({restored.pod_ip for restored in self._restored.values()})
 
     def shutdown(self) -> None:
         """Stop all pods' processes (process groups) and wait for the workers."""

@@ -123,6 +123,12 @@ class ContainerRunner:
         except (UnsupportedCommand, OSError) as error:
             self._record_start_error(now, str(error))
             return
+        except Exception as error:
+            # Something outside the spec failed (a namespace being deleted refuses new
+            # tokens): report it and retry, never crash the pod's worker.
+            self.waiting_reason, self.waiting_message = "CreateContainerError", str(error)
+            self._next_attempt = now + CONFIG_RETRY_SECONDS
+            return
         if self._has_run:
             self.restart_count += 1
         self._has_run = True

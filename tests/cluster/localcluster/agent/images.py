@@ -2,8 +2,9 @@
 
 There is no container runtime here, so each supported image (any tag or digest) maps to a
 command from this repository's virtualenv or from the host. Every mapping also tells the
-process which address to listen on, because all pods share one network namespace and only
-their loopback address (127.0.0.N) keeps them apart:
+process which address to listen on, because all pods share one network namespace (the
+cluster's pod network, or the host's loopback in the fallback) and only their pod IP keeps
+them apart:
 
 | image repository                          | runs                                           |
 |-------------------------------------------|------------------------------------------------|

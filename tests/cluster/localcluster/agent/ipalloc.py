@@ -1,9 +1,11 @@
-"""Pod IP allocation: one address per live pod from the pod subnet, a /24 in 127.0.0.0/8.
+"""Pod IP allocation: one address per live pod from the pod subnet.
 
-Every agent on the machine shares the loopback device, so two clusters (a developer's and a
-test's) must not hand out the same addresses: the default subnet is `127.X.Y.0/24` with X
-and Y derived from the agent's state directory. The subnet's first host (.1) is never given
-to a pod, so pods get .2 to .254.
+With the harness' pod network namespace the subnet is its `10.244.<n>.0/24`: .1 is the
+host side of the veth and the namespace side's own address is reserved too, so pods get
+.2 to .253. In loopback mode (the fallback) every agent on the machine shares the loopback
+device, so two clusters must not hand out the same addresses: the subnet is
+`127.X.Y.0/24` with X and Y derived from the agent's state directory. The subnet's first
+host (.1) is never given to a pod.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ class PodIPAllocator:
     address is not reused at once (fewer surprises for a client still talking to it).
     """
 
-    def __init__(self, subnet: str = DEFAULT_POD_SUBNET) -> None:
+    def __init__(self, subnet: str = DEFAULT_POD_SUBNET, reserved: tuple[str, ...] = ()) -> None:
         network = ipaddress.IPv4Network(subnet)
-        self._addresses = [str(host) for host in list(network.hosts())[1:]]
+        hosts = [str(host) for host in list(network.hosts())[1:]]
+        self._addresses = [address for address in hosts if address not in reserved]
         if not self._addresses:
             raise ValueError(f"pod subnet {subnet} has no room for pods")
         self._by_owner: dict[str, str] = {}
@@ -93,7 +96,6 @@ def check_bindable(address: str) -> None:
             probe.bind((address, 0))
         except OSError as error:
             raise SystemExit(
-                f"pod address {address} is not local ({error}); a subnet outside 127.0.0.0/8 "
-                f"must be added to the loopback device first, e.g. as root: "
-                f"`ip addr add <first host>/24 dev lo`"
+                f"pod address {address} is not local ({error}); without a pod network "
+                f"namespace (--netns) the pod subnet must be in 127.0.0.0/8"
             ) from error

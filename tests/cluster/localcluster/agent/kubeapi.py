@@ -140,8 +140,10 @@ class PodCredentials:
 
     EXTENDED_EXPIRATION = 3607  # kubelet's value; the API server may extend it to a year
 
-    def __init__(self, api: KubeRest) -> None:
+    def __init__(self, api: KubeRest, server_for_pods: str | None = None) -> None:
+        """``server_for_pods``: the API server URL as pods reach it (default: the agent's)."""
         self._api = api
+        self.server = server_for_pods or api.server
 
     def mint(self, pod: dict[str, Any], audience: str | None, expiration: int) -> str:
         """TokenRequest for the pod's ServiceAccount, bound to the pod object."""
@@ -176,7 +178,7 @@ class PodCredentials:
                 {
                     "name": "local",
                     "cluster": {
-                        "server": self._api.server,
+                        "server": self.server,
                         "certificate-authority-data": base64.b64encode(self._api.ca_data).decode(),
                     },
                 }
@@ -201,8 +203,8 @@ class PodCredentials:
         return path
 
     def service_env(self) -> dict[str, str]:
-        """KUBERNETES_SERVICE_HOST/PORT pointing at the real API server address."""
-        url = urlparse(self._api.server)
+        """KUBERNETES_SERVICE_HOST/PORT pointing at the API server as pods reach it."""
+        url = urlparse(self.server)
         return {
             "KUBERNETES_SERVICE_HOST": url.hostname or "127.0.0.1",
             "KUBERNETES_SERVICE_PORT": str(url.port or 443),

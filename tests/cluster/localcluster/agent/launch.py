@@ -1,4 +1,8 @@
-"""Turn a container spec into a running process: env, volumes, image table, credentials."""
+"""Turn a container spec into a running process: env, volumes, image table, credentials.
+
+The process starts inside the pod network (see netns.py); a pod that gets API credentials
+(the operator image) also gets the API server and Prometheus as it can reach them there.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,13 @@ from .env import PodRuntime, resolve_env
 from .expansion import expand_all
 from .images import LaunchRequest, Toolbox, plan_launch
 from .kubeapi import PodCredentials
+from .netns import PodNetwork
 from .objects import ObjectSource
 from .process import POD_UID_ENV, ContainerProcess, spawn
 from .volumes import VolumeBuilder, mount_rewriter
 
 PASSED_THROUGH = ("SPECDECODE_LOCALCLUSTER",)
+PROMETHEUS_URL_ENV = "SPECDECODE_PROMETHEUS_URL"
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,7 @@ class LaunchServices:
     toolbox: Toolbox
     source: ObjectSource
     credentials: PodCredentials | None
+    network: PodNetwork
 
 
 def base_environment(pod: dict[str, Any], pod_dir: Path, toolbox: Toolbox) -> dict[str, str]:
@@ -81,5 +88,9 @@ class PodLauncher:
             kubeconfig = credentials.write_kubeconfig(pod, self._pod_dir / "credentials")
             env["KUBECONFIG"] = str(kubeconfig)
             env.update(credentials.service_env())
+        prometheus_url = self._services.network.endpoints.prometheus_url
+        if plan.needs_api_credentials and prometheus_url:
+            env[PROMETHEUS_URL_ENV] = prometheus_url  # the harness' Prometheus, via the relay
         name = str(container["name"])
-        return spawn(plan.argv, env, self._pod_dir, self._pod_dir / f"{name}.log")
+        argv = self._services.network.wrap(plan.argv)
+        return spawn(argv, env, self._pod_dir, self._pod_dir / f"{name}.log")

@@ -26,6 +26,7 @@ from .promsd import TargetFile
 TICK_SECONDS = 0.25
 MAX_GRACE_SECONDS = 10.0
 SHUTDOWN_GRACE_SECONDS = 3.0
+DELETE_RETRY_SECONDS = 1.0
 TERMINAL = ("Succeeded", "Failed")
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ class PodWorker(threading.Thread):
         self._pod_dir = services.paths.pod_dir(meta["namespace"], meta["name"])
         self._inits: list[ContainerRunner] = []
         self._mains: list[ContainerRunner] = []
+        self._pod_ip: str | None = None
 
     # -- signals from the informer and the agent ---------------------------------------
     def update(self, pod: dict[str, Any]) -> None:
@@ -94,20 +96,40 @@ class PodWorker(threading.Thread):
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> None:
-        """Set up, then tick until the pod goes; always release the IP and the target."""
+        """Set up, then tick until the pod goes; always release the IP and the target.
+
+        A bug must not leave a pod Terminating forever: after a crash the worker kills the
+        pod's processes and still completes the pod's deletion when it comes.
+        """
         try:
             self._run()
         except Exception:
             log.exception("pod worker %s crashed; killing its processes", self.name)
             self._kill_everything()
+            self._services.targets.set(self.uid, None)
+            self._finish_after_crash()
         finally:
+            if self._pod_ip is not None:
+                self._services.launch.network.detach(self._pod_ip)
             self._services.ips.release(self.uid)
             self._services.targets.set(self.uid, None)
             self._on_done(self.uid)
 
+    def _finish_after_crash(self) -> None:
+        """Wait for the pod's deletion (or its disappearance) and confirm it with grace 0."""
+        while not (self._shutdown or self._gone):
+            pod = self._snapshot()
+            if pod["metadata"].get("deletionTimestamp"):
+                self._delete_until_done(pod)
+                return
+            self._wake.wait(DELETE_RETRY_SECONDS)
+            self._wake.clear()
+
     def _run(self) -> None:
         pod = self._snapshot()
         pod_ip = self._claim_ip()
+        self._pod_ip = pod_ip
+        self._services.launch.network.attach(pod_ip)
         status = pod.get("status") or {}
         frozen = status.get("phase") in TERMINAL
         self._launcher = PodLauncher(self._services.launch, self._pod_dir, pod_ip)
@@ -245,10 +267,28 @@ class PodWorker(threading.Thread):
 
     def _confirm_deletion(self, pod: dict[str, Any]) -> None:
         """Like kubelet: report final status, then delete the object with grace 0."""
+        with contextlib.suppress(PodGone):
+            self._report(pod)
+        self._delete_until_done(pod)
+
+    def _delete_until_done(self, pod: dict[str, Any]) -> None:
+        """Retry the final DELETE until it succeeds, the pod is gone, or the agent exits."""
+        while not self._shutdown:
+            try:
+                self._delete_object(pod)
+                return
+            except Exception:
+                log.exception("pod %s: final delete failed; retrying", self.name)
+            self._wake.wait(DELETE_RETRY_SECONDS)
+            self._wake.clear()
+            if self._gone:
+                return
+
+    def _delete_object(self, pod: dict[str, Any]) -> None:
+        """DELETE with grace 0 and a uid precondition (a same-named successor is spared);
+        404 and 409 mean the object is gone already (or is a successor): done too."""
         meta = pod["metadata"]
         try:
-            with contextlib.suppress(PodGone):
-                self._report(pod)
             self._services.api.call(
                 "DELETE",
                 f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
@@ -261,4 +301,4 @@ class PodWorker(threading.Thread):
             )
         except ApiError as error:
             if error.status not in (404, 409):
-                log.warning("could not delete pod %s: %s", self.name, error)
+                raise

@@ -1,0 +1,82 @@
+"""Debian's Prometheus (2.42, no Kubernetes discovery) scraping pods via file-based SD.
+
+Why file_sd: Debian's build rejects ``kubernetes_sd_configs``, so the node agent writes the
+scrape targets of annotated pods (with namespace, pod and pod-label target labels) to a JSON
+file and Prometheus re-reads it every second. Scrape and evaluation intervals are 1 s so
+tests see fresh samples quickly. ``--web.enable-lifecycle`` lets tests stop it via /-/quit
+and the harness start it again on the same port.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from localcluster.paths import ClusterPaths
+from localcluster.process import ComponentFailed, start_component
+
+PROMETHEUS_BINARY = "/usr/bin/prometheus"
+COMPONENT = "prometheus"
+
+
+def find_binary() -> Path:
+    """The prometheus binary, or a loud error that says how to install it."""
+    found = shutil.which("prometheus") or (
+        PROMETHEUS_BINARY if Path(PROMETHEUS_BINARY).exists() else None
+    )
+    if found is None:
+        raise ComponentFailed(
+            COMPONENT,
+            "no prometheus binary; install it: bash tests/cluster/install-system-deps.sh",
+            None,
+        )
+    return Path(found)
+
+
+def write_config(paths: ClusterPaths, port: int) -> Path:
+    """prometheus.yml: itself, plus every target the agent lists in the SD file."""
+    if not paths.prometheus_sd_file.exists():
+        paths.prometheus_sd_file.write_text("[]\n")
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "scrape_configs": [
+            {
+                "job_name": "prometheus",
+                "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],
+            },
+            {
+                "job_name": "pods",
+                "file_sd_configs": [
+                    {"files": [str(paths.prometheus_sd_file)], "refresh_interval": "1s"}
+                ],
+            },
+        ],
+    }
+    target = paths.prometheus_dir / "prometheus.yml"
+    target.write_text(yaml.safe_dump(config, sort_keys=False))
+    return target
+
+
+def start(paths: ClusterPaths, port: int) -> subprocess.Popen[bytes]:
+    """Start Prometheus on 127.0.0.1:``port`` with its TSDB under .cluster/prometheus."""
+    config = write_config(paths, port)
+    argv = [
+        str(find_binary()),
+        f"--config.file={config}",
+        f"--storage.tsdb.path={paths.prometheus_dir / 'data'}",
+        "--storage.tsdb.retention.time=1d",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--web.enable-lifecycle",
+        "--log.level=warn",
+    ]
+    return start_component(paths, COMPONENT, argv)
+
+
+def ready(port: int) -> bool:
+    """/-/ready answers 200 once the TSDB is open and the config loaded."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2) as reply:
+        return int(reply.status) == 200
