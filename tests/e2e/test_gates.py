@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from localcluster.handle import LocalCluster
-from localcluster.rollouts import Rollout, engine_cmdline, load_example, merged, speculative_arg
+from localcluster.manifests import load_example, merged
+from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
 
 pytestmark = pytest.mark.e2e
 

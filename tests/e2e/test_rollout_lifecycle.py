@@ -15,14 +15,9 @@ from typing import Any
 import pytest
 
 from localcluster.handle import LocalCluster
+from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess
-from localcluster.rollouts import (
-    Rollout,
-    engine_cmdline,
-    load_example,
-    merged,
-    speculative_arg,
-)
+from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
 from localcluster.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -108,7 +103,11 @@ def test_spec_edit_mid_analysis_restarts_the_analysis(rollout: Callable[[str], R
 
     r.apply(manual_rollout(speculative={**EAGLE3, "num_speculative_tokens": 5}))
     restarted = r.wait(
-        lambda s: s.get("candidateFingerprint") not in (None, first["candidateFingerprint"]),
+        lambda s: (
+            s
+            if s.get("candidateFingerprint") not in (None, first["candidateFingerprint"])
+            else None
+        ),
         timeout=60,
         message="a new candidate fingerprint",
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kubernetes.client import ApiException
@@ -58,20 +59,39 @@ def load_prompts(
     traffic = spec.analysis.traffic
     if traffic.config_map_ref is not None:
         ref = traffic.config_map_ref
-        data = kube.core.read_namespaced_config_map(ref.name, namespace).data or {}
-        if ref.key not in data:
-            raise PromptSourceError(f"ConfigMap {ref.name} has no key {ref.key}")
-        return parse_jsonl(data[ref.key], traffic.max_tokens)
+        data = _read(
+            f"ConfigMap {namespace}/{ref.name}",
+            ref.key,
+            lambda: kube.core.read_namespaced_config_map(ref.name, namespace).data,
+        )
+        text = data if isinstance(data, str) else data.decode()
+        return parse_jsonl(text, traffic.max_tokens)
     if traffic.secret_ref is not None:
         ref = traffic.secret_ref
-        secret_data = kube.core.read_namespaced_secret(ref.name, namespace).data or {}
-        if ref.key not in secret_data:
-            raise PromptSourceError(f"Secret {ref.name} has no key {ref.key}")
-        text = base64.b64decode(secret_data[ref.key]).decode()
-        return parse_jsonl(text, traffic.max_tokens)
+        encoded = _read(
+            f"Secret {namespace}/{ref.name}",
+            ref.key,
+            lambda: kube.core.read_namespaced_secret(ref.name, namespace).data,
+        )
+        return parse_jsonl(base64.b64decode(encoded).decode(), traffic.max_tokens)
     return builtin_prompts(
         traffic.builtin_workload, BUILTIN_PROMPT_COUNT, traffic.seed, traffic.max_tokens
     )
+
+
+def _read(
+    what: str, key: str, fetch: Callable[[], Mapping[str, str | bytes] | None]
+) -> str | bytes:
+    """One key of a ConfigMap or Secret, or a PromptSourceError that names the object."""
+    try:
+        data = fetch() or {}
+    except ApiException as error:
+        if error.status == 404:
+            raise PromptSourceError(f"{what} does not exist") from error
+        raise PromptSourceError(f"{what} cannot be read: {error.status} {error.reason}") from error
+    if key not in data:
+        raise PromptSourceError(f"{what} has no key {key}")
+    return data[key]
 
 
 async def build_shadow_traffic(
@@ -85,8 +105,6 @@ async def build_shadow_traffic(
         prompts = await asyncio.to_thread(load_prompts, runtime.kube, namespace, spec)
     except PromptSourceError as error:
         return UnusableTraffic(f"prompt set unusable: {error}")
-    except ApiException as error:
-        return UnusableTraffic(f"prompt set unreadable: {error.status} {error.reason}")
 
     def resolver(role: ChildRole) -> EndpointResolver:
         service = child_name(rollout, role)

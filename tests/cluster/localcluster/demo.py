@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from localcluster.handle import LocalCluster
+from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess, install_crds
 from localcluster.paths import ClusterPaths
 from localcluster.process import is_alive, read_pid
-from localcluster.rollouts import Rollout, load_example, merged
+from localcluster.rollouts import Rollout
 from localcluster.shutdown import is_up
 from localcluster.startup import up
 from specdecode.report import gate_table

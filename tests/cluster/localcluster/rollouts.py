@@ -7,7 +7,6 @@ deadlines whose failure message shows the rollout's status and events.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -17,32 +16,10 @@ from typing import Any
 import yaml
 
 from localcluster.handle import LocalCluster
+from localcluster.manifests import merged
 from localcluster.waiting import WaitTimeout, wait_for
 
-REPO = Path(__file__).resolve().parents[3]
-SIMULATOR_EXAMPLE = REPO / "examples" / "simulator" / "specdecode-rollout.yaml"
 GROUP, VERSION, PLURAL = "specdecode.io", "v1alpha1", "specdecoderollouts"
-
-
-def load_example(path: Path = SIMULATOR_EXAMPLE) -> dict[str, Any]:
-    """The first SpecDecodeRollout document of an example file."""
-    for document in yaml.safe_load_all(path.read_text()):
-        if document and document.get("kind") == "SpecDecodeRollout":
-            return dict(document)
-    raise ValueError(f"no SpecDecodeRollout in {path}")
-
-
-def merged(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """`base` with `patch` merged in (JSON merge patch semantics: None deletes)."""
-    result = copy.deepcopy(dict(base))
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
-            result[key] = merged(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
 
 
 @dataclass

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 import yaml
 from sdr_crd_checker import CrdChecker
-from sdr_invalid_table import REPO_ROOT, merge_patch
 
+from localcluster.manifests import REPO as REPO_ROOT
+from localcluster.manifests import merged as merge_patch
 from specdecode.api import SpecDecodeRollout
 from specdecode.api.crdgen import output_paths
 

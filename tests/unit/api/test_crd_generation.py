@@ -11,8 +11,8 @@ import celpy
 import pytest
 import yaml
 from sdr_crd_checker import CrdChecker, apply_defaults
-from sdr_invalid_table import REPO_ROOT
 
+from localcluster.manifests import REPO as REPO_ROOT
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.crdgen import custom_resource_definition, main, output_paths
 from specdecode.api.schema import walk

@@ -10,8 +10,10 @@ import pytest
 import yaml
 from pydantic import ValidationError
 from sdr_crd_checker import CrdChecker
-from sdr_invalid_table import REPO_ROOT, InvalidCase, load_cases
 
+from localcluster.manifests import REPO as REPO_ROOT
+from localcluster.manifests import InvalidCase
+from localcluster.manifests import load_invalid_cases as load_cases
 from specdecode.api import SpecDecodeRollout
 from specdecode.api.crdgen import output_paths
 

@@ -1,0 +1,92 @@
+"""Bad input, end to end: refused at the earliest point that can tell, and never fatal.
+
+The shared table (tests/data/invalid-rollouts.yaml) goes through the built kubectl to the
+real API server, which must refuse each resource naming the field. What only the operator
+can see (a prompt set that is missing or malformed) becomes phase Failed with a Degraded
+condition and a Warning Event, while the operator keeps reconciling other rollouts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import yaml
+
+from localcluster.handle import LocalCluster
+from localcluster.manifests import InvalidCase, load_example, load_invalid_cases, merged
+from localcluster.rollouts import Rollout
+
+pytestmark = pytest.mark.e2e
+
+API_SERVER_CASES = [c for c in load_invalid_cases() if c.rejected_by == "apiserver"]
+MANUAL = {"spec": {"analysis": {"manual": True}}}
+
+
+def test_the_table_covers_at_least_25_cases() -> None:
+    assert len(API_SERVER_CASES) >= 25
+
+
+def test_every_invalid_resource_is_refused_naming_its_field(
+    cluster: LocalCluster, namespace: str, operator: object
+) -> None:
+    """One namespace, every case: kubectl apply must fail and name the offending field."""
+    misses = []
+    for index, case in enumerate(API_SERVER_CASES):
+        own_name = case.field.startswith("metadata.name")  # the name itself is what's bad
+        metadata = {"namespace": namespace} if own_name else {"name": f"bad-{index}"}
+        body = merged(case.obj, {"metadata": {**metadata, "namespace": namespace}})
+        result = cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(body))
+        if result.returncode == 0 or not _names_field(result.stderr, case):
+            misses.append(f"{case.name}: rc={result.returncode} {result.stderr.strip()[:300]}")
+    assert not misses, "\n".join(misses)
+    listed = cluster.kubectl("get", "sdr", "-n", namespace, "-o", "name", check=True)
+    assert listed.stdout.strip() == ""
+
+
+def _names_field(stderr: str, case: InvalidCase) -> bool:
+    """The API server names the field by its path (spec.x.y) or its last segment."""
+    leaf = case.field.rsplit(".", 1)[-1].split("[")[0]
+    named = case.field in stderr or leaf in stderr
+    return named and (case.server_message is None or case.server_message in stderr)
+
+
+def test_a_missing_prompt_set_fails_only_that_rollout(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    broken, healthy = rollout("broken"), rollout("healthy")
+    refs = {
+        "spec": {
+            "analysis": {"traffic": {"configMapRef": {"name": "prompts", "key": "prompts.jsonl"}}}
+        }
+    }
+    broken.apply(merged(load_example(), refs))
+    healthy.apply(merged(load_example(), MANUAL))
+
+    status = broken.wait_phase("Failed", timeout=240)
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "TrafficSourceInvalid"
+    assert f"ConfigMap {broken.namespace}/prompts does not exist" in status["message"]
+    assert any(
+        e["type"] == "Warning" and e["reason"] == "TrafficSourceInvalid" for e in broken.events()
+    )
+    assert broken.status().get("stableSpeculative") is None
+    healthy.wait_phase("Analyzing", timeout=240)
+
+    # Fixing the input and asking again recovers: a malformed line is named, then fixed.
+    cluster.kubectl(
+        "create",
+        "configmap",
+        "prompts",
+        "-n",
+        broken.namespace,
+        "--from-literal=prompts.jsonl=" + '{"prompt": "hi"}\n{"prompt": ""}',
+        check=True,
+    )
+    broken.annotate("retry")
+    status = broken.wait(
+        lambda s: s if s.get("phase") == "Failed" and "line 2" in s.get("message", "") else None,
+        timeout=240,
+        message="Failed naming line 2 of the prompt set",
+    )
+    assert "text must be a non-empty string" in status["message"]
