@@ -268,3 +268,41 @@ async def test_manager_replaces_traffic_when_the_plan_changes_and_stops_it() -> 
     assert first.cancelled
     await manager.ensure("ns/r", None, start_first)  # type: ignore[arg-type]
     assert second.cancelled and manager.plan("ns/r") is None
+
+
+async def test_a_slow_baseline_never_holds_the_candidate_back() -> None:
+    """Each engine keeps its own concurrency: the baseline answers only once the candidate
+    has had every request, which would deadlock a lock-step pairing."""
+    body = sse(content_chunk("a", 1), content_chunk("b", 2))
+    candidate_done = asyncio.Event()
+    order: dict[str, list[bytes]] = {"baseline": [], "candidate": []}
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        order[host].append(request.content)
+        if host == "candidate" and len(order["candidate"]) == 5:
+            candidate_done.set()
+        if host == "baseline":
+            await candidate_done.wait()
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    config = DriverConfig(
+        model="m",
+        concurrency=1,
+        request_rate=None,
+        seed=3,
+        timeout_seconds=5.0,
+        max_requests=5,
+        max_samples=100,
+    )
+
+    async def baseline() -> list[str]:
+        return ["http://baseline"]
+
+    async def candidate() -> list[str]:
+        return ["http://candidate"]
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        driver = PairedDriver(config, builtin_prompts("chat", 50, 0, 8), baseline, candidate, http)
+        await asyncio.wait_for(driver.run(), timeout=10)
+    assert order["baseline"] == order["candidate"]  # the same requests in the same order

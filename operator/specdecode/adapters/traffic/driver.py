@@ -56,8 +56,25 @@ class _Endpoints:
         return self._urls[index % len(self._urls)] if self._urls else None
 
 
+class _EngineStream:
+    """One engine's copy of the request stream: same requests, same order, own pace."""
+
+    def __init__(self, target: _Endpoints, recorder: LatencyRecorder, seed: int) -> None:
+        self.target = target
+        self.recorder = recorder
+        self.order = random.Random(seed)  # same seed on both sides: request i is identical
+        self.arrivals = random.Random(seed + 1)  # same arrival schedule on both sides
+        self.sent = 0
+
+
 class PairedDriver:
-    """`ShadowTraffic` that replays a prompt set against two engines at once."""
+    """`ShadowTraffic` that replays one prompt stream against two engines.
+
+    Each engine gets the identical sequence of requests (prompt i and seed i are the same
+    on both sides) at the stage's concurrency or arrival rate, but at its own pace: a
+    faster candidate is never held back waiting for the baseline's answer, which would
+    lower its real concurrency and flatter its tail latency.
+    """
 
     def __init__(
         self,
@@ -71,14 +88,15 @@ class PairedDriver:
             raise ValueError("no prompts to replay")
         self._config = config
         self._prompts = prompts
-        self._targets = (_Endpoints(baseline), _Endpoints(candidate))
         self._http = http
-        self._recorders = (
-            LatencyRecorder(config.max_samples, config.seed),
-            LatencyRecorder(config.max_samples, config.seed + 1),
+        self._streams = tuple(
+            _EngineStream(
+                _Endpoints(resolve),
+                LatencyRecorder(config.max_samples, config.seed + i),
+                config.seed,
+            )
+            for i, resolve in enumerate((baseline, candidate))
         )
-        self._rng = random.Random(config.seed)
-        self._sent = 0
         self.waiting_for: str | None = None  # transient: e.g. endpoints not published yet
 
     @property
@@ -88,62 +106,60 @@ class PairedDriver:
 
     def snapshot(self, since: float, now: float) -> tuple[LatencySamples, LatencySamples]:
         """(baseline, candidate) samples since `since`."""
-        baseline, candidate = self._recorders
+        baseline, candidate = (stream.recorder for stream in self._streams)
         return baseline.snapshot(since, now), candidate.snapshot(since, now)
 
     async def run(self) -> None:
-        """Drive load until cancelled or `max_requests` pairs were sent."""
+        """Drive both engines until cancelled or each got `max_requests` requests."""
+        await asyncio.gather(*(self._drive(stream) for stream in self._streams))
+
+    async def _drive(self, stream: _EngineStream) -> None:
         if self._config.concurrency is not None:
-            workers = [self._closed_loop_worker() for _ in range(self._config.concurrency)]
+            workers = [self._closed_loop_worker(stream) for _ in range(self._config.concurrency)]
             await asyncio.gather(*workers)
         else:
-            await self._open_loop()
+            await self._open_loop(stream)
 
-    def _next_index(self) -> int | None:
+    def _next(self, stream: _EngineStream) -> tuple[int, ShadowRequest] | None:
         cap = self._config.max_requests
-        if cap is not None and self._sent >= cap:
+        if cap is not None and stream.sent >= cap:
             return None
-        self._sent += 1
-        return self._sent - 1
+        stream.sent += 1
+        return stream.sent - 1, self._prompts[stream.order.randrange(len(self._prompts))]
 
-    async def _closed_loop_worker(self) -> None:
-        while (index := self._next_index()) is not None:
-            await self._send_pair(index)
+    async def _closed_loop_worker(self, stream: _EngineStream) -> None:
+        while (item := self._next(stream)) is not None:
+            await self._send(stream, *item)
 
-    async def _open_loop(self) -> None:
+    async def _open_loop(self, stream: _EngineStream) -> None:
         rate = self._config.request_rate or 1.0
         in_flight = asyncio.Semaphore(MAX_IN_FLIGHT_OPEN_LOOP)
         tasks: set[asyncio.Task[None]] = set()
 
-        async def one(index: int) -> None:
+        async def one(index: int, request: ShadowRequest) -> None:
             async with in_flight:
-                await self._send_pair(index)
+                await self._send(stream, index, request)
 
-        while (index := self._next_index()) is not None:
-            task = asyncio.create_task(one(index))
+        while (item := self._next(stream)) is not None:
+            task = asyncio.create_task(one(*item))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-            await asyncio.sleep(self._rng.expovariate(rate))  # Poisson arrivals, by design
+            await asyncio.sleep(stream.arrivals.expovariate(rate))  # Poisson arrivals
         await asyncio.gather(*tasks)
 
-    async def _send_pair(self, index: int) -> None:
-        urls = [await target.pick(index) for target in self._targets]
-        if None in urls:
+    async def _send(self, stream: _EngineStream, index: int, request: ShadowRequest) -> None:
+        url = await stream.target.pick(index)
+        while url is None:
             self.waiting_for = "ready endpoints of the baseline and candidate Services"
-            self._sent -= 1  # nothing was sent: the cost cap counts only real requests
             await asyncio.sleep(NO_ENDPOINT_RETRY_SECONDS)  # pacing, not a condition wait
-            return
+            url = await stream.target.pick(index)
         self.waiting_for = None
-        request = self._prompts[self._rng.randrange(len(self._prompts))]
-        seed = self._config.seed + index
-        results = await asyncio.gather(
-            *(
-                stream_chat(
-                    self._http, url, self._config.model, request, seed, self._config.timeout_seconds
-                )
-                for url in urls
-                if url is not None
-            )
+        measurement = await stream_chat(
+            self._http,
+            url,
+            self._config.model,
+            request,
+            self._config.seed + index,
+            self._config.timeout_seconds,
         )
-        for recorder, measurement in zip(self._recorders, results, strict=True):
-            recorder.record(measurement)
+        stream.recorder.record(measurement)
