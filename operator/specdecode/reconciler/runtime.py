@@ -41,7 +41,12 @@ class Runtime:
             acceptance=make_acceptance_source(
                 "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
             ),
-            http=httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=5.0)),
+            # No connection cap: a stage's concurrency must reach the engines unthrottled
+            # (httpx's default of 100 connections would silently lower it).
+            http=httpx.AsyncClient(
+                timeout=httpx.Timeout(120.0, connect=5.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=1024),
+            ),
         )
 
     def lock(self, key: str) -> asyncio.Lock:
