@@ -21,7 +21,7 @@ from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess, install_crds
 from localcluster.paths import ClusterPaths
-from localcluster.process import is_alive, read_pid
+from localcluster.process import is_alive, read_pid, stop_processes
 from localcluster.rollouts import Rollout
 from localcluster.shutdown import is_up
 from localcluster.startup import up
@@ -42,12 +42,11 @@ def scenario_manifest(scenario: str) -> dict[str, Any]:
     return manifest
 
 
-def ensure_operator(cluster: LocalCluster) -> None:
-    """Start the operator in the background unless one from an earlier demo still runs."""
+def restart_operator(cluster: LocalCluster) -> None:
+    """Run a fresh operator in the background (one left by an earlier demo may be stale)."""
     pid = read_pid(cluster.paths, "operator")
     if pid is not None and is_alive(pid):
-        print(f"operator already running (pid {pid})")
-        return
+        stop_processes([pid])
     process = OperatorProcess(cluster, reconcile_interval=2.0).start()
     assert process.child is not None
     print(f"operator started (pid {process.child.pid}), log: {process.log_file}")
@@ -87,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         f"cluster ready in {time.monotonic() - started:.0f}s; Prometheus {cluster.prometheus_url}"
     )
     install_crds(cluster)
-    ensure_operator(cluster)
+    restart_operator(cluster)
     cluster.kubectl("create", "namespace", args.namespace)
     name = f"llama-8b-{args.scenario}"
     cluster.kubectl("delete", "sdr", name, "-n", args.namespace, "--ignore-not-found", "--wait")

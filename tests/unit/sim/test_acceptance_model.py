@@ -11,6 +11,7 @@ from specdecode_sim.acceptance import (
     AcceptanceModel,
     PositionCurve,
     draw_accepted,
+    expected_draft_acceptance_rate,
     expected_tokens_for_curve,
     expected_tokens_per_step,
 )
@@ -45,7 +46,11 @@ def test_constant_acceptance_follows_the_step_law(a: float) -> None:
 
 def test_default_eagle3_chat_curve_decays_and_matches_its_expectation() -> None:
     conditional = AcceptanceModel().conditional("eagle3", "chat", 5)
-    assert conditional[0] == pytest.approx(0.75)
+    # Calibrated on what users report for vLLM's counter alpha (accepted / drafted tokens):
+    # EAGLE-3 on general chat 0.6-0.8 at k=3; translation without a domain head 0.4-0.6.
+    assert 0.6 <= expected_draft_acceptance_rate(conditional[:3]) <= 0.8
+    translation = AcceptanceModel().conditional("eagle3", "translation", 3)
+    assert 0.4 <= expected_draft_acceptance_rate(translation) <= 0.6
     assert all(later < earlier for earlier, later in itertools.pairwise(conditional))
     _, per_position, mean_length = _simulate(conditional, seed=11)
     assert per_position == sorted(per_position, reverse=True)
