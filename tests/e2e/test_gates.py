@@ -13,9 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
+from localcluster.operator_process import OperatorProcess
 from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
 
 pytestmark = pytest.mark.e2e
@@ -90,7 +92,7 @@ def degraded(status: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_eagle3_with_high_acceptance_is_promoted(
-    rollout: Callable[[str], Rollout], cluster: LocalCluster
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, running_operator: OperatorProcess
 ) -> None:
     r = rollout("llama")
     r.apply(gated_rollout(acceptance=0.85))
@@ -105,6 +107,19 @@ def test_eagle3_with_high_acceptance_is_promoted(
     assert itl["baselineValue"] > 0 and itl["candidateValue"] > 0
     production = r.pods("production")
     assert speculative_arg(engine_cmdline(cluster, production[0])) == EAGLE3
+    # The operator's own /metrics says the same, for dashboards and alerts.
+    metrics = {
+        f"{family.name}{sorted(sample.labels.items())}": sample.value
+        for family in text_string_to_metric_families(running_operator.metrics_text())
+        for sample in family.samples
+        if sample.labels.get("namespace") == r.namespace
+    }
+    labels = [("namespace", r.namespace), ("rollout", r.name)]
+    assert metrics[f"specdecode_rollout_phase{sorted([*labels, ('phase', 'Promoted')])}"] == 1
+    verdict = [*labels, ("gate", "alpha"), ("stage", "acceptance"), ("verdict", "Successful")]
+    assert metrics[f"specdecode_gate_verdict{sorted(verdict)}"] == 1
+    alpha_value = [*labels, ("bound", "value"), ("stage", "acceptance")]
+    assert metrics[f"specdecode_alpha{sorted(alpha_value)}"] == pytest.approx(alpha["value"])
 
 
 def test_low_acceptance_is_rolled_back_by_the_acceptance_gate(
