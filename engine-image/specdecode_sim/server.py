@@ -11,9 +11,9 @@ import asyncio
 import random
 import time
 import uuid
-from typing import Any
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
