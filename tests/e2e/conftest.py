@@ -1,0 +1,117 @@
+"""Fixtures for end-to-end tests on the local control plane (see tests/cluster/localcluster).
+
+The cluster is shared by the whole session: started if ``.cluster/state.json`` says it is
+not up (and then stopped at the end), reused otherwise, so a developer can keep
+`make cluster-up` running between test runs. If it cannot start, every e2e test ERRORs with
+the failing component's last log lines: a broken cluster must never look like a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from localcluster.binaries import BuildFailed
+from localcluster.handle import LocalCluster
+from localcluster.paths import ClusterPaths
+from localcluster.podnetwork import PodNetworkUnavailable
+from localcluster.ports import PortTaken
+from localcluster.process import ComponentFailed, tail_lines
+from localcluster.shutdown import down, is_up
+from localcluster.startup import up
+from localcluster.waiting import wait_for
+
+# Set to keep a cluster this session started running afterwards (for poking at it).
+KEEP_CLUSTER_ENV = "SPECDECODE_KEEP_CLUSTER"
+FAILURE_LOG_COMPONENTS = ("agent", "kube-scheduler", "kube-controller-manager")
+FAILURE_LOG_LINES = 15
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    """The running local cluster (started here if needed, then stopped here too, unless
+    ``SPECDECODE_KEEP_CLUSTER`` is set)."""
+    paths = ClusterPaths.default()
+    started_here = False
+    if not is_up(paths):
+        failure = ""
+        try:
+            _, started_here = up(paths)
+        except (ComponentFailed, PortTaken, BuildFailed, PodNetworkUnavailable) as error:
+            failure = str(error)
+        if failure:  # outside `except`, so the report shows the log lines, not a traceback
+            pytest.fail(f"the local cluster could not start:\n{failure}", pytrace=False)
+    try:
+        yield LocalCluster.attach(paths)
+    finally:
+        if started_here and not os.environ.get(KEEP_CLUSTER_ENV):
+            down(paths)
+
+
+@pytest.fixture(scope="session")
+def kube_api(cluster: LocalCluster) -> Iterator[client.ApiClient]:
+    """A kubernetes ApiClient authenticated as cluster admin."""
+    api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(cluster.kubeconfig)
+    )
+    with api_client:
+        yield api_client
+
+
+@pytest.fixture(scope="session")
+def prometheus_url(cluster: LocalCluster) -> str:
+    """Base URL of the harness' Prometheus (scrapes annotated pods every second)."""
+    return cluster.prometheus_url
+
+
+def _namespace_name(test_name: str) -> str:
+    slug = re.sub(r"[^a-z0-9-]+", "-", test_name.lower().removeprefix("test_")).strip("-")
+    return f"t-{slug[:40].rstrip('-')}-{secrets.token_hex(3)}"
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, kube_api: client.ApiClient) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards (without waiting for it to go)."""
+    core: Any = client.CoreV1Api(kube_api)
+    name = _namespace_name(request.node.name)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    # Pods are rejected until the ServiceAccount controller made the "default" account.
+    wait_for(
+        lambda: core.read_namespaced_service_account("default", name),
+        timeout=30,
+        message=f"ServiceAccount {name}/default",
+    )
+    yield name
+    try:
+        core.delete_namespace(name, propagation_policy="Background")
+    except ApiException as error:
+        if error.status != 404:
+            raise
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+    """On an e2e failure, attach the last lines of the agent, scheduler and controller logs."""
+    outcome: Any = yield
+    report = outcome.get_result()
+    requested = getattr(item, "fixturenames", ())
+    if report.when != "call" or not report.failed or "cluster" not in requested:
+        return
+    logs_dir = ClusterPaths.default().logs_dir
+    for component in FAILURE_LOG_COMPONENTS:
+        tail = tail_lines(logs_dir / f"{component}.log", FAILURE_LOG_LINES)
+        if tail:
+            report.sections.append((f"{component}.log (last lines)", tail))
+
+
+# Operator fixtures (the CRD installed, one operator per session, Rollout handles).
+from localcluster.pytest_operator import operator, rollout, running_operator  # noqa: E402
+
+__all__ = ["operator", "rollout", "running_operator"]
