@@ -37,6 +37,28 @@ class Measurement:
     candidate_value: float | None = None
 
 
+def judged(
+    verdict: GateVerdict,
+    reason: str,
+    interval: Interval,
+    threshold: float,
+    baseline_value: float | None = None,
+    candidate_value: float | None = None,
+) -> Measurement:
+    """A decided (or undecided) look that carries its interval's numbers into status."""
+    return Measurement(
+        verdict,
+        reason,
+        value=interval.value,
+        lower_bound=interval.lower,
+        upper_bound=interval.upper,
+        threshold=threshold,
+        samples=interval.samples,
+        baseline_value=baseline_value,
+        candidate_value=candidate_value,
+    )
+
+
 def metric_error(source: MetricError) -> Measurement:
     """A failed metric source: verdict Error, with its message."""
     return Measurement(GateVerdict.ERROR, f"metric source {source.source}: {source.message}")
@@ -90,16 +112,7 @@ def measure_acceptance(
     else:
         relation = {GateVerdict.SUCCESSFUL: ">=", GateVerdict.FAILED: "<"}.get(verdict, "~")
         reason = f"{numbers} {relation} {threshold} over {interval.samples} draft tokens"
-    return Measurement(
-        verdict,
-        reason,
-        value=interval.value,
-        lower_bound=interval.lower,
-        upper_bound=interval.upper,
-        threshold=threshold,
-        samples=interval.samples,
-        candidate_value=interval.value,
-    )
+    return judged(verdict, reason, interval, threshold, candidate_value=interval.value)
 
 
 def measure_error_rate(

@@ -17,10 +17,16 @@ from specdecode.domain.gate_measures import (
     Measurement,
     judge_at_least,
     judge_at_most,
+    judged,
     metric_error,
 )
 from specdecode.domain.observations import LatencySamples, MetricError
-from specdecode.domain.stats import Interval, min_samples_for_quantile, quantile_interval
+from specdecode.domain.stats import (
+    Interval,
+    min_samples_for_quantile,
+    quantile_interval,
+    ratio_interval,
+)
 
 DEFAULT_QUANTILE = 0.99
 DEFAULT_TOLERANCE = 0.10
@@ -73,12 +79,7 @@ def measure_tail_latency(
             samples=min(len(base), len(cand)),
         )
     base_q, cand_q = paired
-    ratio = Interval(
-        value=cand_q.value / base_q.value,
-        lower=cand_q.lower / base_q.upper,
-        upper=cand_q.upper / base_q.lower,
-        samples=min(base_q.samples, cand_q.samples),
-    )
+    ratio = ratio_interval(cand_q, base_q)
     verdict = judge_at_most(ratio, threshold)
     relation = {GateVerdict.SUCCESSFUL: "<=", GateVerdict.FAILED: ">"}.get(verdict, "~")
     reason = (
@@ -86,16 +87,8 @@ def measure_tail_latency(
         f"{threshold:.2f} (candidate {cand_q.value * 1000:.2f} ms, baseline "
         f"{base_q.value * 1000:.2f} ms, {ratio.samples} samples per side)"
     )
-    return Measurement(
-        verdict,
-        reason,
-        value=ratio.value,
-        lower_bound=ratio.lower,
-        upper_bound=ratio.upper,
-        threshold=threshold,
-        samples=ratio.samples,
-        baseline_value=base_q.value,
-        candidate_value=cand_q.value,
+    return judged(
+        verdict, reason, ratio, threshold, baseline_value=base_q.value, candidate_value=cand_q.value
     )
 
 
@@ -128,26 +121,18 @@ def measure_speedup(
             samples=min(len(base), len(cand)),
         )
     base_q, cand_q = paired
-    speedup = Interval(
-        value=base_q.value / cand_q.value,
-        lower=base_q.lower / cand_q.upper,
-        upper=base_q.upper / cand_q.lower,
-        samples=min(base_q.samples, cand_q.samples),
-    )
+    speedup = ratio_interval(base_q, cand_q)
     verdict = judge_at_least(speedup, threshold)
     metric = gate.speedup_metric or SpeedupMetric.TIME_PER_OUTPUT_TOKEN
     reason = (
         f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, {speedup.upper:.3f}]"
         f" vs {threshold:.2f} over {speedup.samples} requests per side"
     )
-    return Measurement(
+    return judged(
         verdict,
         reason,
-        value=speedup.value,
-        lower_bound=speedup.lower,
-        upper_bound=speedup.upper,
-        threshold=threshold,
-        samples=speedup.samples,
+        speedup,
+        threshold,
         baseline_value=base_q.value,
         candidate_value=cand_q.value,
     )

@@ -33,6 +33,20 @@ class Interval:
     samples: int
 
 
+def ratio_interval(numerator: Interval, denominator: Interval) -> Interval:
+    """numerator / denominator, with bounds from the extremes of both intervals.
+
+    Why the extremes: each interval holds with its own confidence, so both holding (the
+    Bonferroni event) bounds the ratio between low/high and high/low.
+    """
+    return Interval(
+        value=numerator.value / denominator.value,
+        lower=numerator.lower / denominator.upper,
+        upper=numerator.upper / denominator.lower,
+        samples=min(numerator.samples, denominator.samples),
+    )
+
+
 def per_look_error(confidence: float, looks: int) -> float:
     """The error each evaluation may spend so that all `looks` together spend 1 - confidence."""
     return (1.0 - confidence) / max(1, looks)
