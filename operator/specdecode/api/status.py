@@ -86,6 +86,13 @@ class GateResult(KubeModel):
     samples: int | None = Field(default=None, description="Draft tokens or latency samples.")
     baseline_value: float | None = Field(default=None, description="Baseline's figure, if any.")
     candidate_value: float | None = Field(default=None, description="Candidate's figure.")
+    mean_acceptance_length: float | None = Field(
+        default=None, description="Acceptance: tokens per verify step, 1 + accepted / drafts."
+    )
+    acceptance_per_position: list[float] = Field(
+        default_factory=list,
+        description="Acceptance: share of drafts with at least i+1 tokens accepted, per i.",
+    )
     itl_definition: ItlDefinition | None = Field(default=None, description="ITL definition.")
     dry_run: bool = Field(default=False, description="Reported only, never enforced.")
     failures: int = Field(default=0, description="Failed evaluations so far in this stage.")

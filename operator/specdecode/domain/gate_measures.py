@@ -8,6 +8,7 @@ Pure functions of the observations of the stage's measuring window and the per-l
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from specdecode.api.analysis import GateSpec
@@ -35,6 +36,8 @@ class Measurement:
     samples: int | None = None
     baseline_value: float | None = None
     candidate_value: float | None = None
+    mean_acceptance_length: float | None = None  # 1 + accepted / drafts (tokens per step)
+    acceptance_per_position: tuple[float, ...] = ()  # P(at least i+1 accepted) per draft
 
 
 def judged(
@@ -112,7 +115,13 @@ def measure_acceptance(
     else:
         relation = {GateVerdict.SUCCESSFUL: ">=", GateVerdict.FAILED: "<"}.get(verdict, "~")
         reason = f"{numbers} {relation} {threshold} over {interval.samples} draft tokens"
-    return judged(verdict, reason, interval, threshold, candidate_value=interval.value)
+    found = judged(verdict, reason, interval, threshold, candidate_value=interval.value)
+    assert counts is not None  # an interval exists only when drafts were counted
+    return dataclasses.replace(
+        found,
+        mean_acceptance_length=1.0 + counts.accepted_tokens / counts.drafts,
+        acceptance_per_position=tuple(n / counts.drafts for n in counts.per_position_accepted),
+    )
 
 
 def measure_error_rate(

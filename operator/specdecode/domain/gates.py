@@ -72,6 +72,8 @@ def evaluate_gate(
         samples=found.samples,
         baseline_value=found.baseline_value,
         candidate_value=found.candidate_value,
+        mean_acceptance_length=found.mean_acceptance_length,
+        acceptance_per_position=list(found.acceptance_per_position),
         itl_definition=_itl_definition(gate),
         dry_run=gate.dry_run,
         failures=before.failures + (found.verdict is GateVerdict.FAILED),

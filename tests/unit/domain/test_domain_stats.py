@@ -99,6 +99,21 @@ def test_acceptance_verdicts_with_numbers() -> None:
     assert "0.750" in good.reason and ">= 0.55" in good.reason
 
 
+def test_acceptance_reports_mean_length_and_per_position_shares() -> None:
+    """vLLM's per-position counter i counts drafts with at least i+1 tokens accepted."""
+    counts = AcceptanceCounts(
+        drafts=1000,
+        draft_tokens=3000,
+        accepted_tokens=1800,
+        per_position_accepted=(800, 600, 400),
+        requests=50,
+    )
+    result = evaluate_gate(ALPHA, stage_obs("s", counts), None, T0, 40)
+    assert result.mean_acceptance_length == pytest.approx(2.8)
+    assert result.acceptance_per_position == pytest.approx([0.8, 0.6, 0.4])
+    assert result.value == pytest.approx(0.6)
+
+
 def test_metric_error_is_error_and_counts_in_a_row() -> None:
     down = stage_obs("s", MetricError("prometheus", "503"))
     first = evaluate_gate(ALPHA, down, None, T0, 1)
