@@ -233,3 +233,65 @@ def _get_json(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(url, timeout=5) as reply:
         document: dict[str, Any] = json.loads(reply.read())
         return document
+
+
+def test_a_live_canary_stage_puts_candidate_pods_behind_the_production_service(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    canary = {
+        "name": "canary",
+        "concurrency": 2,
+        "liveCanary": True,
+        "warmupSeconds": 0,
+        "minDurationSeconds": 600,
+        "maxDurationSeconds": 600,
+        "gates": [],
+    }
+    r.apply(merged(manual_rollout(), {"spec": {"analysis": {"stages": [canary]}}}))
+    r.wait(
+        lambda s: s if s.get("currentStage") == "canary" else None,
+        timeout=180,
+        message="the live canary stage running",
+    )
+
+    def serving_ips() -> set[str]:
+        return _endpoint_ips(cluster, r.namespace, r.name)
+
+    candidate = wait_for(
+        lambda: _single_ready_pod(r, "candidate"), timeout=120, message="candidate pod Ready"
+    )
+    production = r.pods("production")[0]
+    wait_for(
+        lambda: {candidate["status"]["podIP"], production["status"]["podIP"]} <= serving_ips(),
+        timeout=60,
+        message="candidate and production pods behind the production Service",
+    )
+    r.annotate("abort")
+    r.wait_phase("RolledBack", timeout=60)
+    wait_for(
+        lambda: serving_ips() == {production["status"]["podIP"]},
+        timeout=60,
+        message="only production pods behind the production Service after rollback",
+    )
+
+
+def _endpoint_ips(cluster: LocalCluster, namespace: str, service: str) -> set[str]:
+    out = cluster.kubectl(
+        "get",
+        "endpointslices",
+        "-n",
+        namespace,
+        "-o",
+        "json",
+        "-l",
+        f"kubernetes.io/service-name={service}",
+        check=True,
+    )
+    return {
+        address
+        for item in json.loads(out.stdout)["items"]
+        for endpoint in item.get("endpoints") or []
+        if (endpoint.get("conditions") or {}).get("ready", True)
+        for address in endpoint["addresses"]
+    }
