@@ -226,6 +226,12 @@ class TrafficSpec(KubeModel):
     max_requests_per_stage: int | None = Field(
         default=None, ge=1, description="Shadow cost cap: requests per stage and engine."
     )
+    max_output_tokens_per_stage: int | None = Field(
+        default=None,
+        ge=1,
+        description="Shadow cost cap: generated tokens per stage and engine (seconds are "
+        "capped by each stage's maxDurationSeconds).",
+    )
     http_route: str | None = Field(
         default=None,
         min_length=1,

@@ -118,6 +118,7 @@ async def build_shadow_traffic(
         timeout_seconds=traffic.request_timeout_seconds,
         max_requests=traffic.max_requests_per_stage,
         max_samples=runtime.settings.max_samples_per_stage,
+        max_output_tokens=traffic.max_output_tokens_per_stage,
     )
     return PairedDriver(
         config, prompts, resolver(ChildRole.BASELINE), resolver(ChildRole.CANDIDATE), runtime.http

@@ -306,3 +306,28 @@ async def test_a_slow_baseline_never_holds_the_candidate_back() -> None:
         driver = PairedDriver(config, builtin_prompts("chat", 50, 0, 8), baseline, candidate, http)
         await asyncio.wait_for(driver.run(), timeout=10)
     assert order["baseline"] == order["candidate"]  # the same requests in the same order
+
+
+async def test_the_token_cap_bounds_shadow_cost_per_engine() -> None:
+    body = sse(content_chunk("a b", 2), content_chunk("c d", 4))  # 4 tokens per request
+    seen: list[httpx.Request] = []
+    config = DriverConfig(
+        model="m",
+        concurrency=1,
+        request_rate=None,
+        seed=0,
+        timeout_seconds=5.0,
+        max_requests=None,
+        max_samples=100,
+        max_output_tokens=10,
+    )
+
+    async def one() -> list[str]:
+        return ["http://engine"]
+
+    async with httpx.AsyncClient(transport=engine(body, seen=seen)) as http:
+        driver = PairedDriver(config, builtin_prompts("chat", 5, 0, 8), one, one, http)
+        await asyncio.wait_for(driver.run(), timeout=10)
+        base, cand = driver.snapshot(since=0.0, now=1e12)
+    assert base.output_tokens == cand.output_tokens == 12  # stops at the first request past 10
+    assert len(seen) == 6

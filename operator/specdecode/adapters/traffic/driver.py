@@ -39,6 +39,7 @@ class DriverConfig:
     timeout_seconds: float
     max_requests: int | None
     max_samples: int
+    max_output_tokens: int | None = None
 
 
 class _Endpoints:
@@ -65,6 +66,7 @@ class _EngineStream:
         self.order = random.Random(seed)  # same seed on both sides: request i is identical
         self.arrivals = random.Random(seed + 1)  # same arrival schedule on both sides
         self.sent = 0
+        self.output_tokens = 0
 
 
 class PairedDriver:
@@ -121,8 +123,10 @@ class PairedDriver:
             await self._open_loop(stream)
 
     def _next(self, stream: _EngineStream) -> tuple[int, ShadowRequest] | None:
-        cap = self._config.max_requests
+        cap, token_cap = self._config.max_requests, self._config.max_output_tokens
         if cap is not None and stream.sent >= cap:
+            return None
+        if token_cap is not None and stream.output_tokens >= token_cap:
             return None
         stream.sent += 1
         return stream.sent - 1, self._prompts[stream.order.randrange(len(self._prompts))]
@@ -162,4 +166,5 @@ class PairedDriver:
             self._config.seed + index,
             self._config.timeout_seconds,
         )
+        stream.output_tokens += measurement.output_tokens
         stream.recorder.record(measurement)
