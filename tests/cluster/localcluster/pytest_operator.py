@@ -12,13 +12,21 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from localcluster.handle import LocalCluster
-from localcluster.operator_process import OperatorProcess, install_crds
+from localcluster.operator_process import COMPONENT, OperatorProcess, install_crds
+from localcluster.process import is_alive, read_pid, stop_processes
 from localcluster.rollouts import Rollout
 
 
 @pytest.fixture(scope="session")
 def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
-    """The CRD installed and one operator running (reconciling every second)."""
+    """The CRD installed and one operator running (reconciling every second).
+
+    An operator left running by `make demo` watches every namespace too; two operators
+    would fight over the tests' rollouts, so it is stopped first.
+    """
+    leftover = read_pid(cluster.paths, COMPONENT)
+    if leftover is not None and is_alive(leftover):
+        stop_processes([leftover])
     install_crds(cluster)
     process = OperatorProcess(cluster, reconcile_interval=1.0).start()
     try:

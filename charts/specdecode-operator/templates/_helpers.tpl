@@ -1,0 +1,100 @@
+{{/* Names and labels shared by every template. */}}
+
+{{- define "specdecode-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "specdecode-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "specdecode-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "specdecode-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "specdecode-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "specdecode-operator.labels" -}}
+helm.sh/chart: {{ include "specdecode-operator.chart" . }}
+{{ include "specdecode-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{- define "specdecode-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "specdecode-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "specdecode-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+The rules the operator needs in every namespace it serves, derived from its code:
+- specdecoderollouts: kopf lists and watches them and patches its progress annotations;
+  the operator removes the consumed `specdecode.io/action` annotation with a JSON patch.
+- specdecoderollouts/status: the operator writes the whole status with a merge patch.
+- deployments, services: children are server-side applied (patch; create when absent)
+  and shadows are deleted; deployments (and pods) are listed to observe readiness.
+- endpointslices: listed to find the shadow engines' ready pod addresses.
+- configmaps, secrets: `get` of the one prompt set a rollout names; never list or watch.
+- events: kopf posts core/v1 Events for transitions.
+*/}}
+{{- define "specdecode-operator.namespacedRules" -}}
+- apiGroups: ["specdecode.io"]
+  resources: ["specdecoderollouts"]
+  verbs: ["list", "watch", "patch"]
+- apiGroups: ["specdecode.io"]
+  resources: ["specdecoderollouts/status"]
+  verbs: ["patch"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["list", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["list"]
+- apiGroups: [""]
+  resources: ["configmaps", "secrets"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end }}
+
+{{/*
+Cluster-scoped reads kopf makes to discover what it serves: CRDs always (it watches them
+for resources appearing), namespaces only when it serves a list of namespaces.
+*/}}
+{{- define "specdecode-operator.discoveryRules" -}}
+- apiGroups: ["apiextensions.k8s.io"]
+  resources: ["customresourcedefinitions"]
+  verbs: ["list", "watch"]
+{{- if .Values.watchNamespaces }}
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["list", "watch"]
+{{- end }}
+{{- end }}

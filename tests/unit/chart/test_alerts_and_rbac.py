@@ -1,0 +1,139 @@
+"""The PrometheusRule's alerts and the RBAC rules, checked against what the code really does.
+
+Alert expressions must select metrics the operator exports. RBAC rules are derived
+independently from the operator's source (every Kubernetes client call) plus what kopf
+needs, and must match the chart's rules exactly: nothing missing, nothing extra, no
+wildcards, and no list or watch on Secrets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart_metrics import metrics_in, operator_metric_names
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
+CHART = REPO / "charts" / "specdecode-operator"
+OPERATOR_SOURCE = REPO / "operator" / "specdecode"
+CLIENT_CALL = re.compile(r"\.(list|read|patch|delete|create|replace)_namespaced_(\w+?)\(")
+VERB = {"list": "list", "read": "get", "patch": "patch", "delete": "delete", "create": "create"}
+RESOURCE = {
+    "config_map": ("", "configmaps"),
+    "secret": ("", "secrets"),
+    "deployment": ("apps", "deployments"),
+    "service": ("", "services"),
+    "pod": ("", "pods"),
+    "endpoint_slice": ("discovery.k8s.io", "endpointslices"),
+    "custom_object": ("specdecode.io", "specdecoderollouts"),
+    "custom_object_status": ("specdecode.io", "specdecoderollouts/status"),
+}
+TEMPLATE_KINDS = {"deployment": ("apps", "deployments"), "service": ("", "services")}
+# What kopf itself does: list+watch the served resource, patch its progress annotations,
+# post core/v1 Events.
+KOPF = {
+    ("specdecode.io", "specdecoderollouts"): {"list", "watch", "patch"},
+    ("", "events"): {"create"},
+}
+Rules = dict[tuple[str, str], set[str]]
+
+
+def defined_block(name: str) -> str:
+    text = (CHART / "templates" / "_helpers.tpl").read_text()
+    match = re.search(r'define "' + re.escape(name) + r'" -\}\}\n(.*?)\{\{- end \}\}', text, re.S)
+    assert match, name
+    return match.group(1)
+
+
+def rules_of(block: str) -> Rules:
+    rules: Rules = defaultdict(set)
+    for rule in yaml.safe_load(block):
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                rules[(group, resource)].update(rule["verbs"])
+    return dict(rules)
+
+
+def derived_from_code() -> Rules:
+    needed: Rules = defaultdict(set)
+    for key, verbs in KOPF.items():
+        needed[key].update(verbs)
+    for path in OPERATOR_SOURCE.rglob("*.py"):
+        if path.name == "kubectl_plugin.py":  # runs as the user, not the operator
+            continue
+        source = path.read_text()
+        for verb, kind in CLIENT_CALL.findall(source):
+            needed[RESOURCE[kind]].add(VERB[verb])
+        if ".server_side_apply(" in source and "def server_side_apply" not in source:
+            # Server-side apply is a PATCH, and a create when the object is absent.
+            for template in (OPERATOR_SOURCE / "adapters" / "templates").glob("*.yaml.j2"):
+                needed[TEMPLATE_KINDS[template.name.split(".")[0]]].update({"create", "patch"})
+    return dict(needed)
+
+
+def test_namespaced_rules_are_exactly_what_the_code_uses() -> None:
+    assert rules_of(defined_block("specdecode-operator.namespacedRules")) == derived_from_code()
+
+
+def test_no_wildcards_and_secrets_are_get_only() -> None:
+    rbac_text = (CHART / "templates" / "_helpers.tpl").read_text()
+    assert '"*"' not in rbac_text and "'*'" not in rbac_text
+    rules = rules_of(defined_block("specdecode-operator.namespacedRules"))
+    assert rules[("", "secrets")] == {"get"}
+
+
+def test_discovery_rules_are_read_only() -> None:
+    block = re.sub(
+        r"\{\{-? (?:if|end)[^}]*\}\}\n?", "", defined_block("specdecode-operator.discoveryRules")
+    )
+    rules = rules_of(block)
+    assert rules == {
+        ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
+        ("", "namespaces"): {"list", "watch"},
+    }
+
+
+@pytest.fixture(scope="module")
+def alert_expressions() -> dict[str, str]:
+    text = (CHART / "templates" / "prometheusrule.yaml").read_text()
+    pairs = re.findall(r"- alert: (\w+)\n\s+expr: (.+)", text)
+    return {name: re.sub(r"\{\{[^}]*\}\}", '".*"', expr) for name, expr in pairs}
+
+
+def test_alert_expressions_use_exported_metrics(alert_expressions: dict[str, str]) -> None:
+    known = operator_metric_names() | {"up"}
+    for name, expression in alert_expressions.items():
+        used = metrics_in(expression) | ({"up"} if "up{" in expression else set())
+        assert used and used <= known, f"{name}: {sorted(used - known)}"
+
+
+@pytest.mark.parametrize(
+    ("alert", "fragment"),
+    [
+        ("SpecDecodeGateFailed", 'specdecode_gate_verdict{verdict="Failed"}'),
+        ("SpecDecodeRolloutStuck", "specdecode_rollout_phase{phase=~"),
+        ("SpecDecodeRolledBack", "increase(specdecode_rollbacks_total[15m]) > 0"),
+        ("SpecDecodeOperatorDown", "absent(up{job=~"),
+    ],
+)
+def test_required_alerts(alert_expressions: dict[str, str], alert: str, fragment: str) -> None:
+    assert fragment in alert_expressions[alert].replace(")) > 0", ") > 0")
+
+
+def test_values_schema_accepts_the_default_values() -> None:
+    import json
+
+    schema: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
+    values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert set(values) <= set(schema["properties"])
+    for key, value in values.items():
+        if schema["properties"][key].get("type") == "object" and isinstance(value, dict):
+            allowed = schema["properties"][key].get("properties")
+            if allowed is not None:
+                assert set(value) <= set(allowed), key

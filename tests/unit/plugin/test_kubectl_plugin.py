@@ -1,0 +1,173 @@
+"""`kubectl specdecode`: argument parsing, output formats and error messages (no cluster).
+
+The live behaviour (against the API server, with the operator acting on the annotation) is
+covered by tests/e2e/test_chart.py.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes.client import ApiException
+
+from specdecode.kubectl_plugin import explain, list_table, parse_args, render, status_text
+
+pytestmark = pytest.mark.unit
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def rollout(name: str = "llama", **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "specdecode.io/v1alpha1",
+        "kind": "SpecDecodeRollout",
+        "metadata": {
+            "name": name,
+            "namespace": "serving",
+            "creationTimestamp": "2026-01-01T10:00:00Z",
+        },
+        "status": status,
+    }
+
+
+ANALYZING = rollout(
+    phase="Analyzing",
+    phaseSince="2026-01-01T11:58:30Z",
+    currentStage="low-concurrency",
+    message="measuring alpha",
+    alpha="0.712 [0.690, 0.733]",
+    stages=[
+        {
+            "name": "low-concurrency",
+            "phase": "Running",
+            "startedAt": "2026-01-01T11:59:00Z",
+            "gates": [
+                {
+                    "name": "acceptance",
+                    "verdict": "Successful",
+                    "value": 0.712,
+                    "lowerBound": 0.69,
+                    "upperBound": 0.733,
+                    "threshold": 0.55,
+                    "samples": 40960,
+                    "reason": "lower bound 0.690 >= 0.550",
+                }
+            ],
+        }
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-n", "serving", "get", "llama"],
+        ["get", "llama", "-n", "serving"],
+        ["get", "--namespace=serving", "llama"],
+    ],
+)
+def test_namespace_flag_before_or_after_the_command(argv: list[str]) -> None:
+    args = parse_args(argv)
+    assert (args.command, args.name, args.namespace, args.output) == (
+        "get",
+        "llama",
+        "serving",
+        "table",
+    )
+
+
+def test_kubectl_flags() -> None:
+    args = parse_args(["--kubeconfig", "/k", "--context", "prod", "status", "llama", "-o", "yaml"])
+    assert (args.kubeconfig, args.context, args.output, args.command) == (
+        "/k",
+        "prod",
+        "yaml",
+        "status",
+    )
+    assert parse_args(["list", "-A"]).all_namespaces is True
+    assert parse_args(["list"]).namespace is None
+
+
+@pytest.mark.parametrize(
+    "argv", [["frobnicate", "llama"], ["promote"], ["get", "x", "-o", "wide"], []]
+)
+def test_bad_usage_exits_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(argv)
+    assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("action", ["promote", "abort", "retry"])
+def test_actions_take_a_name(action: str) -> None:
+    args = parse_args([action, "llama"])
+    assert (args.command, args.name) == (action, "llama")
+
+
+def test_status_shows_gates_bounds_and_time_in_stage_and_phase() -> None:
+    text = status_text(ANALYZING, NOW)
+    assert "serving/llama: phase Analyzing  stage low-concurrency" in text
+    assert "acceptance" in text and "[0.690, 0.733]" in text and "0.550" in text
+    assert "60s" in text  # in stage since 11:59:00
+    assert text.endswith("time in phase Analyzing: 1m")
+
+
+def test_status_of_a_fresh_rollout_without_status() -> None:
+    fresh = rollout()
+    fresh["status"] = None
+    assert status_text(fresh, NOW).startswith("serving/llama: phase -")
+
+
+def test_list_table_columns_and_all_namespaces() -> None:
+    rows = list_table([ANALYZING, rollout("mistral", phase="Promoted")], False, NOW).splitlines()
+    assert rows[0].split() == [
+        "NAME",
+        "PHASE",
+        "STAGE",
+        "VERDICT",
+        "ALPHA",
+        "ITL-RATIO",
+        "AGE",
+        "MESSAGE",
+    ]
+    assert rows[1].split()[:4] == ["llama", "Analyzing", "low-concurrency", "-"]
+    assert "2h" in rows[1]
+    wide = list_table([ANALYZING], True, NOW).splitlines()
+    assert wide[0].startswith("NAMESPACE") and wide[1].startswith("serving")
+    assert list_table([], False, NOW) == "No resources found"
+
+
+def test_json_and_yaml_output_are_the_object_itself() -> None:
+    assert json.loads(render(ANALYZING, "json", lambda: "table")) == ANALYZING
+    assert yaml.safe_load(render(ANALYZING, "yaml", lambda: "table")) == ANALYZING
+    assert render(ANALYZING, "table", lambda: "table") == "table"
+
+
+def api_error(status: int, body: dict[str, Any] | str) -> ApiException:
+    error = ApiException(status=status, reason="Not Found" if status == 404 else "Forbidden")
+    error.body = body if isinstance(body, str) else json.dumps(body)
+    return error
+
+
+def test_missing_rollout_vs_missing_crd() -> None:
+    missing = api_error(
+        404,
+        {
+            "kind": "Status",
+            "reason": "NotFound",
+            "details": {"name": "llama", "group": "specdecode.io", "kind": "specdecoderollouts"},
+        },
+    )
+    assert str(explain(missing, "serving", "llama")) == (
+        'specdecoderollouts.specdecode.io "llama" not found in namespace "serving"'
+    )
+    no_crd = api_error(404, "404 page not found")
+    assert "is the CRD installed?" in str(explain(no_crd, "serving", "llama"))
+
+
+def test_forbidden_keeps_the_servers_message() -> None:
+    forbidden = api_error(403, {"kind": "Status", "message": 'user "u" cannot patch'})
+    assert str(explain(forbidden, "serving", "llama")) == '403 Forbidden: user "u" cannot patch'
