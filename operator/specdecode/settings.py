@@ -7,7 +7,7 @@ process, and so every knob is documented in one place.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,6 @@ class OperatorSettings:
 
     max_samples_per_stage: int = 200_000
     """Cap on latency samples kept per engine and stage (bounded memory)."""
-
-    extra_engine_labels: dict[str, str] = field(default_factory=dict)
-    """Labels added to every engine pod (e.g. for a PodMonitor selector)."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> OperatorSettings:

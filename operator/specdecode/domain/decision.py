@@ -7,7 +7,7 @@ Handlers apply them through adapters; the domain never performs I/O itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from specdecode.api.speculative import SpeculativeConfig
@@ -65,5 +65,3 @@ class Decision:
     traffic: TrafficPlan | None = None
     events: tuple[Event, ...] = ()
     clear_action: bool = False  # the specdecode.io/action annotation was acted on
-    requeue_after_seconds: float | None = None  # when to look again; None = on change only
-    notes: tuple[str, ...] = field(default=())  # debugging breadcrumbs for the operator log

@@ -1,22 +1,16 @@
-"""What the world should look like for a status: children, shadow traffic, next look.
+"""What the world should look like for a status: children and shadow traffic.
 
-All three are functions of the final status alone (plus the spec), so applying them twice
+Both are functions of the final status alone (plus the spec), so applying them twice
 is harmless and a restarted operator converges to the same place.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus, StagePhase
-from specdecode.domain.conditions import READY, production_unready_since
 from specdecode.domain.decision import DesiredChildren, TrafficPlan
-from specdecode.domain.stages import seconds_until_next_look
 
 WITH_SHADOWS = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
-ROLLING_SECONDS = 5.0  # Deploying / Promoting / Pending: check again soon
-DEGRADED_SECONDS = 30.0
 
 
 def desired_children(
@@ -62,26 +56,3 @@ def traffic_plan(
         concurrency=stage_spec.concurrency,
         request_rate=stage_spec.request_rate,
     )
-
-
-def requeue_after(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
-) -> float | None:
-    """When to reconcile again without a change: gates' interval while Analyzing, a few
-    seconds while rolling, the end of the grace period while production is down, else never."""
-    phase = status.phase
-    if phase is Phase.ANALYZING and status.current_stage_index is not None:
-        stage = status.stages[status.current_stage_index]
-        return seconds_until_next_look(stage, spec.analysis.interval_seconds, now)
-    if phase in (Phase.PENDING, Phase.DEPLOYING, Phase.PROMOTING):
-        return ROLLING_SECONDS
-    if phase is Phase.DEGRADED:
-        return DEGRADED_SECONDS
-    if phase is Phase.PROMOTED:
-        ready = next((c for c in status.conditions if c.type == READY), None)
-        if ready is not None and ready.status.value == "True":
-            return None
-        grace = spec.analysis.progress_deadline_seconds
-        waited = (now - production_unready_since(status, now)).total_seconds()
-        return max(ROLLING_SECONDS, grace - waited + 1.0)
-    return None

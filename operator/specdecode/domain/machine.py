@@ -32,7 +32,7 @@ from specdecode.domain.actions import apply_action
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision
 from specdecode.domain.display import with_display
-from specdecode.domain.effects import desired_children, requeue_after, traffic_plan
+from specdecode.domain.effects import desired_children, traffic_plan
 from specdecode.domain.observations import ChildRole, Observations
 from specdecode.domain.phases import advance, runs
 from specdecode.domain.transitions import (
@@ -68,7 +68,6 @@ def decide(
         traffic=traffic_plan(spec, final),
         events=step.events,
         clear_action=step.clear_action,
-        requeue_after_seconds=requeue_after(spec, final, now),
     )
 
 

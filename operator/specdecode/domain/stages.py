@@ -82,16 +82,6 @@ def evaluation_due(stage: StageStatus, interval_seconds: int, now: datetime) -> 
     return last is None or (now - last).total_seconds() >= interval_seconds
 
 
-def seconds_until_next_look(stage: StageStatus, interval_seconds: int, now: datetime) -> float:
-    """When to wake up for the next evaluation (end of warm-up or next interval)."""
-    if stage.measure_from is not None and now <= stage.measure_from:
-        return max(1.0, (stage.measure_from - now).total_seconds() + 1.0)
-    last = last_evaluated(stage)
-    if last is None:
-        return 1.0
-    return max(1.0, interval_seconds - (now - last).total_seconds())
-
-
 def planned_looks(stage: StageSpec, analysis: AnalysisSpec) -> int:
     """The most gate evaluations a stage can take, its inconclusive re-runs included."""
     # +1 for the look at the start of the window, +1 for one late look past the maximum.

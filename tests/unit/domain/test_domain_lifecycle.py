@@ -40,7 +40,6 @@ def test_first_reconcile_starts_an_analysis_with_production_on_stable() -> None:
     children = decision.children
     assert (children.production, children.baseline, children.candidate) == (None, None, EAGLE3)
     assert children.shadows is True
-    assert decision.requeue_after_seconds == 5.0
 
 
 def test_plain_decoding_desired_and_stable_is_promoted_without_shadows() -> None:
@@ -126,7 +125,6 @@ def test_promotion_makes_the_candidate_stable() -> None:
     assert status.stable_fingerprint == fingerprint_of(EAGLE3)
     assert status.verdict == "Promoted"
     assert decision.children.production == EAGLE3
-    assert decision.requeue_after_seconds is None
 
 
 def test_promoting_renders_production_with_the_candidate_and_no_shadows() -> None:
@@ -143,13 +141,12 @@ def test_promotion_deadline_reverts_production() -> None:
     assert decision.children.production is None
 
 
-def test_production_unready_within_grace_stays_promoted_and_wakes_at_its_end() -> None:
+def test_production_unready_within_grace_stays_promoted_then_degrades() -> None:
     promoted = status_in(SPEC, "Promoted")
     first = run(SPEC, promoted, observe(production=pending()), 100)
     assert first.status.phase is Phase.PROMOTED
     ready_condition = next(c for c in first.status.conditions if c.type == "Ready")
     assert (ready_condition.status.value, ready_condition.reason) == ("False", "ProductionNotReady")
-    assert first.requeue_after_seconds == pytest.approx(601.0)
     later = run(SPEC, first.status, observe(production=pending()), 650)
     assert later.status.phase is Phase.PROMOTED
     degraded = run(SPEC, later.status, observe(production=pending()), 701)
