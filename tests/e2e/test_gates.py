@@ -105,6 +105,8 @@ def test_eagle3_with_high_acceptance_is_promoted(
     itl = gate(status, "tail-latency", "p99-itl")
     assert itl["verdict"] == "Successful" and itl["upperBound"] <= 1.25
     assert itl["baselineValue"] > 0 and itl["candidateValue"] > 0
+    # vLLM's own per-step histogram, read from Prometheus, is reported next to it.
+    assert itl["serverBaselineValue"] > 0 and itl["serverCandidateValue"] > 0
     production = r.pods("production")
     assert speculative_arg(engine_cmdline(cluster, production[0])) == EAGLE3
     # The operator's own /metrics says the same, for dashboards and alerts.

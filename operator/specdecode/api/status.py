@@ -86,6 +86,14 @@ class GateResult(KubeModel):
     samples: int | None = Field(default=None, description="Draft tokens or latency samples.")
     baseline_value: float | None = Field(default=None, description="Baseline's figure, if any.")
     candidate_value: float | None = Field(default=None, description="Candidate's figure.")
+    server_baseline_value: float | None = Field(
+        default=None,
+        description="TailLatency cross-check: the baseline's quantile of vLLM's own step-ITL "
+        "histogram (one sample per engine step, coarse buckets); reported, not judged.",
+    )
+    server_candidate_value: float | None = Field(
+        default=None, description="TailLatency cross-check: the same for the candidate."
+    )
     mean_acceptance_length: float | None = Field(
         default=None, description="Acceptance: tokens per verify step, 1 + accepted / drafts."
     )

@@ -22,8 +22,12 @@ from datetime import datetime
 from specdecode.api.analysis import GateSpec, GateType, ItlDefinition
 from specdecode.api.status import GateResult, GateVerdict
 from specdecode.domain.gate_measures import Measurement, measure_acceptance, measure_error_rate
-from specdecode.domain.latency_gates import measure_speedup, measure_tail_latency
-from specdecode.domain.observations import StageObservations
+from specdecode.domain.latency_gates import (
+    DEFAULT_QUANTILE,
+    measure_speedup,
+    measure_tail_latency,
+)
+from specdecode.domain.observations import ServerStepItl, StageObservations
 from specdecode.domain.stats import per_look_error
 
 
@@ -60,6 +64,7 @@ def evaluate_gate(
                 "dry_run": gate.dry_run,
             }
         )
+    server_baseline, server_candidate = _server_cross_check(gate, observations)
     return GateResult(
         name=gate.name,
         type=gate.type,
@@ -75,6 +80,8 @@ def evaluate_gate(
         mean_acceptance_length=found.mean_acceptance_length,
         acceptance_per_position=list(found.acceptance_per_position),
         itl_definition=_itl_definition(gate),
+        server_baseline_value=server_baseline,
+        server_candidate_value=server_candidate,
         dry_run=gate.dry_run,
         failures=before.failures + (found.verdict is GateVerdict.FAILED),
         inconclusives=before.inconclusives + (found.verdict is GateVerdict.INCONCLUSIVE),
@@ -98,6 +105,18 @@ def _measure(gate: GateSpec, observations: StageObservations | None, error: floa
             gate, observations.baseline_latency, observations.candidate_latency, error
         )
     return measure_error_rate(gate, observations.candidate_latency, error)
+
+
+def _server_cross_check(
+    gate: GateSpec, observations: StageObservations | None
+) -> tuple[float | None, float | None]:
+    """vLLM's step-ITL quantiles for a TailLatency gate whose quantile they were read at."""
+    server = observations.server_step_itl if observations is not None else None
+    if gate.type is not GateType.TAIL_LATENCY or not isinstance(server, ServerStepItl):
+        return None, None
+    if server.quantile != (gate.quantile or DEFAULT_QUANTILE):
+        return None, None
+    return server.baseline, server.candidate
 
 
 def _itl_definition(gate: GateSpec) -> ItlDefinition | None:

@@ -82,6 +82,19 @@ class LatencySamples:
 
 
 @dataclass(frozen=True)
+class ServerStepItl:
+    """vLLM's own step-ITL histogram quantile per engine (seconds; None: no steps yet).
+
+    One sample per engine step and coarse buckets: a cross-check of the client's exact
+    measurement, reported next to it and never judged.
+    """
+
+    quantile: float
+    baseline: float | None
+    candidate: float | None
+
+
+@dataclass(frozen=True)
 class StageObservations:
     """Measurements of the stage in progress, from its measuring window only."""
 
@@ -89,6 +102,7 @@ class StageObservations:
     candidate_acceptance: AcceptanceCounts | MetricError | None = None
     baseline_latency: LatencySamples | MetricError | None = None
     candidate_latency: LatencySamples | MetricError | None = None
+    server_step_itl: ServerStepItl | MetricError | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import asyncio
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,8 +27,15 @@ from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.invalid import decide_invalid_spec
+from specdecode.domain.latency_gates import DEFAULT_QUANTILE
 from specdecode.domain.machine import decide
-from specdecode.domain.observations import ChildRole, Observations, StageObservations
+from specdecode.domain.observations import (
+    ChildRole,
+    MetricError,
+    Observations,
+    ServerStepItl,
+    StageObservations,
+)
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.shadow import build_shadow_traffic
 
@@ -128,12 +136,38 @@ async def _observe_stage(
         )
     latency = runtime.traffic.snapshot(ref.key, stage_status.name, since, now)
     baseline, candidate = latency if latency is not None else (None, None)
+    tail_gate = next((g for g in stage_spec.gates if g.type is GateType.TAIL_LATENCY), None)
+    server_step_itl = None
+    if tail_gate is not None:
+        server_step_itl = await _server_step_itl(
+            runtime, ref, stage_status.measure_from, tail_gate.quantile or DEFAULT_QUANTILE
+        )
     return StageObservations(
         stage_name=stage_status.name,
         candidate_acceptance=acceptance,
         baseline_latency=baseline,
         candidate_latency=candidate,
+        server_step_itl=server_step_itl,
     )
+
+
+async def _server_step_itl(
+    runtime: Runtime, ref: RolloutRef, start: datetime, quantile: float
+) -> ServerStepItl | MetricError:
+    """Both engines' step-ITL quantile from vLLM's own histogram (a cross-check)."""
+    end = runtime.clock.now()
+    engines = [
+        EngineSelector(ref.namespace, child_name(ref.name, role))
+        for role in (ChildRole.BASELINE, ChildRole.CANDIDATE)
+    ]
+    baseline, candidate = await asyncio.gather(
+        *(runtime.step_latency.step_itl_quantile(e, start, end, quantile) for e in engines)
+    )
+    for answer in (baseline, candidate):
+        if isinstance(answer, MetricError):
+            return answer
+    assert not isinstance(baseline, MetricError) and not isinstance(candidate, MetricError)
+    return ServerStepItl(quantile=quantile, baseline=baseline, candidate=candidate)
 
 
 async def _write_status(

@@ -13,7 +13,7 @@ import httpx
 
 from specdecode.adapters.clock import Clock, SystemClock
 from specdecode.adapters.kube.client import KubeClients
-from specdecode.adapters.metrics import AcceptanceSource, make_acceptance_source
+from specdecode.adapters.metrics import AcceptanceSource, StepLatencySource, make_metric_source
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.adapters.traffic.manager import TrafficManager
 from specdecode.settings import OperatorSettings
@@ -26,6 +26,7 @@ class Runtime:
     settings: OperatorSettings
     kube: KubeClients
     acceptance: AcceptanceSource
+    step_latency: StepLatencySource
     http: httpx.AsyncClient
     traffic: TrafficManager = field(default_factory=TrafficManager)
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
@@ -35,12 +36,14 @@ class Runtime:
     @classmethod
     def create(cls, settings: OperatorSettings, kubeconfig: str | None = None) -> Runtime:
         """Connect to the API server and Prometheus as the settings say."""
+        prometheus = make_metric_source(
+            "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
+        )
         return cls(
             settings=settings,
             kube=KubeClients.connect(kubeconfig),
-            acceptance=make_acceptance_source(
-                "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
-            ),
+            acceptance=prometheus,
+            step_latency=prometheus,
             # No connection cap: a stage's concurrency must reach the engines unthrottled
             # (httpx's default of 100 connections would silently lower it).
             http=httpx.AsyncClient(

@@ -15,7 +15,13 @@ from specdecode.domain.acceptance_bound import (
     design_effect,
 )
 from specdecode.domain.gates import evaluate_gate
-from specdecode.domain.observations import AcceptanceCounts, LatencySamples, MetricError
+from specdecode.domain.observations import (
+    AcceptanceCounts,
+    LatencySamples,
+    MetricError,
+    ServerStepItl,
+    StageObservations,
+)
 from specdecode.domain.stats import (
     min_samples_for_quantile,
     per_look_error,
@@ -232,3 +238,14 @@ def test_wilson_interval() -> None:
     assert interval.lower == 0.0
     assert 0.02 < interval.upper < 0.04
     assert wilson_interval(0, 0, 0.05) is None
+
+
+def test_tail_latency_reports_vllms_step_histogram_as_a_cross_check_only() -> None:
+    server = ServerStepItl(quantile=0.99, baseline=0.025, candidate=0.05)
+    observations = StageObservations(stage_name="s", server_step_itl=server)
+    result = evaluate_gate(P99, observations, None, T0, 40)
+    assert (result.server_baseline_value, result.server_candidate_value) == (0.025, 0.05)
+    assert result.verdict is GateVerdict.INCONCLUSIVE  # never judged on the histogram
+    p90 = GateSpec(name="p90", type=GateType.TAIL_LATENCY, quantile=0.9)
+    other_quantile = evaluate_gate(p90, observations, None, T0, 40)
+    assert other_quantile.server_baseline_value is None

@@ -26,6 +26,7 @@ DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 FINISHED_REQUESTS = "vllm:request_success_total"
+STEP_ITL_BUCKETS = "vllm:inter_token_latency_seconds_bucket"
 MIN_WINDOW_SECONDS = 2
 
 
@@ -36,8 +37,14 @@ def window_query(metric: str, engine: EngineSelector, seconds: int, by: str = ""
     return f"sum{grouping}(increase({metric}{{{selector}}}[{seconds}s]))"
 
 
-class PrometheusAcceptance:
-    """`AcceptanceSource` backed by a Prometheus server."""
+def step_quantile_query(engine: EngineSelector, seconds: int, quantile: float) -> str:
+    """`histogram_quantile` over the window's bucket increases of one engine."""
+    buckets = window_query(STEP_ITL_BUCKETS, engine, seconds, by="le")
+    return f"histogram_quantile({quantile}, {buckets})"
+
+
+class PrometheusMetrics:
+    """`AcceptanceSource` and `StepLatencySource` backed by a Prometheus server."""
 
     def __init__(self, url: str, timeout_seconds: float) -> None:
         self._url = url
@@ -52,6 +59,19 @@ class PrometheusAcceptance:
             return await asyncio.to_thread(self._query_all, engine, start, end)
         except (PrometheusApiClientException, requests.RequestException, ValueError) as error:
             return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
+
+    async def step_itl_quantile(
+        self, engine: EngineSelector, start: datetime, end: datetime, quantile: float
+    ) -> float | MetricError | None:
+        """The engine's step-ITL quantile over [start, end]; None without steps."""
+        seconds = max(MIN_WINDOW_SECONDS, math.ceil((end - start).total_seconds()))
+        promql = step_quantile_query(engine, seconds, quantile)
+        try:
+            rows = await asyncio.to_thread(self._query, promql, {"time": f"{end.timestamp():.3f}"})
+        except (PrometheusApiClientException, requests.RequestException, ValueError) as error:
+            return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
+        value = float(rows[0]["value"][1]) if rows else math.nan
+        return None if math.isnan(value) else value
 
     def _query_all(
         self, engine: EngineSelector, start: datetime, end: datetime

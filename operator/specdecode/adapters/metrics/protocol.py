@@ -35,3 +35,19 @@ class AcceptanceSource(Protocol):
         `MetricError` (a verdict of Error), never raised and never turned into zeros.
         """
         ...
+
+
+class StepLatencySource(Protocol):
+    """vLLM's own per-step inter-token latency histogram, as a cross-check."""
+
+    async def step_itl_quantile(
+        self, engine: EngineSelector, start: datetime, end: datetime, quantile: float
+    ) -> float | MetricError | None:
+        """The quantile of `vllm:inter_token_latency_seconds` over [start, end].
+
+        Why only a cross-check: the histogram has one sample per engine step (a step under
+        spec decode may emit several tokens) and buckets too coarse to resolve a 10 %
+        change, so gates judge the client's exact per-token timings instead. None means
+        the engine took no steps in the window.
+        """
+        ...
