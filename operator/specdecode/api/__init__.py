@@ -13,8 +13,6 @@ from specdecode.api.analysis import (
     ItlDefinition,
     SpeedupMetric,
     StageSpec,
-    TrafficSourceType,
-    TrafficSpec,
     default_stages,
 )
 from specdecode.api.rollout import (
@@ -39,6 +37,7 @@ from specdecode.api.status import (
     StagePhase,
     StageStatus,
 )
+from specdecode.api.traffic import TrafficSourceType, TrafficSpec
 from specdecode.api.workload import EngineSpec, GpuPoolSpec, ModelSpec, ServingSpec
 
 __all__ = [
