@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import httpx
 import pytest
 
 from specdecode.adapters.traffic.client import RequestMeasurement, stream_chat
-from specdecode.adapters.traffic.driver import DriverConfig, PairedDriver
+from specdecode.adapters.traffic.driver import DriverConfig, EndpointResolver, PairedDriver
 from specdecode.adapters.traffic.manager import TrafficManager
 from specdecode.adapters.traffic.prompts import (
     PromptSourceError,
@@ -23,6 +24,29 @@ from specdecode.domain.decision import TrafficPlan
 pytestmark = pytest.mark.unit
 
 REQUEST = ShadowRequest(messages=(("user", "hi"),), max_tokens=8, workload="code")
+
+
+def driver_config(**overrides: Any) -> DriverConfig:
+    """A small closed-loop stage; tests override what they exercise."""
+    fields: dict[str, Any] = {
+        "model": "m",
+        "concurrency": 1,
+        "request_rate": None,
+        "seed": 0,
+        "timeout_seconds": 5.0,
+        "max_requests": None,
+        "max_samples": 100,
+    }
+    return DriverConfig(**{**fields, **overrides})
+
+
+def endpoints(*urls: str) -> EndpointResolver:
+    """A resolver that always answers with `urls`."""
+
+    async def resolve() -> list[str]:
+        return list(urls)
+
+    return resolve
 
 
 def sse(*chunks: dict[str, object]) -> bytes:
@@ -169,22 +193,10 @@ def test_recorder_windows_by_request_start_and_bounds_memory() -> None:
 async def test_paired_driver_sends_each_request_to_both_engines() -> None:
     seen: list[httpx.Request] = []
     body = sse(content_chunk("a", 1), content_chunk("b", 2))
-    config = DriverConfig(
-        model="m",
-        concurrency=3,
-        request_rate=None,
-        seed=5,
-        timeout_seconds=5.0,
-        max_requests=12,
-        max_samples=1000,
-    )
+    config = driver_config(concurrency=3, seed=5, max_requests=12, max_samples=1000)
     prompts = builtin_prompts("chat", 10, 0, 8)
 
-    async def baseline() -> list[str]:
-        return ["http://baseline"]
-
-    async def candidate() -> list[str]:
-        return ["http://candidate"]
+    baseline, candidate = endpoints("http://baseline"), endpoints("http://candidate")
 
     async with httpx.AsyncClient(transport=engine(body, seen=seen)) as http:
         driver = PairedDriver(config, prompts, baseline, candidate, http)
@@ -201,15 +213,7 @@ async def test_paired_driver_sends_each_request_to_both_engines() -> None:
 
 async def test_missing_endpoints_are_waited_for_not_an_error() -> None:
     """Endpoints appear a moment after pods turn Ready: transient, never a failed source."""
-    config = DriverConfig(
-        model="m",
-        concurrency=1,
-        request_rate=None,
-        seed=0,
-        timeout_seconds=1.0,
-        max_requests=1,
-        max_samples=10,
-    )
+    config = driver_config(timeout_seconds=1.0, max_requests=1, max_samples=10)
     answers = [[], ["http://engine"]]
 
     async def appearing() -> list[str]:
@@ -286,21 +290,9 @@ async def test_a_slow_baseline_never_holds_the_candidate_back() -> None:
             await candidate_done.wait()
         return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
-    config = DriverConfig(
-        model="m",
-        concurrency=1,
-        request_rate=None,
-        seed=3,
-        timeout_seconds=5.0,
-        max_requests=5,
-        max_samples=100,
-    )
+    config = driver_config(seed=3, max_requests=5)
 
-    async def baseline() -> list[str]:
-        return ["http://baseline"]
-
-    async def candidate() -> list[str]:
-        return ["http://candidate"]
+    baseline, candidate = endpoints("http://baseline"), endpoints("http://candidate")
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
         driver = PairedDriver(config, builtin_prompts("chat", 50, 0, 8), baseline, candidate, http)
@@ -311,19 +303,9 @@ async def test_a_slow_baseline_never_holds_the_candidate_back() -> None:
 async def test_the_token_cap_bounds_shadow_cost_per_engine() -> None:
     body = sse(content_chunk("a b", 2), content_chunk("c d", 4))  # 4 tokens per request
     seen: list[httpx.Request] = []
-    config = DriverConfig(
-        model="m",
-        concurrency=1,
-        request_rate=None,
-        seed=0,
-        timeout_seconds=5.0,
-        max_requests=None,
-        max_samples=100,
-        max_output_tokens=10,
-    )
+    config = driver_config(max_output_tokens=10)
 
-    async def one() -> list[str]:
-        return ["http://engine"]
+    one = endpoints("http://engine")
 
     async with httpx.AsyncClient(transport=engine(body, seen=seen)) as http:
         driver = PairedDriver(config, builtin_prompts("chat", 5, 0, 8), one, one, http)
