@@ -7,11 +7,17 @@ a production-concurrency stage gated on P99 inter-token latency against the base
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from specdecode.api.base import KubeModel
 from specdecode.api.traffic import TrafficSpec
+
+# Gate and stage names appear in status, Events and metric labels: a DNS-1123 label.
+LabelName = Annotated[
+    str, StringConstraints(min_length=1, max_length=63, pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+]
 
 
 class GateType(StrEnum):
@@ -45,12 +51,7 @@ class SpeedupMetric(StrEnum):
 class GateSpec(KubeModel):
     """One gate: a measured quantity, a threshold, and how sure we must be."""
 
-    name: str = Field(
-        min_length=1,
-        max_length=63,
-        pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        description="Gate name, unique within its stage.",
-    )
+    name: LabelName = Field(description="Gate name, unique within its stage.")
     type: GateType = Field(description="Acceptance, TailLatency, Speedup or ErrorRate.")
     min_alpha: float | None = Field(
         default=None,
@@ -119,12 +120,7 @@ GATE_FIELDS: dict[GateType, frozenset[str]] = {
 class StageSpec(KubeModel):
     """One analysis stage: a load shape held long enough for its gates to decide."""
 
-    name: str = Field(
-        min_length=1,
-        max_length=63,
-        pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        description="Stage name, unique within the rollout.",
-    )
+    name: LabelName = Field(description="Stage name, unique within the rollout.")
     concurrency: int | None = Field(
         default=None,
         ge=1,
