@@ -35,6 +35,19 @@ def manual_rollout(**spec_patch: Any) -> dict[str, Any]:
     return merged(merged(load_example(), MANUAL), {"spec": spec_patch})
 
 
+def given_analyzing(r: Rollout) -> dict[str, Any]:
+    """The manual rollout applied and its shadows Ready: the analysis is under way."""
+    r.apply(manual_rollout())
+    return r.wait_phase("Analyzing", timeout=180)
+
+
+def given_three_children(r: Rollout) -> None:
+    """The manual rollout applied and its production, baseline and candidate created."""
+    r.apply(manual_rollout())
+    r.wait_phase(("Deploying", "Analyzing"), timeout=60)
+    wait_for(lambda: len(r.deployments()) == 3, timeout=60, message="three children")
+
+
 def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
 
@@ -43,8 +56,7 @@ def test_promote_rolls_production_to_the_candidate_config(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:
     r = rollout("llama")
-    r.apply(manual_rollout())
-    r.wait_phase("Analyzing", timeout=180)
+    given_analyzing(r)
     children = r.deployments()
     assert set(children) == {"production", "baseline", "candidate"}
     assert speculative_arg(engine_cmdline(cluster, r.pods("production")[0])) is None
@@ -75,8 +87,7 @@ def test_abort_rolls_back_and_leaves_production_untouched(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:
     r = rollout("llama")
-    r.apply(manual_rollout())
-    r.wait_phase("Analyzing", timeout=180)
+    given_analyzing(r)
     production_uid = r.pods("production")[0]["metadata"]["uid"]
 
     r.annotate("abort")
@@ -98,8 +109,7 @@ def test_abort_rolls_back_and_leaves_production_untouched(
 
 def test_spec_edit_mid_analysis_restarts_the_analysis(rollout: Callable[[str], Rollout]) -> None:
     r = rollout("llama")
-    r.apply(manual_rollout())
-    first = r.wait_phase("Analyzing", timeout=180)
+    first = given_analyzing(r)
 
     r.apply(manual_rollout(speculative={**EAGLE3, "num_speculative_tokens": 5}))
     restarted = r.wait(
@@ -123,9 +133,7 @@ def test_deleting_the_rollout_removes_every_child(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:
     r = rollout("llama")
-    r.apply(manual_rollout())
-    r.wait_phase(("Deploying", "Analyzing"), timeout=60)
-    wait_for(lambda: len(r.deployments()) == 3, timeout=60, message="three children")
+    given_three_children(r)
 
     cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=true", check=True)
     wait_for(lambda: not r.deployments(), timeout=60, message="children garbage-collected")
@@ -139,9 +147,7 @@ def test_children_deleted_or_edited_by_hand_are_restored(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:
     r = rollout("llama")
-    r.apply(manual_rollout())
-    r.wait_phase(("Deploying", "Analyzing"), timeout=60)
-    wait_for(lambda: len(r.deployments()) == 3, timeout=60, message="three children")
+    given_three_children(r)
     old_uid = r.deployments()["candidate"]["metadata"]["uid"]
 
     cluster.kubectl("delete", "deployment", f"{r.name}-candidate", "-n", r.namespace, check=True)
@@ -183,8 +189,7 @@ def test_operator_killed_mid_analysis_continues_where_it_was(
     rollout: Callable[[str], Rollout], running_operator: OperatorProcess
 ) -> None:
     r = rollout("llama")
-    r.apply(manual_rollout())
-    before = r.wait_phase("Analyzing", timeout=180)
+    before = given_analyzing(r)
     uids = {role: d["metadata"]["uid"] for role, d in r.deployments().items()}
 
     running_operator.kill()
@@ -206,8 +211,7 @@ def test_kubectl_shows_columns_and_explains_the_fields(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:
     r = rollout("llama")
-    r.apply(manual_rollout())
-    r.wait_phase("Analyzing", timeout=180)
+    given_analyzing(r)
     table = cluster.kubectl("get", "sdr", "-n", r.namespace, check=True).stdout
     header = table.splitlines()[0].split()
     assert header == ["NAME", "PHASE", "STAGE", "ALPHA", "ITL-RATIO", "VERDICT", "AGE"]
