@@ -217,3 +217,8 @@ def status_in(spec: SpecDecodeRolloutSpec, phase: str) -> SpecDecodeRolloutStatu
             spec, analysis, shadows_ready(traffic_error="prompts: no such ConfigMap"), 0
         ).status
     raise ValueError(phase)
+
+
+# Messages the scheduler and the kubelet would give, for "why" assertions.
+GPU_FULL = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+CRASH = "CrashLoopBackOff: ValueError: draft model head mismatch"

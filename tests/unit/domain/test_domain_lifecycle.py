@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from domain_fixtures import (
+    CRASH,
     EAGLE3,
+    GPU_FULL,
     NGRAM,
     T0,
     at,
@@ -25,8 +27,6 @@ from specdecode.domain.observations import ChildState
 pytestmark = pytest.mark.unit
 
 SPEC = make_spec()
-GPU_FULL = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
-CRASH = "CrashLoopBackOff: ValueError: draft model head mismatch"
 
 
 def test_first_reconcile_starts_an_analysis_with_production_on_stable() -> None:

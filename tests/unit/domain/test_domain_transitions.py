@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from domain_fixtures import (
+    CRASH,
     EAGLE3,
+    GPU_FULL,
     NGRAM,
     T0,
     make_spec,
@@ -23,8 +25,6 @@ from specdecode.domain.observations import Observations
 pytestmark = pytest.mark.unit
 
 SPEC = make_spec()
-GPU_FULL = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
-CRASH = "CrashLoopBackOff: ValueError: draft model head mismatch"
 
 # (case, starting phase, observations, seconds after the phase began, expected phase, reason)
 TABLE: list[tuple[str, str, Observations, float, Phase, str | None]] = [
