@@ -9,6 +9,12 @@ wrong-rollback rate; both must stay at or below 5 %. Acceptance: 0.5 finished re
 per second of 40-120 drafts each (k = 3), per-request acceptance spread sd(r) ~ 0.1, or
 ~0.2 for the "wide prompt mix" rows. Latency: --itl-rate ITL samples per second and side
 (a real stage at concurrency 32 yields ~10x more, so its decisions come ~10x sooner).
+ServerStep latency (vLLM's step-ITL histogram, Mirror traffic): lognormal per-step ITL
+(log-sd 0.25) whose median is drawn per stage log-uniformly from 15-40 ms, so the P99s
+(27-72 ms) land anywhere relative to vLLM's bucket edges; --step-rate independent steps
+per second and engine. The "x 8" and "x 32" rows record each step once per request of a batch
+(dependent observations, which the bound does not assume); the "at 50 ms" rows put the
+baseline's and candidate's P99 either side of the 50 ms edge, the worst case at 1.10.
 
     .venv/bin/python benchmarks/gates.py [--trials N] [--seed S]
 """
@@ -16,6 +22,7 @@ per second of 40-120 drafts each (k = 3), per-request acceptance spread sd(r) ~ 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import sys
@@ -34,6 +41,7 @@ from domain_gatesim import (
     run_stage,
     single_stage_spec,
 )
+from test_step_histogram import SERVER_P99, STRADDLING_MEDIAN, StepHistogramSource
 
 from specdecode.api import GateSpec, GateType
 
@@ -51,6 +59,18 @@ ACCEPTANCE_CASES = [
     ("alpha 0.62", 0.62, True, BETA_CONCENTRATION),
     ("alpha 0.45", 0.45, True, BETA_CONCENTRATION),
     ("alpha 0.35", 0.35, True, BETA_CONCENTRATION),
+]
+# (label, true P99 ratio, baseline median or None for log-uniform 15-40 ms, steps/s, batch);
+# a steps/s of None means --step-rate.
+STEP_CASES: list[tuple[str, float, float | None, float | None, int]] = [
+    ("step P99 1.10 (threshold)", 1.10, None, None, 1),
+    ("step P99 0.80", 0.80, None, None, 1),
+    ("step P99 0.90", 0.90, None, None, 1),
+    ("step P99 1.00", 1.00, None, None, 1),
+    ("step P99 1.30", 1.30, None, None, 1),
+    ("step P99 1.10 at 50 ms", 1.10, STRADDLING_MEDIAN, None, 1),
+    ("step P99 1.10 at 50 ms, 32 steps/s x 8", 1.10, STRADDLING_MEDIAN, 32.0, 8),
+    ("step P99 1.10 at 50 ms, 2 steps/s x 32", 1.10, STRADDLING_MEDIAN, 2.0, 32),
 ]
 LATENCY_CASES = [
     ("P99 ratio 1.10 (threshold)", 1.10),
@@ -79,6 +99,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=400, help="stages per acceptance row")
     parser.add_argument("--latency-trials", type=int, default=200, help="stages per latency row")
     parser.add_argument("--itl-rate", type=float, default=100.0, help="ITL samples/s per side")
+    parser.add_argument("--step-trials", type=int, default=200, help="stages per ServerStep row")
+    parser.add_argument("--step-rate", type=float, default=64.0, help="engine steps/s per side")
     parser.add_argument("--seed", type=int, default=20260101)
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -109,6 +131,23 @@ def main() -> None:
             for _ in range(args.latency_trials)
         ]
         print(_row(f"{label} vs 1.10", runs, "ITL per side", time.perf_counter() - started))
+    spec = single_stage_spec(SERVER_P99, concurrency=32)
+    for label, ratio, median, steps, batch in STEP_CASES:
+        started = time.perf_counter()
+        runs = [
+            run_stage(
+                spec,
+                StepHistogramSource(
+                    ratio,
+                    rng,
+                    median or math.exp(rng.uniform(math.log(0.015), math.log(0.040))),
+                    steps or args.step_rate,
+                    batch,
+                ),
+            )
+            for _ in range(args.step_trials)
+        ]
+        print(_row(f"{label} vs 1.10", runs, "steps / side", time.perf_counter() - started))
 
 
 if __name__ == "__main__":

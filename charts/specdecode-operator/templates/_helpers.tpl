@@ -82,6 +82,10 @@ The rules the operator needs in every namespace it serves, derived from its code
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+# Mirror traffic: RequestMirror filters on the user's HTTPRoute (only ours are changed).
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["httproutes"]
+  verbs: ["list", "patch"]
 {{- end }}
 
 {{/*

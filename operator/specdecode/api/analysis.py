@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints, model_validator
 
 from specdecode.api.base import KubeModel
-from specdecode.api.traffic import TrafficSpec
+from specdecode.api.traffic import TrafficSourceType, TrafficSpec
 
 # Gate and stage names appear in status, Events and metric labels: a DNS-1123 label.
 LabelName = Annotated[
@@ -33,12 +33,15 @@ class ItlDefinition(StrEnum):
     """Which inter-token latency a latency gate compares.
 
     PerToken spreads each streamed chunk's gap over the tokens it carried (what a user
-    perceives as token pace); PerChunk is the raw gap between chunks (one per engine step,
-    which is what vLLM's own `inter_token_latency_seconds` histogram records).
+    perceives as token pace); PerChunk is the raw gap between chunks (one per engine step).
+    Both are timed by the operator's shadow client. ServerStep reads vLLM's own
+    `inter_token_latency_seconds` histogram (one sample per request per engine step, coarse
+    buckets): the only ITL there is when responses go elsewhere (Mirror traffic).
     """
 
     PER_TOKEN = "PerToken"
     PER_CHUNK = "PerChunk"
+    SERVER_STEP = "ServerStep"
 
 
 class SpeedupMetric(StrEnum):
@@ -76,7 +79,9 @@ class GateSpec(KubeModel):
         "Default 0.10.",
     )
     itl_definition: ItlDefinition | None = Field(
-        default=None, description="TailLatency: PerToken (default) or PerChunk ITL."
+        default=None,
+        description="TailLatency: PerToken (the default with Prompts traffic), PerChunk, or "
+        "ServerStep (vLLM's step histogram; the default and only choice with Mirror traffic).",
     )
     min_samples: int | None = Field(
         default=None, ge=1, description="Samples per side needed before a verdict."
@@ -125,11 +130,15 @@ class StageSpec(KubeModel):
         default=None,
         ge=1,
         le=4096,
-        description="Closed loop: requests in flight per engine. One of concurrency or "
-        "requestRate.",
+        description="Closed loop: requests in flight per engine. Prompts traffic needs one "
+        "of concurrency or requestRate; Mirror traffic ignores both (live traffic sets the "
+        "load).",
     )
     request_rate: float | None = Field(
-        default=None, gt=0, le=10000, description="Open loop: requests per second per engine."
+        default=None,
+        gt=0,
+        le=10000,
+        description="Open loop: requests per second per engine (Prompts traffic).",
     )
     warmup_seconds: int = Field(
         default=30, ge=0, le=3600, description="Load before measuring starts (not judged)."
@@ -150,7 +159,7 @@ class StageSpec(KubeModel):
 
     @model_validator(mode="after")
     def _one_load_shape(self) -> StageSpec:
-        if (self.concurrency is None) == (self.request_rate is None):
+        if self.concurrency is not None and self.request_rate is not None:
             raise ValueError(f"stage {self.name}: set exactly one of concurrency or requestRate")
         if self.max_duration_seconds < self.min_duration_seconds:
             raise ValueError(f"stage {self.name}: maxDurationSeconds must be >= minDurationSeconds")
@@ -177,7 +186,6 @@ def default_stages() -> list[StageSpec]:
                     type=GateType.TAIL_LATENCY,
                     quantile=0.99,
                     tolerance=0.10,
-                    itl_definition=ItlDefinition.PER_TOKEN,
                 )
             ],
         ),
@@ -223,8 +231,60 @@ class AnalysisSpec(KubeModel):
     )
 
     @model_validator(mode="after")
-    def _unique_stage_names(self) -> AnalysisSpec:
+    def _stages_fit_traffic(self) -> AnalysisSpec:
         names = [stage.name for stage in self.stages]
         if len(names) != len(set(names)):
             raise ValueError("analysis.stages: names must be unique")
+        if self.traffic.source is TrafficSourceType.MIRROR:
+            return self._with_mirror_gates()
+        for stage in self.stages:
+            if stage.concurrency is None and stage.request_rate is None:
+                raise ValueError(
+                    f"stage {stage.name}: set exactly one of concurrency or requestRate "
+                    "(the load of Prompts traffic)"
+                )
         return self
+
+    def _with_mirror_gates(self) -> AnalysisSpec:
+        """Mirror traffic: only server-side measures exist; TailLatency reads vLLM's histogram.
+
+        Why: mirrored responses go to the gateway, never to the operator, so client-side
+        timings, speedup and error counts cannot be measured. An unset itlDefinition means
+        ServerStep here (the only ITL there is), so the default stages work unchanged.
+        """
+        for stage in self.stages:
+            for gate in stage.gates:
+                if not mirror_can_judge(gate):
+                    raise ValueError(
+                        f"analysis.stages: stage {stage.name}, gate {gate.name}: "
+                        + MIRROR_GATES_MESSAGE
+                    )
+        stages = [
+            stage.model_copy(
+                update={"gates": [_server_step_by_default(gate) for gate in stage.gates]}
+            )
+            for stage in self.stages
+        ]
+        return self.model_copy(update={"stages": stages})
+
+
+MIRROR_GATES_MESSAGE = (
+    "traffic source Mirror: mirrored responses never reach the operator, so only "
+    "Acceptance gates and TailLatency gates with itlDefinition ServerStep can be judged"
+)
+
+
+def mirror_can_judge(gate: GateSpec) -> bool:
+    """Whether a gate can be measured without seeing responses (Mirror traffic)."""
+    if gate.type is GateType.ACCEPTANCE:
+        return True
+    return gate.type is GateType.TAIL_LATENCY and gate.itl_definition in (
+        None,
+        ItlDefinition.SERVER_STEP,
+    )
+
+
+def _server_step_by_default(gate: GateSpec) -> GateSpec:
+    if gate.type is GateType.TAIL_LATENCY and gate.itl_definition is None:
+        return gate.model_copy(update={"itl_definition": ItlDefinition.SERVER_STEP})
+    return gate

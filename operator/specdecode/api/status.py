@@ -88,8 +88,9 @@ class GateResult(KubeModel):
     candidate_value: float | None = Field(default=None, description="Candidate's figure.")
     server_baseline_value: float | None = Field(
         default=None,
-        description="TailLatency cross-check: the baseline's quantile of vLLM's own step-ITL "
-        "histogram (one sample per engine step, coarse buckets); reported, not judged.",
+        description="TailLatency: the baseline's quantile of vLLM's own step-ITL histogram "
+        "(one sample per request per engine step, coarse buckets); judged only by ServerStep "
+        "gates, else a cross-check of the client's timings.",
     )
     server_candidate_value: float | None = Field(
         default=None, description="TailLatency cross-check: the same for the candidate."

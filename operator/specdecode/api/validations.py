@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from specdecode.api.analysis import GATE_FIELDS, GateType
+from specdecode.api.analysis import GATE_FIELDS, MIRROR_GATES_MESSAGE, GateType
 from specdecode.api.rollout import MAX_NAME_LENGTH, NAME_PATTERN
 from specdecode.api.speculative import METHODS_NEEDING_DRAFT_MODEL, METHODS_WITHOUT_DRAFT_MODEL
 from specdecode.api.workload import RESERVED_ENGINE_FLAGS
@@ -138,6 +138,28 @@ def _gate_rules() -> tuple[CelRule, ...]:
     return tuple(rules)
 
 
+def _analysis_rules() -> tuple[CelRule, ...]:
+    """Rules that join the traffic source with the stages it must feed."""
+    server_side = (
+        "g.type == 'Acceptance' || (g.type == 'TailLatency' && "
+        "(!has(g.itlDefinition) || g.itlDefinition == 'ServerStep'))"
+    )
+    return (
+        CelRule(
+            "self.traffic.source == 'Mirror' || "
+            "self.stages.all(s, has(s.concurrency) || has(s.requestRate))",
+            "stage: set exactly one of concurrency or requestRate (the load of Prompts traffic)",
+            ".stages",
+            "FieldValueRequired",
+        ),
+        CelRule(
+            f"self.traffic.source != 'Mirror' || self.stages.all(s, s.gates.all(g, {server_side}))",
+            MIRROR_GATES_MESSAGE,
+            ".stages",
+        ),
+    )
+
+
 RULES: Mapping[str, tuple[CelRule, ...]] = {
     "SpeculativeConfig": _speculative_rules(),
     "SpecDecodeRolloutSpec": _spec_rules(),
@@ -151,7 +173,7 @@ RULES: Mapping[str, tuple[CelRule, ...]] = {
     ),
     "StageSpec": (
         CelRule(
-            "has(self.concurrency) != has(self.requestRate)",
+            "!(has(self.concurrency) && has(self.requestRate))",
             "stage: set exactly one of concurrency or requestRate",
             ".concurrency",
         ),
@@ -162,6 +184,7 @@ RULES: Mapping[str, tuple[CelRule, ...]] = {
         ),
     ),
     "GateSpec": _gate_rules(),
+    "AnalysisSpec": _analysis_rules(),
     "TrafficSpec": (
         CelRule(
             "!(has(self.configMapRef) && has(self.secretRef))",

@@ -5,7 +5,8 @@ Verdicts, as Argo Rollouts' AnalysisRun names them:
   the P99 ratio's upper bound <= 1 + tolerance; ...).
 - Failed: the opposite bound is past the threshold (the candidate is worse, confidently).
 - Inconclusive: the interval straddles the threshold, or too little data (no drafts is no
-  data, never alpha 0; too few latency samples for the order statistics to exist).
+  data, never alpha 0; too few latency samples for the order statistics to exist; with
+  itlDefinition ServerStep, quantiles whose bucket-edge bounds are too far apart).
 - Error: a metric source failed (`MetricError`). Never a pass, never a failure; the stage
   counts consecutive errors against `analysis.consecutiveErrorLimit`.
 
@@ -27,8 +28,9 @@ from specdecode.domain.latency_gates import (
     measure_speedup,
     measure_tail_latency,
 )
-from specdecode.domain.observations import ServerStepItl, StageObservations
+from specdecode.domain.observations import ServerStepHistograms, StageObservations
 from specdecode.domain.stats import per_look_error
+from specdecode.domain.step_histogram import histogram_quantile, measure_server_step_tail
 
 
 def pending_result(gate: GateSpec) -> GateResult:
@@ -96,6 +98,8 @@ def _measure(gate: GateSpec, observations: StageObservations | None, error: floa
         return Measurement(GateVerdict.INCONCLUSIVE, "no data for this stage yet")
     if gate.type is GateType.ACCEPTANCE:
         return measure_acceptance(gate, observations.candidate_acceptance, error)
+    if gate.type is GateType.TAIL_LATENCY and gate.itl_definition is ItlDefinition.SERVER_STEP:
+        return measure_server_step_tail(gate, observations.server_step_itl, error)
     if gate.type is GateType.TAIL_LATENCY:
         return measure_tail_latency(
             gate, observations.baseline_latency, observations.candidate_latency, error
@@ -110,13 +114,16 @@ def _measure(gate: GateSpec, observations: StageObservations | None, error: floa
 def _server_cross_check(
     gate: GateSpec, observations: StageObservations | None
 ) -> tuple[float | None, float | None]:
-    """vLLM's step-ITL quantiles for a TailLatency gate whose quantile they were read at."""
+    """vLLM's step-ITL quantiles (interpolated, as Prometheus does) at a TailLatency gate's q.
+
+    Reported next to every TailLatency gate's numbers: the client's exact timings and the
+    server's histogram should tell the same story; a ServerStep gate is judged on the latter.
+    """
     server = observations.server_step_itl if observations is not None else None
-    if gate.type is not GateType.TAIL_LATENCY or not isinstance(server, ServerStepItl):
+    if gate.type is not GateType.TAIL_LATENCY or not isinstance(server, ServerStepHistograms):
         return None, None
-    if server.quantile != (gate.quantile or DEFAULT_QUANTILE):
-        return None, None
-    return server.baseline, server.candidate
+    q = gate.quantile or DEFAULT_QUANTILE
+    return histogram_quantile(server.baseline, q), histogram_quantile(server.candidate, q)
 
 
 def _itl_definition(gate: GateSpec) -> ItlDefinition | None:

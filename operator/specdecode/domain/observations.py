@@ -8,8 +8,10 @@ data, so the gates can tell a flaky backend (Error) from too little traffic (Inc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import pairwise
 
 
 class ChildRole(StrEnum):
@@ -82,16 +84,41 @@ class LatencySamples:
 
 
 @dataclass(frozen=True)
-class ServerStepItl:
-    """vLLM's own step-ITL histogram quantile per engine (seconds; None: no steps yet).
+class StepHistogram:
+    """vLLM's step-ITL histogram of one engine over the measuring window (seconds).
 
-    One sample per engine step and coarse buckets: a cross-check of the client's exact
-    measurement, reported next to it and never judged.
+    Kept as buckets, not as a quantile: the bucket counts say how many observations lie at
+    or below each edge, which is what a distribution-free bound on a quantile needs (see
+    `step_histogram`). `upper_bounds` ascend and end with math.inf; `cumulative_counts`
+    follow Prometheus's `le` semantics (observations <= the bound) and are increases over
+    the window, so floats: `increase()` extrapolates to the window's edges. One observation
+    per request per engine step (a step under spec decode may emit several tokens). Empty
+    means the engine took no steps in the window.
     """
 
-    quantile: float
-    baseline: float | None
-    candidate: float | None
+    upper_bounds: tuple[float, ...] = ()
+    cumulative_counts: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.upper_bounds) != len(self.cumulative_counts):
+            raise ValueError("step histogram: one cumulative count per bucket bound")
+        if any(a >= b for a, b in pairwise(self.upper_bounds)):
+            raise ValueError("step histogram: bucket bounds must ascend")
+        if self.upper_bounds and self.upper_bounds[-1] != math.inf:
+            raise ValueError("step histogram: the last bucket must be +Inf")
+
+    @property
+    def total(self) -> float:
+        """Observations in the window: the +Inf bucket's count (the largest, if disordered)."""
+        return max(self.cumulative_counts, default=0.0)
+
+
+@dataclass(frozen=True)
+class ServerStepHistograms:
+    """Both engines' step-ITL histograms over the same window, for the ServerStep ITL."""
+
+    baseline: StepHistogram
+    candidate: StepHistogram
 
 
 @dataclass(frozen=True)
@@ -102,7 +129,7 @@ class StageObservations:
     candidate_acceptance: AcceptanceCounts | MetricError | None = None
     baseline_latency: LatencySamples | MetricError | None = None
     candidate_latency: LatencySamples | MetricError | None = None
-    server_step_itl: ServerStepItl | MetricError | None = None
+    server_step_itl: ServerStepHistograms | MetricError | None = None
 
 
 @dataclass(frozen=True)

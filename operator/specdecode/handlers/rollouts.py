@@ -15,8 +15,9 @@ from typing import Any
 import kopf
 from kubernetes.client import ApiException
 
-from specdecode.api import GROUP, PLURAL, VERSION
+from specdecode.api import GROUP, PLURAL, VERSION, TrafficSourceType
 from specdecode.domain.decision import Decision
+from specdecode.reconciler.mirror import steer_mirrors
 from specdecode.reconciler.reconcile import RolloutRef, reconcile
 from specdecode.reconciler.runtime import Runtime
 from specdecode.settings import OperatorSettings
@@ -78,6 +79,23 @@ async def rollout_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     runtime.forget(namespace, name)
 
 
+def mirrors_a_route(spec: kopf.Spec, **_: Any) -> bool:
+    """Whether the rollout uses Mirror traffic (it then holds a finalizer)."""
+    traffic = spec.get("analysis", {}).get("traffic", {})
+    return bool(traffic.get("source") == TrafficSourceType.MIRROR.value)
+
+
+async def rollout_unmirrored(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Remove the rollout's RequestMirror filters from every route of its namespace."""
+    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
+    try:
+        await steer_mirrors(runtime_of(memo), namespace, name, None, None)
+    except ApiException as error:
+        raise kopf.TemporaryError(
+            f"API server said {error.status} {error.reason}", delay=RETRY_DELAY_SECONDS
+        ) from error
+
+
 def register_rollout_handlers(registry: kopf.OperatorRegistry, settings: OperatorSettings) -> None:
     """Register the rollout handlers into `registry` with the configured timer interval."""
     for decorator in (kopf.on.create, kopf.on.update, kopf.on.resume):
@@ -93,3 +111,7 @@ def register_rollout_handlers(registry: kopf.OperatorRegistry, settings: Operato
     )(rollout_tick)
     # optional: no finalizer, so a stopped operator never blocks deleting a rollout.
     kopf.on.delete(*RESOURCE, registry=registry, optional=True, id="cleanup")(rollout_deleted)
+    # Mirror rollouts edit a route they do not own: a finalizer guarantees the filters go.
+    kopf.on.delete(*RESOURCE, registry=registry, when=mirrors_a_route, id="unmirror")(
+        rollout_unmirrored
+    )

@@ -23,19 +23,19 @@ from specdecode.adapters.kube.children import apply_children, observe_children, 
 from specdecode.adapters.kube.rollouts import clear_action, patch_status
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.adapters.render import child_name, render_children
-from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
+from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec, TrafficSourceType
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.invalid import decide_invalid_spec
-from specdecode.domain.latency_gates import DEFAULT_QUANTILE
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import (
     ChildRole,
     MetricError,
     Observations,
-    ServerStepItl,
+    ServerStepHistograms,
     StageObservations,
 )
+from specdecode.reconciler.mirror import observe_mirror_route, steer_mirrors
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.shadow import build_shadow_traffic
 
@@ -78,6 +78,7 @@ async def reconcile(
     except ValidationError as error:
         decision = decide_invalid_spec(status, _validation_message(error), ref.generation, now)
         await runtime.traffic.stop(ref.key)
+        await steer_mirrors(runtime, ref.namespace, ref.name, None, None)
         await _write_status(runtime, ref, status, decision.status)
         return decision
 
@@ -87,7 +88,8 @@ async def reconcile(
         children=children,
         action=annotations.get(ACTION_ANNOTATION),
         stage=await _observe_stage(runtime, ref, spec, status, now.timestamp()),
-        traffic_error=runtime.traffic.error(ref.key),
+        traffic_error=runtime.traffic.error(ref.key)
+        or await observe_mirror_route(runtime, ref.namespace, ref.name, spec),
     )
     decision = decide(spec, status, observations, now)
 
@@ -98,13 +100,14 @@ async def reconcile(
         prune_shadows, runtime.kube, ref.namespace, ref.name, decision.children.shadows
     )
     plan = decision.traffic
-    if plan is not None:
+    if plan is not None and spec.analysis.traffic.source is TrafficSourceType.PROMPTS:
         start = functools.partial(
             build_shadow_traffic, runtime, ref.namespace, ref.name, spec, plan
         )
         await runtime.traffic.ensure(ref.key, plan, start)
     else:
         await runtime.traffic.stop(ref.key)
+    await steer_mirrors(runtime, ref.namespace, ref.name, spec, plan)
     await _write_status(runtime, ref, status, decision.status)
     if decision.clear_action and observations.action is not None:
         await asyncio.to_thread(
@@ -136,12 +139,9 @@ async def _observe_stage(
         )
     latency = runtime.traffic.snapshot(ref.key, stage_status.name, since, now)
     baseline, candidate = latency if latency is not None else (None, None)
-    tail_gate = next((g for g in stage_spec.gates if g.type is GateType.TAIL_LATENCY), None)
     server_step_itl = None
-    if tail_gate is not None:
-        server_step_itl = await _server_step_itl(
-            runtime, ref, stage_status.measure_from, tail_gate.quantile or DEFAULT_QUANTILE
-        )
+    if any(gate.type is GateType.TAIL_LATENCY for gate in stage_spec.gates):
+        server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)
     return StageObservations(
         stage_name=stage_status.name,
         candidate_acceptance=acceptance,
@@ -152,22 +152,26 @@ async def _observe_stage(
 
 
 async def _server_step_itl(
-    runtime: Runtime, ref: RolloutRef, start: datetime, quantile: float
-) -> ServerStepItl | MetricError:
-    """Both engines' step-ITL quantile from vLLM's own histogram (a cross-check)."""
+    runtime: Runtime, ref: RolloutRef, start: datetime
+) -> ServerStepHistograms | MetricError:
+    """Both engines' step-ITL histograms over the window, from vLLM's own metrics.
+
+    Judged by ServerStep TailLatency gates (Mirror traffic), a cross-check for the others.
+    """
     end = runtime.clock.now()
-    engines = [
-        EngineSelector(ref.namespace, child_name(ref.name, role))
-        for role in (ChildRole.BASELINE, ChildRole.CANDIDATE)
-    ]
     baseline, candidate = await asyncio.gather(
-        *(runtime.step_latency.step_itl_quantile(e, start, end, quantile) for e in engines)
+        *(
+            runtime.step_latency.step_itl_histogram(
+                EngineSelector(ref.namespace, child_name(ref.name, role)), start, end
+            )
+            for role in (ChildRole.BASELINE, ChildRole.CANDIDATE)
+        )
     )
-    for answer in (baseline, candidate):
-        if isinstance(answer, MetricError):
-            return answer
-    assert not isinstance(baseline, MetricError) and not isinstance(candidate, MetricError)
-    return ServerStepItl(quantile=quantile, baseline=baseline, candidate=candidate)
+    if isinstance(baseline, MetricError):
+        return baseline
+    if isinstance(candidate, MetricError):
+        return candidate
+    return ServerStepHistograms(baseline=baseline, candidate=candidate)
 
 
 async def _write_status(

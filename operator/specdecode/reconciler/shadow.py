@@ -25,7 +25,7 @@ from specdecode.adapters.traffic.prompts import (
     parse_jsonl,
 )
 from specdecode.adapters.traffic.protocol import ShadowTraffic
-from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.observations import ChildRole, LatencySamples
 from specdecode.reconciler.runtime import Runtime
@@ -97,10 +97,12 @@ def _read(
 async def build_shadow_traffic(
     runtime: Runtime, namespace: str, rollout: str, spec: SpecDecodeRolloutSpec, plan: TrafficPlan
 ) -> ShadowTraffic:
-    """The source for one stage: paired prompt replay, or why it cannot run."""
+    """The source for one stage: paired prompt replay, or why it cannot run.
+
+    Only Prompts traffic is driven by the operator; Mirror traffic is the gateway's (see
+    `reconciler.mirror`).
+    """
     traffic = spec.analysis.traffic
-    if traffic.source is TrafficSourceType.MIRROR:
-        return UnusableTraffic("traffic source Mirror is not supported by this version yet")
     try:
         prompts = await asyncio.to_thread(load_prompts, runtime.kube, namespace, spec)
     except PromptSourceError as error:

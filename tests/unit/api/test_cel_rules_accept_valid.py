@@ -118,7 +118,39 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
         }
     },
     "mirror-with-route": {
-        "spec": {"analysis": {"traffic": {"source": "Mirror", "httpRoute": "llm"}}}
+        "spec": {
+            "analysis": {
+                "traffic": {"source": "Mirror", "httpRoute": "llm"},
+                "stages": [
+                    {"name": "acceptance", "gates": [{"name": "alpha", "type": "Acceptance"}]},
+                    {
+                        "name": "tail",
+                        "concurrency": 8,
+                        "gates": [
+                            {"name": "itl", "type": "TailLatency", "itlDefinition": "ServerStep"}
+                        ],
+                    },
+                ],
+            }
+        }
+    },
+    "mirror-with-default-stages": {
+        "spec": {"analysis": {"traffic": {"source": "Mirror", "httpRoute": "llm"}, "stages": None}}
+    },
+    "server-step-itl-with-prompts": {
+        "spec": {
+            "analysis": {
+                "stages": [
+                    {
+                        "name": "tail",
+                        "concurrency": 8,
+                        "gates": [
+                            {"name": "itl", "type": "TailLatency", "itlDefinition": "ServerStep"}
+                        ],
+                    }
+                ]
+            }
+        }
     },
     "prompts-from-secret": {
         "spec": {"analysis": {"traffic": {"secretRef": {"name": "p", "key": "chat.jsonl"}}}}

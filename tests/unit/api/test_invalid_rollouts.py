@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from sdr_crd_checker import CrdChecker
 
 from localcluster.manifests import REPO as REPO_ROOT
-from localcluster.manifests import InvalidCase
+from localcluster.manifests import InvalidCase, load_example
 from localcluster.manifests import load_invalid_cases as load_cases
 from specdecode.api import SpecDecodeRollout
 from specdecode.api.crdgen import output_paths
@@ -79,13 +79,11 @@ def test_crd_refuses_exactly_what_the_table_says(case: InvalidCase, checker: Crd
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_examples_pass_models_and_crd(path: Path, checker: CrdChecker) -> None:
-    obj = yaml.safe_load(path.read_text())
+    obj = load_example(path)
     SpecDecodeRollout.model_validate(obj)
     assert checker.errors(obj) == []
 
 
 def test_every_method_has_an_example() -> None:
-    methods = {
-        yaml.safe_load(path.read_text())["spec"]["speculative"]["method"] for path in EXAMPLES
-    }
+    methods = {load_example(path)["spec"]["speculative"]["method"] for path in EXAMPLES}
     assert methods == {"eagle", "eagle3", "ngram", "suffix", "mtp", "draft_model"}

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "specdecode-operator"
 OPERATOR_SOURCE = REPO / "operator" / "specdecode"
-CLIENT_CALL = re.compile(r"\.(list|read|patch|delete|create|replace)_namespaced_(\w+?)\(")
+CLIENT_CALL = re.compile(
+    r"\.(list|read|patch|delete|create|replace)_namespaced_(\w+?)\(\s*(ROUTE_GROUP)?"
+)
 VERB = {"list": "list", "read": "get", "patch": "patch", "delete": "delete", "create": "create"}
 RESOURCE = {
     "config_map": ("", "configmaps"),
@@ -33,6 +35,7 @@ RESOURCE = {
     "endpoint_slice": ("discovery.k8s.io", "endpointslices"),
     "custom_object": ("specdecode.io", "specdecoderollouts"),
     "custom_object_status": ("specdecode.io", "specdecoderollouts/status"),
+    "custom_objectROUTE_GROUP": ("gateway.networking.k8s.io", "httproutes"),
 }
 TEMPLATE_KINDS = {"deployment": ("apps", "deployments"), "service": ("", "services")}
 # What kopf itself does: list+watch the served resource, patch its progress annotations,
@@ -68,8 +71,8 @@ def derived_from_code() -> Rules:
         if path.name == "kubectl_plugin.py":  # runs as the user, not the operator
             continue
         source = path.read_text()
-        for verb, kind in CLIENT_CALL.findall(source):
-            needed[RESOURCE[kind]].add(VERB[verb])
+        for verb, kind, group in CLIENT_CALL.findall(source):
+            needed[RESOURCE[kind + group]].add(VERB[verb])
         if ".server_side_apply(" in source and "def server_side_apply" not in source:
             # Server-side apply is a PATCH, and a create when the object is absent.
             for template in (OPERATOR_SOURCE / "adapters" / "templates").glob("*.yaml.j2"):

@@ -19,8 +19,9 @@ from specdecode.domain.observations import (
     AcceptanceCounts,
     LatencySamples,
     MetricError,
-    ServerStepItl,
+    ServerStepHistograms,
     StageObservations,
+    StepHistogram,
 )
 from specdecode.domain.stats import (
     min_samples_for_quantile,
@@ -241,11 +242,18 @@ def test_wilson_interval() -> None:
 
 
 def test_tail_latency_reports_vllms_step_histogram_as_a_cross_check_only() -> None:
-    server = ServerStepItl(quantile=0.99, baseline=0.025, candidate=0.05)
+    bounds = (0.01, 0.025, 0.05, 0.075, math.inf)
+    server = ServerStepHistograms(
+        baseline=StepHistogram(bounds, (0.0, 1000.0, 1000.0, 1000.0, 1000.0)),
+        candidate=StepHistogram(bounds, (0.0, 0.0, 1000.0, 1000.0, 1000.0)),
+    )
     observations = StageObservations(stage_name="s", server_step_itl=server)
     result = evaluate_gate(P99, observations, None, T0, 40)
-    assert (result.server_baseline_value, result.server_candidate_value) == (0.025, 0.05)
-    assert result.verdict is GateVerdict.INCONCLUSIVE  # never judged on the histogram
+    assert result.server_baseline_value == pytest.approx(0.01 + 0.015 * 0.99)
+    assert result.server_candidate_value == pytest.approx(0.025 + 0.025 * 0.99)
+    assert result.verdict is GateVerdict.INCONCLUSIVE  # a PerToken gate: no client samples
     p90 = GateSpec(name="p90", type=GateType.TAIL_LATENCY, quantile=0.9)
-    other_quantile = evaluate_gate(p90, observations, None, T0, 40)
-    assert other_quantile.server_baseline_value is None
+    at_p90 = evaluate_gate(p90, observations, None, T0, 40)
+    assert at_p90.server_baseline_value == pytest.approx(0.01 + 0.015 * 0.9)
+    failed = StageObservations(stage_name="s", server_step_itl=MetricError("prom", "down"))
+    assert evaluate_gate(P99, failed, None, T0, 40).server_baseline_value is None

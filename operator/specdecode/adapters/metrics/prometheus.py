@@ -1,10 +1,11 @@
-"""Acceptance counters from Prometheus, through prometheus-api-client.
+"""Acceptance counters and step-ITL buckets from Prometheus, through prometheus-api-client.
 
 Queries use the exact `_total` series names (never a regex over the name, which would also
 match the `_created` timestamps and double-count) and `increase()` over the stage's
 measuring window, evaluated at the window's end, so counter resets from pod restarts are
 handled by Prometheus. An empty result means "no drafts scraped yet": zeros, which the
-acceptance gate reads as no data (Inconclusive), never as alpha = 0.
+acceptance gate reads as no data (Inconclusive), never as alpha = 0; likewise no step-ITL
+buckets is an empty histogram (no steps yet), never an error.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
 from specdecode.adapters.metrics.protocol import EngineSelector
-from specdecode.domain.observations import AcceptanceCounts, MetricError
+from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
@@ -37,10 +38,24 @@ def window_query(metric: str, engine: EngineSelector, seconds: int, by: str = ""
     return f"sum{grouping}(increase({metric}{{{selector}}}[{seconds}s]))"
 
 
-def step_quantile_query(engine: EngineSelector, seconds: int, quantile: float) -> str:
-    """`histogram_quantile` over the window's bucket increases of one engine."""
-    buckets = window_query(STEP_ITL_BUCKETS, engine, seconds, by="le")
-    return f"histogram_quantile({quantile}, {buckets})"
+def step_histogram_query(engine: EngineSelector, seconds: int) -> str:
+    """The window's step-ITL bucket increases of one engine, one row per `le`."""
+    return window_query(STEP_ITL_BUCKETS, engine, seconds, by="le")
+
+
+def parse_step_histogram(rows: list[dict[str, Any]]) -> StepHistogram:
+    """Rows of `sum by (le)` as a histogram sorted by bound; NaN counts as 0.
+
+    Equal bounds spelled differently ("1" and "1.0" from two vLLM versions) are merged.
+    No rows is an empty histogram; a malformed `le` or a missing +Inf raises ValueError.
+    """
+    counts: dict[float, float] = {}
+    for row in rows:
+        bound = float(row["metric"]["le"])  # "+Inf" parses as math.inf
+        value = float(row["value"][1])
+        counts[bound] = counts.get(bound, 0.0) + (0.0 if math.isnan(value) else value)
+    bounds = tuple(sorted(counts))
+    return StepHistogram(bounds, tuple(counts[bound] for bound in bounds))
 
 
 class PrometheusMetrics:
@@ -60,18 +75,22 @@ class PrometheusMetrics:
         except (PrometheusApiClientException, requests.RequestException, ValueError) as error:
             return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
 
-    async def step_itl_quantile(
-        self, engine: EngineSelector, start: datetime, end: datetime, quantile: float
-    ) -> float | MetricError | None:
-        """The engine's step-ITL quantile over [start, end]; None without steps."""
+    async def step_itl_histogram(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> StepHistogram | MetricError:
+        """The engine's step-ITL bucket increases over [start, end]; empty without steps."""
         seconds = max(MIN_WINDOW_SECONDS, math.ceil((end - start).total_seconds()))
-        promql = step_quantile_query(engine, seconds, quantile)
+        promql = step_histogram_query(engine, seconds)
         try:
             rows = await asyncio.to_thread(self._query, promql, {"time": f"{end.timestamp():.3f}"})
-        except (PrometheusApiClientException, requests.RequestException, ValueError) as error:
+            return parse_step_histogram(rows)
+        except (
+            PrometheusApiClientException,
+            requests.RequestException,
+            ValueError,
+            KeyError,
+        ) as error:
             return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
-        value = float(rows[0]["value"][1]) if rows else math.nan
-        return None if math.isnan(value) else value
 
     def _query_all(
         self, engine: EngineSelector, start: datetime, end: datetime

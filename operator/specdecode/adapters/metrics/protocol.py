@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from specdecode.domain.observations import AcceptanceCounts, MetricError
+from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 
 
 @dataclass(frozen=True)
@@ -38,16 +38,17 @@ class AcceptanceSource(Protocol):
 
 
 class StepLatencySource(Protocol):
-    """vLLM's own per-step inter-token latency histogram, as a cross-check."""
+    """vLLM's own per-step inter-token latency histogram of one engine over a window."""
 
-    async def step_itl_quantile(
-        self, engine: EngineSelector, start: datetime, end: datetime, quantile: float
-    ) -> float | MetricError | None:
-        """The quantile of `vllm:inter_token_latency_seconds` over [start, end].
+    async def step_itl_histogram(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> StepHistogram | MetricError:
+        """The bucket increases of `vllm:inter_token_latency_seconds` over [start, end].
 
-        Why only a cross-check: the histogram has one sample per engine step (a step under
-        spec decode may emit several tokens) and buckets too coarse to resolve a 10 %
-        change, so gates judge the client's exact per-token timings instead. None means
-        the engine took no steps in the window.
+        Why buckets and not a quantile: with Mirror traffic this histogram is the only ITL
+        there is, and a gate can only bound a quantile by bucket edges if it sees the counts
+        (an interpolated quantile has no confidence bound). No steps in the window is an
+        empty histogram (zero total: no data), never an error; a failed backend is a
+        `MetricError`, never raised.
         """
         ...

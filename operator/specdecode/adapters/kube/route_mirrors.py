@@ -1,0 +1,168 @@
+"""Gateway API RequestMirror filters that copy a route's live traffic to the shadow engines.
+
+Mirror traffic: while an analysis stage runs, each rule of the user's HTTPRoute that sends
+requests to the rollout's production Service also mirrors `percent` of them to the baseline
+and to the candidate Service. The route belongs to the user (or to Argo CD / Flux); the
+operator owns only RequestMirror filters whose backendRef names one of its shadow Services,
+and touches nothing else. `spec.rules` is an atomic list in the HTTPRoute schema, so
+server-side apply would take over every rule; instead each changed rule's `filters` list is
+replaced by a JSON patch guarded by a `test` of the route's resourceVersion, so a concurrent
+edit makes the patch fail (and the next reconcile recomputes) instead of being overwritten.
+
+The functions that compute patches are pure, so the policy is unit-tested without a cluster;
+`sync_route_mirrors` and `route_problem` do the I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client import ApiException
+
+from specdecode.adapters.kube.client import KubeClients
+
+ROUTE_GROUP = "gateway.networking.k8s.io"
+ROUTE_VERSION = "v1"
+ROUTE_PLURAL = "httproutes"
+JsonObject = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class MirrorWanted:
+    """The mirrors one rollout wants on its route now (empty `services`: none anywhere)."""
+
+    route: str | None  # the HTTPRoute named by the spec (None: not a Mirror rollout)
+    production_service: str
+    own_services: frozenset[str]  # every shadow Service of the rollout, mirrored or not
+    services: tuple[str, ...] = ()  # mirror targets while a stage runs
+    port: int = 8000
+    percent: int = 100
+
+
+def mirror_filter(service: str, port: int, percent: int) -> dict[str, Any]:
+    """One RequestMirror filter, with the defaults the API server would add spelled out.
+
+    Why explicit `group` and `kind`: the stored object carries them, and comparing like with
+    like keeps a converged route from being patched on every reconcile.
+    """
+    backend = {"group": "", "kind": "Service", "name": service, "port": port}
+    return {"type": "RequestMirror", "requestMirror": {"backendRef": backend, "percent": percent}}
+
+
+def _is_service(ref: JsonObject, name: str | Collection[str], namespace: str) -> bool:
+    names = {name} if isinstance(name, str) else name
+    return (
+        ref.get("name") in names
+        and ref.get("kind", "Service") == "Service"
+        and ref.get("group", "") == ""
+        and ref.get("namespace", namespace) == namespace
+    )
+
+
+def is_owned_mirror(item: JsonObject, own_services: Collection[str], namespace: str) -> bool:
+    """A RequestMirror filter toward one of the rollout's shadow Services: ours to manage."""
+    if item.get("type") != "RequestMirror":
+        return False
+    backend = (item.get("requestMirror") or {}).get("backendRef") or {}
+    return _is_service(backend, own_services, namespace)
+
+
+def routes_to(rule: JsonObject, service: str, namespace: str) -> bool:
+    """Whether the rule sends (some of) its requests to `service`."""
+    return any(_is_service(ref, service, namespace) for ref in rule.get("backendRefs") or [])
+
+
+def filters_patch(route: JsonObject, wanted: MirrorWanted) -> list[dict[str, Any]]:
+    """JSON patch operations that give every rule exactly the wanted mirrors of ours.
+
+    Rules toward the production Service get `wanted.services` mirrors (only on the route the
+    spec names); every other rule, and every other route, keeps none of ours. Filters of
+    anyone else stay as they are and where they are. Empty: the route already converged.
+    """
+    metadata, spec = route.get("metadata") or {}, route.get("spec") or {}
+    namespace = metadata.get("namespace", "")
+    mirrors = [mirror_filter(s, wanted.port, wanted.percent) for s in wanted.services]
+    on_named_route = metadata.get("name") == wanted.route
+    operations: list[dict[str, Any]] = []
+    for index, rule in enumerate(spec.get("rules") or []):
+        current = list(rule.get("filters") or [])
+        kept = [f for f in current if not is_owned_mirror(f, wanted.own_services, namespace)]
+        to_production = routes_to(rule, wanted.production_service, namespace)
+        target = kept + (mirrors if on_named_route and to_production else [])
+        if target == current:
+            continue
+        op = "replace" if "filters" in rule else "add"
+        operations.append({"op": op, "path": f"/spec/rules/{index}/filters", "value": target})
+    if operations:
+        version = metadata.get("resourceVersion", "")
+        operations.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": version})
+    return operations
+
+
+def named_route_problem(routes: Sequence[JsonObject], wanted: MirrorWanted) -> str | None:
+    """Why the spec's route cannot carry mirrors (absent, or no rule to production)."""
+    if wanted.route is None:
+        return None
+    route = next((r for r in routes if r.get("metadata", {}).get("name") == wanted.route), None)
+    where = f"HTTPRoute {wanted.route}"
+    if route is None:
+        return f"{where} does not exist in the rollout's namespace"
+    namespace = route.get("metadata", {}).get("namespace", "")
+    rules = (route.get("spec") or {}).get("rules") or []
+    if not any(routes_to(rule, wanted.production_service, namespace) for rule in rules):
+        return f"{where} has no rule whose backendRefs include Service {wanted.production_service}"
+    return None
+
+
+def list_routes(kube: KubeClients, namespace: str) -> list[dict[str, Any]] | str:
+    """The namespace's HTTPRoutes, or why they cannot be read (no CRD, no permission)."""
+    try:
+        listing = kube.custom.list_namespaced_custom_object(
+            ROUTE_GROUP, ROUTE_VERSION, namespace, ROUTE_PLURAL
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return "the Gateway API HTTPRoute resource is not installed in this cluster"
+        if error.status == 403:
+            return f"the operator may not list HTTPRoutes in {namespace} (RBAC)"
+        raise
+    assert isinstance(listing, dict)  # the client returns the decoded JSON object
+    items: list[dict[str, Any]] = listing.get("items") or []
+    return items
+
+
+def route_problem(kube: KubeClients, namespace: str, wanted: MirrorWanted) -> str | None:
+    """What stops Mirror traffic on the spec's route; None when it can carry mirrors."""
+    routes = list_routes(kube, namespace)
+    if isinstance(routes, str):
+        return routes if wanted.route is not None else None
+    return named_route_problem(routes, wanted)
+
+
+def sync_route_mirrors(kube: KubeClients, namespace: str, wanted: MirrorWanted) -> int:
+    """Patch each route of the namespace whose mirrors of ours differ; returns how many.
+
+    Without the Gateway API (or permission to list routes) there is nothing of ours to
+    remove, and `route_problem` reports it for Mirror rollouts, so this quietly does nothing.
+    """
+    routes = list_routes(kube, namespace)
+    if isinstance(routes, str):
+        return 0
+    patched = 0
+    for route in routes:
+        operations = filters_patch(route, wanted)
+        if not operations:
+            continue
+        kube.custom.patch_namespaced_custom_object(
+            ROUTE_GROUP,
+            ROUTE_VERSION,
+            namespace,
+            ROUTE_PLURAL,
+            route["metadata"]["name"],
+            operations,
+            _content_type="application/json-patch+json",
+        )
+        patched += 1
+    return patched

@@ -1,0 +1,155 @@
+"""The TailLatency gate on vLLM's own step-ITL histogram (`itlDefinition: ServerStep`).
+
+With Mirror traffic the responses never reach the operator, so the only inter-token latency
+is vLLM's `inter_token_latency_seconds` histogram: one observation per request per engine
+step, counted into fixed buckets (10, 25, 50, 75, 100, 150 ms, ...).
+
+Method: the values are lost, but the cumulative counts still say which bucket holds the
+r-th smallest observation. The order-statistic ranks (l, u) that bound the q-quantile
+(`stats.quantile_rank_bounds`) are located in their buckets, and the quantile is bounded by
+the lower edge of rank l's bucket and the upper edge of rank u's: distribution-free, and
+exactly as loose as the buckets are wide. Nothing is interpolated for a verdict; the
+candidate / baseline ratio combines both sides at half the look's error each (Bonferroni),
+as the client-side gate does. Prometheus's interpolated `histogram_quantile` is only the
+point estimate reported next to the bounds.
+
+Limits:
+- Resolution: adjacent vLLM edges differ by 1.25x to 2.5x, so against a 10 % tolerance the
+  gate passes only when the candidate's quantile sits at least a bucket below the
+  baseline's, and fails only when a whole bucket lies between them; otherwise Inconclusive.
+- Counts: `increase()` extrapolates to the window's edges; counts are rounded to whole
+  observations, which moves a rank by less than one observation.
+- Independence: the rank bounds assume independent observations, but all requests of a batch
+  record the same step, so the effective sample is nearer the number of steps than the
+  count; the buckets' slack absorbs much of that (see benchmarks/gates.py), not provably all.
+- Per step, not per token: a step under spec decode emits several tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from bisect import bisect_left
+
+from specdecode.api.analysis import GateSpec
+from specdecode.api.status import GateVerdict
+from specdecode.domain.gate_measures import Measurement, judge_at_most, judged, metric_error
+from specdecode.domain.latency_gates import DEFAULT_QUANTILE, DEFAULT_TOLERANCE
+from specdecode.domain.observations import MetricError, ServerStepHistograms, StepHistogram
+from specdecode.domain.stats import (
+    Interval,
+    min_samples_for_quantile,
+    quantile_rank_bounds,
+    ratio_interval,
+)
+
+
+def _monotone(counts: tuple[float, ...]) -> list[float]:
+    """Cumulative counts made non-decreasing, as Prometheus does before interpolating.
+
+    Why: each bucket's `increase()` is extrapolated on its own, so neighbours can disagree.
+    """
+    running, fixed = 0.0, []
+    for count in counts:
+        running = max(running, count)
+        fixed.append(running)
+    return fixed
+
+
+def histogram_quantile(h: StepHistogram, q: float) -> float | None:
+    """Prometheus's `histogram_quantile(q, ...)` for 0 < q < 1: linear inside the bucket.
+
+    Why the same semantics: the point estimate must match what a dashboard shows for the
+    same window. A rank in the +Inf bucket gives the largest finite bound, as in Prometheus;
+    None without observations (Prometheus's NaN).
+    """
+    counts = _monotone(h.cumulative_counts)
+    if len(counts) < 2 or counts[-1] <= 0:
+        return None
+    rank = q * counts[-1]
+    bucket = bisect_left(counts, rank, hi=len(counts) - 1)  # first count >= rank, not +Inf
+    if bucket == len(counts) - 1:
+        return h.upper_bounds[-2]
+    end = h.upper_bounds[bucket]
+    if bucket == 0:
+        return end if end <= 0 else end * rank / counts[0]
+    start, below = h.upper_bounds[bucket - 1], counts[bucket - 1]
+    return start + (end - start) * (rank - below) / (counts[bucket] - below)
+
+
+def quantile_bucket_interval(h: StepHistogram, q: float, error: float) -> Interval | None:
+    """The q-quantile bounded by the bucket edges of its order-statistic ranks.
+
+    Each bound holds with probability 1 - error for independent observations of any
+    continuous distribution; the upper is math.inf when rank u falls in the +Inf bucket.
+    None when too few observations for the ranks to exist. The value is interpolated.
+    """
+    counts = [round(count) for count in _monotone(h.cumulative_counts)]
+    n = counts[-1] if counts else 0
+    ranks = quantile_rank_bounds(n, q, error)
+    value = histogram_quantile(h, q)
+    if ranks is None or value is None:
+        return None
+    low_bucket, high_bucket = bisect_left(counts, ranks[0]), bisect_left(counts, ranks[1])
+    lower = h.upper_bounds[low_bucket - 1] if low_bucket > 0 else 0.0
+    upper = h.upper_bounds[high_bucket]
+    return Interval(value=min(max(value, lower), upper), lower=lower, upper=upper, samples=n)
+
+
+def _ratio(candidate: Interval, baseline: Interval) -> Interval:
+    """candidate / baseline; a baseline bounded below only by 0 leaves the ratio unbounded."""
+    if baseline.lower > 0:
+        return ratio_interval(candidate, baseline)
+    return Interval(
+        value=candidate.value / baseline.value if baseline.value > 0 else math.inf,
+        lower=candidate.lower / baseline.upper,
+        upper=math.inf,
+        samples=min(candidate.samples, baseline.samples),
+    )
+
+
+def _edges(interval: Interval) -> str:
+    return f"({interval.lower * 1000:g}, {interval.upper * 1000:g}] ms"
+
+
+def measure_server_step_tail(
+    gate: GateSpec, histograms: ServerStepHistograms | MetricError | None, error: float
+) -> Measurement:
+    """Candidate / baseline q-quantile of vLLM's step ITL, bounded by bucket edges.
+
+    Same contract as `latency_gates.measure_tail_latency`: pass when the ratio's upper bound
+    is at most 1 + tolerance, fail when its lower bound exceeds it. An unbounded side (rank
+    in the first or the +Inf bucket) can only stop a pass, never cause one.
+    """
+    q = gate.quantile or DEFAULT_QUANTILE
+    threshold = 1.0 + (gate.tolerance if gate.tolerance is not None else DEFAULT_TOLERANCE)
+    if isinstance(histograms, MetricError):
+        return metric_error(histograms)
+    if histograms is None:
+        return Measurement(GateVerdict.INCONCLUSIVE, "no step histogram yet", threshold=threshold)
+    label = f"server step P{q * 100:g} ITL"
+    base = quantile_bucket_interval(histograms.baseline, q, error / 2)
+    cand = quantile_bucket_interval(histograms.candidate, q, error / 2)
+    n_base, n_cand = round(histograms.baseline.total), round(histograms.candidate.total)
+    needed = max(min_samples_for_quantile(q, error / 2), gate.min_samples or 0)
+    if base is None or cand is None or min(n_base, n_cand) < needed:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            f"{label}: {n_cand} candidate / {n_base} baseline steps; "
+            f"{needed} per side needed for the order-statistic bound",
+            threshold=threshold,
+            samples=min(n_base, n_cand),
+        )
+    ratio = _ratio(cand, base)
+    verdict = judge_at_most(ratio, threshold)
+    relation = {GateVerdict.SUCCESSFUL: "<=", GateVerdict.FAILED: ">"}.get(verdict, "~")
+    reason = (
+        f"{label} ratio {ratio.value:.2f} [{ratio.lower:.2f}, {ratio.upper:.2f}] {relation} "
+        f"{threshold:.2f} (candidate in {_edges(cand)}, baseline in {_edges(base)}; "
+        f"{n_cand} / {n_base} steps)"
+    )
+    found = judged(
+        verdict, reason, ratio, threshold, baseline_value=base.value, candidate_value=cand.value
+    )
+    # Status is JSON, which has no infinity: an unbounded ratio is reported as no bound.
+    return found if math.isfinite(ratio.upper) else dataclasses.replace(found, upper_bound=None)

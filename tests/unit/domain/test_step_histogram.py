@@ -1,0 +1,314 @@
+"""The ServerStep TailLatency gate: vLLM's step-ITL histogram, bounded by bucket edges.
+
+Hand-computed interpolation and bounds, single-look verdicts, and a seeded simulation of
+whole stages at the threshold (as test_domain_gate_error_rates does for client samples).
+`StepHistogramSource` is also what `benchmarks/gates.py` tabulates with more trials.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+from bisect import bisect_left
+from collections.abc import Iterable
+from itertools import accumulate
+from statistics import NormalDist
+
+import pytest
+from domain_fixtures import T0
+from domain_gatesim import LatencySource, Outcome, StageRun, run_stage, single_stage_spec
+
+from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
+from specdecode.domain import gates, step_histogram
+from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gates import evaluate_gate
+from specdecode.domain.observations import (
+    MetricError,
+    ServerStepHistograms,
+    StageObservations,
+    StepHistogram,
+)
+from specdecode.domain.stats import Interval, quantile_rank_bounds
+from specdecode.domain.step_histogram import (
+    histogram_quantile,
+    measure_server_step_tail,
+    quantile_bucket_interval,
+)
+from specdecode_sim.metrics import ITL_BUCKETS
+
+pytestmark = pytest.mark.unit
+
+VLLM_BOUNDS = (*ITL_BUCKETS, math.inf)
+SERVER_P99 = GateSpec(
+    name="p99-step-itl",
+    type=GateType.TAIL_LATENCY,
+    quantile=0.99,
+    tolerance=0.10,
+    itl_definition=ItlDefinition.SERVER_STEP,
+)
+ERROR = 0.05 / 42  # the per-look error of a default stage (see domain.stats.per_look_error)
+MAX_WRONG = 0.05  # 1 - default confidence
+STEP_SIGMA = 0.25  # log-sd of per-step ITL: P99 = 1.79 x median
+# Baseline P99 at 50 / sqrt(1.1) ms and the candidate's at 50 x sqrt(1.1) ms: at the
+# threshold, the 50 ms edge splits them evenly, the worst place for a bucket-edge bound.
+STRADDLING_MEDIAN = 0.050 / math.sqrt(1.1) / math.exp(NormalDist().inv_cdf(0.99) * STEP_SIGMA)
+
+
+def bucketed(latencies: Iterable[float]) -> StepHistogram:
+    """Latencies (seconds) counted into vLLM's ITL buckets, cumulative (`le`)."""
+    counts = [0] * len(VLLM_BOUNDS)
+    for latency in latencies:
+        counts[bisect_left(VLLM_BOUNDS, latency)] += 1
+    return StepHistogram(VLLM_BOUNDS, tuple(float(c) for c in accumulate(counts)))
+
+
+def body_and_tail(steps: int, body: float, tail: float, tail_share: float = 0.03) -> StepHistogram:
+    """`steps` latencies: most at `body` seconds, `tail_share` of them at `tail`."""
+    in_tail = round(steps * tail_share)
+    return bucketed([body] * (steps - in_tail) + [tail] * in_tail)
+
+
+class StepHistogramSource(LatencySource):
+    """vLLM's step-ITL histograms of both engines (candidate latency = ratio x baseline's).
+
+    Each engine takes `steps_per_second` steps with lognormal latencies (median `median`,
+    log-sd STEP_SIGMA), counted into vLLM's buckets, so the true quantile ratio is exactly
+    `ratio`. Each step is recorded once per request in the batch (`batch` times, as vLLM
+    does): batch > 1 makes observations dependent, which the rank bound does not assume.
+    """
+
+    def __init__(
+        self,
+        ratio: float,
+        rng: random.Random,
+        median: float,
+        steps_per_second: float = 64.0,
+        batch: int = 1,
+    ):
+        super().__init__(ratio, rng, steps_per_second)
+        self.log_median = math.log(median)
+        self.batch = batch
+        self.counts = ([0] * len(VLLM_BOUNDS), [0] * len(VLLM_BOUNDS))
+
+    def advance(self, seconds: float) -> None:
+        steps = round(seconds * self.rate)
+        for counts, scale in zip(self.counts, (1.0, self.ratio), strict=True):
+            for _ in range(steps):
+                latency = scale * self.rng.lognormvariate(self.log_median, STEP_SIGMA)
+                counts[bisect_left(VLLM_BOUNDS, latency)] += self.batch
+
+    def observe(self) -> StageObservations:
+        baseline, candidate = (
+            StepHistogram(VLLM_BOUNDS, tuple(float(c) for c in accumulate(counts)))
+            for counts in self.counts
+        )
+        return StageObservations(
+            stage_name="stage",
+            server_step_itl=ServerStepHistograms(baseline=baseline, candidate=candidate),
+        )
+
+
+# Cumulative counts 100, 700, 950, 990, 1000 over (0, 10], (10, 25], (25, 50], (50, 75], +Inf.
+SMALL = StepHistogram((0.01, 0.025, 0.05, 0.075, math.inf), (100.0, 700.0, 950.0, 990.0, 1000.0))
+
+
+@pytest.mark.parametrize(
+    ("q", "expected"),
+    [
+        (0.05, 0.01 * 50 / 100),  # first bucket: from 0
+        (0.5, 0.01 + 0.015 * 400 / 600),
+        (0.9, 0.025 + 0.025 * 200 / 250),
+        (0.99, 0.05 + 0.025 * 40 / 40),
+        (0.995, 0.075),  # in the +Inf bucket: the largest finite bound, as Prometheus
+    ],
+)
+def test_histogram_quantile_interpolates_as_prometheus_does(q: float, expected: float) -> None:
+    assert histogram_quantile(SMALL, q) == pytest.approx(expected)
+
+
+def test_no_observations_have_no_quantile() -> None:
+    zeros = StepHistogram(VLLM_BOUNDS, (0.0,) * len(VLLM_BOUNDS))
+    assert histogram_quantile(zeros, 0.99) is None
+    assert histogram_quantile(StepHistogram(), 0.99) is None
+    assert quantile_bucket_interval(zeros, 0.99, ERROR) is None
+    assert zeros.total == 0.0 and StepHistogram().total == 0.0
+
+
+def test_extrapolated_counts_that_dip_are_made_monotone() -> None:
+    # increase() extrapolates each bucket alone: a neighbour may come out slightly lower.
+    dipping = StepHistogram((0.01, 0.025, math.inf), (10.2, 10.1, 20.0))
+    assert histogram_quantile(dipping, 0.5) == pytest.approx(0.01 * 10 / 10.2)
+
+
+def test_a_histogram_must_end_with_the_inf_bucket() -> None:
+    with pytest.raises(ValueError, match="Inf"):
+        StepHistogram((0.01, 0.025), (1.0, 2.0))
+
+
+def _cumulative(bounds: tuple[float, ...], per_bucket: tuple[int, ...]) -> StepHistogram:
+    return StepHistogram(bounds, tuple(float(c) for c in accumulate(per_bucket)))
+
+
+BOUNDS = (0.01, 0.025, 0.05, 0.075, math.inf)
+
+
+def test_both_ranks_in_one_bucket_give_its_edges() -> None:
+    # n = 100000: the P99 ranks at error 0.001 are 99000 -/+ ~100, inside (50, 75] ms.
+    h = _cumulative(BOUNDS, (0, 50_000, 48_000, 1_500, 500))
+    interval = quantile_bucket_interval(h, 0.99, 0.001)
+    assert interval == Interval(
+        value=pytest.approx(0.05 + 0.025 * 1000 / 1500), lower=0.05, upper=0.075, samples=100_000
+    )
+
+
+def test_ranks_across_an_edge_span_both_buckets() -> None:
+    h = _cumulative(BOUNDS, (0, 50_000, 48_950, 550, 500))  # 98950 at or below 50 ms
+    interval = quantile_bucket_interval(h, 0.99, 0.001)
+    assert interval is not None
+    assert (interval.lower, interval.upper) == (0.025, 0.075)
+
+
+def test_the_first_bucket_bounds_from_zero_and_the_inf_bucket_is_unbounded() -> None:
+    first = _cumulative(BOUNDS, (100_000, 0, 0, 0, 0))
+    interval = quantile_bucket_interval(first, 0.99, 0.001)
+    assert interval is not None and (interval.lower, interval.upper) == (0.0, 0.01)
+    overflow = _cumulative(BOUNDS, (0, 98_000, 0, 0, 2_000))
+    interval = quantile_bucket_interval(overflow, 0.99, 0.001)
+    assert interval is not None
+    assert (interval.lower, interval.upper) == (0.075, math.inf)
+    assert interval.value == 0.075  # Prometheus's point estimate stays finite
+
+
+def test_too_few_steps_have_no_rank_bounds() -> None:
+    assert quantile_bucket_interval(_cumulative(BOUNDS, (0, 90, 10, 0, 0)), 0.99, 0.001) is None
+
+
+def _measure(
+    baseline: StepHistogram, candidate: StepHistogram, gate: GateSpec = SERVER_P99
+) -> Measurement:
+    pair = ServerStepHistograms(baseline=baseline, candidate=candidate)
+    return measure_server_step_tail(gate, pair, ERROR)
+
+
+def test_a_candidate_a_whole_bucket_below_passes() -> None:
+    found = _measure(body_and_tail(5000, 0.020, 0.060), body_and_tail(5000, 0.020, 0.040))
+    assert found.verdict is GateVerdict.SUCCESSFUL
+    assert found.upper_bound == pytest.approx(1.0)  # 50 ms / 50 ms
+    assert "candidate in (25, 50] ms, baseline in (50, 75] ms; 5000 / 5000 steps" in found.reason
+    assert found.baseline_value is not None and 0.05 < found.baseline_value <= 0.075
+    assert found.candidate_value is not None and 0.025 < found.candidate_value <= 0.05
+
+
+def test_a_candidate_a_bucket_clear_above_fails() -> None:
+    found = _measure(body_and_tail(5000, 0.015, 0.020), body_and_tail(5000, 0.015, 0.060))
+    assert found.verdict is GateVerdict.FAILED
+    assert found.lower_bound == pytest.approx(2.0)  # 50 ms / 25 ms
+    assert found.reason.startswith("server step P99 ITL ratio ")
+
+
+def test_adjacent_buckets_above_cannot_fail_and_the_same_bucket_cannot_decide() -> None:
+    # Candidate in (50, 75], baseline in (25, 50]: the ratio may be as low as 1.0.
+    above = _measure(body_and_tail(5000, 0.020, 0.040), body_and_tail(5000, 0.020, 0.060))
+    assert above.verdict is GateVerdict.INCONCLUSIVE
+    same = _measure(body_and_tail(5000, 0.020, 0.030), body_and_tail(5000, 0.020, 0.045))
+    assert same.verdict is GateVerdict.INCONCLUSIVE
+    assert (same.lower_bound, same.upper_bound) == (pytest.approx(0.5), pytest.approx(2.0))
+
+
+def test_a_baseline_in_the_first_bucket_leaves_the_ratio_unbounded_above() -> None:
+    fast = bucketed([0.005] * 5000)
+    unbounded = _measure(fast, fast)
+    assert unbounded.verdict is GateVerdict.INCONCLUSIVE
+    assert unbounded.upper_bound is None  # infinite: JSON status has no infinity
+    assert "[0.00, inf]" in unbounded.reason
+    slow = _measure(fast, body_and_tail(5000, 0.020, 0.060))
+    assert slow.verdict is GateVerdict.FAILED  # the lower bound alone can still fail
+
+
+def test_metric_errors_and_missing_histograms() -> None:
+    down = measure_server_step_tail(SERVER_P99, MetricError("prometheus", "timeout"), ERROR)
+    assert down.verdict is GateVerdict.ERROR and "timeout" in down.reason
+    missing = measure_server_step_tail(SERVER_P99, None, ERROR)
+    assert missing.verdict is GateVerdict.INCONCLUSIVE
+    assert missing.reason == "no step histogram yet"
+    empty = _measure(StepHistogram(), StepHistogram())
+    assert empty.verdict is GateVerdict.INCONCLUSIVE and empty.samples == 0
+
+
+def test_min_samples_holds_back_a_verdict() -> None:
+    baseline, candidate = body_and_tail(5000, 0.020, 0.060), body_and_tail(5000, 0.020, 0.040)
+    strict = SERVER_P99.model_copy(update={"min_samples": 20_000})
+    held = _measure(baseline, candidate, strict)
+    assert held.verdict is GateVerdict.INCONCLUSIVE
+    assert "5000 candidate / 5000 baseline steps; 20000 per side needed" in held.reason
+    few = _measure(body_and_tail(300, 0.020, 0.060), body_and_tail(300, 0.020, 0.040))
+    assert few.verdict is GateVerdict.INCONCLUSIVE  # no order-statistic bound at 300 steps
+
+
+def test_a_server_step_gate_is_judged_on_the_histogram() -> None:
+    pair = ServerStepHistograms(
+        baseline=body_and_tail(5000, 0.020, 0.060), candidate=body_and_tail(5000, 0.020, 0.040)
+    )
+    observations = StageObservations(stage_name="s", server_step_itl=pair)
+    result = evaluate_gate(SERVER_P99, observations, None, T0, 42)
+    assert result.verdict is GateVerdict.SUCCESSFUL
+    assert result.itl_definition is ItlDefinition.SERVER_STEP
+    assert result.server_candidate_value == result.candidate_value
+    failed = StageObservations(stage_name="s", server_step_itl=MetricError("prom", "5xx"))
+    assert evaluate_gate(SERVER_P99, failed, None, T0, 42).verdict is GateVerdict.ERROR
+
+
+def _rate(runs: list[StageRun], outcome: Outcome) -> float:
+    return sum(run.outcome is outcome for run in runs) / len(runs)
+
+
+def _runs_at_threshold(seed: int, trials: int, steps: float, batch: int) -> list[StageRun]:
+    rng = random.Random(seed)
+    spec = single_stage_spec(SERVER_P99, concurrency=32)
+    source = functools.partial(StepHistogramSource, 1.10, rng, STRADDLING_MEDIAN, steps, batch)
+    return [run_stage(spec, source()) for _ in range(trials)]
+
+
+@pytest.mark.parametrize(
+    ("steps", "batch", "trials"),
+    [(48, 1, 50), (32, 8, 30)],
+    ids=["independent-steps", "batches-of-8"],
+)
+def test_at_the_threshold_the_histogram_gate_rarely_promotes_or_rolls_back(
+    steps: float, batch: int, trials: int
+) -> None:
+    # True P99 ratio exactly 1.10, the 50 ms edge between the two P99s. A busy engine at
+    # ~27 ms per step takes ~32 steps a second, each recorded once per request in the batch.
+    runs = _runs_at_threshold(seed=21, trials=trials, steps=steps, batch=batch)
+    wrong_promotion = _rate(runs, Outcome.PROMOTED)
+    wrong_rollback = _rate(runs, Outcome.ROLLED_BACK)
+    print(
+        f"step P99 1.10 vs 1.10 ({steps} steps/s x {batch}): promoted {wrong_promotion:.3f}, "
+        f"rolled back {wrong_rollback:.3f}"
+    )
+    assert wrong_promotion <= MAX_WRONG
+    assert wrong_rollback <= MAX_WRONG
+
+
+def _interpolated(h: StepHistogram, q: float, error: float) -> Interval | None:
+    """The naive bound: the same ranks, placed by Prometheus's interpolation, not the edges."""
+    n = round(h.total)
+    ranks = quantile_rank_bounds(n, q, error)
+    value = histogram_quantile(h, q)
+    if ranks is None or value is None:
+        return None
+    low, high = histogram_quantile(h, ranks[0] / n), histogram_quantile(h, ranks[1] / n)
+    assert low is not None and high is not None
+    return Interval(value, low, high, n)
+
+
+def test_the_simulation_catches_an_interpolating_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Interpolating inside buckets (and spending the whole error on every look) trusts a
+    # uniform spread the tail does not have: the same harness sees many wrong verdicts.
+    monkeypatch.setattr(step_histogram, "quantile_bucket_interval", _interpolated)
+    monkeypatch.setattr(gates, "per_look_error", lambda confidence, looks: 1 - confidence)
+    runs = _runs_at_threshold(seed=22, trials=30, steps=48, batch=1)
+    wrong = _rate(runs, Outcome.PROMOTED) + _rate(runs, Outcome.ROLLED_BACK)
+    print(f"interpolating step gate at the threshold: wrong verdicts {wrong:.3f}")
+    assert wrong > 3 * MAX_WRONG
