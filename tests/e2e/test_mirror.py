@@ -20,77 +20,18 @@ import yaml
 from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
 from localcluster.live_traffic import live_users
-from localcluster.manifests import load_example, merged
+from localcluster.mirror_scenario import ROUTE, USERS_FILTER, mirror_rollout, route_manifest
 from localcluster.rollouts import Rollout
 from localcluster.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
-ROUTE = "llm"
-USERS_FILTER = {
-    "type": "RequestHeaderModifier",
-    "requestHeaderModifier": {"set": [{"name": "x-team", "value": "search"}]},
-}
-SIM_ENV = [
-    {"name": "SPECDECODE_SIM_GPU", "value": "H100"},
-    {"name": "SPECDECODE_SIM_TIME_SCALE", "value": "10"},
-    {"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.85"},
-]
 TERMINAL = ("Promoted", "RolledBack", "Failed")
 
 
-def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
-    """The simulator example on Mirror traffic: server-side gates only."""
-    stage = {"warmupSeconds": 3, "minDurationSeconds": 15, "maxDurationSeconds": 90}
-    patch = {
-        "spec": {
-            "engine": {"env": SIM_ENV},
-            "analysis": {
-                "traffic": {"source": "Mirror", "httpRoute": route, "mirrorPercent": percent},
-                "intervalSeconds": 3,
-                "progressDeadlineSeconds": 180,
-                "stages": [
-                    {
-                        **stage,
-                        "name": "acceptance",
-                        "gates": [{"name": "alpha", "type": "Acceptance", "minAlpha": 0.55}],
-                    },
-                    {
-                        **stage,
-                        "name": "tail-latency",
-                        "gates": [
-                            {
-                                "name": "p99-step-itl",
-                                "type": "TailLatency",
-                                "tolerance": 0.25,
-                                "dryRun": True,
-                            }
-                        ],
-                    },
-                ],
-            },
-        }
-    }
-    return merged(load_example(), patch)
-
-
 def apply_route(cluster: LocalCluster, namespace: str, production_service: str) -> None:
-    route = {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "HTTPRoute",
-        "metadata": {"name": ROUTE, "namespace": namespace},
-        "spec": {
-            "parentRefs": [{"name": "inference-gateway"}],
-            "rules": [
-                {
-                    "matches": [{"path": {"type": "PathPrefix", "value": "/v1"}}],
-                    "filters": [USERS_FILTER],
-                    "backendRefs": [{"name": production_service, "port": 8000}],
-                }
-            ],
-        },
-    }
-    result = cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(route))
+    manifest = route_manifest(namespace, production_service)
+    result = cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
     assert result.returncode == 0, result.stderr
 
 

@@ -1,24 +1,35 @@
 """`make demo`: a live speculative-decoding rollout on the local cluster, start to verdict.
 
-    python -m localcluster.demo [--scenario promote|rollback] [--namespace demo]
+    python -m localcluster.demo [--scenario promote|rollback|mirror] [--namespace demo]
 
 Starts (or reuses) the local control plane, installs the CRD, runs the operator in the
 background, applies examples/simulator/specdecode-rollout.yaml, and prints the gate table
 each time the status changes until the rollout is Promoted or RolledBack. The `rollback`
 scenario makes the simulated draft head weak (low acceptance), so the acceptance gate
-must roll it back. Exits non-zero if the verdict is not the one the scenario expects.
+must roll it back. The `mirror` scenario puts an HTTPRoute and a gateway process in front
+of production, plays live users through it, and lets the operator mirror a share of their
+requests to the shadows (Gateway API RequestMirror) instead of replaying prompts. Exits
+non-zero if the verdict is not the one the scenario expects.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import yaml
+
+from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
+from localcluster.live_traffic import live_users
 from localcluster.manifests import load_example, merged
+from localcluster.mirror_scenario import ROUTE, mirror_rollout, route_manifest
 from localcluster.operator_process import OperatorProcess, install_crds
 from localcluster.paths import ClusterPaths
 from localcluster.process import is_alive, read_pid, stop_processes
@@ -28,13 +39,15 @@ from localcluster.startup import up
 from specdecode.report import gate_table
 
 ENDINGS = {"Promoted", "RolledBack", "Failed"}
-EXPECTED = {"promote": "Promoted", "rollback": "RolledBack"}
+EXPECTED = {"promote": "Promoted", "rollback": "RolledBack", "mirror": "Promoted"}
 WEAK_DRAFT_HEAD = [{"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.35"}]
 DEMO_TIMEOUT_SECONDS = 900
 
 
 def scenario_manifest(scenario: str) -> dict[str, Any]:
-    """The simulator example, or its weak-draft-head variant."""
+    """The simulator example, its weak-draft-head variant, or its Mirror-traffic variant."""
+    if scenario == "mirror":
+        return mirror_rollout()
     manifest = load_example()
     if scenario == "rollback":
         env = list(manifest["spec"]["engine"].get("env", [])) + WEAK_DRAFT_HEAD
@@ -52,13 +65,41 @@ def restart_operator(cluster: LocalCluster) -> None:
     print(f"operator started (pid {process.child.pid}), log: {process.log_file}")
 
 
-def watch(rollout: Rollout, timeout: float) -> str:
+@contextmanager
+def mirror_setup(
+    cluster: LocalCluster, namespace: str, rollout: str
+) -> Iterator[Callable[[], str]]:
+    """Route, gateway and live users for the mirror scenario; yields a route summary."""
+    route = route_manifest(namespace, rollout)
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(route))
+    with running_gateway(cluster, namespace, ROUTE) as gateway:
+        print(f"gateway for HTTPRoute {namespace}/{ROUTE} on {gateway.url}; 8 live users")
+        with live_users(gateway.url, "llama-3.1-8b-instruct", concurrency=8):
+            yield lambda: route_mirrors(cluster, namespace)
+
+
+def route_mirrors(cluster: LocalCluster, namespace: str) -> str:
+    """One line: the RequestMirror filters the route carries now."""
+    out = cluster.kubectl("get", "httproute", ROUTE, "-n", namespace, "-o", "json")
+    rules = json.loads(out.stdout)["spec"]["rules"] if out.returncode == 0 else []
+    mirrors = [
+        f"{f['requestMirror']['backendRef']['name']} {f['requestMirror'].get('percent', 100)}%"
+        for rule in rules
+        for f in rule.get("filters", [])
+        if f["type"] == "RequestMirror"
+    ]
+    return f"HTTPRoute {ROUTE} mirrors: {', '.join(mirrors) or 'none'}"
+
+
+def watch(rollout: Rollout, timeout: float, extra: Callable[[], str] | None = None) -> str:
     """Print the gate table whenever it changes; return the final phase."""
     deadline = time.monotonic() + timeout
     shown = ""
     while time.monotonic() < deadline:
         document = rollout.get()
         table = gate_table(document, now=datetime.now(UTC))
+        if extra is not None:
+            table = f"{table}\n{extra()}"
         if table != shown:
             print(f"\n--- {datetime.now(UTC):%H:%M:%S}\n{table}", flush=True)
             shown = table
@@ -91,10 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     name = f"llama-8b-{args.scenario}"
     cluster.kubectl("delete", "sdr", name, "-n", args.namespace, "--ignore-not-found", "--wait")
     rollout = Rollout(cluster, args.namespace, name)
-    rollout.apply(scenario_manifest(args.scenario))
-    print(f"applied SpecDecodeRollout {args.namespace}/{name} (scenario: {args.scenario})")
-
-    final = watch(rollout, DEMO_TIMEOUT_SECONDS)
+    with ExitStack() as stack:
+        extra = None
+        if args.scenario == "mirror":
+            extra = stack.enter_context(mirror_setup(cluster, args.namespace, name))
+        rollout.apply(scenario_manifest(args.scenario))
+        print(f"applied SpecDecodeRollout {args.namespace}/{name} (scenario: {args.scenario})")
+        final = watch(rollout, DEMO_TIMEOUT_SECONDS, extra)
+        if extra is not None:
+            print(extra())
     print(f"\nverdict: {final} after {time.monotonic() - started:.0f}s")
     print(
         "\nlook around:\n"

@@ -1,0 +1,65 @@
+"""The Mirror-traffic scenario shared by the e2e tests and `make demo SCENARIO=mirror`.
+
+A user's HTTPRoute in front of the rollout's production Service (with a filter of the
+user's own, which must survive untouched), and the simulator example switched to Mirror
+traffic with server-side gates only: acceptance from the candidate's spec-decode counters,
+and a dry-run ServerStep tail-latency gate from vLLM's step histogram.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localcluster.manifests import load_example, merged
+
+ROUTE = "llm"
+USERS_FILTER = {
+    "type": "RequestHeaderModifier",
+    "requestHeaderModifier": {"set": [{"name": "x-team", "value": "search"}]},
+}
+SIM_ENV = [
+    {"name": "SPECDECODE_SIM_GPU", "value": "H100"},
+    {"name": "SPECDECODE_SIM_TIME_SCALE", "value": "10"},
+    {"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.85"},
+]
+
+
+def route_manifest(namespace: str, production_service: str, port: int = 8000) -> dict[str, Any]:
+    """An HTTPRoute sending /v1 to the production Service, with a filter of the user's."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": ROUTE, "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": "inference-gateway"}],
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": "/v1"}}],
+                    "filters": [USERS_FILTER],
+                    "backendRefs": [{"name": production_service, "port": port}],
+                }
+            ],
+        },
+    }
+
+
+def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
+    """The simulator example on Mirror traffic: server-side gates only."""
+    stage = {"warmupSeconds": 3, "minDurationSeconds": 15, "maxDurationSeconds": 90}
+    acceptance = {"name": "alpha", "type": "Acceptance", "minAlpha": 0.55}
+    step_itl = {"name": "p99-step-itl", "type": "TailLatency", "tolerance": 0.25, "dryRun": True}
+    patch = {
+        "spec": {
+            "engine": {"env": SIM_ENV},
+            "analysis": {
+                "traffic": {"source": "Mirror", "httpRoute": route, "mirrorPercent": percent},
+                "intervalSeconds": 3,
+                "progressDeadlineSeconds": 180,
+                "stages": [
+                    {**stage, "name": "acceptance", "gates": [acceptance]},
+                    {**stage, "name": "tail-latency", "gates": [step_itl]},
+                ],
+            },
+        }
+    }
+    return merged(load_example(), patch)
