@@ -12,9 +12,12 @@ per second of 40-120 drafts each (k = 3), per-request acceptance spread sd(r) ~ 
 ServerStep latency (vLLM's step-ITL histogram, Mirror traffic): lognormal per-step ITL
 (log-sd 0.25) whose median is drawn per stage log-uniformly from 15-40 ms, so the P99s
 (27-72 ms) land anywhere relative to vLLM's bucket edges; --step-rate independent steps
-per second and engine. The "x 8" and "x 32" rows record each step once per request of a batch
-(dependent observations, which the bound does not assume); the "at 50 ms" rows put the
-baseline's and candidate's P99 either side of the 50 ms edge, the worst case at 1.10.
+per second and engine. The "x 8", "x 32" and "x 64" rows record each step once per request of
+a batch (dependent observations); the histograms carry the window's step count (as
+`vllm:iteration_tokens_total` gives it), so the gate counts each step once, except in the
+"no step count" rows (the uncorrected gate, as with an engine that does not export it).
+The "at 50 ms" rows put the baseline's and candidate's P99 either side of the 50 ms edge,
+the worst case at 1.10.
 
     .venv/bin/python benchmarks/gates.py [--trials N] [--seed S]
 """
@@ -60,17 +63,25 @@ ACCEPTANCE_CASES = [
     ("alpha 0.45", 0.45, True, BETA_CONCENTRATION),
     ("alpha 0.35", 0.35, True, BETA_CONCENTRATION),
 ]
-# (label, true P99 ratio, baseline median or None for log-uniform 15-40 ms, steps/s, batch);
-# a steps/s of None means --step-rate.
-STEP_CASES: list[tuple[str, float, float | None, float | None, int]] = [
-    ("step P99 1.10 (threshold)", 1.10, None, None, 1),
-    ("step P99 0.80", 0.80, None, None, 1),
-    ("step P99 0.90", 0.90, None, None, 1),
-    ("step P99 1.00", 1.00, None, None, 1),
-    ("step P99 1.30", 1.30, None, None, 1),
-    ("step P99 1.10 at 50 ms", 1.10, STRADDLING_MEDIAN, None, 1),
-    ("step P99 1.10 at 50 ms, 32 steps/s x 8", 1.10, STRADDLING_MEDIAN, 32.0, 8),
-    ("step P99 1.10 at 50 ms, 2 steps/s x 32", 1.10, STRADDLING_MEDIAN, 2.0, 32),
+# (label, true P99 ratio, baseline median or None for log-uniform 15-40 ms, steps/s, batch,
+# step count reported); a steps/s of None means --step-rate.
+AT_50_MS = STRADDLING_MEDIAN
+STEP_CASES: list[tuple[str, float, float | None, float | None, int, bool]] = [
+    ("step P99 1.10 (threshold)", 1.10, None, None, 1, True),
+    ("step P99 0.80", 0.80, None, None, 1, True),
+    ("step P99 0.90", 0.90, None, None, 1, True),
+    ("step P99 1.00", 1.00, None, None, 1, True),
+    ("step P99 1.30", 1.30, None, None, 1, True),
+    ("step P99 1.10 at 50 ms", 1.10, AT_50_MS, None, 1, True),
+    ("step P99 1.10 at 50 ms, 32 steps/s x 8", 1.10, AT_50_MS, 32.0, 8, True),
+    ("step P99 1.10 at 50 ms, 32 steps/s x 8, no step count", 1.10, AT_50_MS, 32.0, 8, False),
+    ("step P99 0.80, 32 steps/s x 8", 0.80, None, 32.0, 8, True),
+    ("step P99 0.80, 32 steps/s x 8, no step count", 0.80, None, 32.0, 8, False),
+    ("step P99 1.30, 32 steps/s x 8", 1.30, None, 32.0, 8, True),
+    ("step P99 1.10 at 50 ms, 2 steps/s x 32", 1.10, AT_50_MS, 2.0, 32, True),
+    ("step P99 1.10 at 50 ms, 2 steps/s x 32, no step count", 1.10, AT_50_MS, 2.0, 32, False),
+    ("step P99 1.10 at 50 ms, 1 step/s x 64", 1.10, AT_50_MS, 1.0, 64, True),
+    ("step P99 1.10 at 50 ms, 1 step/s x 64, no step count", 1.10, AT_50_MS, 1.0, 64, False),
 ]
 LATENCY_CASES = [
     ("P99 ratio 1.10 (threshold)", 1.10),
@@ -88,7 +99,7 @@ def _row(label: str, runs: list[StageRun], unit: str, elapsed: float) -> str:
     samples = f"{statistics.median(r.samples for r in decided):>9.0f}" if decided else "        -"
     seconds = f"{statistics.median(r.seconds for r in decided):>6.0f}" if decided else "     -"
     return (
-        f"{label:<50} {len(runs):>6} {share(Outcome.PROMOTED)} {share(Outcome.ROLLED_BACK)} "
+        f"{label:<64} {len(runs):>6} {share(Outcome.PROMOTED)} {share(Outcome.ROLLED_BACK)} "
         f"{share(Outcome.UNDECIDED)} {samples} {unit:<13} {seconds} s  ({elapsed:.1f}s)"
     )
 
@@ -105,7 +116,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     header = (
-        f"{'true effect (gate threshold)':<50} {'trials':>6} {'promoted':>7} {'rolled back':>8} "
+        f"{'true effect (gate threshold)':<64} {'trials':>6} {'promoted':>7} {'rolled back':>8} "
         f"{'undecided':>7} {'median samples to decision':>23} {'time':>8}"
     )
     print(header)
@@ -132,7 +143,7 @@ def main() -> None:
         ]
         print(_row(f"{label} vs 1.10", runs, "ITL per side", time.perf_counter() - started))
     spec = single_stage_spec(SERVER_P99, concurrency=32)
-    for label, ratio, median, steps, batch in STEP_CASES:
+    for label, ratio, median, steps, batch, report_steps in STEP_CASES:
         started = time.perf_counter()
         runs = [
             run_stage(
@@ -143,11 +154,14 @@ def main() -> None:
                     median or math.exp(rng.uniform(math.log(0.015), math.log(0.040))),
                     steps or args.step_rate,
                     batch,
+                    report_steps,
                 ),
             )
             for _ in range(args.step_trials)
         ]
-        print(_row(f"{label} vs 1.10", runs, "steps / side", time.perf_counter() - started))
+        # Samples are what the gate counted: steps with the step count, else observations.
+        unit = "steps / side" if report_steps else "obs. / side"
+        print(_row(f"{label} vs 1.10", runs, unit, time.perf_counter() - started))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from specdecode.api.analysis import GateType
+from specdecode.api.gate_spec import GateType
 from specdecode.api.status import GateResult, GateVerdict, Phase, SpecDecodeRolloutStatus
 
 ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)

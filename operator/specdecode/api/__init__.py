@@ -6,15 +6,8 @@ generated from them (`make crds`), and CI fails when the two drift (`make verify
 
 from __future__ import annotations
 
-from specdecode.api.analysis import (
-    AnalysisSpec,
-    GateSpec,
-    GateType,
-    ItlDefinition,
-    SpeedupMetric,
-    StageSpec,
-    default_stages,
-)
+from specdecode.api.analysis import AnalysisSpec, StageSpec, default_stages
+from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, SpeedupMetric
 from specdecode.api.rollout import (
     ACTION_ANNOTATION,
     ACTIONS,

@@ -13,8 +13,8 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from specdecode.api.analysis import GateType, ItlDefinition
 from specdecode.api.base import KubeModel
+from specdecode.api.gate_spec import GateType, ItlDefinition
 from specdecode.api.speculative import SpeculativeConfig
 
 

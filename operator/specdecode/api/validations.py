@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from specdecode.api.analysis import GATE_FIELDS, MIRROR_GATES_MESSAGE, GateType
+from specdecode.api.gate_spec import GATE_FIELDS, MIRROR_GATES_MESSAGE, GateType
 from specdecode.api.rollout import MAX_NAME_LENGTH, NAME_PATTERN
 from specdecode.api.speculative import METHODS_NEEDING_DRAFT_MODEL, METHODS_WITHOUT_DRAFT_MODEL
+from specdecode.api.traffic import PROMPTS_ONLY_FIELDS
 from specdecode.api.workload import RESERVED_ENGINE_FLAGS
 
 
@@ -197,6 +198,21 @@ RULES: Mapping[str, tuple[CelRule, ...]] = {
             "traffic: source Mirror needs httpRoute",
             ".httpRoute",
             "FieldValueRequired",
+        ),
+        CelRule(
+            "self.source != 'Prompts' || !has(self.httpRoute)",
+            "traffic: httpRoute applies only to source Mirror",
+            ".httpRoute",
+            "FieldValueForbidden",
+        ),
+        *(
+            CelRule(
+                f"self.source != 'Mirror' || !has(self.{to_camel(field)})",
+                f"traffic: {to_camel(field)} apply only to source Prompts",
+                f".{to_camel(field)}",
+                "FieldValueForbidden",
+            )
+            for field in PROMPTS_ONLY_FIELDS
         ),
     ),
 }

@@ -7,7 +7,7 @@ look); itlRatio: "1.04<=1.10" (candidate/baseline quantile ratio against 1 + tol
 
 from __future__ import annotations
 
-from specdecode.api.analysis import GateType
+from specdecode.api.gate_spec import GateType
 from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
 
 

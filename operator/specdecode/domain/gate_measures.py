@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from specdecode.api.analysis import GateSpec
+from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import GateVerdict
 from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.observations import AcceptanceCounts, LatencySamples, MetricError

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.analysis import GateSpec, GateType, ItlDefinition
+from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
 from specdecode.api.status import GateResult, GateVerdict
 from specdecode.domain.gate_measures import Measurement, measure_acceptance, measure_error_rate
 from specdecode.domain.latency_gates import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specdecode.api.analysis import GateSpec, ItlDefinition, SpeedupMetric
+from specdecode.api.gate_spec import GateSpec, ItlDefinition, SpeedupMetric
 from specdecode.api.status import GateVerdict
 from specdecode.domain.gate_measures import (
     Measurement,

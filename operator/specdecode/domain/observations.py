@@ -94,10 +94,16 @@ class StepHistogram:
     the window, so floats: `increase()` extrapolates to the window's edges. One observation
     per request per engine step (a step under spec decode may emit several tokens). Empty
     means the engine took no steps in the window.
+
+    `steps` is the number of engine steps in the same window (`vllm:iteration_tokens_total`
+    has one observation per step), None when unknown. Why: every request of a batch records
+    the same step duration, so the observations are not independent and the count
+    overstates the sample; the gate treats each step as one observation instead.
     """
 
     upper_bounds: tuple[float, ...] = ()
     cumulative_counts: tuple[float, ...] = ()
+    steps: float | None = None
 
     def __post_init__(self) -> None:
         if len(self.upper_bounds) != len(self.cumulative_counts):
@@ -106,6 +112,8 @@ class StepHistogram:
             raise ValueError("step histogram: bucket bounds must ascend")
         if self.upper_bounds and self.upper_bounds[-1] != math.inf:
             raise ValueError("step histogram: the last bucket must be +Inf")
+        if self.steps is not None and not self.steps >= 0:  # also rejects NaN
+            raise ValueError("step histogram: steps must be a count >= 0")
 
     @property
     def total(self) -> float:

@@ -18,10 +18,16 @@ Limits:
   gate passes only when the candidate's quantile sits at least a bucket below the
   baseline's, and fails only when a whole bucket lies between them; otherwise Inconclusive.
 - Counts: `increase()` extrapolates to the window's edges; counts are rounded to whole
-  observations, which moves a rank by less than one observation.
-- Independence: the rank bounds assume independent observations, but all requests of a batch
-  record the same step, so the effective sample is nearer the number of steps than the
-  count; the buckets' slack absorbs much of that (see benchmarks/gates.py), not provably all.
+  observations (whole steps once scaled), which moves a rank by less than one.
+- Independence: all requests of a batch record the same step duration, so the observations
+  are not independent. With the window's engine-step count (`steps`, from
+  `vllm:iteration_tokens_total`: one observation per step) below the observation count, the
+  counts are scaled by steps / observations before the ranks, i.e. each step is one
+  observation (n_eff = steps): the worst case, every request of a step has the same ITL, so
+  conservative against dependence within a step. It still assumes independent steps of
+  similar batch sizes (batches varying with coefficient of variation c leave ~steps / (1 + c^2)
+  effective samples) and that every step records ITL (prefill-only steps count as steps but
+  record none). Steps unknown (no such series): the raw count, which overstates the sample.
 - Per step, not per token: a step under spec decode emits several tokens.
 """
 
@@ -31,7 +37,7 @@ import dataclasses
 import math
 from bisect import bisect_left
 
-from specdecode.api.analysis import GateSpec
+from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import GateVerdict
 from specdecode.domain.gate_measures import Measurement, judge_at_most, judged, metric_error
 from specdecode.domain.latency_gates import DEFAULT_QUANTILE, DEFAULT_TOLERANCE
@@ -77,14 +83,34 @@ def histogram_quantile(h: StepHistogram, q: float) -> float | None:
     return start + (end - start) * (rank - below) / (counts[bucket] - below)
 
 
+def _step_counts(h: StepHistogram) -> list[int]:
+    """Cumulative counts in engine steps when fewer steps than observations, else as counted.
+
+    Why scale: a step of b requests is b equal observations, one independent draw; scaling
+    by steps / observations counts each step once (exactly so for equal batches).
+    """
+    counts = _monotone(h.cumulative_counts)
+    total = counts[-1] if counts else 0.0
+    scale = h.steps / total if h.steps is not None and h.steps < total else 1.0
+    return [round(count * scale) for count in counts]
+
+
+def effective_samples(h: StepHistogram) -> int:
+    """Independent observations the bound may count on: min(steps, observations), rounded."""
+    counts = _step_counts(h)
+    return counts[-1] if counts else 0
+
+
 def quantile_bucket_interval(h: StepHistogram, q: float, error: float) -> Interval | None:
     """The q-quantile bounded by the bucket edges of its order-statistic ranks.
 
-    Each bound holds with probability 1 - error for independent observations of any
-    continuous distribution; the upper is math.inf when rank u falls in the +Inf bucket.
-    None when too few observations for the ranks to exist. The value is interpolated.
+    Each bound holds with probability 1 - error for independent steps (independent
+    observations when `steps` is unknown) of any continuous distribution; the upper is
+    math.inf when rank u falls in the +Inf bucket. Ranks are over the step-scaled counts
+    (`_step_counts`), and `samples` is their total. None when too few for the ranks to
+    exist. The value is interpolated (scaling does not move it).
     """
-    counts = [round(count) for count in _monotone(h.cumulative_counts)]
+    counts = _step_counts(h)
     n = counts[-1] if counts else 0
     ranks = quantile_rank_bounds(n, q, error)
     value = histogram_quantile(h, q)
@@ -112,6 +138,15 @@ def _edges(interval: Interval) -> str:
     return f"({interval.lower * 1000:g}, {interval.upper * 1000:g}] ms"
 
 
+def _counted(candidate: StepHistogram, baseline: StepHistogram) -> str:
+    """'4210 / 3980 observations in 301 / 295 steps': both numbers the sample rests on."""
+    seen = f"{candidate.total:.0f} / {baseline.total:.0f} observations"
+    if candidate.steps is None and baseline.steps is None:
+        return f"{seen}, steps unknown"
+    steps = " / ".join("?" if h.steps is None else f"{h.steps:.0f}" for h in (candidate, baseline))
+    return f"{seen} in {steps} steps"
+
+
 def measure_server_step_tail(
     gate: GateSpec, histograms: ServerStepHistograms | MetricError | None, error: float
 ) -> Measurement:
@@ -119,7 +154,8 @@ def measure_server_step_tail(
 
     Same contract as `latency_gates.measure_tail_latency`: pass when the ratio's upper bound
     is at most 1 + tolerance, fail when its lower bound exceeds it. An unbounded side (rank
-    in the first or the +Inf bucket) can only stop a pass, never cause one.
+    in the first or the +Inf bucket) can only stop a pass, never cause one. Samples, and
+    the per-side minimum, count effective samples (`effective_samples`), not observations.
     """
     q = gate.quantile or DEFAULT_QUANTILE
     threshold = 1.0 + (gate.tolerance if gate.tolerance is not None else DEFAULT_TOLERANCE)
@@ -130,12 +166,13 @@ def measure_server_step_tail(
     label = f"server step P{q * 100:g} ITL"
     base = quantile_bucket_interval(histograms.baseline, q, error / 2)
     cand = quantile_bucket_interval(histograms.candidate, q, error / 2)
-    n_base, n_cand = round(histograms.baseline.total), round(histograms.candidate.total)
+    n_base, n_cand = (effective_samples(h) for h in (histograms.baseline, histograms.candidate))
+    counted = _counted(histograms.candidate, histograms.baseline)
     needed = max(min_samples_for_quantile(q, error / 2), gate.min_samples or 0)
     if base is None or cand is None or min(n_base, n_cand) < needed:
         return Measurement(
             GateVerdict.INCONCLUSIVE,
-            f"{label}: {n_cand} candidate / {n_base} baseline steps; "
+            f"{label}: {n_cand} candidate / {n_base} baseline effective samples ({counted}); "
             f"{needed} per side needed for the order-statistic bound",
             threshold=threshold,
             samples=min(n_base, n_cand),
@@ -146,7 +183,7 @@ def measure_server_step_tail(
     reason = (
         f"{label} ratio {ratio.value:.2f} [{ratio.lower:.2f}, {ratio.upper:.2f}] {relation} "
         f"{threshold:.2f} (candidate in {_edges(cand)}, baseline in {_edges(base)}; "
-        f"{n_cand} / {n_base} steps)"
+        f"{counted})"
     )
     found = judged(
         verdict, reason, ratio, threshold, baseline_value=base.value, candidate_value=cand.value

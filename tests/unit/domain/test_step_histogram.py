@@ -1,12 +1,14 @@
 """The ServerStep TailLatency gate: vLLM's step-ITL histogram, bounded by bucket edges.
 
-Hand-computed interpolation and bounds, single-look verdicts, and a seeded simulation of
-whole stages at the threshold (as test_domain_gate_error_rates does for client samples).
+Hand-computed interpolation and bounds, the effective-sample correction for observations
+that share an engine step, single-look verdicts, and a seeded simulation of whole stages at
+the threshold (as test_domain_gate_error_rates does for client samples).
 `StepHistogramSource` is also what `benchmarks/gates.py` tabulates with more trials.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -75,7 +77,8 @@ class StepHistogramSource(LatencySource):
     Each engine takes `steps_per_second` steps with lognormal latencies (median `median`,
     log-sd STEP_SIGMA), counted into vLLM's buckets, so the true quantile ratio is exactly
     `ratio`. Each step is recorded once per request in the batch (`batch` times, as vLLM
-    does): batch > 1 makes observations dependent, which the rank bound does not assume.
+    does): batch > 1 makes observations dependent. With `report_steps` the histograms carry
+    the step count (as `vllm:iteration_tokens_total` gives it), which the gate corrects by.
     """
 
     def __init__(
@@ -85,22 +88,27 @@ class StepHistogramSource(LatencySource):
         median: float,
         steps_per_second: float = 64.0,
         batch: int = 1,
+        report_steps: bool = True,
     ):
         super().__init__(ratio, rng, steps_per_second)
         self.log_median = math.log(median)
         self.batch = batch
+        self.report_steps = report_steps
+        self.steps = 0
         self.counts = ([0] * len(VLLM_BOUNDS), [0] * len(VLLM_BOUNDS))
 
     def advance(self, seconds: float) -> None:
         steps = round(seconds * self.rate)
+        self.steps += steps
         for counts, scale in zip(self.counts, (1.0, self.ratio), strict=True):
             for _ in range(steps):
                 latency = scale * self.rng.lognormvariate(self.log_median, STEP_SIGMA)
                 counts[bisect_left(VLLM_BOUNDS, latency)] += self.batch
 
     def observe(self) -> StageObservations:
+        steps = float(self.steps) if self.report_steps else None
         baseline, candidate = (
-            StepHistogram(VLLM_BOUNDS, tuple(float(c) for c in accumulate(counts)))
+            StepHistogram(VLLM_BOUNDS, tuple(float(c) for c in accumulate(counts)), steps)
             for counts in self.counts
         )
         return StageObservations(
@@ -195,7 +203,8 @@ def test_a_candidate_a_whole_bucket_below_passes() -> None:
     found = _measure(body_and_tail(5000, 0.020, 0.060), body_and_tail(5000, 0.020, 0.040))
     assert found.verdict is GateVerdict.SUCCESSFUL
     assert found.upper_bound == pytest.approx(1.0)  # 50 ms / 50 ms
-    assert "candidate in (25, 50] ms, baseline in (50, 75] ms; 5000 / 5000 steps" in found.reason
+    assert "candidate in (25, 50] ms, baseline in (50, 75] ms; " in found.reason
+    assert found.reason.endswith("; 5000 / 5000 observations, steps unknown)")
     assert found.baseline_value is not None and 0.05 < found.baseline_value <= 0.075
     assert found.candidate_value is not None and 0.025 < found.candidate_value <= 0.05
 
@@ -241,7 +250,10 @@ def test_min_samples_holds_back_a_verdict() -> None:
     strict = SERVER_P99.model_copy(update={"min_samples": 20_000})
     held = _measure(baseline, candidate, strict)
     assert held.verdict is GateVerdict.INCONCLUSIVE
-    assert "5000 candidate / 5000 baseline steps; 20000 per side needed" in held.reason
+    assert (
+        "5000 candidate / 5000 baseline effective samples (5000 / 5000 observations, "
+        "steps unknown); 20000 per side needed"
+    ) in held.reason
     few = _measure(body_and_tail(300, 0.020, 0.060), body_and_tail(300, 0.020, 0.040))
     assert few.verdict is GateVerdict.INCONCLUSIVE  # no order-statistic bound at 300 steps
 
@@ -259,27 +271,102 @@ def test_a_server_step_gate_is_judged_on_the_histogram() -> None:
     assert evaluate_gate(SERVER_P99, failed, None, T0, 42).verdict is GateVerdict.ERROR
 
 
+def _batched(h: StepHistogram, batch: int, steps: float | None) -> StepHistogram:
+    """Each observation of `h` recorded `batch` times, as by every request of a batch."""
+    return StepHistogram(h.upper_bounds, tuple(c * batch for c in h.cumulative_counts), steps)
+
+
+def test_equal_batches_with_their_step_count_are_bounded_as_the_steps_alone() -> None:
+    steps = _cumulative(BOUNDS, (0, 500, 480, 15, 5))  # 1000 independent steps
+    batched = _batched(steps, 100, steps=1000.0)  # 100 requests per step: 100000 observations
+    assert quantile_bucket_interval(batched, 0.99, 0.001) == quantile_bucket_interval(
+        steps, 0.99, 0.001
+    )
+    assert step_histogram.effective_samples(batched) == 1000
+
+
+def test_fewer_steps_than_observations_widen_the_bound() -> None:
+    h = _cumulative(BOUNDS, (0, 50_000, 48_500, 1_400, 100))  # 98500 at or below 50 ms
+    counted = quantile_bucket_interval(h, 0.99, 0.001)
+    assert counted is not None and (counted.lower, counted.upper) == (0.05, 0.075)
+    # The same counts from 1000 steps of 100 requests: rank 99000 -/+ ~10 steps, not ~1.
+    stepped = quantile_bucket_interval(dataclasses.replace(h, steps=1000.0), 0.99, 0.001)
+    assert stepped is not None and (stepped.lower, stepped.upper) == (0.025, 0.075)
+    assert stepped.samples == 1000 and stepped.value == counted.value  # same point estimate
+
+
+@pytest.mark.parametrize("steps", [None, 100_000.0, 250_000.0])
+def test_unknown_steps_or_as_many_as_observations_change_nothing(steps: float | None) -> None:
+    h = _cumulative(BOUNDS, (0, 50_000, 48_500, 1_000, 500))
+    assert quantile_bucket_interval(dataclasses.replace(h, steps=steps), 0.99, 0.001) == (
+        quantile_bucket_interval(h, 0.99, 0.001)
+    )
+    assert step_histogram.effective_samples(dataclasses.replace(h, steps=steps)) == 100_000
+
+
+def test_a_negative_or_nan_step_count_is_rejected() -> None:
+    for steps in (-1.0, math.nan):
+        with pytest.raises(ValueError, match="steps"):
+            StepHistogram(BOUNDS, (0.0, 1.0, 2.0, 3.0, 4.0), steps)
+
+
+def _tail_pair(steps: float | None) -> tuple[StepHistogram, StepHistogram]:
+    """Baseline's P99 just above 50 ms, candidate's in (25, 50]: 100000 observations each."""
+    baseline = body_and_tail(100_000, 0.020, 0.060, tail_share=0.015)
+    candidate = body_and_tail(100_000, 0.020, 0.040, tail_share=0.015)
+    return dataclasses.replace(baseline, steps=steps), dataclasses.replace(candidate, steps=steps)
+
+
+def test_a_pass_on_many_requests_of_few_steps_becomes_inconclusive() -> None:
+    assert _measure(*_tail_pair(None)).verdict is GateVerdict.SUCCESSFUL
+    assert _measure(*_tail_pair(200_000.0)).verdict is GateVerdict.SUCCESSFUL
+    few = _measure(*_tail_pair(1000.0))  # 100 requests per step
+    assert few.verdict is GateVerdict.INCONCLUSIVE
+    assert few.samples == 1000
+    assert "candidate in (10, 50] ms, baseline in (10, 75] ms" in few.reason
+    assert few.reason.endswith("; 100000 / 100000 observations in 1000 / 1000 steps)")
+
+
+def test_the_per_side_minimum_counts_steps_not_observations() -> None:
+    baseline, candidate = _tail_pair(None)
+    held = _measure(
+        dataclasses.replace(baseline, steps=300.0), dataclasses.replace(candidate, steps=None)
+    )
+    assert held.verdict is GateVerdict.INCONCLUSIVE and held.samples == 300
+    assert held.reason.startswith(
+        "server step P99 ITL: 100000 candidate / 300 baseline effective samples "
+        "(100000 / 100000 observations in ? / 300 steps); "
+    )
+    no_steps = _measure(*_tail_pair(0.0))  # steps known to be none: nothing to count on
+    assert no_steps.verdict is GateVerdict.INCONCLUSIVE and no_steps.samples == 0
+
+
 def _rate(runs: list[StageRun], outcome: Outcome) -> float:
     return sum(run.outcome is outcome for run in runs) / len(runs)
 
 
-def _runs_at_threshold(seed: int, trials: int, steps: float, batch: int) -> list[StageRun]:
+def _runs_at_threshold(
+    seed: int, trials: int, steps: float, batch: int, report_steps: bool = True
+) -> list[StageRun]:
     rng = random.Random(seed)
     spec = single_stage_spec(SERVER_P99, concurrency=32)
-    source = functools.partial(StepHistogramSource, 1.10, rng, STRADDLING_MEDIAN, steps, batch)
+    source = functools.partial(
+        StepHistogramSource, 1.10, rng, STRADDLING_MEDIAN, steps, batch, report_steps
+    )
     return [run_stage(spec, source()) for _ in range(trials)]
 
 
 @pytest.mark.parametrize(
     ("steps", "batch", "trials"),
-    [(48, 1, 50), (32, 8, 30)],
-    ids=["independent-steps", "batches-of-8"],
+    [(48, 1, 50), (32, 8, 30), (2, 32, 100), (1, 64, 100)],
+    ids=["independent-steps", "batches-of-8", "few-steps-x32", "fewer-steps-x64"],
 )
 def test_at_the_threshold_the_histogram_gate_rarely_promotes_or_rolls_back(
     steps: float, batch: int, trials: int
 ) -> None:
     # True P99 ratio exactly 1.10, the 50 ms edge between the two P99s. A busy engine at
-    # ~27 ms per step takes ~32 steps a second, each recorded once per request in the batch.
+    # ~27 ms per step takes ~32 steps a second, each recorded once per request in the batch;
+    # the stress cases have few distinct steps and big batches. The step count is supplied.
     runs = _runs_at_threshold(seed=21, trials=trials, steps=steps, batch=batch)
     wrong_promotion = _rate(runs, Outcome.PROMOTED)
     wrong_rollback = _rate(runs, Outcome.ROLLED_BACK)
@@ -289,6 +376,15 @@ def test_at_the_threshold_the_histogram_gate_rarely_promotes_or_rolls_back(
     )
     assert wrong_promotion <= MAX_WRONG
     assert wrong_rollback <= MAX_WRONG
+
+
+def test_the_simulation_catches_a_gate_that_counts_every_request() -> None:
+    # Control for the stress cases above: without the step count, 64 requests of one step
+    # count as 64 independent observations, and the same harness sees wrong promotions.
+    runs = _runs_at_threshold(seed=21, trials=100, steps=1, batch=64, report_steps=False)
+    wrong_promotion = _rate(runs, Outcome.PROMOTED)
+    print(f"step gate counting every request (1 step/s x 64): promoted {wrong_promotion:.3f}")
+    assert wrong_promotion > MAX_WRONG
 
 
 def _interpolated(h: StepHistogram, q: float, error: float) -> Interval | None:

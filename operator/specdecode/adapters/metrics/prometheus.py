@@ -5,7 +5,9 @@ match the `_created` timestamps and double-count) and `increase()` over the stag
 measuring window, evaluated at the window's end, so counter resets from pod restarts are
 handled by Prometheus. An empty result means "no drafts scraped yet": zeros, which the
 acceptance gate reads as no data (Inconclusive), never as alpha = 0; likewise no step-ITL
-buckets is an empty histogram (no steps yet), never an error.
+buckets is an empty histogram (no steps yet), never an error. The engine-step count that
+goes with the buckets (`vllm:iteration_tokens_total`, one observation per step) is None when
+absent: unknown, never zero.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 FINISHED_REQUESTS = "vllm:request_success_total"
 STEP_ITL_BUCKETS = "vllm:inter_token_latency_seconds_bucket"
+ENGINE_STEPS = "vllm:iteration_tokens_total_count"
 MIN_WINDOW_SECONDS = 2
 
 
@@ -43,11 +46,29 @@ def step_histogram_query(engine: EngineSelector, seconds: int) -> str:
     return window_query(STEP_ITL_BUCKETS, engine, seconds, by="le")
 
 
-def parse_step_histogram(rows: list[dict[str, Any]]) -> StepHistogram:
+def step_count_query(engine: EngineSelector, seconds: int) -> str:
+    """The window's engine steps of one engine: `iteration_tokens_total` observes each once."""
+    return window_query(ENGINE_STEPS, engine, seconds)
+
+
+def parse_step_count(rows: list[dict[str, Any]]) -> float | None:
+    """The step count of `step_count_query`; None (unknown) for no rows or NaN.
+
+    Why not 0: no series means the engine does not export it (or has not been scraped),
+    and a 0 would claim no independent samples at all.
+    """
+    if not rows:
+        return None
+    value = float(rows[0]["value"][1])
+    return None if math.isnan(value) else value
+
+
+def parse_step_histogram(rows: list[dict[str, Any]], steps: float | None = None) -> StepHistogram:
     """Rows of `sum by (le)` as a histogram sorted by bound; NaN counts as 0.
 
     Equal bounds spelled differently ("1" and "1.0" from two vLLM versions) are merged.
     No rows is an empty histogram; a malformed `le` or a missing +Inf raises ValueError.
+    `steps` is the window's engine-step count (`parse_step_count`), passed through.
     """
     counts: dict[float, float] = {}
     for row in rows:
@@ -55,7 +76,7 @@ def parse_step_histogram(rows: list[dict[str, Any]]) -> StepHistogram:
         value = float(row["value"][1])
         counts[bound] = counts.get(bound, 0.0) + (0.0 if math.isnan(value) else value)
     bounds = tuple(sorted(counts))
-    return StepHistogram(bounds, tuple(counts[bound] for bound in bounds))
+    return StepHistogram(bounds, tuple(counts[bound] for bound in bounds), steps)
 
 
 class PrometheusMetrics:
@@ -78,12 +99,14 @@ class PrometheusMetrics:
     async def step_itl_histogram(
         self, engine: EngineSelector, start: datetime, end: datetime
     ) -> StepHistogram | MetricError:
-        """The engine's step-ITL bucket increases over [start, end]; empty without steps."""
+        """The engine's step-ITL bucket increases over [start, end]; empty without steps.
+
+        With the window's engine-step count, from the same evaluation time and window, so
+        the gate can count dependent observations of one step once.
+        """
         seconds = max(MIN_WINDOW_SECONDS, math.ceil((end - start).total_seconds()))
-        promql = step_histogram_query(engine, seconds)
         try:
-            rows = await asyncio.to_thread(self._query, promql, {"time": f"{end.timestamp():.3f}"})
-            return parse_step_histogram(rows)
+            return await asyncio.to_thread(self._step_histogram, engine, seconds, end)
         except (
             PrometheusApiClientException,
             requests.RequestException,
@@ -91,6 +114,12 @@ class PrometheusMetrics:
             KeyError,
         ) as error:
             return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
+
+    def _step_histogram(self, engine: EngineSelector, seconds: int, end: datetime) -> StepHistogram:
+        at = {"time": f"{end.timestamp():.3f}"}
+        rows = self._query(step_histogram_query(engine, seconds), at)
+        steps = parse_step_count(self._query(step_count_query(engine, seconds), at))
+        return parse_step_histogram(rows, steps)
 
     def _query_all(
         self, engine: EngineSelector, start: datetime, end: datetime

@@ -49,6 +49,7 @@ class StepLatencySource(Protocol):
         there is, and a gate can only bound a quantile by bucket edges if it sees the counts
         (an interpolated quantile has no confidence bound). No steps in the window is an
         empty histogram (zero total: no data), never an error; a failed backend is a
-        `MetricError`, never raised.
+        `MetricError`, never raised. `steps` carries the window's engine-step count (None
+        when the engine does not export it), for observations that share a step.
         """
         ...
