@@ -108,7 +108,7 @@ def test_deleting_a_mirror_rollout_mid_analysis_removes_its_filters(
     apply_route(cluster, r.namespace, r.name)
     r.apply(mirror_rollout(percent=10))
     wait_for_filters(cluster, r.namespace, lambda f: len(mirror_targets(f)) == 2)
-    assert r.get()["metadata"].get("finalizers"), "a Mirror rollout holds a finalizer"
+    assert r.get()["metadata"].get("finalizers"), "kopf's finalizer holds the deletion"
     deleted = cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=true")
     assert deleted.returncode == 0, deleted.stderr
     assert route_filters(cluster, r.namespace) == [USERS_FILTER]

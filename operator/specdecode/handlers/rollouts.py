@@ -109,9 +109,11 @@ def register_rollout_handlers(registry: kopf.OperatorRegistry, settings: Operato
         initial_delay=1.0,
         id="tick",
     )(rollout_tick)
-    # optional: no finalizer, so a stopped operator never blocks deleting a rollout.
+    # optional: a failing cleanup never holds a deletion up. (Every rollout carries kopf's
+    # finalizer anyway: kopf adds it for the timer, to stop the timer before the object goes.)
     kopf.on.delete(*RESOURCE, registry=registry, optional=True, id="cleanup")(rollout_deleted)
-    # Mirror rollouts edit a route they do not own: a finalizer guarantees the filters go.
+    # Mirror rollouts edit a route they do not own: not optional, so the finalizer stays
+    # until the filters are gone.
     kopf.on.delete(*RESOURCE, registry=registry, when=mirrors_a_route, id="unmirror")(
         rollout_unmirrored
     )
