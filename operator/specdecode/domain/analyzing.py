@@ -19,7 +19,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import GateVerdict, Phase, SpecDecodeRolloutStatus, StagePhase
+from specdecode.api.status import (
+    GateResult,
+    GateVerdict,
+    Phase,
+    SpecDecodeRolloutStatus,
+    StagePhase,
+)
 from specdecode.api.status import StageStatus as Stage
 from specdecode.domain.gates import evaluate_gate
 from specdecode.domain.observations import Observations
@@ -109,11 +115,19 @@ def _judge(
         return roll_back(_with_stage(status, index, ended), now, "MetricsUnavailable", detail)
     passed = all(gate.verdict is GateVerdict.SUCCESSFUL for gate in enforced)
     if passed and min_duration_reached(stage_spec, stage, now):
-        summary = "; ".join(f"{gate.name}: {gate.reason}" for gate in stage.gates) or "no gates"
+        summary = "; ".join(_gate_summary(gate) for gate in stage.gates) or "no gates"
         return _stage_succeeded(spec, status, index, now, summary)
     if max_duration_reached(stage_spec, stage, now):
         return _stage_inconclusive(spec, status, index, now)
     return Step(status)
+
+
+def _gate_summary(gate: GateResult) -> str:
+    """One gate in a stage's message; a dry-run gate says it was not enforced."""
+    label = (
+        f"{gate.name} (dry run, {gate.verdict.value}, not enforced)" if gate.dry_run else gate.name
+    )
+    return f"{label}: {gate.reason}"
 
 
 def _finish(stage: Stage, phase: StagePhase, now: datetime, message: str) -> Stage:

@@ -146,6 +146,8 @@ def test_dry_run_gate_is_reported_not_enforced() -> None:
     strict = first.status.stages[0].gates[1]
     assert strict.verdict is GateVerdict.FAILED and strict.dry_run
     assert done.status.phase is Phase.PROMOTING
+    # The stage's message must not read as if the failed dry-run gate were a pass.
+    assert "alpha-strict (dry run, Failed, not enforced): alpha" in done.status.stages[0].message
 
 
 def test_manual_analysis_measures_but_never_enforces() -> None:
