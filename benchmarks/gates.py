@@ -44,7 +44,7 @@ from domain_gatesim import (
     run_stage,
     single_stage_spec,
 )
-from test_step_histogram import SERVER_P99, STRADDLING_MEDIAN, StepHistogramSource
+from domain_stepsim import SERVER_P99, STRADDLING_MEDIAN, StepHistogramSource
 
 from specdecode.api import GateSpec, GateType
 

@@ -12,21 +12,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass as plain_dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, SkipValidation, ValidationError
 from pydantic.dataclasses import dataclass
 
-MTP_ALIASES = (
-    "deepseek_mtp",
-    "mimo_mtp",
-    "glm4_moe_mtp",
-    "ernie_mtp",
-    "qwen3_next_mtp",
-    "longcat_flash_mtp",
-    "mtp",
-    "pangu_ultra_moe_mtp",
-)
 SpeculativeMethod = Literal[
     "ngram",
     "medusa",
@@ -44,6 +34,8 @@ SpeculativeMethod = Literal[
     "mtp",
     "pangu_ultra_moe_mtp",
 ]
+# Every multi-token-prediction spelling vLLM accepts (all, and only they, end in "mtp").
+MTP_ALIASES = tuple(method for method in get_args(SpeculativeMethod) if method.endswith("mtp"))
 EAGLE3_TARGET_FAMILIES = ("llama", "qwen", "minicpm", "gpt_oss")
 DRAFT_MODEL_UNSUPPORTED = (
     "Draft model speculative decoding is not supported yet. Please consider using "

@@ -20,7 +20,14 @@ import yaml
 from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
 from localcluster.live_traffic import live_users
-from localcluster.mirror_scenario import ROUTE, USERS_FILTER, mirror_rollout, route_manifest
+from localcluster.mirror_scenario import (
+    ROUTE,
+    USERS_FILTER,
+    mirror_rollout,
+    mirror_targets,
+    route_filters,
+    route_manifest,
+)
 from localcluster.rollouts import Rollout
 from localcluster.waiting import wait_for
 
@@ -33,22 +40,6 @@ def apply_route(cluster: LocalCluster, namespace: str, production_service: str) 
     manifest = route_manifest(namespace, production_service)
     result = cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
     assert result.returncode == 0, result.stderr
-
-
-def route_filters(cluster: LocalCluster, namespace: str) -> list[dict[str, Any]]:
-    out = cluster.kubectl("get", "httproute", ROUTE, "-n", namespace, "-o", "json")
-    assert out.returncode == 0, out.stderr
-    filters: list[dict[str, Any]] = json.loads(out.stdout)["spec"]["rules"][0].get("filters", [])
-    return filters
-
-
-def mirror_targets(filters: list[dict[str, Any]]) -> dict[str, int]:
-    """backendRef name -> percent of every RequestMirror filter."""
-    return {
-        f["requestMirror"]["backendRef"]["name"]: f["requestMirror"].get("percent", 100)
-        for f in filters
-        if f["type"] == "RequestMirror"
-    }
 
 
 def wait_for_filters(
@@ -96,7 +87,8 @@ def test_mirrored_live_traffic_is_judged_and_the_route_is_given_back(
     # Judged from vLLM's step histograms of both engines (here too few steps to decide; a
     # dry run is reported and never blocks the promotion).
     assert step_itl["samples"] > 0 and "steps" in step_itl["reason"], step_itl
-    assert json.dumps(mirrored).count(f"{r.name}-candidate") > 0, mirrored
+    for shadow in shadows:  # the gateway really sent copies to both shadow Services
+        assert mirrored["mirrors"][f"{r.namespace}/{shadow}:8000"]["sent"] > 0, mirrored
     # Promoted: our filters are gone, the user's is exactly as written.
     assert wait_for_filters(cluster, r.namespace, lambda f: f == [USERS_FILTER])
 

@@ -8,7 +8,8 @@ look); itlRatio: "1.04<=1.10" (candidate/baseline quantile ratio against 1 + tol
 from __future__ import annotations
 
 from specdecode.api.gate_spec import GateType
-from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
+from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
+from specdecode.domain.gate_measures import relation
 
 
 def _latest(status: SpecDecodeRolloutStatus, gate_type: GateType) -> GateResult | None:
@@ -40,8 +41,8 @@ def itl_ratio_column(status: SpecDecodeRolloutStatus) -> str | None:
         return None
     if gate.threshold is None:
         return f"{gate.value:.2f}"
-    relation = {GateVerdict.SUCCESSFUL: "<=", GateVerdict.FAILED: ">"}.get(gate.verdict, "~")
-    return f"{gate.value:.2f}{relation}{gate.threshold:.2f}"
+    compared = relation(gate.verdict, higher_is_better=False)
+    return f"{gate.value:.2f}{compared}{gate.threshold:.2f}"
 
 
 def with_display(status: SpecDecodeRolloutStatus) -> SpecDecodeRolloutStatus:

@@ -67,6 +67,12 @@ def metric_error(source: MetricError) -> Measurement:
     return Measurement(GateVerdict.ERROR, f"metric source {source.source}: {source.message}")
 
 
+def relation(verdict: GateVerdict, higher_is_better: bool) -> str:
+    """How a judged value stands against its threshold in a reason: passed, failed or `~`."""
+    passed, failed = (">=", "<") if higher_is_better else ("<=", ">")
+    return {GateVerdict.SUCCESSFUL: passed, GateVerdict.FAILED: failed}.get(verdict, "~")
+
+
 def judge_at_least(interval: Interval, threshold: float) -> GateVerdict:
     """Higher is better: pass on the lower bound, fail on the upper."""
     if interval.lower >= threshold:
@@ -113,8 +119,10 @@ def measure_acceptance(
         verdict = GateVerdict.INCONCLUSIVE
         reason = f"{numbers} over {interval.samples} draft tokens (< {needed} needed)"
     else:
-        relation = {GateVerdict.SUCCESSFUL: ">=", GateVerdict.FAILED: "<"}.get(verdict, "~")
-        reason = f"{numbers} {relation} {threshold} over {interval.samples} draft tokens"
+        reason = (
+            f"{numbers} {relation(verdict, higher_is_better=True)} {threshold} "
+            f"over {interval.samples} draft tokens"
+        )
     found = judged(verdict, reason, interval, threshold, candidate_value=interval.value)
     assert counts is not None  # an interval exists only when drafts were counted
     return dataclasses.replace(
@@ -148,13 +156,4 @@ def measure_error_rate(
         f"error rate {interval.value:.4f} [{interval.lower:.4f}, {interval.upper:.4f}] vs "
         f"{threshold} over {total} requests"
     )
-    return Measurement(
-        verdict,
-        reason,
-        value=interval.value,
-        lower_bound=interval.lower,
-        upper_bound=interval.upper,
-        threshold=threshold,
-        samples=total,
-        candidate_value=interval.value,
-    )
+    return judged(verdict, reason, interval, threshold, candidate_value=interval.value)

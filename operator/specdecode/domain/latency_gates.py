@@ -19,6 +19,7 @@ from specdecode.domain.gate_measures import (
     judge_at_most,
     judged,
     metric_error,
+    relation,
 )
 from specdecode.domain.observations import LatencySamples, MetricError
 from specdecode.domain.stats import (
@@ -81,9 +82,9 @@ def measure_tail_latency(
     base_q, cand_q = paired
     ratio = ratio_interval(cand_q, base_q)
     verdict = judge_at_most(ratio, threshold)
-    relation = {GateVerdict.SUCCESSFUL: "<=", GateVerdict.FAILED: ">"}.get(verdict, "~")
+    compared = relation(verdict, higher_is_better=False)
     reason = (
-        f"{label} ratio {ratio.value:.3f} [{ratio.lower:.3f}, {ratio.upper:.3f}] {relation} "
+        f"{label} ratio {ratio.value:.3f} [{ratio.lower:.3f}, {ratio.upper:.3f}] {compared} "
         f"{threshold:.2f} (candidate {cand_q.value * 1000:.2f} ms, baseline "
         f"{base_q.value * 1000:.2f} ms, {ratio.samples} samples per side)"
     )

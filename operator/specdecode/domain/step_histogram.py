@@ -39,7 +39,13 @@ from bisect import bisect_left
 
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import GateVerdict
-from specdecode.domain.gate_measures import Measurement, judge_at_most, judged, metric_error
+from specdecode.domain.gate_measures import (
+    Measurement,
+    judge_at_most,
+    judged,
+    metric_error,
+    relation,
+)
 from specdecode.domain.latency_gates import DEFAULT_QUANTILE, DEFAULT_TOLERANCE
 from specdecode.domain.observations import MetricError, ServerStepHistograms, StepHistogram
 from specdecode.domain.stats import (
@@ -179,9 +185,9 @@ def measure_server_step_tail(
         )
     ratio = _ratio(cand, base)
     verdict = judge_at_most(ratio, threshold)
-    relation = {GateVerdict.SUCCESSFUL: "<=", GateVerdict.FAILED: ">"}.get(verdict, "~")
+    compared = relation(verdict, higher_is_better=False)
     reason = (
-        f"{label} ratio {ratio.value:.2f} [{ratio.lower:.2f}, {ratio.upper:.2f}] {relation} "
+        f"{label} ratio {ratio.value:.2f} [{ratio.lower:.2f}, {ratio.upper:.2f}] {compared} "
         f"{threshold:.2f} (candidate in {_edges(cand)}, baseline in {_edges(base)}; "
         f"{counted})"
     )

@@ -17,7 +17,7 @@ from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, PLURAL, VERSION, TrafficSourceType
 from specdecode.domain.decision import Decision
-from specdecode.reconciler.mirror import steer_mirrors
+from specdecode.reconciler.mirror import observe_routes, steer_mirrors
 from specdecode.reconciler.reconcile import RolloutRef, reconcile
 from specdecode.reconciler.runtime import Runtime
 from specdecode.settings import OperatorSettings
@@ -88,8 +88,10 @@ def mirrors_a_route(spec: kopf.Spec, **_: Any) -> bool:
 async def rollout_unmirrored(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Remove the rollout's RequestMirror filters from every route of its namespace."""
     namespace, name = str(body.metadata.namespace), str(body.metadata.name)
+    runtime = runtime_of(memo)
     try:
-        await steer_mirrors(runtime_of(memo), namespace, name, None, None)
+        routes = await observe_routes(runtime, namespace)
+        await steer_mirrors(runtime, namespace, name, None, None, routes)
     except ApiException as error:
         raise kopf.TemporaryError(
             f"API server said {error.status} {error.reason}", delay=RETRY_DELAY_SECONDS

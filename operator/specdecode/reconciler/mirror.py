@@ -6,13 +6,21 @@ traffic for a stage of a Mirror rollout, the route's rules toward production mir
 time (no stage running, promotion, rollback, a spec switched to Prompts, the rollout
 deleted) none of ours remain on any route of the namespace. Checked on every reconcile, so
 an edit or a GitOps sync that drops or changes our filters is repaired within one interval.
+The namespace's routes are listed once per reconcile (`observe_routes`) and that listing
+serves both the observation before `decide` and the patches after it.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from specdecode.adapters.kube.route_mirrors import MirrorWanted, route_problem, sync_route_mirrors
+from specdecode.adapters.kube.route_mirrors import (
+    MirrorWanted,
+    Routes,
+    list_routes,
+    route_problem,
+    sync_route_mirrors,
+)
 from specdecode.adapters.render import child_name
 from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
 from specdecode.domain.decision import TrafficPlan
@@ -29,27 +37,33 @@ def wanted_mirrors(
 
     `spec` None (an unreadable spec, a deleted rollout) wants none anywhere.
     """
-    traffic = spec.analysis.traffic if spec is not None else None
-    mirror = traffic is not None and traffic.source is TrafficSourceType.MIRROR
     shadows = tuple(child_name(rollout, role) for role in SHADOW_ROLES)
-    return MirrorWanted(
-        route=traffic.http_route if traffic is not None and mirror else None,
+    none_wanted = MirrorWanted(
+        route=None,
         production_service=child_name(rollout, ChildRole.PRODUCTION),
         own_services=frozenset(shadows),
-        services=shadows if mirror and plan is not None else (),
-        port=spec.engine.port if spec is not None else 0,
-        percent=traffic.mirror_percent if traffic is not None else 100,
+    )
+    if spec is None or spec.analysis.traffic.source is not TrafficSourceType.MIRROR:
+        return none_wanted
+    traffic = spec.analysis.traffic
+    return MirrorWanted(
+        route=traffic.http_route,
+        production_service=none_wanted.production_service,
+        own_services=none_wanted.own_services,
+        services=shadows if plan is not None else (),
+        port=spec.engine.port,
+        percent=traffic.mirror_percent,
     )
 
 
-async def observe_mirror_route(
-    runtime: Runtime, namespace: str, rollout: str, spec: SpecDecodeRolloutSpec
-) -> str | None:
+async def observe_routes(runtime: Runtime, namespace: str) -> Routes:
+    """The namespace's HTTPRoutes (or why they cannot be read), for one reconcile."""
+    return await asyncio.to_thread(list_routes, runtime.kube, namespace)
+
+
+def mirror_problem(routes: Routes, rollout: str, spec: SpecDecodeRolloutSpec) -> str | None:
     """Why a Mirror rollout's route cannot carry mirrors (None: it can, or not Mirror)."""
-    if spec.analysis.traffic.source is not TrafficSourceType.MIRROR:
-        return None
-    wanted = wanted_mirrors(rollout, spec, None)
-    problem = await asyncio.to_thread(route_problem, runtime.kube, namespace, wanted)
+    problem = route_problem(routes, wanted_mirrors(rollout, spec, None))
     return f"traffic source Mirror: {problem}" if problem else None
 
 
@@ -59,7 +73,8 @@ async def steer_mirrors(
     rollout: str,
     spec: SpecDecodeRolloutSpec | None,
     plan: TrafficPlan | None,
+    routes: Routes,
 ) -> int:
-    """Make the namespace's routes carry exactly the mirrors wanted now; routes patched."""
+    """Make the listed routes carry exactly the mirrors wanted now; routes patched."""
     wanted = wanted_mirrors(rollout, spec, plan)
-    return await asyncio.to_thread(sync_route_mirrors, runtime.kube, namespace, wanted)
+    return await asyncio.to_thread(sync_route_mirrors, runtime.kube, namespace, routes, wanted)

@@ -35,7 +35,7 @@ from specdecode.domain.observations import (
     ServerStepHistograms,
     StageObservations,
 )
-from specdecode.reconciler.mirror import observe_mirror_route, steer_mirrors
+from specdecode.reconciler.mirror import mirror_problem, observe_routes, steer_mirrors
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.shadow import build_shadow_traffic
 
@@ -78,18 +78,19 @@ async def reconcile(
     except ValidationError as error:
         decision = decide_invalid_spec(status, _validation_message(error), ref.generation, now)
         await runtime.traffic.stop(ref.key)
-        await steer_mirrors(runtime, ref.namespace, ref.name, None, None)
+        routes = await observe_routes(runtime, ref.namespace)
+        await steer_mirrors(runtime, ref.namespace, ref.name, None, None, routes)
         await _write_status(runtime, ref, status, decision.status)
         return decision
 
     children = await asyncio.to_thread(observe_children, runtime.kube, ref.namespace, ref.name)
+    routes = await observe_routes(runtime, ref.namespace)
     observations = Observations(
         generation=ref.generation,
         children=children,
         action=annotations.get(ACTION_ANNOTATION),
         stage=await _observe_stage(runtime, ref, spec, status, now.timestamp()),
-        traffic_error=runtime.traffic.error(ref.key)
-        or await observe_mirror_route(runtime, ref.namespace, ref.name, spec),
+        traffic_error=runtime.traffic.error(ref.key) or mirror_problem(routes, ref.name, spec),
     )
     decision = decide(spec, status, observations, now)
 
@@ -107,7 +108,7 @@ async def reconcile(
         await runtime.traffic.ensure(ref.key, plan, start)
     else:
         await runtime.traffic.stop(ref.key)
-    await steer_mirrors(runtime, ref.namespace, ref.name, spec, plan)
+    await steer_mirrors(runtime, ref.namespace, ref.name, spec, plan, routes)
     await _write_status(runtime, ref, status, decision.status)
     if decision.clear_action and observations.action is not None:
         await asyncio.to_thread(

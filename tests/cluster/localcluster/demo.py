@@ -15,7 +15,6 @@ non-zero if the verdict is not the one the scenario expects.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +28,13 @@ from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
 from localcluster.live_traffic import live_users
 from localcluster.manifests import load_example, merged
-from localcluster.mirror_scenario import ROUTE, mirror_rollout, route_manifest
+from localcluster.mirror_scenario import (
+    ROUTE,
+    mirror_rollout,
+    mirror_targets,
+    route_filters,
+    route_manifest,
+)
 from localcluster.operator_process import OperatorProcess, install_crds
 from localcluster.paths import ClusterPaths
 from localcluster.process import is_alive, read_pid, stop_processes
@@ -80,14 +85,8 @@ def mirror_setup(
 
 def route_mirrors(cluster: LocalCluster, namespace: str) -> str:
     """One line: the RequestMirror filters the route carries now."""
-    out = cluster.kubectl("get", "httproute", ROUTE, "-n", namespace, "-o", "json")
-    rules = json.loads(out.stdout)["spec"]["rules"] if out.returncode == 0 else []
-    mirrors = [
-        f"{f['requestMirror']['backendRef']['name']} {f['requestMirror'].get('percent', 100)}%"
-        for rule in rules
-        for f in rule.get("filters", [])
-        if f["type"] == "RequestMirror"
-    ]
+    targets = mirror_targets(route_filters(cluster, namespace))
+    mirrors = [f"{service} {percent}%" for service, percent in targets.items()]
     return f"HTTPRoute {ROUTE} mirrors: {', '.join(mirrors) or 'none'}"
 
 

@@ -8,8 +8,10 @@ and a dry-run ServerStep tail-latency gate from vLLM's step histogram.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
 
 ROUTE = "llm"
@@ -40,6 +42,23 @@ def route_manifest(namespace: str, production_service: str, port: int = 8000) ->
                 }
             ],
         },
+    }
+
+
+def route_filters(cluster: LocalCluster, namespace: str) -> list[dict[str, Any]]:
+    """The filters of the scenario route's one rule, as the API server has them now."""
+    out = cluster.kubectl("get", "httproute", ROUTE, "-n", namespace, "-o", "json")
+    assert out.returncode == 0, out.stderr
+    filters: list[dict[str, Any]] = json.loads(out.stdout)["spec"]["rules"][0].get("filters", [])
+    return filters
+
+
+def mirror_targets(filters: list[dict[str, Any]]) -> dict[str, int]:
+    """backendRef name -> percent of every RequestMirror filter."""
+    return {
+        f["requestMirror"]["backendRef"]["name"]: f["requestMirror"].get("percent", 100)
+        for f in filters
+        if f["type"] == "RequestMirror"
     }
 
 

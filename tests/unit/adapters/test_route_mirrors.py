@@ -11,7 +11,7 @@ from specdecode.adapters.kube.route_mirrors import (
     MirrorWanted,
     filters_patch,
     mirror_filter,
-    named_route_problem,
+    route_problem,
 )
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
@@ -27,7 +27,7 @@ HEADER_FILTER = {
 THEIR_MIRROR = mirror_filter("audit-log", 9000, 5)
 
 
-def wanted(percent: int = 10, mirroring: bool = True, route: str = "llm") -> MirrorWanted:
+def wanted(percent: int = 10, mirroring: bool = True, route: str | None = "llm") -> MirrorWanted:
     return MirrorWanted(
         route=route,
         production_service="llama",
@@ -118,15 +118,15 @@ def test_a_mirror_to_a_same_named_service_elsewhere_is_not_ours() -> None:
 
 
 def test_route_problems_name_the_route_and_the_service() -> None:
-    assert named_route_problem([], wanted()) == (
+    assert route_problem([], wanted()) == (
         "HTTPRoute llm does not exist in the rollout's namespace"
     )
     unrelated = route("llm", to("other-model"))
-    assert named_route_problem([unrelated], wanted()) == (
+    assert route_problem([unrelated], wanted()) == (
         "HTTPRoute llm has no rule whose backendRefs include Service llama"
     )
-    assert named_route_problem([route("llm", to("llama"))], wanted()) is None
-    assert named_route_problem([], wanted(route=None)) is None  # type: ignore[arg-type]
+    assert route_problem([route("llm", to("llama"))], wanted()) is None
+    assert route_problem([], wanted(route=None)) is None
 
 
 def spec_with(traffic: dict[str, Any]) -> SpecDecodeRolloutSpec:

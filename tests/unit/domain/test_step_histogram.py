@@ -3,7 +3,7 @@
 Hand-computed interpolation and bounds, the effective-sample correction for observations
 that share an engine step, single-look verdicts, and a seeded simulation of whole stages at
 the threshold (as test_domain_gate_error_rates does for client samples).
-`StepHistogramSource` is also what `benchmarks/gates.py` tabulates with more trials.
+The simulated histograms come from `domain_stepsim`, which `benchmarks/gates.py` shares.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import random
 from bisect import bisect_left
 from collections.abc import Iterable
 from itertools import accumulate
-from statistics import NormalDist
 
 import pytest
 from domain_fixtures import T0
-from domain_gatesim import LatencySource, Outcome, StageRun, run_stage, single_stage_spec
+from domain_gatesim import Outcome, StageRun, run_stage, single_stage_spec
+from domain_stepsim import SERVER_P99, STRADDLING_MEDIAN, VLLM_BOUNDS, StepHistogramSource
 
-from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
+from specdecode.api import GateSpec, GateVerdict, ItlDefinition
 from specdecode.domain import gates, step_histogram
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gates import evaluate_gate
@@ -37,24 +37,11 @@ from specdecode.domain.step_histogram import (
     measure_server_step_tail,
     quantile_bucket_interval,
 )
-from specdecode_sim.metrics import ITL_BUCKETS
 
 pytestmark = pytest.mark.unit
 
-VLLM_BOUNDS = (*ITL_BUCKETS, math.inf)
-SERVER_P99 = GateSpec(
-    name="p99-step-itl",
-    type=GateType.TAIL_LATENCY,
-    quantile=0.99,
-    tolerance=0.10,
-    itl_definition=ItlDefinition.SERVER_STEP,
-)
 ERROR = 0.05 / 42  # the per-look error of a default stage (see domain.stats.per_look_error)
 MAX_WRONG = 0.05  # 1 - default confidence
-STEP_SIGMA = 0.25  # log-sd of per-step ITL: P99 = 1.79 x median
-# Baseline P99 at 50 / sqrt(1.1) ms and the candidate's at 50 x sqrt(1.1) ms: at the
-# threshold, the 50 ms edge splits them evenly, the worst place for a bucket-edge bound.
-STRADDLING_MEDIAN = 0.050 / math.sqrt(1.1) / math.exp(NormalDist().inv_cdf(0.99) * STEP_SIGMA)
 
 
 def bucketed(latencies: Iterable[float]) -> StepHistogram:
@@ -69,52 +56,6 @@ def body_and_tail(steps: int, body: float, tail: float, tail_share: float = 0.03
     """`steps` latencies: most at `body` seconds, `tail_share` of them at `tail`."""
     in_tail = round(steps * tail_share)
     return bucketed([body] * (steps - in_tail) + [tail] * in_tail)
-
-
-class StepHistogramSource(LatencySource):
-    """vLLM's step-ITL histograms of both engines (candidate latency = ratio x baseline's).
-
-    Each engine takes `steps_per_second` steps with lognormal latencies (median `median`,
-    log-sd STEP_SIGMA), counted into vLLM's buckets, so the true quantile ratio is exactly
-    `ratio`. Each step is recorded once per request in the batch (`batch` times, as vLLM
-    does): batch > 1 makes observations dependent. With `report_steps` the histograms carry
-    the step count (as `vllm:iteration_tokens_total` gives it), which the gate corrects by.
-    """
-
-    def __init__(
-        self,
-        ratio: float,
-        rng: random.Random,
-        median: float,
-        steps_per_second: float = 64.0,
-        batch: int = 1,
-        report_steps: bool = True,
-    ):
-        super().__init__(ratio, rng, steps_per_second)
-        self.log_median = math.log(median)
-        self.batch = batch
-        self.report_steps = report_steps
-        self.steps = 0
-        self.counts = ([0] * len(VLLM_BOUNDS), [0] * len(VLLM_BOUNDS))
-
-    def advance(self, seconds: float) -> None:
-        steps = round(seconds * self.rate)
-        self.steps += steps
-        for counts, scale in zip(self.counts, (1.0, self.ratio), strict=True):
-            for _ in range(steps):
-                latency = scale * self.rng.lognormvariate(self.log_median, STEP_SIGMA)
-                counts[bisect_left(VLLM_BOUNDS, latency)] += self.batch
-
-    def observe(self) -> StageObservations:
-        steps = float(self.steps) if self.report_steps else None
-        baseline, candidate = (
-            StepHistogram(VLLM_BOUNDS, tuple(float(c) for c in accumulate(counts)), steps)
-            for counts in self.counts
-        )
-        return StageObservations(
-            stage_name="stage",
-            server_step_itl=ServerStepHistograms(baseline=baseline, candidate=candidate),
-        )
 
 
 # Cumulative counts 100, 700, 950, 990, 1000 over (0, 10], (10, 25], (25, 50], (50, 75], +Inf.

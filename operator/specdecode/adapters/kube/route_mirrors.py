@@ -27,6 +27,8 @@ ROUTE_GROUP = "gateway.networking.k8s.io"
 ROUTE_VERSION = "v1"
 ROUTE_PLURAL = "httproutes"
 JsonObject = Mapping[str, Any]
+# A namespace's HTTPRoutes as listed, or why they could not be listed.
+Routes = Sequence[JsonObject] | str
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class MirrorWanted:
     production_service: str
     own_services: frozenset[str]  # every shadow Service of the rollout, mirrored or not
     services: tuple[str, ...] = ()  # mirror targets while a stage runs
-    port: int = 8000
+    port: int = 0  # the shadow Services' port (only read when `services` is not empty)
     percent: int = 100
 
 
@@ -101,10 +103,15 @@ def filters_patch(route: JsonObject, wanted: MirrorWanted) -> list[dict[str, Any
     return operations
 
 
-def named_route_problem(routes: Sequence[JsonObject], wanted: MirrorWanted) -> str | None:
-    """Why the spec's route cannot carry mirrors (absent, or no rule to production)."""
+def route_problem(routes: Routes, wanted: MirrorWanted) -> str | None:
+    """Why the spec's route cannot carry mirrors (unreadable, absent, no rule to production).
+
+    None when it can, or when the rollout is not a Mirror rollout (`wanted.route` None).
+    """
     if wanted.route is None:
         return None
+    if isinstance(routes, str):
+        return routes
     route = next((r for r in routes if r.get("metadata", {}).get("name") == wanted.route), None)
     where = f"HTTPRoute {wanted.route}"
     if route is None:
@@ -116,8 +123,13 @@ def named_route_problem(routes: Sequence[JsonObject], wanted: MirrorWanted) -> s
     return None
 
 
-def list_routes(kube: KubeClients, namespace: str) -> list[dict[str, Any]] | str:
-    """The namespace's HTTPRoutes, or why they cannot be read (no CRD, no permission)."""
+def list_routes(kube: KubeClients, namespace: str) -> Routes:
+    """The namespace's HTTPRoutes, or why they cannot be read (no CRD, no permission).
+
+    Listed once per reconcile: the same listing says whether the spec's route can carry
+    mirrors (before `decide`) and which routes need a patch (after it); a route edited in
+    between fails the patch's resourceVersion test and is redone by the next reconcile.
+    """
     try:
         listing = kube.custom.list_namespaced_custom_object(
             ROUTE_GROUP, ROUTE_VERSION, namespace, ROUTE_PLURAL
@@ -133,21 +145,14 @@ def list_routes(kube: KubeClients, namespace: str) -> list[dict[str, Any]] | str
     return items
 
 
-def route_problem(kube: KubeClients, namespace: str, wanted: MirrorWanted) -> str | None:
-    """What stops Mirror traffic on the spec's route; None when it can carry mirrors."""
-    routes = list_routes(kube, namespace)
-    if isinstance(routes, str):
-        return routes if wanted.route is not None else None
-    return named_route_problem(routes, wanted)
+def sync_route_mirrors(
+    kube: KubeClients, namespace: str, routes: Routes, wanted: MirrorWanted
+) -> int:
+    """Patch each listed route whose mirrors of ours differ; returns how many.
 
-
-def sync_route_mirrors(kube: KubeClients, namespace: str, wanted: MirrorWanted) -> int:
-    """Patch each route of the namespace whose mirrors of ours differ; returns how many.
-
-    Without the Gateway API (or permission to list routes) there is nothing of ours to
-    remove, and `route_problem` reports it for Mirror rollouts, so this quietly does nothing.
+    Routes that could not be listed (no Gateway API, no permission) hold nothing of ours
+    to remove, and `route_problem` reports it for Mirror rollouts, so this does nothing.
     """
-    routes = list_routes(kube, namespace)
     if isinstance(routes, str):
         return 0
     patched = 0
