@@ -41,7 +41,7 @@ test-e2e: venv system-deps binaries ## Only the end-to-end tests
 lint: venv ## ruff, mypy --strict, import-linter
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy operator/specdecode engine-image/specdecode_sim
+	$(BIN)/mypy operator/specdecode operator/specdecode_load engine-image/specdecode_sim
 	$(BIN)/lint-imports
 
 crds: venv ## Regenerate crds/ and the chart's CRD from the pydantic models

@@ -9,8 +9,6 @@ No rank test: Mann-Whitney (Kayenta) lets a worse tail pass when the bulk is unc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from specdecode.api.gate_spec import GateSpec, ItlDefinition, SpeedupMetric
 from specdecode.api.status import GateVerdict
 from specdecode.domain.gate_measures import (
@@ -22,11 +20,12 @@ from specdecode.domain.gate_measures import (
     relation,
 )
 from specdecode.domain.observations import LatencySamples, MetricError
+from specdecode.domain.sketch import Sketch
 from specdecode.domain.stats import (
     Interval,
     min_samples_for_quantile,
-    quantile_interval,
     ratio_interval,
+    sketch_quantile_interval,
 )
 
 DEFAULT_QUANTILE = 0.99
@@ -34,13 +33,18 @@ DEFAULT_TOLERANCE = 0.10
 DEFAULT_MIN_SPEEDUP = 1.0
 
 
+# A look whose instrument delayed its own timestamps by more than this share of the
+# quantile being judged measures the client, not the engines: Inconclusive, never a verdict.
+MAX_CLIENT_DELAY_SHARE = 0.05
+
+
 def _paired_quantiles(
-    baseline: Sequence[float], candidate: Sequence[float], q: float, error: float
+    baseline: Sketch, candidate: Sketch, q: float, error: float
 ) -> tuple[Interval, Interval] | int:
     """Both sides' quantile intervals, each at half the error (Bonferroni); else the n needed."""
     needed = min_samples_for_quantile(q, error / 2)
-    base = quantile_interval(baseline, q, error / 2)
-    cand = quantile_interval(candidate, q, error / 2)
+    base = sketch_quantile_interval(baseline, q, error / 2)
+    cand = sketch_quantile_interval(candidate, q, error / 2)
     if base is None or cand is None or base.lower <= 0 or cand.lower <= 0:
         return needed
     return base, cand
@@ -71,15 +75,20 @@ def measure_tail_latency(
     label = f"P{q * 100:g} ITL"
     paired = _paired_quantiles(base, cand, q, error)
     needed = max(paired if isinstance(paired, int) else 0, gate.min_samples or 0)
-    if isinstance(paired, int) or min(len(base), len(cand)) < needed:
+    if isinstance(paired, int) or min(base.total, cand.total) < needed:
         return Measurement(
             GateVerdict.INCONCLUSIVE,
-            f"{label}: {len(base)} baseline / {len(cand)} candidate samples; "
+            f"{label}: {base.total} baseline / {cand.total} candidate samples; "
             f"{needed} per side needed for the order-statistic bound",
             threshold=threshold,
-            samples=min(len(base), len(cand)),
+            samples=min(base.total, cand.total),
         )
     base_q, cand_q = paired
+    saturated = _saturation(baseline, candidate, q, min(base_q.value, cand_q.value))
+    if saturated is not None:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE, saturated, threshold=threshold, samples=base_q.samples
+        )
     ratio = ratio_interval(cand_q, base_q)
     verdict = judge_at_most(ratio, threshold)
     compared = relation(verdict, higher_is_better=False)
@@ -114,12 +123,12 @@ def measure_speedup(
     base, cand = baseline.time_per_output_token, candidate.time_per_output_token
     paired = _paired_quantiles(base, cand, 0.5, error)
     needed = max(paired if isinstance(paired, int) else 0, gate.min_samples or 0)
-    if isinstance(paired, int) or min(len(base), len(cand)) < needed:
+    if isinstance(paired, int) or min(base.total, cand.total) < needed:
         return Measurement(
             GateVerdict.INCONCLUSIVE,
-            f"speedup: {min(len(base), len(cand))} requests per side; {needed} needed",
+            f"speedup: {min(base.total, cand.total)} requests per side; {needed} needed",
             threshold=threshold,
-            samples=min(len(base), len(cand)),
+            samples=min(base.total, cand.total),
         )
     base_q, cand_q = paired
     speedup = ratio_interval(base_q, cand_q)
@@ -137,3 +146,27 @@ def measure_speedup(
         baseline_value=base_q.value,
         candidate_value=cand_q.value,
     )
+
+
+def _saturation(
+    baseline: LatencySamples, candidate: LatencySamples, q: float, judged_quantile: float
+) -> str | None:
+    """Why the look cannot be trusted because the load client lagged, or None.
+
+    Each load shard measures how late its own event loop runs (the delay a chunk's
+    timestamp can carry); if its q-quantile exceeds MAX_CLIENT_DELAY_SHARE of the latency
+    quantile being judged, the look measured the client, not the engines.
+    """
+    for side, samples in (("baseline", baseline), ("candidate", candidate)):
+        delay = samples.client_delay
+        if delay.total == 0:
+            continue
+        quantile = delay.quantile(q)
+        if quantile > MAX_CLIENT_DELAY_SHARE * judged_quantile:
+            return (
+                f"shadow load saturated: the {side} load client's P{q * 100:g} timestamp "
+                f"delay is {quantile * 1000:.2f} ms, over {MAX_CLIENT_DELAY_SHARE:.0%} of "
+                f"the {judged_quantile * 1000:.2f} ms being judged; add load pods "
+                "(spec.analysis.loadGenerator) or lower the stage's concurrency"
+            )
+    return None

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from specdecode.domain.sketch import Sketch, bucket_lower, bucket_upper, bucket_value
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -131,6 +133,26 @@ def quantile_interval(samples: Sequence[float], q: float, error: float) -> Inter
         value=ordered[point_rank - 1],
         lower=ordered[ranks[0] - 1],
         upper=ordered[ranks[1] - 1],
+        samples=n,
+    )
+
+
+def sketch_quantile_interval(sketch: Sketch, q: float, error: float) -> Interval | None:
+    """The q-quantile of a sketch with order-statistic bounds widened to bucket edges.
+
+    The same ranks as `quantile_interval`; the r-th smallest sample lies in a known bucket,
+    so the lower bound takes that bucket's lower edge and the upper bound its upper edge:
+    coverage is kept, and the sketch's 0.5 % resolution only widens the interval.
+    """
+    n = sketch.total
+    ranks = quantile_rank_bounds(n, q, error)
+    if ranks is None:
+        return None
+    point_rank = min(n, max(1, math.ceil(q * n)))
+    return Interval(
+        value=bucket_value(sketch.bucket_of_rank(point_rank)),
+        lower=bucket_lower(sketch.bucket_of_rank(ranks[0])),
+        upper=bucket_upper(sketch.bucket_of_rank(ranks[1])),
         samples=n,
     )
 

@@ -18,7 +18,7 @@ from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.kube.endpoints import ready_endpoints
 from specdecode.adapters.render import child_name
 from specdecode.adapters.traffic.driver import DriverConfig, EndpointResolver, PairedDriver
-from specdecode.adapters.traffic.prompts import (
+from specdecode.domain.prompts import (
     PromptSourceError,
     ShadowRequest,
     builtin_prompts,

@@ -12,7 +12,7 @@ import pytest
 from specdecode.adapters.traffic.client import RequestMeasurement, stream_chat
 from specdecode.adapters.traffic.driver import DriverConfig, EndpointResolver, PairedDriver
 from specdecode.adapters.traffic.manager import TrafficManager
-from specdecode.adapters.traffic.prompts import (
+from specdecode.domain.prompts import (
     PromptSourceError,
     ShadowRequest,
     builtin_prompts,

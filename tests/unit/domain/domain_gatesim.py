@@ -175,8 +175,8 @@ class LatencySource:
     def observe(self) -> StageObservations:
         return StageObservations(
             stage_name="stage",
-            baseline_latency=LatencySamples(per_token_itl=tuple(self.baseline)),
-            candidate_latency=LatencySamples(per_token_itl=tuple(self.candidate)),
+            baseline_latency=LatencySamples.from_values(per_token_itl=tuple(self.baseline)),
+            candidate_latency=LatencySamples.from_values(per_token_itl=tuple(self.candidate)),
         )
 
 

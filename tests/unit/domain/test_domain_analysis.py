@@ -37,7 +37,7 @@ PROMETHEUS_DOWN = MetricError(source="prometheus", message="connection refused")
 
 def _latencies(scale: float, n: int, seed: int) -> LatencySamples:
     rng = random.Random(seed)
-    return LatencySamples(
+    return LatencySamples.from_values(
         per_token_itl=tuple(scale * rng.lognormvariate(-3.5, 0.3) for _ in range(n))
     )
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from specdecode.adapters.traffic.prompts import ShadowRequest
+from specdecode.domain.prompts import ShadowRequest
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import httpx
 
 from specdecode.adapters.traffic.client import stream_chat
-from specdecode.adapters.traffic.prompts import ShadowRequest
+from specdecode.domain.prompts import ShadowRequest
 from specdecode.adapters.traffic.recorder import LatencyRecorder
 from specdecode.domain.observations import LatencySamples
 

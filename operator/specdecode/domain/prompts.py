@@ -5,7 +5,13 @@ Accepted JSONL lines (one request each):
 - `{"messages": [{"role": "user", "content": "..."}], ...}` (chat),
 - ShareGPT: `{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}]}`
   (every turn up to the last human turn becomes the chat history).
+Any line may also carry the sampling parameters production used (`temperature`, `top_p`,
+`stop`); they are replayed as they are, and a line without them takes the spec's defaults
+(`SamplingDefaults`). Why: acceptance depends on the decoding strategy, so greedy shadow
+traffic overstates alpha for a fleet that samples at temperature 0.7.
 A bad line is an error that names its line number; nothing is silently skipped.
+Pure (no I/O): the operator validates a prompt set with it before a stage starts, and the
+load pods parse the same file with it.
 """
 
 from __future__ import annotations
@@ -29,27 +35,44 @@ class PromptSourceError(ValueError):
 
 
 @dataclass(frozen=True)
+class SamplingDefaults:
+    """Sampling parameters for requests whose line does not set them."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+
+
+@dataclass(frozen=True)
 class ShadowRequest:
     """One request sent identically to baseline and candidate."""
 
     messages: tuple[tuple[str, str], ...]  # (role, content) pairs
     max_tokens: int
     workload: str | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
 
     def chat_body(self, model: str, seed: int) -> dict[str, object]:
         """The OpenAI chat-completions body, streaming with per-chunk usage."""
-        return {
+        body: dict[str, object] = {
             "model": model,
             "messages": [{"role": role, "content": text} for role, text in self.messages],
             "max_tokens": self.max_tokens,
-            "temperature": 0.0,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
             "seed": seed,
             "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         }
+        if self.stop:
+            body["stop"] = list(self.stop)
+        return body
 
 
-def parse_jsonl(text: str, default_max_tokens: int) -> list[ShadowRequest]:
+def parse_jsonl(
+    text: str, default_max_tokens: int, sampling: SamplingDefaults | None = None
+) -> list[ShadowRequest]:
     """Every line of a JSONL prompt set, or a PromptSourceError naming the bad line."""
     requests: list[ShadowRequest] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -59,7 +82,7 @@ def parse_jsonl(text: str, default_max_tokens: int) -> list[ShadowRequest]:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise ValueError("a line must be a JSON object")
-            requests.append(_request_from(record, default_max_tokens))
+            requests.append(_request_from(record, default_max_tokens, sampling))
         except (ValueError, TypeError, KeyError) as error:
             raise PromptSourceError(f"line {number}: {error}") from error
     if not requests:
@@ -67,10 +90,20 @@ def parse_jsonl(text: str, default_max_tokens: int) -> list[ShadowRequest]:
     return requests
 
 
-def _request_from(record: dict[str, object], default_max_tokens: int) -> ShadowRequest:
+def _request_from(
+    record: dict[str, object], default_max_tokens: int, sampling: SamplingDefaults | None
+) -> ShadowRequest:
+    defaults = sampling or SamplingDefaults()
     max_tokens = int(str(record.get("max_tokens", default_max_tokens)))
     if max_tokens <= 0:
         raise ValueError("max_tokens must be > 0")
+    temperature = float(str(record.get("temperature", defaults.temperature)))
+    if not 0.0 <= temperature <= 2.0:
+        raise ValueError("temperature must be between 0 and 2")
+    top_p = float(str(record.get("top_p", defaults.top_p)))
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError("top_p must be in (0, 1]")
+    stop = _stop(record.get("stop"))
     workload = record.get("workload")
     if workload is not None and workload not in WORKLOADS:
         raise ValueError(f"workload must be one of {', '.join(WORKLOADS)}")
@@ -86,7 +119,24 @@ def _request_from(record: dict[str, object], default_max_tokens: int) -> ShadowR
         raise ValueError("expected one of prompt, messages or conversations")
     if not messages or messages[-1][0] != "user":
         raise ValueError("the conversation must end with a user turn")
-    return ShadowRequest(messages=messages, max_tokens=max_tokens, workload=_opt_str(workload))
+    return ShadowRequest(
+        messages=messages,
+        max_tokens=max_tokens,
+        workload=_opt_str(workload),
+        temperature=temperature,
+        top_p=top_p,
+        stop=stop,
+    )
+
+
+def _stop(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise ValueError("stop must be a string or a list of non-empty strings")
 
 
 def _turn(item: object, role_key: str, text_key: str, roles: dict[str, str]) -> tuple[str, str]:
@@ -144,12 +194,25 @@ def _builtin_prompt(workload: str, index: int, rng: random.Random) -> str:
     return f"Tell me about {topic}. Keep it friendly. ({index})"
 
 
-def builtin_prompts(workload: str, count: int, seed: int, max_tokens: int) -> list[ShadowRequest]:
+def builtin_prompts(
+    workload: str,
+    count: int,
+    seed: int,
+    max_tokens: int,
+    sampling: SamplingDefaults | None = None,
+) -> list[ShadowRequest]:
     """A deterministic synthetic prompt set of one workload class."""
     if workload not in WORKLOADS:
         raise PromptSourceError(f"unknown built-in workload {workload!r}")
+    defaults = sampling or SamplingDefaults()
     rng = random.Random(f"{workload}:{seed}")
     return [
-        ShadowRequest((("user", _builtin_prompt(workload, i, rng)),), max_tokens, workload)
+        ShadowRequest(
+            (("user", _builtin_prompt(workload, i, rng)),),
+            max_tokens,
+            workload,
+            temperature=defaults.temperature,
+            top_p=defaults.top_p,
+        )
         for i in range(count)
     ]

@@ -1,0 +1,192 @@
+"""The load pods' report: what one shard measured, as JSON over HTTP, in one place.
+
+The load pods (`specdecode_load`) write it and the operator reads it, so both sides use
+these functions and the wire format cannot drift. Camel-case keys, like the CRD. A report
+that does not parse raises `ReportError` naming the field: the operator turns that into
+a gate Error, never into missing (or zero) latency.
+
+GET /v1/report?since=<unix seconds> answers with the blocks that start at or after
+`since`, plus the shard's identity and its running totals:
+
+    {"schema": 1, "side": "candidate", "shard": 0, "shards": 1, "processes": 2,
+     "bootTime": ..., "firstBootTime": ..., "restarts": 0, "blockSeconds": 2.0,
+     "sent": 812, "outputTokens": 201344, "capReached": false, "waitingFor": null,
+     "gaps": [{"from": ..., "to": ..., "reason": "load container restarted"}],
+     "blocks": [{"start": ..., "seconds": 2.0, "perChunkItl": {"offset": -740,
+                 "counts": [...]}, ..., "accepted": {"requests": 3, ...}}]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from specdecode.domain.observations import AcceptedMoments, LatencyBlock
+from specdecode.domain.sketch import Sketch
+
+SCHEMA = 1
+_SKETCHES = (
+    ("per_chunk_itl", "perChunkItl"),
+    ("per_token_itl", "perTokenItl"),
+    ("time_per_output_token", "timePerOutputToken"),
+    ("time_to_first_token", "timeToFirstToken"),
+    ("client_delay", "clientDelay"),
+)
+_COUNTS = (
+    ("requests_ok", "requestsOk"),
+    ("requests_failed", "requestsFailed"),
+    ("output_tokens", "outputTokens"),
+    ("chunks", "chunks"),
+    ("merged_chunks", "mergedChunks"),
+)
+_MOMENTS = (
+    ("requests", "requests"),
+    ("steps", "steps"),
+    ("accepted", "accepted"),
+    ("steps_sq", "stepsSq"),
+    ("accepted_steps", "acceptedSteps"),
+    ("accepted_sq", "acceptedSq"),
+)
+
+
+class ReportError(ValueError):
+    """A load report that does not parse; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A span of the shard's time that has no samples, and why (e.g. a restart)."""
+
+    start: float
+    end: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """One shard's answer to a report request."""
+
+    side: str
+    shard: int
+    shards: int
+    boot_time: float
+    restarts: int
+    block_seconds: float
+    sent: int
+    output_tokens: int
+    cap_reached: bool
+    blocks: tuple[LatencyBlock, ...]
+    gaps: tuple[Gap, ...] = ()
+    waiting_for: str | None = None
+    processes: int = 1
+    first_boot_time: float | None = None
+
+
+def block_to_wire(block: LatencyBlock) -> dict[str, Any]:
+    """A block as JSON-ready data."""
+    wire: dict[str, Any] = {"start": block.start, "seconds": block.seconds}
+    for attribute, key in _SKETCHES:
+        wire[key] = getattr(block, attribute).to_wire()
+    for attribute, key in _COUNTS:
+        wire[key] = getattr(block, attribute)
+    wire["accepted"] = {key: getattr(block.accepted, attr) for attr, key in _MOMENTS}
+    wire["lastError"] = block.last_error
+    return wire
+
+
+def block_from_wire(data: Mapping[str, Any]) -> LatencyBlock:
+    """Parse `block_to_wire`'s form."""
+    try:
+        sketch = {attr: Sketch.from_wire(data[key]) for attr, key in _SKETCHES}
+        count = {attr: _count(data[key], key) for attr, key in _COUNTS}
+        moments = data["accepted"]
+        error = data.get("lastError")
+        return LatencyBlock(
+            start=float(data["start"]),
+            seconds=float(data["seconds"]),
+            per_chunk_itl=sketch["per_chunk_itl"],
+            per_token_itl=sketch["per_token_itl"],
+            time_per_output_token=sketch["time_per_output_token"],
+            time_to_first_token=sketch["time_to_first_token"],
+            client_delay=sketch["client_delay"],
+            requests_ok=count["requests_ok"],
+            requests_failed=count["requests_failed"],
+            output_tokens=count["output_tokens"],
+            chunks=count["chunks"],
+            merged_chunks=count["merged_chunks"],
+            accepted=AcceptedMoments(
+                requests=_count(moments["requests"], "accepted.requests"),
+                steps=float(moments["steps"]),
+                accepted=float(moments["accepted"]),
+                steps_sq=float(moments["stepsSq"]),
+                accepted_steps=float(moments["acceptedSteps"]),
+                accepted_sq=float(moments["acceptedSq"]),
+            ),
+            last_error=None if error is None else str(error),
+        )
+    except KeyError as missing:
+        raise ReportError(f"load report block: missing {missing}") from missing
+    except (TypeError, ValueError) as error:
+        if isinstance(error, ReportError):
+            raise
+        raise ReportError(f"load report block: {error}") from error
+
+
+def report_to_wire(report: LoadReport) -> dict[str, Any]:
+    """A whole report as JSON-ready data."""
+    return {
+        "schema": SCHEMA,
+        "side": report.side,
+        "shard": report.shard,
+        "shards": report.shards,
+        "processes": report.processes,
+        "bootTime": report.boot_time,
+        "firstBootTime": report.first_boot_time,
+        "restarts": report.restarts,
+        "blockSeconds": report.block_seconds,
+        "sent": report.sent,
+        "outputTokens": report.output_tokens,
+        "capReached": report.cap_reached,
+        "waitingFor": report.waiting_for,
+        "gaps": [{"from": g.start, "to": g.end, "reason": g.reason} for g in report.gaps],
+        "blocks": [block_to_wire(b) for b in report.blocks],
+    }
+
+
+def report_from_wire(data: Mapping[str, Any]) -> LoadReport:
+    """Parse a report; a wrong schema or a malformed field raises ReportError."""
+    if data.get("schema") != SCHEMA:
+        raise ReportError(f"load report: schema {data.get('schema')!r}, expected {SCHEMA}")
+    try:
+        first_boot = data.get("firstBootTime")
+        return LoadReport(
+            side=str(data["side"]),
+            shard=_count(data["shard"], "shard"),
+            shards=_count(data["shards"], "shards"),
+            processes=_count(data.get("processes", 1), "processes"),
+            boot_time=float(data["bootTime"]),
+            first_boot_time=None if first_boot is None else float(first_boot),
+            restarts=_count(data["restarts"], "restarts"),
+            block_seconds=float(data["blockSeconds"]),
+            sent=_count(data["sent"], "sent"),
+            output_tokens=_count(data["outputTokens"], "outputTokens"),
+            cap_reached=bool(data["capReached"]),
+            waiting_for=None if data.get("waitingFor") is None else str(data["waitingFor"]),
+            gaps=tuple(
+                Gap(float(g["from"]), float(g["to"]), str(g["reason"])) for g in data["gaps"]
+            ),
+            blocks=tuple(block_from_wire(b) for b in data["blocks"]),
+        )
+    except KeyError as missing:
+        raise ReportError(f"load report: missing {missing}") from missing
+    except (TypeError, ValueError) as error:
+        if isinstance(error, ReportError):
+            raise
+        raise ReportError(f"load report: {error}") from error
+
+
+def _count(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ReportError(f"load report: {key} must be an integer >= 0, got {value!r}")
+    return value
