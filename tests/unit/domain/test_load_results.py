@@ -151,3 +151,21 @@ def test_load_is_sized_from_the_expected_chunk_rate(
 def test_sizing_defaults_are_in_the_crd() -> None:
     schema = SpecDecodeRolloutSpec.model_json_schema(by_alias=True)
     assert "loadGenerator" in str(schema) and "chunksPerSecondPerProcess" in str(schema)
+
+
+def test_status_and_the_gate_table_show_the_loads_health() -> None:
+    from specdecode.domain.load_status import load_status
+    from specdecode.domain.observations import StageObservations
+    from specdecode.report import gate_table
+
+    base = LatencySamples.from_values(per_token_itl=[0.02], requests_ok=7, client_delay=[0.0004])
+    cand = side_window("candidate", [], ["load pod p-1 did not answer"], 0.0, 1.0)
+    summary = load_status(StageObservations("s", baseline_latency=base, candidate_latency=cand))
+    assert summary is not None
+    assert summary.shards == "1/0" and summary.requests == 7
+    assert summary.client_delay_p99_ms == pytest.approx(0.4, rel=0.01)
+    assert summary.notes == ["candidate load incomplete: load pod p-1 did not answer"]
+    status = {"currentStageIndex": 0, "stages": [{"name": "s", "load": summary.to_wire()}]}
+    table = gate_table({"metadata": {"name": "r"}, "status": status})
+    assert "shadow load: shards 1/0" in table and "0.40 ms" in table and "p-1" in table
+    assert load_status(StageObservations("s")) is None
