@@ -29,7 +29,7 @@ LOAD_ROLE = "shadow-load"
 STAGE = {
     "name": "steady",
     "concurrency": 8,
-    "warmupSeconds": 5,
+    "warmupSeconds": 15,
     "minDurationSeconds": 45,
     "maxDurationSeconds": 150,
     "gates": [

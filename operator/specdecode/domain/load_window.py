@@ -5,7 +5,9 @@ Pure. Rules, each for a reason:
   the time block (not the shard) is the unit the statistics treat as independent.
 - Only whole blocks inside [since, now] count: a stage's window never includes warm-up.
 - A shard that restarted reports a gap; the engine saw less load during it, so the gap's
-  blocks are dropped on every shard of that side, and the gap is named in status.
+  blocks are dropped on every shard of that side, and the gap is named in status. A shard
+  whose pod was created after the window began (a replacement for a deleted pod) was
+  missing from the window's start until its own warm-up ended: the same rule applies.
 - A shard that did not answer makes the window incomplete (Inconclusive), never a
   verdict on what the remaining shards saw at a lower load than the stage's.
 """
@@ -14,8 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specdecode.domain.load_report import LoadReport
+from specdecode.domain.load_report import Gap, LoadReport
 from specdecode.domain.observations import LatencyBlock, LatencySamples
+
+# A fresh load process needs this long to open its streams and reach the stage's load
+# (the load program skips the same span after a restart).
+LOAD_WARMUP_SECONDS = 5.0
+
+
+def _gaps(report: LoadReport, since: float) -> tuple[Gap, ...]:
+    """The report's own gaps, plus "created late" when its pod started inside the window."""
+    first_boot = report.boot_time if report.first_boot_time is None else report.first_boot_time
+    late: tuple[Gap, ...] = ()
+    if first_boot + LOAD_WARMUP_SECONDS > since:
+        late = (Gap(since, first_boot + LOAD_WARMUP_SECONDS, "load pod started late"),)
+    return late + tuple(gap for gap in report.gaps if gap.end > since)
 
 
 def side_window(
@@ -37,7 +52,7 @@ def side_window(
             shards=len(reports),
             incomplete=f"{side} load incomplete: {'; '.join(missing)}",
         )
-    gaps = [gap for report in reports for gap in report.gaps if gap.end > since]
+    gaps = [gap for report in reports for gap in _gaps(report, since)]
     merged: dict[float, LatencyBlock] = {}
     for report in reports:
         for block in report.blocks:
@@ -53,8 +68,7 @@ def side_window(
         f"{side} shard {report.shard}: {gap.reason}, {gap.end - gap.start:.0f} s without "
         "samples (dropped on every shard)"
         for report in reports
-        for gap in report.gaps
-        if gap.end > since
+        for gap in _gaps(report, since)
     )
     return LatencySamples(
         blocks=tuple(merged[start] for start in sorted(merged)),

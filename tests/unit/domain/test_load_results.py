@@ -110,6 +110,15 @@ def test_a_restart_gap_drops_those_blocks_on_every_shard_and_is_named() -> None:
     assert window.gaps and "shard 0" in window.gaps[0] and "4 s" in window.gaps[0]
 
 
+def test_a_pod_created_inside_the_window_was_missing_until_its_warm_up_ended() -> None:
+    replacement = LoadReport(**{**report(0, [block(20.0, [0.01])]).__dict__, "boot_time": 14.0})
+    steady = report(1, [block(10.0, [0.02]), block(16.0, [0.02]), block(20.0, [0.02])])
+    window = side_window("candidate", [replacement, steady], [], since=10.0, now=30.0)
+    assert window is not None
+    assert [b.start for b in window.blocks] == [20.0]  # 14 s boot + 5 s warm-up
+    assert "started late" in window.gaps[0]
+
+
 def test_a_silent_shard_makes_the_window_incomplete_and_the_gate_inconclusive() -> None:
     answered = report(0, [block(10.0, [0.02] * 500)])
     window = side_window("candidate", [answered], ["load pod p-1 did not answer"], 10.0, 20.0)
