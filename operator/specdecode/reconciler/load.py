@@ -11,6 +11,7 @@ finds the same pods, and they kept measuring while it was away.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 from specdecode.adapters.kube.endpoints import ready_endpoints
@@ -28,6 +29,9 @@ from specdecode.domain.prompts import PromptSourceError, parse_jsonl
 from specdecode.reconciler.runtime import Runtime
 
 LOAD_SOURCE = "shadow-load pods"
+# How often the engines' endpoints are looked up again while load pods run (an engine pod
+# that restarted gets a new address); pods being created always get fresh ones.
+ENDPOINT_REFRESH_SECONDS = 15.0
 
 
 def uses_load_pods(spec: SpecDecodeRolloutSpec | None) -> bool:
@@ -120,7 +124,14 @@ async def sync_load_pods(
     for pod in pods:
         if pod.name not in keep and not pod.deleting:
             await asyncio.to_thread(delete_pod, runtime.kube, owner.namespace, pod.name)
+    key = f"{owner.namespace}/{owner.name}"
     if wanted is None or spec is None:
+        runtime.endpoints_pushed_at.pop(key, None)
+        return
+    running = _current(pods, wanted)
+    last = runtime.endpoints_pushed_at.get(key)
+    refresh = last is None or time.monotonic() - last >= ENDPOINT_REFRESH_SECONDS
+    if len(running) == 2 * wanted.shape.pods_per_side and not refresh:
         return
     endpoints = {
         side: await asyncio.to_thread(
@@ -128,12 +139,13 @@ async def sync_load_pods(
         )
         for side in SIDES
     }
+    runtime.endpoints_pushed_at[key] = time.monotonic()
     desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
     absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
     if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
         for wanted_pod in absent:
             await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
-    for pod in _current(pods, wanted):
+    for pod in running:
         urls = endpoints.get(ChildRole(pod.side), [])
         if pod.report_url is not None and tuple(urls) != pod.endpoints:
             await push_endpoints(runtime.http, pod.report_url, urls)

@@ -34,6 +34,9 @@ class Runtime:
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    # When each rollout's load pods were last told the engine endpoints (monotonic seconds):
+    # discovery runs once per refresh interval, not on every reconcile.
+    endpoints_pushed_at: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def create(cls, settings: OperatorSettings, kubeconfig: str | None = None) -> Runtime:
@@ -56,6 +59,7 @@ class Runtime:
     def forget(self, namespace: str, name: str) -> None:
         """Drop a deleted rollout's lock and metric series."""
         self._locks.pop(f"{namespace}/{name}", None)
+        self.endpoints_pushed_at.pop(f"{namespace}/{name}", None)
         self.metrics.forget(namespace, name)
 
     async def close(self) -> None:

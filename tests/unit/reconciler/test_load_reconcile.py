@@ -99,7 +99,11 @@ def _pod_object(manifest: dict[str, Any]) -> Any:
     )
 
 
+LOOKUPS: list[str] = []
+
+
 def endpoint_slices(namespace: str, label_selector: str) -> Any:
+    LOOKUPS.append(label_selector)
     service = label_selector.split("=")[1]
     ip = "10.2.0.1" if service.endswith("baseline") else "10.2.0.2"
     endpoint = SimpleNamespace(addresses=[ip], conditions=SimpleNamespace(ready=True))
@@ -142,9 +146,11 @@ async def test_sync_creates_the_run_pods_then_deletes_them_when_the_plan_ends() 
     ]
     assert "http://10.2.0.2:8000" in pod["spec"]["containers"][0]["args"]
     core.calls.clear()
+    LOOKUPS.clear()
     pods = await observe_load_pods(rt, "team-a", "llama-8b")
     await sync_load_pods(rt, OWNER, SPEC, PLAN, pods)
     assert core.calls == ["list pods"]  # converged: no writes
+    assert LOOKUPS == []  # endpoints were looked up moments ago: not again every reconcile
     await sync_load_pods(rt, OWNER, SPEC, None, pods)
     assert not core.pods
     core.calls.clear()
