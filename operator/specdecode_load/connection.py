@@ -54,6 +54,7 @@ class StreamConnection(asyncio.Protocol):
         self._status = 0
         self._error_body = b""
         self._complete = False
+        self._keep_alive = False
         self._now = 0.0
         self._in_read = 0
 
@@ -86,7 +87,7 @@ class StreamConnection(asyncio.Protocol):
             if start:
                 del buffer[:start]
         if self._complete:
-            self._finish(now, None, keep=self._parser.should_keep_alive())
+            self._finish(now, None, keep=self._keep_alive)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -107,6 +108,7 @@ class StreamConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self._complete = True
+        self._keep_alive = self._parser.should_keep_alive()  # only valid inside the callback
 
     # requests
 

@@ -56,8 +56,14 @@ def parse_endpoint(url: str) -> Endpoint:
 class ConnectionPool:
     """Idle connections (most recent first) and the endpoint list they may point at."""
 
-    def __init__(self, recorder: BlockRecorder, endpoints: list[Endpoint]) -> None:
+    def __init__(
+        self,
+        recorder: BlockRecorder,
+        endpoints: list[Endpoint],
+        connection_class: type[StreamConnection] = StreamConnection,
+    ) -> None:
         self._recorder = recorder
+        self._connection_class = connection_class
         self._endpoints: dict[str, Endpoint] = {}
         self._order: list[Endpoint] = []
         self._next = 0
@@ -108,7 +114,9 @@ class ConnectionPool:
         endpoint = self.next_endpoint()
         loop = asyncio.get_running_loop()
         _, protocol = await loop.create_connection(
-            lambda: StreamConnection(self._recorder, endpoint.url), endpoint.host, endpoint.port
+            lambda: self._connection_class(self._recorder, endpoint.url),
+            endpoint.host,
+            endpoint.port,
         )
         self._busy.add(protocol)
         return protocol

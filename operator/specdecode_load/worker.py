@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import ShadowRequest
-from specdecode_load.connection import request_bytes
+from specdecode_load.connection import StreamConnection, request_bytes
 from specdecode_load.pool import ConnectionPool, Endpoint
 from specdecode_load.recorder import BlockRecorder
 from specdecode_load.schedule import WorkerSchedule, arrival_gaps, prompt_choice
@@ -47,11 +47,16 @@ ShipMessage = Callable[[LatencyBlock, "LoadWorker"], None]
 class LoadWorker:
     """Sends one worker's share of the load and records it block by block."""
 
-    def __init__(self, spec: WorkerSpec, ship: ShipMessage) -> None:
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        ship: ShipMessage,
+        connection_class: type[StreamConnection] = StreamConnection,  # benchmarks hook it
+    ) -> None:
         self.spec = spec
         self.schedule = spec.schedule
         self.recorder = BlockRecorder(spec.block_seconds, lambda block: ship(block, self))
-        self.pool = ConnectionPool(self.recorder, list(spec.endpoints))
+        self.pool = ConnectionPool(self.recorder, list(spec.endpoints), connection_class)
         self.in_flight = 0
         self._stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
