@@ -63,6 +63,7 @@ class ReferenceEngine:
     true_gaps: list[float] = field(default_factory=list)  # kept only when `keep_gaps`
     keep_gaps: bool = False
     chunks: int = 0
+    connections: int = 0  # accepted so far (keep-alive reuse shows as few)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def join(self, transport: asyncio.Transport, body: dict[str, object]) -> None:
@@ -140,6 +141,7 @@ class _ServerConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        self._engine.connections += 1
 
     def data_received(self, data: bytes) -> None:
         try:
