@@ -38,6 +38,7 @@ from specdecode.domain.observations import (
     ServerStepHistograms,
     StageObservations,
 )
+from specdecode.domain.stages import evaluation_due
 from specdecode.reconciler.load import (
     observe_load_pods,
     prompt_problem,
@@ -157,6 +158,8 @@ async def _observe_stage(
     stage_status, stage_spec = status.stages[index], spec.analysis.stages[index]
     if stage_status.measure_from is None or stage_status.measure_from.timestamp() > now:
         return None
+    if not evaluation_due(stage_status, spec.analysis.interval_seconds, runtime.clock.now()):
+        return None  # no look is due: ask neither Prometheus nor the load pods
     since = stage_status.measure_from.timestamp()
     acceptance = None
     if any(gate.type is GateType.ACCEPTANCE for gate in stage_spec.gates):
