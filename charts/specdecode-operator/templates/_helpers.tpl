@@ -64,15 +64,16 @@ The rules the operator needs in every namespace it serves, derived from its code
 - apiGroups: ["specdecode.io"]
   resources: ["specdecoderollouts/status"]
   verbs: ["patch"]
+# Children: watched (the operator's cache), written only where they differ.
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["list", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list"]
+  verbs: ["list", "watch"]
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
   verbs: ["list"]
@@ -85,7 +86,13 @@ The rules the operator needs in every namespace it serves, derived from its code
 # Mirror traffic: RequestMirror filters on the user's HTTPRoute (only ours are changed).
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes"]
-  verbs: ["list", "patch"]
+  verbs: ["list", "watch", "patch"]
+{{- end }}
+
+{{- define "specdecode-operator.leaderElectionRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update"]
 {{- end }}
 
 {{/*

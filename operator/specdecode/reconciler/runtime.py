@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 import httpx
 
 from specdecode.adapters.clock import Clock, SystemClock
+from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.metrics import AcceptanceSource, StepLatencySource, make_metric_source
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.adapters.traffic.manager import TrafficManager
+from specdecode.reconciler.wakeups import Wakeups
 from specdecode.settings import OperatorSettings
 
 
@@ -31,6 +33,12 @@ class Runtime:
     traffic: TrafficManager = field(default_factory=TrafficManager)
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
+    cluster: ClusterView = field(default_factory=ClusterView)
+    """The watched children, pods and routes (kopf's indexes, attached by the handlers)."""
+    wakeups: Wakeups = field(default_factory=Wakeups)
+    superseded: dict[str, str] = field(default_factory=dict)
+    """Per rollout, the resourceVersion our last status write replaced: a copy of the
+    rollout still at that version is stale (the watch has not delivered our write yet)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     @classmethod
@@ -39,9 +47,11 @@ class Runtime:
         prometheus = make_metric_source(
             "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
         )
+        metrics = OperatorMetrics()
         return cls(
             settings=settings,
-            kube=KubeClients.connect(kubeconfig),
+            kube=KubeClients.connect(kubeconfig, on_request=metrics.count_request),
+            metrics=metrics,
             acceptance=prometheus,
             step_latency=prometheus,
             # No connection cap: a stage's concurrency must reach the engines unthrottled
@@ -58,7 +68,10 @@ class Runtime:
 
     def forget(self, namespace: str, name: str) -> None:
         """Drop a deleted rollout's lock and metric series."""
-        self._locks.pop(f"{namespace}/{name}", None)
+        key = f"{namespace}/{name}"
+        self._locks.pop(key, None)
+        self.superseded.pop(key, None)
+        self.wakeups.unregister(key)
         self.metrics.forget(namespace, name)
 
     async def close(self) -> None:
