@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import sys
 
 import kopf
 
@@ -100,6 +101,6 @@ def main(argv: list[str] | None = None) -> None:
 
     if settings.leader_election:
         elector = elector_for(settings, args.kubeconfig)
-        asyncio.run(run_when_leading(settings, elector, run_operator, liveness))
+        sys.exit(asyncio.run(run_when_leading(settings, elector, run_operator, liveness)))
     else:
         asyncio.run(run_operator())

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import sys
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlparse
 
@@ -47,15 +46,18 @@ async def run_when_leading(
     elector: LeaseElector,
     run_operator: RunOperator,
     liveness_endpoint: str | None,
-) -> None:
-    """Wait for the Lease, run the operator while holding it, release it on the way out."""
+) -> int:
+    """Wait for the Lease, run the operator while holding it, release it on the way out.
+
+    Returns the process's exit code: 1 if leadership was lost (restart as a standby).
+    """
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stopping.set)
     if not await _wait_for_lease(settings, elector, stopping, liveness_endpoint):
-        return
+        return 0
     logger.info("%s holds Lease %s: reconciling", settings.identity, settings.lease_name)
     stop_flag = asyncio.Event()
     renewer = asyncio.create_task(_keep_leading(settings, elector, stop_flag))
@@ -66,8 +68,7 @@ async def run_when_leading(
         lost = stop_flag.is_set() and not elector.leading
         await asyncio.to_thread(elector.release)
         logger.info("%s released Lease %s", settings.identity, settings.lease_name)
-    if lost:
-        sys.exit(1)
+    return 1 if lost else 0
 
 
 async def _wait_for_lease(
