@@ -33,7 +33,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -41,8 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from localcluster.extra_nodes import STANDIN_IMAGE, ExtraGpuNodes
 from localcluster.handle import LocalCluster
-from localcluster.nodepool import NodeSpec, write_pool
 from localcluster.operator_process import install_crds
 from localcluster.ports import pick_free_ports
 from localcluster.process import start_component, stop_processes, wait_until_ready
@@ -51,10 +50,8 @@ from localcluster.waiting import wait_for
 NAMESPACE = "sd-scale"
 ACCOUNT = "scale-operator"
 POOL_LABEL = {"specdecode.dev/pool": "scale"}
-IMAGE = "ghcr.io/specdecode-operator/engine-standin:bench"
 ACTION = "specdecode.io/action"
 WRITES = {"create", "update", "patch", "delete", "deletecollection"}
-GPUS_PER_NODE = 8
 ACTION_SAMPLES = 10
 
 
@@ -74,7 +71,7 @@ def rollout(name: str) -> dict[str, Any]:
         "spec": {
             "model": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
             "gpuPool": {"nodeSelector": POOL_LABEL},
-            "engine": {"image": IMAGE},
+            "engine": {"image": STANDIN_IMAGE},
             "serving": {"replicas": 1},
         },
     }
@@ -148,13 +145,14 @@ class Bench:
 
     def __init__(self, cluster: LocalCluster, operators: int, window: float) -> None:
         self.cluster, self.operators, self.window = cluster, operators, window
-        self.workdir = Path(tempfile.mkdtemp(prefix="sd-scale-"))
-        self.agent: subprocess.Popen[bytes] | None = None
         self.children: list[subprocess.Popen[bytes]] = []
-        self.nodes: list[str] = []
+        self.nodes: ExtraGpuNodes | None = None
         self.created: dict[str, float] = {}
 
-    def set_up(self) -> None:
+    def set_up(self, most_rollouts: int) -> None:
+        """Namespace, account, GPU nodes for the largest size at once (the agent that runs
+        them is not restarted between sizes), then the operator(s)."""
+        self.nodes = ExtraGpuNodes(self.cluster, most_rollouts, pool="scale")
         install_crds(self.cluster)
         kubectl_ok(self.cluster, "create", "namespace", NAMESPACE)
         kubectl_ok(self.cluster, "create", "serviceaccount", ACCOUNT, "-n", NAMESPACE)
@@ -194,41 +192,8 @@ class Bench:
         wait_until_ready(component, child, alive, 60.0, log)
         return child
 
-    def ensure_nodes(self, rollouts: int) -> None:
-        """Enough fake GPU nodes for `rollouts` one-GPU engines (a second agent)."""
-        wanted = math.ceil(rollouts / GPUS_PER_NODE)
-        if wanted <= len(self.nodes):
-            return
-        if self.agent is not None:
-            stop_processes([self.agent.pid])
-        labels = {**POOL_LABEL, "nvidia.com/gpu.present": "true"}
-        pool = [NodeSpec(f"scale-gpu-{i}", GPUS_PER_NODE, "bench", labels) for i in range(wanted)]
-        nodes_file = self.workdir / "nodes.json"
-        write_pool(nodes_file, pool)
-        argv = [
-            sys.executable, "-m", "localcluster.agent",
-            "--kubeconfig", str(self.cluster.paths.admin_kubeconfig),
-            "--state-dir", str(self.workdir / "agent"),
-            "--nodes-config", str(nodes_file),
-            "--prometheus-sd-file", str(self.workdir / "targets.json"),
-        ]  # fmt: skip
-        pythonpath = str(Path(__file__).resolve().parents[1] / "tests" / "cluster")
-        self.agent = start_component(
-            self.cluster.paths, "agent-scale", argv, extra_env={"PYTHONPATH": pythonpath}
-        )
-        self.nodes = [node.name for node in pool]
-        wait_for(self._nodes_ready, timeout=120, interval=1, message="scale nodes Ready")
-
-    def _nodes_ready(self) -> bool:
-        out = kubectl_ok(
-            self.cluster, "get", "nodes", "-l", "specdecode.dev/pool=scale", "-o",
-            'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
-        )  # fmt: skip
-        return out.split().count("True") >= len(self.nodes)
-
     def grow_to(self, total: int) -> list[float]:
         """Create rollouts up to `total`; seconds from each create to its children."""
-        self.ensure_nodes(total)
         deployments = LineWatch(self.cluster, "deployments", "NAME:.metadata.name")
         services = LineWatch(self.cluster, "services", "NAME:.metadata.name")
         names = [f"r{i:03d}" for i in range(len(self.created), total)]
@@ -310,11 +275,8 @@ class Bench:
         stop_processes([child.pid for child in self.children])
         self.cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
         self.cluster.kubectl("delete", "clusterrolebinding", f"{NAMESPACE}-{ACCOUNT}")
-        if self.agent is not None:
-            stop_processes([self.agent.pid])
-        for node in self.nodes:
-            self.cluster.kubectl("delete", "node", node, "--wait=false")
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.nodes is not None:
+            self.nodes.close()
 
 
 def report(size: int, created: list[float], steady: dict[str, Any], actions: list[float]) -> None:
@@ -353,8 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     bench = Bench(LocalCluster.attach(), options.operators, options.window)
     try:
-        bench.set_up()
-        for size in (int(s) for s in options.sizes.split(",")):
+        sizes = [int(s) for s in options.sizes.split(",")]
+        bench.set_up(max(sizes))
+        for size in sizes:
             created = bench.grow_to(size)
             steady = bench.steady_state()
             actions = bench.action_latencies()
