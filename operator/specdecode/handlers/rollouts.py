@@ -117,7 +117,7 @@ async def rollout_loop(
         runtime.wakeups.unregister(key)
 
 
-def rollout_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def rollout_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Any change of a rollout (spec, status, annotations): wake its loop."""
     runtime_of(memo).wakeups.wake(key_of(body))
 

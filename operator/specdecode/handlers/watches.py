@@ -10,6 +10,9 @@ never mistakes "not listed yet" for "absent".
 
 Readers: `runtime.cluster.rollout_pods(namespace, rollout, component=...)` and the other
 `ClusterView` methods. Pods of any component (engines, shadow-load) are indexed.
+
+Every handler here is async on purpose: kopf runs sync handlers in worker threads, and the
+wake-up flags are asyncio objects that only the event loop may touch.
 """
 
 from __future__ import annotations
@@ -60,18 +63,18 @@ def attach_cluster(runtime: Runtime, handler_kwargs: Mapping[str, Any]) -> Clust
     return view
 
 
-def index_by_rollout(body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+async def index_by_rollout(body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
     """One entry per labelled object, under (namespace, rollout)."""
     key = rollout_key(body)
     return {key: snapshot(body)} if key is not None else {}
 
 
-def index_by_namespace(body: kopf.Body, **_: Any) -> dict[str, dict[str, Any]]:
+async def index_by_namespace(body: kopf.Body, **_: Any) -> dict[str, dict[str, Any]]:
     """One entry per HTTPRoute, under its namespace."""
     return {namespace_key(body): snapshot(body)}
 
 
-def child_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def child_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """A child or pod of a rollout changed, appeared or went: reconcile that rollout."""
     key = rollout_key(body)
     if key is not None:
@@ -79,7 +82,7 @@ def child_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
         runtime.wakeups.wake(f"{key[0]}/{key[1]}")
 
 
-def route_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def route_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """An HTTPRoute changed: reconcile the rollouts of its namespace (few; cheap)."""
     runtime: Runtime = memo["runtime"]
     runtime.wakeups.wake_namespace(namespace_key(body))

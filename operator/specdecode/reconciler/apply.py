@@ -1,8 +1,8 @@
 """Applying a decision: the one path every decision takes, the invalid-spec one included.
 
 Order matters for exactly-once effects across kills and stale copies:
-1. the transition's Events, named by the object version they were computed from (a repeat
-   after a kill is refused by the API server as AlreadyExists);
+1. the transition's Events, named by the status they were computed from (a repeat after a
+   kill, or from a copy differing only in metadata, is refused as AlreadyExists);
 2. the status, guarded by that same version (a stale copy gets 409 and nothing else runs);
 3. children, route mirrors and the action annotation, each written only where the watched
    cache shows it differs, so an idle rollout sends no request at all.
@@ -12,6 +12,7 @@ Each step is idempotent; a reconcile stopped between two of them is completed by
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import dataclass
 
 from specdecode.adapters.kube.children import (
@@ -66,7 +67,10 @@ async def commit_status(
     runtime: Runtime, ref: RolloutRef, old: SpecDecodeRolloutStatus, decision: Decision
 ) -> None:
     """Post the decision's Events, then write its status if it changed (guarded)."""
-    target = EventTarget(ref.namespace, ref.name, ref.uid, ref.resource_version)
+    new = decision.status
+    target = EventTarget(
+        ref.namespace, ref.name, ref.uid, ref.resource_version, transition_origin(ref, old, new)
+    )
     for position, event in enumerate(decision.events):
         await asyncio.to_thread(
             post_event,
@@ -78,13 +82,24 @@ async def commit_status(
             event.message,
             runtime.settings.identity,
         )
-    new = decision.status
     if new != old:
         version = ref.resource_version or None
         await asyncio.to_thread(patch_status, runtime.kube, ref.namespace, ref.name, new, version)
         if version:
             runtime.superseded[ref.key] = version
     runtime.metrics.observe(ref.namespace, ref.name, old, new)
+
+
+def transition_origin(
+    ref: RolloutRef, old: SpecDecodeRolloutStatus, new: SpecDecodeRolloutStatus
+) -> str:
+    """What makes a transition this one and not another: the status it starts from.
+
+    Events that leave the status as it is (an ignored action) also carry the object's
+    resourceVersion: the same annotation set again later is a new request, not a repeat.
+    """
+    digest = hashlib.sha256(old.model_dump_json(by_alias=True).encode()).hexdigest()[:24]
+    return digest if new != old else f"{digest}@{ref.resource_version}"
 
 
 async def apply_children_of(

@@ -57,7 +57,7 @@ def test_kopf_storage_keeps_the_action_annotation_in_its_diff(prefix: str) -> No
     assert seen is (prefix == "kopf.specdecode.io")
 
 
-def test_the_index_keeps_snapshots_without_managed_fields() -> None:
+async def test_the_index_keeps_snapshots_without_managed_fields() -> None:
     pod = {
         "kind": "Pod",
         "metadata": {
@@ -68,7 +68,7 @@ def test_the_index_keeps_snapshots_without_managed_fields() -> None:
         },
         "status": {"phase": "Running"},
     }
-    entry = index_by_rollout(kopf.Body(pod))
+    entry = await index_by_rollout(kopf.Body(pod))
     assert list(entry) == [(NAMESPACE, NAME)]
     assert "managedFields" not in entry[(NAMESPACE, NAME)]["metadata"]
     assert entry[(NAMESPACE, NAME)]["status"] == {"phase": "Running"}
@@ -105,7 +105,7 @@ async def test_an_action_on_an_idle_rollout_acts_on_its_watch_event() -> None:
         raw["metadata"]["annotations"][ACTION_ANNOTATION] = "promote"
         raw["metadata"]["resourceVersion"] = kube.current_version
         assert clears(kube) == []
-        rollout_event(body=body, memo=memo)
+        await rollout_event(body=body, memo=memo)
         await wait_until(lambda: clears(kube) != [])
     finally:
         stopper.set()
@@ -119,6 +119,6 @@ async def test_a_child_event_wakes_only_its_rollout() -> None:
     for key in (f"{NAMESPACE}/{NAME}", f"{NAMESPACE}/other"):
         await runtime.wakeups.wait(key, 0)  # consume the initial wake-up
     child = {"metadata": {"namespace": NAMESPACE, "labels": {"specdecode.io/rollout": NAME}}}
-    child_event(body=kopf.Body(child), memo=kopf.Memo(runtime=runtime))
+    await child_event(body=kopf.Body(child), memo=kopf.Memo(runtime=runtime))
     assert await runtime.wakeups.wait(f"{NAMESPACE}/{NAME}", 0.5)
     assert not await runtime.wakeups.wait(f"{NAMESPACE}/other", 0.05)

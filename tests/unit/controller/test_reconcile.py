@@ -161,6 +161,26 @@ async def test_a_transition_computed_again_after_a_kill_posts_one_event() -> Non
     assert len(creates) == 2  # the control: it was tried twice, refused once
 
 
+async def test_a_transition_from_a_copy_older_than_kopfs_metadata_write_posts_one_event() -> None:
+    kube, cluster = FakeKube(), FakeCluster()
+    kube.current_version = "42"  # kopf added its finalizer after the copy at 41 was read
+    runtime = make_runtime(kube, cluster)
+    with pytest.raises(StaleRollout):
+        await reconcile(runtime, ref("41"), raw_spec(EAGLE3), None, {})
+    await reconcile(runtime, ref("42"), raw_spec(EAGLE3), None, {})  # same status, newer copy
+    assert kube.event_reasons() == ["AnalysisStarted"]
+
+
+async def test_an_ignored_action_set_again_is_announced_again() -> None:
+    kube, cluster = FakeKube(), FakeCluster()
+    runtime = make_runtime(kube, cluster)
+    settled = await converge_plain(runtime, kube, cluster)
+    annotations = {ACTION_ANNOTATION: "promote"}  # does not apply in Promoted
+    for version in ("60", "61"):  # the user annotates, the operator clears, and again
+        await reconcile(runtime, ref(version), raw_spec(None), status_of(settled), annotations)
+    assert kube.event_reasons().count("ActionIgnored") == 2
+
+
 async def test_a_consumed_action_is_cleared_with_its_value() -> None:
     kube, cluster = FakeKube(), FakeCluster()
     runtime = make_runtime(kube, cluster)

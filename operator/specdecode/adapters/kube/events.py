@@ -1,10 +1,12 @@
 """Kubernetes Events on a rollout, posted at most once per transition.
 
-Each Event's name is derived from the rollout's uid, the resourceVersion the transition was
-computed from, the reason and its position in the decision. An operator killed after
-posting but before its status write computes the same transition from the same object
-again, and the second create is refused as AlreadyExists: one Event, not two. (kopf's
-own `kopf.event` names Events randomly, so it cannot tell a repeat from a new one.)
+Each Event's name is derived from the rollout's uid, the transition's origin (a digest of
+the status it was computed from), the reason and its position in the decision. The same
+transition computed again (by an operator killed after posting but before its status
+write, or from a copy of the rollout that differs only in metadata, such as kopf's own
+finalizer or annotation writes) gets the same name, and the second create is refused as
+AlreadyExists: one Event, not two. (kopf's `kopf.event` names Events randomly, so it
+cannot tell a repeat from a new one.)
 """
 
 from __future__ import annotations
@@ -24,17 +26,18 @@ COMPONENT = "specdecode-operator"
 
 @dataclass(frozen=True)
 class EventTarget:
-    """The rollout an Event is about, and the object version its transition came from."""
+    """The rollout an Event is about, and where its transition came from."""
 
     namespace: str
     name: str
     uid: str
     resource_version: str
+    origin: str  # identifies the state the transition was computed from
 
 
 def event_name(target: EventTarget, reason: str, position: int) -> str:
     """A name that is the same whenever the same transition is computed again."""
-    identity = f"{target.uid}/{target.resource_version}/{position}/{reason}"
+    identity = f"{target.uid}/{target.origin}/{position}/{reason}"
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return f"{target.name[:200]}.{digest}"
 
