@@ -208,3 +208,37 @@ async def test_the_analysis_clock_runs_only_while_time_drives_the_phase() -> Non
     deploying = await reconcile(runtime, ref("1"), raw_spec(EAGLE3), None, {})
     assert deploying.status.phase is Phase.DEPLOYING
     assert next_reconcile_in(runtime, deploying) == runtime.settings.reconcile_interval_seconds
+
+
+def mirror_spec(route: str = "llm") -> dict[str, Any]:
+    """A valid Mirror spec (checked, so the test cannot pass on the invalid-spec path)."""
+    spec = raw_spec(EAGLE3)
+    spec["analysis"]["traffic"] = {"source": "Mirror", "httpRoute": route}
+    for stage in spec["analysis"]["stages"]:
+        stage.pop("concurrency", None)
+        for gate in stage["gates"]:
+            if gate["type"] == "TailLatency":
+                gate["itlDefinition"] = "ServerStep"
+    SpecDecodeRolloutSpec.model_validate(spec)
+    return spec
+
+
+def http_route(name: str) -> dict[str, Any]:
+    backend = {"name": NAME, "port": 8000}
+    return {
+        "metadata": {"name": name, "namespace": NAMESPACE, "resourceVersion": "5"},
+        "spec": {"rules": [{"backendRefs": [backend]}]},
+    }
+
+
+@pytest.mark.parametrize(("cached", "lists"), [(True, 0), (False, 2)])
+async def test_routes_come_from_the_cache_unless_the_named_one_is_missing(
+    cached: bool, lists: int
+) -> None:
+    kube, cluster = FakeKube(), FakeCluster()
+    if cached:
+        cluster.indexes["routes"][NAMESPACE].append(http_route("llm"))
+    runtime = make_runtime(kube, cluster)
+    await reconcile(runtime, ref("1"), mirror_spec(), None, {})
+    listed = [m for m, _, _ in kube.calls if m.endswith("list_namespaced_custom_object")]
+    assert len(listed) == lists  # the fallback tells "absent" from "not installed"
