@@ -152,6 +152,10 @@ class Bench:
     def set_up(self, most_rollouts: int) -> None:
         """Namespace, account, GPU nodes for the largest size at once (the agent that runs
         them is not restarted between sizes), then the operator(s)."""
+        # Leftovers of an interrupted run would be counted as this run's.
+        self.cluster.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", timeout=600)
+        binding = f"clusterrolebinding/{NAMESPACE}-{ACCOUNT}"
+        self.cluster.kubectl("delete", binding, "--ignore-not-found")
         self.nodes = ExtraGpuNodes(self.cluster, most_rollouts, pool="scale")
         install_crds(self.cluster)
         kubectl_ok(self.cluster, "create", "namespace", NAMESPACE)
@@ -212,19 +216,21 @@ class Bench:
             latencies.append(seen - self.created[name])
         deployments.stop()
         services.stop()
-        wait_for(lambda: self._promoted() >= total, timeout=900, interval=3, message="Promoted")
+        wait_for(lambda: self._settled() >= total, timeout=900, interval=3, message="settled")
         return latencies
 
-    def _promoted(self) -> int:
+    def _settled(self) -> int:
+        """Rollouts Promoted with production Ready: nothing left for the operator to do."""
         out = kubectl_ok(
             self.cluster, "get", "sdr", "-n", NAMESPACE, "-o",
-            'jsonpath={range .items[*]}{.status.phase}{"\\n"}{end}',
+            'jsonpath={range .items[*]}{.status.phase}/'
+            '{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
         )  # fmt: skip
-        return out.split().count("Promoted")
+        return out.split().count("Promoted/True")
 
     def steady_state(self) -> dict[str, Any]:
         """Requests, CPU and RSS over the window, after a settle time."""
-        time.sleep(20)  # let the last Ready transitions and their status writes pass
+        time.sleep(10)  # let the last watch events and their reconciles pass
         pids = [child.pid for child in self.children]
         cpu_before = sum(cpu_seconds(pid) for pid in pids)
         start, started = datetime.now(UTC), time.monotonic()
