@@ -53,7 +53,7 @@ def post_event(
     now: datetime | None = None,
 ) -> bool:
     """Create the Event; False if it already exists (a repeat of a posted transition)."""
-    stamp = now or datetime.now(UTC)
+    stamp = now or datetime.now(UTC).replace(microsecond=0)
     body = client.CoreV1Event(
         metadata=client.V1ObjectMeta(name=event_name(target, reason, position)),
         involved_object=client.V1ObjectReference(
