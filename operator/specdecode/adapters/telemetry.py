@@ -123,7 +123,8 @@ class OperatorMetrics:
 
     def forget(self, namespace: str, rollout: str) -> None:
         """Drop a deleted rollout's series so dashboards don't show ghosts."""
-        for metric in (self.phase, self.gate_verdict, self.alpha, self.itl):
+        metrics = (self.phase, self.gate_verdict, self.alpha, self.itl, self.rollbacks)
+        for metric in (*metrics, self.analysis_duration):
             metric.remove_by_labels({"namespace": namespace, "rollout": rollout})
 
     def _forget_stage(self, namespace: str, rollout: str, stage: str) -> None:

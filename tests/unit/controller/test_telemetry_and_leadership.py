@@ -68,12 +68,20 @@ def test_only_the_stage_in_progress_has_series() -> None:
 def test_a_deleted_rollout_leaves_no_series() -> None:
     metrics = OperatorMetrics()
     metrics.observe("ns", "r", SpecDecodeRolloutStatus(), analysing("acceptance"))
+    rolled_back = analysing(None, Phase.ROLLED_BACK)
+    metrics.observe("ns", "r", analysing("acceptance"), rolled_back)
+    assert (
+        metrics.registry.get_sample_value(
+            "specdecode_rollbacks_total", {"namespace": "ns", "rollout": "r", "reason": "Unknown"}
+        )
+        == 1
+    )
     metrics.forget("ns", "r")
     remaining = [
         sample
         for family in metrics.registry.collect()
         for sample in family.samples
-        if sample.labels.get("rollout") == "r" and family.type == "gauge"
+        if sample.labels.get("rollout") == "r"
     ]
     assert remaining == []
 
