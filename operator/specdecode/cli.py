@@ -18,6 +18,7 @@ import sys
 
 import kopf
 
+from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.leadership import elector_for, run_when_leading
 from specdecode.handlers.lifecycle import register_lifecycle_handlers
 from specdecode.handlers.rollouts import register_rollout_handlers
@@ -83,8 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # kopf's login reads it from there
     logging.getLogger("kopf.objects").addFilter(_QuietSuccesses())
+    metrics = OperatorMetrics()  # served from the start: a standby is scraped too
+    if settings.metrics_port:
+        metrics.serve(settings.metrics_host, settings.metrics_port)
     registry = kopf.OperatorRegistry()
-    register_lifecycle_handlers(registry, settings, args.kubeconfig)
+    register_lifecycle_handlers(registry, settings, args.kubeconfig, metrics)
     register_watches(registry)
     register_rollout_handlers(registry)
     liveness = os.environ.get("SPECDECODE_LIVENESS_ENDPOINT")
@@ -101,6 +105,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if settings.leader_election:
         elector = elector_for(settings, args.kubeconfig)
-        sys.exit(asyncio.run(run_when_leading(settings, elector, run_operator, liveness)))
-    else:
-        asyncio.run(run_operator())
+        leading = run_when_leading(
+            settings, elector, run_operator, liveness, lambda on: metrics.leader.set(float(on))
+        )
+        sys.exit(asyncio.run(leading))
+    metrics.leader.set(1.0)
+    asyncio.run(run_operator())

@@ -70,6 +70,11 @@ class OperatorMetrics:
             buckets=RECONCILE_BUCKETS,
             registry=self.registry,
         )
+        self.leader = Gauge(
+            "specdecode_operator_leader",
+            "1 while this replica reconciles (holds the Lease, or runs without election).",
+            registry=self.registry,
+        )
         self.api_requests = Counter(
             "specdecode_operator_api_requests",
             "Requests the reconciler sent to the Kubernetes API server, by HTTP verb "

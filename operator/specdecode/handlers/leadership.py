@@ -28,6 +28,7 @@ from specdecode.settings import OperatorSettings
 
 logger = logging.getLogger("specdecode.leadership")
 RunOperator = Callable[[asyncio.Event], Awaitable[None]]
+LeadingHook = Callable[[bool], None]
 
 
 def elector_for(settings: OperatorSettings, kubeconfig: str | None) -> LeaseElector:
@@ -46,10 +47,12 @@ async def run_when_leading(
     elector: LeaseElector,
     run_operator: RunOperator,
     liveness_endpoint: str | None,
+    on_leading: LeadingHook = lambda leading: None,
 ) -> int:
     """Wait for the Lease, run the operator while holding it, release it on the way out.
 
-    Returns the process's exit code: 1 if leadership was lost (restart as a standby).
+    `on_leading` is told when this replica starts and stops leading (a metric). Returns
+    the process's exit code: 1 if leadership was lost (restart as a standby).
     """
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -61,9 +64,11 @@ async def run_when_leading(
     logger.info("%s holds Lease %s: reconciling", settings.identity, settings.lease_name)
     stop_flag = asyncio.Event()
     renewer = asyncio.create_task(_keep_leading(settings, elector, stop_flag))
+    on_leading(True)
     try:
         await run_operator(stop_flag)
     finally:
+        on_leading(False)
         renewer.cancel()
         lost = stop_flag.is_set() and not elector.leading
         await asyncio.to_thread(elector.release)

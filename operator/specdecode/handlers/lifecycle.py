@@ -14,6 +14,7 @@ from typing import Any
 
 import kopf
 
+from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.watches import configure_watches
 from specdecode.reconciler.runtime import Runtime
 from specdecode.settings import OperatorSettings
@@ -32,18 +33,22 @@ def configure_kopf(settings: kopf.OperatorSettings) -> None:
 
 
 def register_lifecycle_handlers(
-    registry: kopf.OperatorRegistry, operator_settings: OperatorSettings, kubeconfig: str | None
+    registry: kopf.OperatorRegistry,
+    operator_settings: OperatorSettings,
+    kubeconfig: str | None,
+    metrics: OperatorMetrics,
 ) -> None:
-    """Register startup (clients, kopf settings) and cleanup (stop traffic) handlers."""
+    """Register startup (clients, kopf settings) and cleanup (stop traffic) handlers.
+
+    `metrics` is the process's registry, already served: a standby replica exposes it too.
+    """
 
     async def startup(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_kopf(settings)
         settings.posting.level = NO_LOG_EVENTS
         settings.watching.server_timeout = 300
         settings.networking.request_timeout = 60
-        runtime = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig)
-        if operator_settings.metrics_port:
-            runtime.metrics.serve(operator_settings.metrics_host, operator_settings.metrics_port)
+        runtime = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig, metrics)
         memo["runtime"] = runtime
 
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:

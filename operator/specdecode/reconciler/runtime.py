@@ -42,12 +42,20 @@ class Runtime:
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, settings: OperatorSettings, kubeconfig: str | None = None) -> Runtime:
-        """Connect to the API server and Prometheus as the settings say."""
+    def create(
+        cls,
+        settings: OperatorSettings,
+        kubeconfig: str | None = None,
+        metrics: OperatorMetrics | None = None,
+    ) -> Runtime:
+        """Connect to the API server and Prometheus as the settings say.
+
+        `metrics`: the process's registry, if it is already served (it outlives kopf).
+        """
         prometheus = make_metric_source(
             "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
         )
-        metrics = OperatorMetrics()
+        metrics = metrics or OperatorMetrics()
         return cls(
             settings=settings,
             kube=KubeClients.connect(kubeconfig, on_request=metrics.count_request),

@@ -140,9 +140,12 @@ async def test_a_leader_that_loses_the_lease_stops_and_exits() -> None:
         started.set()
         await stop_flag.wait()
 
-    code = await asyncio.wait_for(run_when_leading(SETTINGS, elector, operator, None), 5)  # type: ignore[arg-type]
+    leading: list[bool] = []
+    run = run_when_leading(SETTINGS, elector, operator, None, leading.append)  # type: ignore[arg-type]
+    code = await asyncio.wait_for(run, 5)
     assert started.is_set() and elector.polls >= 4
     assert code == 1
+    assert leading == [True, False]
     assert not elector.released  # not ours any more: never released
 
 
