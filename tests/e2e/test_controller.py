@@ -66,12 +66,14 @@ def labelled(cluster: LocalCluster, namespace: str, kind: str, selector: str) ->
 # --- chaos -------------------------------------------------------------------------------
 
 
-def mirror_rollout(name: str, nodes: ExtraGpuNodes) -> tuple[dict[str, Any], dict[str, Any]]:
+def mirror_rollout(
+    name: str, namespace: str, nodes: ExtraGpuNodes
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Mirror example (route and rollout) on the extra nodes with the stand-in engine."""
     route, rollout = (
         d for d in yaml.safe_load_all((REPO / "examples" / "mirror.yaml").read_text()) if d
     )
-    route = merged(route, {"metadata": {"name": f"{name}-route"}})
+    route = merged(route, {"metadata": {"name": f"{name}-route", "namespace": namespace}})
     route["spec"]["rules"][0]["backendRefs"][0]["name"] = name
     patch = {
         "spec": {
@@ -120,8 +122,8 @@ def test_operator_killed_at_random_points_posts_one_event_per_transition_and_orp
 ) -> None:
     rollouts = [rollout(f"r{i}") for i in range(ROLLOUTS)]
     for r in rollouts:
-        route, manifest = mirror_rollout(r.name, extra_nodes)
-        cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(route))
+        route, manifest = mirror_rollout(r.name, namespace, extra_nodes)
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(route), check=True)
         r.apply(manifest)
     killer = RandomKiller(running_operator, SEED)
     try:
