@@ -242,3 +242,29 @@ async def test_routes_come_from_the_cache_unless_the_named_one_is_missing(
     await reconcile(runtime, ref("1"), mirror_spec(), None, {})
     listed = [m for m, _, _ in kube.calls if m.endswith("list_namespaced_custom_object")]
     assert len(listed) == lists  # the fallback tells "absent" from "not installed"
+
+
+async def test_a_route_changed_since_the_cached_copy_is_left_to_its_watch_event() -> None:
+    kube, cluster = FakeKube(), FakeCluster()
+    route = http_route("llm")
+    route["spec"]["rules"][0]["filters"] = [
+        {
+            "type": "RequestMirror",
+            "requestMirror": {"backendRef": {"name": f"{NAME}-baseline", "port": 8000}},
+        }
+    ]  # a mirror of ours the plain rollout no longer wants
+    cluster.indexes["routes"][NAMESPACE].append(route)
+    refused = ApiException(status=422, reason="test failed")
+
+    def patch_route(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if method.endswith("patch_namespaced_custom_object"):
+            kube.calls.append((method, args, kwargs))
+            raise refused
+        return original(method, args, kwargs)
+
+    original = kube.handle
+    kube.handle = patch_route  # type: ignore[method-assign]
+    runtime = make_runtime(kube, cluster)
+    await reconcile(runtime, ref("1"), raw_spec(None), None, {})  # does not raise
+    patches = [m for m, _, _ in kube.calls if m.endswith("patch_namespaced_custom_object")]
+    assert len(patches) == 1
