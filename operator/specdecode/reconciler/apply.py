@@ -84,8 +84,12 @@ async def commit_status(
         )
     if new != old:
         version = ref.resource_version or None
-        await asyncio.to_thread(patch_status, runtime.kube, ref.namespace, ref.name, new, version)
-        if version:
+        written = await asyncio.to_thread(
+            patch_status, runtime.kube, ref.namespace, ref.name, new, version
+        )
+        # Until the watch delivers our write, the live copy (still at `version`) is stale.
+        # A write the server found to be a no-op keeps the version: nothing to wait for.
+        if version and written and written != version:
             runtime.superseded[ref.key] = version
     runtime.metrics.observe(ref.namespace, ref.name, old, new)
 

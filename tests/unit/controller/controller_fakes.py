@@ -81,6 +81,7 @@ class FakeKube:
         self.resource_version = itertools.count(100)
         self.current_version: str | None = None  # the rollout's version, if the test tracks it
         self.fail_status_with: int | None = None
+        self.status_writes_are_noops = False  # the server kept the version (nothing changed)
         self.apps, self.core = _Api(self, "apps"), _Api(self, "core")
         self.custom, self.discovery = _Api(self, "custom"), _Api(self, "discovery")
         self.api = self.dynamic = None
@@ -108,6 +109,8 @@ class FakeKube:
         guard = (body.get("metadata") or {}).get("resourceVersion")
         if self.current_version is not None and guard != self.current_version:
             raise ApiException(status=409, reason="Conflict")
+        if self.status_writes_are_noops:
+            return {"metadata": {"resourceVersion": guard}}
         self.current_version = str(next(self.resource_version))
         return {"metadata": {"resourceVersion": self.current_version}}
 

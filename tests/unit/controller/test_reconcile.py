@@ -147,6 +147,14 @@ async def test_a_copy_older_than_our_own_write_is_not_reconciled() -> None:
     assert kube.calls == []
 
 
+async def test_a_write_the_server_found_unchanged_does_not_stall_the_rollout() -> None:
+    kube, cluster = FakeKube(), FakeCluster()
+    kube.status_writes_are_noops = True  # e.g. a field the structural schema prunes
+    runtime = make_runtime(kube, cluster)
+    await reconcile(runtime, ref("41"), raw_spec(EAGLE3), None, {})
+    await reconcile(runtime, ref("41"), raw_spec(EAGLE3), None, {})  # no StaleRollout
+
+
 async def test_a_transition_computed_again_after_a_kill_posts_one_event() -> None:
     kube, cluster = FakeKube(), FakeCluster()
     kube.fail_status_with = 500  # killed, in effect, between the Event and the status write
