@@ -82,6 +82,13 @@ async def wait_until(condition: Any, seconds: float = 2.0) -> None:
     await asyncio.wait_for(poll(), seconds)
 
 
+def reconciles(runtime: Any) -> float:
+    count = runtime.metrics.registry.get_sample_value(
+        "specdecode_operator_reconcile_duration_seconds_count", {"outcome": "ok"}
+    )
+    return float(count or 0)
+
+
 def clears(kube: FakeKube) -> list[Any]:
     return [m for m, _, _ in kube.calls if m.endswith("patch_namespaced_custom_object")]
 
@@ -98,7 +105,7 @@ async def test_an_action_on_an_idle_rollout_acts_on_its_watch_event() -> None:
     )
     try:
         await wait_until(lambda: "apply" in kube.verbs())  # first pass: production created
-        await wait_until(lambda: runtime.metrics.reconcile_duration.labels("ok")._sum.get() > 0)
+        await wait_until(lambda: reconciles(runtime) >= 1)
         # The watch delivers our status write, then the user's annotation.
         written = [a for m, a, _ in kube.calls if m.endswith("custom_object_status")]
         raw["status"] = written[-1][5]["status"]
