@@ -193,10 +193,22 @@ def test_operator_pod_from_the_chart_runs_and_cannot_list_secrets(
             f"app.kubernetes.io/instance={release.name}", "-o", "json", check=True,
         ).stdout
     )["items"]  # fmt: skip
-    assert len(pods) == 1 and pods[0]["spec"]["nodeName"] == "cpu-0"
-    assert pods[0]["spec"]["serviceAccountName"] == release.service_account
-    ready = {c["type"]: c["status"] for c in pods[0]["status"]["conditions"]}
-    assert ready["Ready"] == "True"
+    # Two replicas (the chart's default): one leads on the Lease, the other stands by Ready.
+    # The Lease, like the ServiceAccount, is named after the release's full name.
+    assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {"cpu-0"}
+    for pod in pods:
+        assert pod["spec"]["serviceAccountName"] == release.service_account
+        ready = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+        assert ready["Ready"] == "True"
+
+    def lease_holder() -> str:
+        return cluster.kubectl(
+            "get", "lease", release.service_account, "-n", release.namespace,
+            "-o", "jsonpath={.spec.holderIdentity}",
+        ).stdout.strip()  # fmt: skip
+
+    holder = wait_for(lease_holder, timeout=60, message="a replica holds the Lease")
+    assert holder in {p["metadata"]["name"] for p in pods}
 
     def can_i(verb: str, resource: str) -> str:
         result = cluster.kubectl(

@@ -15,9 +15,14 @@ import time
 from collections.abc import Sequence
 
 from specdecode.adapters.kube.endpoints import ready_endpoints
-from specdecode.adapters.kube.load_pods import LoadPod, create_pod, delete_pod, list_load_pods
+from specdecode.adapters.kube.load_pods import (
+    LoadPod,
+    create_pod,
+    delete_pod,
+    observed_load_pods,
+)
 from specdecode.adapters.kube.prompt_source import read_prompt_text
-from specdecode.adapters.load.pods import SIDES, plan_hash, render_load_pods
+from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, plan_hash, render_load_pods
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
 from specdecode.adapters.render import Owner, child_name
 from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
@@ -39,9 +44,9 @@ def uses_load_pods(spec: SpecDecodeRolloutSpec | None) -> bool:
     return spec is not None and spec.analysis.traffic.source is TrafficSourceType.PROMPTS
 
 
-async def observe_load_pods(runtime: Runtime, namespace: str, rollout: str) -> list[LoadPod]:
-    """The rollout's load pods, for one reconcile."""
-    return await asyncio.to_thread(list_load_pods, runtime.kube, namespace, rollout)
+def observe_load_pods(runtime: Runtime, namespace: str, rollout: str) -> list[LoadPod]:
+    """The rollout's load pods, from the watched cache (a pod's change wakes the rollout)."""
+    return observed_load_pods(runtime.cluster.rollout_pods(namespace, rollout, LOAD_ROLE))
 
 
 async def prompt_problem(
