@@ -259,7 +259,7 @@ def test_leader_hand_over_keeps_the_analysis_going(
     namespace: str,
     running_operator: OperatorProcess,
 ) -> None:
-    running_operator.stop()  # two replicas of our own instead (the next test restarts it)
+    running_operator.stop()  # two replicas of our own instead; the session's comes back after
     replicas = {name: Replica(cluster, namespace, name) for name in ("replica-a", "replica-b")}
     try:
         leader = wait_for(lambda: lease_holder(cluster, namespace), timeout=30, message="leader")
@@ -287,3 +287,4 @@ def test_leader_hand_over_keeps_the_analysis_going(
     finally:
         for replica in replicas.values():
             replica.stop()
+        running_operator.start()
