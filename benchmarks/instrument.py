@@ -75,6 +75,21 @@ def proc_cpu(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / TICKS
 
 
+def run_queue_wait(pid: int) -> float:
+    """Seconds a process sat runnable but waiting for a CPU (/proc/PID/schedstat): how
+    much of a row's delay is the machine's, not the client's."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (FileNotFoundError, IndexError, ValueError):
+        return 0.0
+
+
+def child_pids(pid: int) -> list[int]:
+    """Live children of a process (the load workers of a CLI)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in children.read_text().split()] if children.exists() else []
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds of a process and its live children (one level: the load workers)."""
     total = proc_cpu(pid)
@@ -200,7 +215,7 @@ class Side:
 
 def run_clients(
     ports: list[int], streams: int, workers: int, t0: float, t1: float
-) -> Callable[[], list[Side]]:
+) -> tuple[Callable[[], list[Side]], list[int]]:
     """Start the client processes; the returned function collects their results."""
     pipes, processes = [], []
     for port in ports:
@@ -228,7 +243,7 @@ def run_clients(
             process.join()
         return [sides[p] for p in ports]
 
-    return collect
+    return collect, [p.pid or 0 for p in processes]
 
 
 # --- the old httpx client (control) ---
@@ -276,7 +291,9 @@ def _httpx_process(conn: Connection, ports: list[int], streams: int, t0: float, 
     asyncio.run(run())
 
 
-def run_httpx(ports: list[int], streams: int, t0: float, t1: float) -> Callable[[], list[Side]]:
+def run_httpx(
+    ports: list[int], streams: int, t0: float, t1: float
+) -> tuple[Callable[[], list[Side]], list[int]]:
     """Start the control process; the returned function collects its results."""
     parent, child = multiprocessing.Pipe()
     process = multiprocessing.Process(
@@ -289,7 +306,7 @@ def run_httpx(ports: list[int], streams: int, t0: float, t1: float) -> Callable[
         process.join()
         return [Side(Sketch(c), Sketch(t), Sketch(d), e, cpu, m) for c, t, d, e, cpu, m in answer]
 
-    return collect
+    return collect, [process.pid or 0]
 
 
 # --- rows ---
@@ -310,6 +327,7 @@ class Row:
     true_ratio: float | None
     merged: float
     load_average: float = 0.0  # the machine's 1-minute load average after the row
+    waiting: float | None = None  # share of time a client process waited for a CPU
 
     @property
     def ratio(self) -> float:
@@ -335,16 +353,18 @@ def reference_row(client: str, streams: int, workers: int, seconds: float, warmu
     t1 = t0 + seconds
     try:
         if client == "httpx":
-            collect = run_httpx(ports, streams, t0, t1)
+            collect, pids = run_httpx(ports, streams, t0, t1)
         else:
-            collect = run_clients(ports, streams, workers, t0, t1)
+            collect, pids = run_clients(ports, streams, workers, t0, t1)
         time.sleep(max(t0 - time.perf_counter(), 0))
         cpu0 = [proc_cpu(p.pid or 0) for p, _ in servers]
+        wait0 = sum(run_queue_wait(pid) for pid in pids)
         for port in ports:
             truth(port, reset=True)  # the truth covers the measured window only
         time.sleep(max(t1 - time.perf_counter(), 0))
         truths = [truth(port, reset=False) for port in ports]
         cpu1 = [proc_cpu(p.pid or 0) for p, _ in servers]
+        waited = (sum(run_queue_wait(pid) for pid in pids) - wait0) / seconds / len(pids)
         server_cores = sum(b - a for a, b in zip(cpu0, cpu1, strict=True)) / seconds
         sides = collect()
     finally:
@@ -367,6 +387,7 @@ def reference_row(client: str, streams: int, workers: int, seconds: float, warmu
         p99=(sides[0].chunk.quantile(0.99), sides[1].chunk.quantile(0.99)),
         token_p99=(sides[0].token.quantile(0.99), sides[1].token.quantile(0.99)),
         load_average=os.getloadavg()[0],
+        waiting=waited,
         true_ratio=true_p99[1] / true_p99[0],
         merged=sum(s.merged for s in sides) / max(events, 1),
     )
@@ -458,8 +479,11 @@ def sim_row(streams: int, workers: int, seconds: float, warmup: float) -> Row:
         time.sleep(warmup)
         wall0 = math.ceil(time.time())
         cpu0 = [tree_cpu(p.pid) for p, _ in loads] + [proc_cpu(p.pid) for p, _ in sims]
+        workers_pids = [c for p, _ in loads for c in child_pids(p.pid)]
+        wait0 = sum(run_queue_wait(pid) for pid in workers_pids)
         time.sleep(seconds + 2.5)  # the last block must be complete when read
         cpu1 = [tree_cpu(p.pid) for p, _ in loads] + [proc_cpu(p.pid) for p, _ in sims]
+        wait1 = sum(run_queue_wait(pid) for pid in workers_pids)
         reports = []
         for _, listen in loads:
             url = f"http://127.0.0.1:{listen}/v1/report?since={wall0}"
@@ -499,6 +523,7 @@ def sim_row(streams: int, workers: int, seconds: float, warmup: float) -> Row:
         p99=(sides[0].chunk.quantile(0.99), sides[1].chunk.quantile(0.99)),
         token_p99=(sides[0].token.quantile(0.99), sides[1].token.quantile(0.99)),
         load_average=os.getloadavg()[0],
+        waiting=(wait1 - wait0) / elapsed / max(len(workers_pids), 1),
         true_ratio=None,
         merged=sum(s.merged for s in sides) / max(events, 1),
     )
@@ -516,9 +541,9 @@ def print_rows(title: str, rows: list[Row]) -> None:
     print(
         "| client | streams/side | procs/side | chunks/s | client cores | chunks/s/core "
         "| server cores | delay P50 ms | delay P99 ms | P99 A / B ms | A/A chunk | A/A token "
-        "| true A/A | merged | load avg | hostable |"
+        "| true A/A | merged | load avg | client runq wait | hostable |"
     )
-    print("|" + "---|" * 16)
+    print("|" + "---|" * 17)
     for r in rows:
         print(
             f"| {r.client} | {r.streams} | {r.processes} | {r.chunks_per_s:,.0f} "
@@ -526,7 +551,9 @@ def print_rows(title: str, rows: list[Row]) -> None:
             f"| {ms(r.delay_p50)} | {ms(r.delay_p99)} | {ms(r.p99[0])} / {ms(r.p99[1])} "
             f"| {r.ratio:.3f} | {r.token_ratio:.3f} "
             f"| {'-' if r.true_ratio is None else f'{r.true_ratio:.3f}'} "
-            f"| {r.merged:.1%} | {r.load_average:.1f} | {'yes' if r.hostable else 'NO (CPU)'} |",
+            f"| {r.merged:.1%} | {r.load_average:.1f} "
+            f"| {'-' if r.waiting is None else f'{r.waiting:.1%}'} "
+            f"| {'yes' if r.hostable else 'NO (CPU)'} |",
             flush=True,
         )
 

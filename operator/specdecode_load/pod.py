@@ -186,7 +186,7 @@ class Pod:
             self.progress[worker] = (sent, tokens, cap)
             self.collector.add(worker, block)
             if self.cap_reached and not was_reached:
-                log.info("budget spent: %d requests, %d output tokens", self.sent, tokens)
+                log.info("budget spent: %d requests, %d tokens", self.sent, self.output_tokens)
         elif message[0] == "done":
             asyncio.get_running_loop().remove_reader(control.fileno())
             self.collector.worker_done(worker)
@@ -228,7 +228,8 @@ class Pod:
         probes.stop()
         server.close()
         if self.state is not None:
-            self.state.save_totals(replace(self.totals, sent=self.sent))
+            final = replace(self.totals, sent=self.sent, output_tokens=self.output_tokens)
+            self.state.save_totals(final)
         return 1 if self.failed else 0
 
 

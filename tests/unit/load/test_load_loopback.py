@@ -80,3 +80,20 @@ async def test_cap_stops_sending_and_connections_are_reused() -> None:
     assert starts == sorted(starts) and all(s % 0.5 == 0 for s in starts)
     # two streams, keep-alive: one connection each, not one per request
     assert engine.connections == 2
+
+
+async def test_a_worker_without_streams_still_ships_and_stops() -> None:
+    """More processes than streams leaves a worker with none: it must not crash."""
+    (schedule,) = worker_schedules(0, 1, 1, None, None)
+    spec = WorkerSpec(
+        worker=1, model="ref", seed=0, prompts=tuple(builtin_prompts("chat", 2, 0, 4)),
+        schedule=schedule, concurrency=0, request_rate=None, max_in_flight=1,
+        request_timeout=5.0, block_seconds=0.5,
+    )  # fmt: skip
+    blocks: list[LatencyBlock] = []
+    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
+    running = asyncio.ensure_future(worker.run(drain_seconds=1.0))
+    await wait_until(lambda: worker.waiting_for_endpoints)
+    worker.stop()
+    await running
+    assert len(blocks) == 1 and blocks[0].requests_ok == 0 and schedule.sent == 0
