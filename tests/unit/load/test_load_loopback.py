@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 
 async def run_against_reference(
-    concurrency: int, max_requests: int, max_tokens: int
+    concurrency: int | None, max_requests: int, max_tokens: int, rate: float | None = None
 ) -> tuple[ReferenceEngine, list[float], list[LatencyBlock], LoadWorker]:
     engine = ReferenceEngine(step_seconds=[0.010, 0.030], max_tokens_per_step=3, keep_gaps=True)
     server, port, stepping = await start_reference(engine)
@@ -30,7 +30,7 @@ async def run_against_reference(
         prompts=tuple(builtin_prompts("chat", 8, 3, max_tokens)),
         schedule=schedule,
         concurrency=concurrency,
-        request_rate=None,
+        request_rate=rate,
         max_in_flight=16,
         request_timeout=30.0,
         block_seconds=0.5,
@@ -99,3 +99,20 @@ async def test_a_worker_without_streams_still_ships_and_stops() -> None:
     worker.stop()
     await running
     assert len(blocks) == 1 and blocks[0].requests_ok == 0 and schedule.sent == 0
+
+
+async def test_open_loop_sends_its_budget_at_the_seeded_rate() -> None:
+    engine, _, blocks, worker = await run_against_reference(None, 6, 4, rate=200.0)
+    assert worker.schedule.sent == 6 and sum(b.requests_ok for b in blocks) == 6
+    assert engine.connections >= 1
+
+
+def test_arrivals_are_the_same_on_both_sides() -> None:
+    from specdecode_load.schedule import arrival_gaps
+
+    a, b = arrival_gaps(7, 0, 1, 5.0), arrival_gaps(7, 0, 1, 5.0)
+    gaps = [a.expovariate(5.0) for _ in range(100)]
+    assert gaps == [b.expovariate(5.0) for _ in range(100)]
+    assert 0.1 < sum(gaps) / len(gaps) < 0.3  # mean 1/rate = 0.2 s
+    other = arrival_gaps(7, 0, 2, 5.0)  # another worker: its own clock
+    assert gaps != [other.expovariate(5.0) for _ in range(100)]
