@@ -55,7 +55,6 @@ class StreamConnection(asyncio.Protocol):
         self._error_body = b""
         self._complete = False
         self._keep_alive = False
-        self._now = 0.0
         self._in_read = 0
 
     # asyncio.Protocol
@@ -65,7 +64,6 @@ class StreamConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter()  # first: the arrival stamp of everything in this read
-        self._now = now
         self._in_read = 0
         if self._future is None:
             return  # bytes nobody asked for: ignore until the server closes

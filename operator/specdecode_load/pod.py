@@ -12,8 +12,6 @@ import asyncio
 import json
 import logging
 import math
-import multiprocessing
-import os
 import signal
 import time
 from dataclasses import replace
@@ -28,7 +26,6 @@ from specdecode_load.config import LoadConfig
 from specdecode_load.httpserver import serve_http
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
 from specdecode_load.probe import ProbeWriter
-from specdecode_load.process import worker_process_main
 from specdecode_load.schedule import split_concurrency, split_evenly, worker_schedules
 from specdecode_load.state import RESTART_REASON, StateDir, Totals
 from specdecode_load.worker import WorkerSpec
@@ -186,7 +183,7 @@ class Pod:
             self.progress[worker] = (sent, tokens, cap)
             self.collector.add(worker, block)
             if self.cap_reached and not was_reached:
-                log.info("budget spent: %d requests, %d output tokens", self.sent, tokens)
+                log.info("budget spent: %d requests, %d tokens", self.sent, self.output_tokens)
         elif message[0] == "done":
             asyncio.get_running_loop().remove_reader(control.fileno())
             self.collector.worker_done(worker)
@@ -228,32 +225,6 @@ class Pod:
         probes.stop()
         server.close()
         if self.state is not None:
-            self.state.save_totals(replace(self.totals, sent=self.sent))
+            final = replace(self.totals, sent=self.sent, output_tokens=self.output_tokens)
+            self.state.save_totals(final)
         return 1 if self.failed else 0
-
-
-def run_pod(config: LoadConfig) -> int:
-    """Start the worker processes, then serve until they are done."""
-    import uvloop
-
-    pod = Pod(config)
-    context = multiprocessing.get_context("fork")  # before any loop or thread exists
-    controls: dict[int, Connection] = {}
-    probe_fds: list[int] = []
-    processes = []
-    for spec in pod.specs():
-        parent, child = context.Pipe()
-        read_fd, write_fd = os.pipe()
-        args = (spec, child, read_fd, config.drain_seconds)
-        process = context.Process(target=worker_process_main, args=args, daemon=True)
-        process.start()
-        child.close()
-        os.close(read_fd)
-        controls[spec.worker], probe_fds = parent, [*probe_fds, write_fd]
-        processes.append(process)
-    code = uvloop.run(pod.serve(controls, probe_fds))
-    for process in processes:
-        process.join(timeout=5)
-        if process.is_alive():
-            process.kill()
-    return code

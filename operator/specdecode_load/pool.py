@@ -19,6 +19,7 @@ from specdecode_load.connection import StreamConnection
 from specdecode_load.recorder import BlockRecorder
 
 IDLE_LIMIT_SECONDS = 3.0
+CONNECT_TIMEOUT_SECONDS = 10.0
 
 
 class EndpointError(ValueError):
@@ -113,11 +114,12 @@ class ConnectionPool:
             connection.close()
         endpoint = self.next_endpoint()
         loop = asyncio.get_running_loop()
-        _, protocol = await loop.create_connection(
-            lambda: self._connection_class(self._recorder, endpoint.url),
-            endpoint.host,
-            endpoint.port,
+        make, recorder = self._connection_class, self._recorder
+        connecting = loop.create_connection(
+            lambda: make(recorder, endpoint.url), endpoint.host, endpoint.port
         )
+        # TimeoutError is an OSError: the caller records it like a refused connection
+        _, protocol = await asyncio.wait_for(connecting, CONNECT_TIMEOUT_SECONDS)
         self._busy.add(protocol)
         return protocol
 

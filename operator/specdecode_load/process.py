@@ -23,9 +23,17 @@ from specdecode_load.worker import LoadWorker, WorkerSpec
 
 
 def worker_process_main(
-    spec: WorkerSpec, control: Connection, probe_fd: int, drain_seconds: float
+    spec: WorkerSpec,
+    control: Connection,
+    probe_fd: int,
+    drain_seconds: float,
+    main_ends: list[int] | None = None,
 ) -> None:
-    """Entry point of a worker process (multiprocessing target)."""
+    """Entry point of a worker process (multiprocessing target). `main_ends` are file
+    descriptors inherited from the main process that the worker must not hold open."""
+    for fd in main_ends or ():
+        with contextlib.suppress(OSError):
+            os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     uvloop.run(_run(spec, control, probe_fd, drain_seconds))

@@ -84,7 +84,9 @@ class LoadWorker:
             senders = [self._open_loop()]
         tasks = [asyncio.ensure_future(s) for s in senders]
         await self._stopping.wait()
-        done, pending = await asyncio.wait(tasks, timeout=drain_seconds)
+        done, pending = (
+            await asyncio.wait(tasks, timeout=drain_seconds) if tasks else (set(), set())
+        )
         for task in pending:
             task.cancel()
         if self._timer is not None:

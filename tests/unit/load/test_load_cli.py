@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -17,6 +18,11 @@ from specdecode_load.reference import ReferenceEngine, start_reference
 from specdecode_load.state import RESTART_REASON
 
 pytestmark = pytest.mark.unit
+
+
+def child_pids(pid: int) -> list[str]:
+    """The worker processes of a running CLI (Linux /proc)."""
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
 
 
 def free_port() -> int:
@@ -88,3 +94,22 @@ async def test_pushed_endpoints_budget_sigterm_and_restart(tmp_path: Path) -> No
             await asyncio.wait_for(process.wait(), 20)
         stepping.cancel()
         server.close()
+
+
+async def test_a_dead_worker_ends_the_pod_with_exit_code_1(tmp_path: Path) -> None:
+    """The container must restart (and report the gap) rather than measure with a hole."""
+    port = free_port()
+    process = await start_cli(port, tmp_path / "state")
+    try:
+        async with httpx.AsyncClient(timeout=5) as client:
+            await poll_until(client, port, lambda r: True)
+        children = child_pids(process.pid)
+        assert len(children) == 2  # --processes 2
+        os.kill(int(children[0]), signal.SIGKILL)
+        assert await asyncio.wait_for(process.wait(), 20) == 1
+        assert process.stderr is not None
+        assert b"exited unexpectedly" in await process.stderr.read()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

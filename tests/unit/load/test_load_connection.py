@@ -140,3 +140,18 @@ async def test_timeout_fails_the_request(monkeypatch: pytest.MonkeyPatch) -> Non
     assert await h.future == 0
     assert h.block().last_error == "timeout after 0.01s"
     assert h.transport.closing and not math.isnan(h.block().requests_failed)
+
+
+async def test_usage_quoted_inside_content_is_not_mistaken_for_usage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Generated text may contain the field name; JSON escapes its quotes."""
+    h = Harness(monkeypatch)
+    h.start()
+    tricky = chat_event(2, text='say \\"completion_tokens\\": 99')
+    head, pieces = response([role_event(), chat_event(1), tricky, DONE])
+    h.feed(head, 0.0)
+    for at, piece in enumerate(pieces, start=1):
+        h.feed(piece, at * 0.1)
+    block = h.block()
+    assert block.output_tokens == 2 and block.per_token_itl == Sketch.of([0.1])
