@@ -93,7 +93,12 @@ class PrometheusMetrics:
         """Counter increases over [start, end]; errors come back as MetricError."""
         try:
             return await asyncio.to_thread(self._query_all, engine, start, end)
-        except (PrometheusApiClientException, requests.RequestException, ValueError) as error:
+        except (
+            PrometheusApiClientException,
+            requests.RequestException,
+            ValueError,
+            KeyError,  # a 200 that is not a query result (a proxy's page, say)
+        ) as error:
             return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
 
     async def step_itl_histogram(
