@@ -26,7 +26,7 @@ def path_is_named(stderr: str, path: str) -> bool:
 
 def parent_paths(path: str) -> list[str]:
     """`spec.a.b[0].c` -> `spec.a.b[0]`, `spec.a.b`, `spec.a`, `spec` (nearest first)."""
-    parents = []
+    parents: list[str] = []
     while True:
         cut = max(path.rfind("."), path.rfind("["))
         if cut <= 0:

@@ -71,14 +71,18 @@ def restarted_decisions() -> dict[str, str]:
         timeout=60,
         check=True,
     )
-    return dict(line.split(" = ", 1) for line in child.stdout.splitlines())
+    decisions = (line.split(" = ", 1) for line in child.stdout.splitlines())
+    return {name: decision for name, decision in decisions}
 
 
 @pytest.fixture(scope="module")
 def running_operator_decisions() -> dict[str, str]:
     for _, status, observations, seconds in reversed(CASES):  # the running operator's past
         run(SPEC, status, observations, seconds)
-    return {name: repr(run(SPEC, *inputs)) for name, *inputs in CASES}
+    return {
+        name: repr(run(SPEC, status, observations, seconds))
+        for name, status, observations, seconds in CASES
+    }
 
 
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
