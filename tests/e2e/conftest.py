@@ -32,7 +32,7 @@ from localcluster.waiting import wait_for
 KEEP_CLUSTER_ENV = "SPECDECODE_KEEP_CLUSTER"
 FAILURE_LOG_COMPONENTS = ("agent", "kube-scheduler", "kube-controller-manager")
 FAILURE_LOG_LINES = 15
-# Per-test limit (pytest-timeout; unit tests get pyproject's 120 s). Generous: the longest
+# Per-test limit (pytest-timeout; unit tests get pyproject's 300 s). Generous: the longest
 # waits are ~8 minutes, and the first test also starts the cluster in its setup.
 E2E_TIMEOUT_SECONDS = 900
 
