@@ -9,6 +9,8 @@ PYTEST_ARGS ?=
 SCENARIO ?= promote
 LOCKS := requirements
 LOCK_OUT ?= $(LOCKS)
+# The other locks take their versions from dev.lock (what the tests ran with).
+LOCK_PINS ?= $(LOCK_OUT)/dev.lock
 # Every lock: universal (any OS/CPU with Python 3.11), with hashes; the header names `make lock`.
 UV_COMPILE = $(BIN)/uv pip compile --quiet --generate-hashes --universal --python-version 3.11 \
 	--custom-compile-command 'make lock'
@@ -37,14 +39,14 @@ lock: ## Re-pin requirements/*.lock after a dependency change in pyproject.toml 
 	@test -x $(BIN)/uv || $(MAKE) --no-print-directory venv
 	$(UV_COMPILE) $(UV_ARGS) pyproject.toml $(LOCKS)/build.in --extra sim --extra dev \
 		-o $(LOCK_OUT)/dev.lock
-	$(UV_COMPILE) pyproject.toml -c $(LOCK_OUT)/dev.lock -o $(LOCK_OUT)/runtime.lock
-	$(UV_COMPILE) $(LOCKS)/build.in -c $(LOCK_OUT)/dev.lock -o $(LOCK_OUT)/build.lock
-	$(UV_COMPILE) $(LOCKS)/sim-image.in -c $(LOCK_OUT)/dev.lock -o $(LOCK_OUT)/sim-image.lock
+	$(UV_COMPILE) pyproject.toml -c $(LOCK_PINS) -o $(LOCK_OUT)/runtime.lock
+	$(UV_COMPILE) $(LOCKS)/build.in -c $(LOCK_PINS) -o $(LOCK_OUT)/build.lock
+	$(UV_COMPILE) $(LOCKS)/sim-image.in -c $(LOCK_PINS) -o $(LOCK_OUT)/sim-image.lock
 
 verify-lock: venv ## Fail if requirements/*.lock is stale against pyproject.toml (asks PyPI)
 	@rm -rf .lockcheck && mkdir .lockcheck && cp $(LOCKS)/*.lock .lockcheck/
 	@trap 'rm -rf .lockcheck' EXIT; \
-	$(MAKE) --no-print-directory lock LOCK_OUT=.lockcheck >/dev/null \
+	$(MAKE) --no-print-directory lock LOCK_OUT=.lockcheck LOCK_PINS=$(LOCKS)/dev.lock >/dev/null \
 	&& for lock in $(LOCKS)/*.lock; do diff -u "$$lock" ".lockcheck/$${lock##*/}" || exit 1; done \
 	|| { echo "requirements/*.lock is stale: run 'make lock' and commit it"; exit 1; }
 
