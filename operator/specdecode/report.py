@@ -49,6 +49,7 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
     ]
     if status.get("message"):
         lines.append(f"  {status['message']}")
+    lines += _load_lines(status)
     rows: list[list[str]] = [
         [
             "STAGE",
@@ -83,3 +84,19 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
     if len(rows) > 1:
         lines.extend("  " + line for line in _table(rows))
     return "\n".join(lines)
+
+
+def _load_lines(status: Mapping[str, Any]) -> list[str]:
+    """The current stage's shadow load: shards answering, requests, the client's own delay."""
+    index = status.get("currentStageIndex")
+    stages = status.get("stages") or []
+    if not isinstance(index, int) or index >= len(stages) or not stages[index].get("load"):
+        return []
+    load = stages[index]["load"]
+    delay = load.get("clientDelayP99Ms")
+    line = (
+        f"  shadow load: shards {load.get('shards', '-')} (baseline/candidate), "
+        f"{load.get('requests', 0)} requests in window, client delay P99 "
+        f"{'-' if delay is None else f'{delay:.2f} ms'}"
+    )
+    return [line, *(f"    {note}" for note in load.get("notes") or [])]

@@ -35,8 +35,9 @@ class OperatorSettings:
     metrics_host: str = "0.0.0.0"
     """Address the operator's /metrics binds."""
 
-    max_samples_per_stage: int = 200_000
-    """Cap on latency samples kept per engine and stage (bounded memory)."""
+    load_image: str = "ghcr.io/specdecode-operator/operator:0.1.0"
+    """Image of the shadow-load pods (`specdecode-load`) when a rollout names none: the
+    operator's own image, which the chart passes in."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> OperatorSettings:
@@ -52,6 +53,7 @@ class OperatorSettings:
             reconcile_interval_seconds=float(
                 env.get("SPECDECODE_RECONCILE_INTERVAL", cls.reconcile_interval_seconds)
             ),
+            load_image=env.get("SPECDECODE_LOAD_IMAGE", cls.load_image),
             metrics_port=int(env.get("SPECDECODE_METRICS_PORT", cls.metrics_port)),
             metrics_host=env.get(
                 "SPECDECODE_METRICS_HOST", env.get("SPECDECODE_BIND_HOST", cls.metrics_host)

@@ -53,6 +53,8 @@ The rules the operator needs in every namespace it serves, derived from its code
 - specdecoderollouts/status: the operator writes the whole status with a merge patch.
 - deployments, services: children are server-side applied (patch; create when absent)
   and shadows are deleted; deployments (and pods) are listed to observe readiness.
+- pods: the shadow-load pods of each analysis stage are created and deleted (the
+  operator sends no inference traffic itself).
 - endpointslices: listed to find the shadow engines' ready pod addresses.
 - configmaps, secrets: `get` of the one prompt set a rollout names; never list or watch.
 - events: kopf posts core/v1 Events for transitions.
@@ -72,7 +74,7 @@ The rules the operator needs in every namespace it serves, derived from its code
   verbs: ["create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list"]
+  verbs: ["list", "create", "delete"]
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
   verbs: ["list"]

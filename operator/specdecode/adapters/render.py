@@ -87,8 +87,10 @@ def render_children(
     children: list[dict[str, Any]] = []
     for role, config, serving in roles:
         deployment_values = deployment_context(owner, spec, role, config, serving=serving)
-        children.append(_render(templates, "deployment.yaml.j2", deployment_values))
-        children.append(_render(templates, "service.yaml.j2", service_context(owner, spec, role)))
+        children.append(render_template(templates, "deployment.yaml.j2", deployment_values))
+        children.append(
+            render_template(templates, "service.yaml.j2", service_context(owner, spec, role))
+        )
     return children
 
 
@@ -200,7 +202,9 @@ def template_environment() -> jinja2.Environment:
     return env
 
 
-def _render(env: jinja2.Environment, template: str, values: dict[str, Any]) -> dict[str, Any]:
+def render_template(
+    env: jinja2.Environment, template: str, values: dict[str, Any]
+) -> dict[str, Any]:
     document = yaml.safe_load(env.get_template(template).render(values))
     if not isinstance(document, dict):
         raise TypeError(f"template {template} did not render a mapping")

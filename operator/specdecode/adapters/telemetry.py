@@ -44,6 +44,18 @@ class OperatorMetrics:
             [*labels, "stage", "role"],
             registry=self.registry,
         )
+        self.load_delay = Gauge(
+            "specdecode_load_client_delay_p99_seconds",
+            "P99 of the shadow-load clients' own timestamp delay (worst side) at the last look.",
+            [*labels, "stage"],
+            registry=self.registry,
+        )
+        self.load_requests = Gauge(
+            "specdecode_load_window_requests",
+            "Shadow requests finished in the stage's measuring window, both sides.",
+            [*labels, "stage"],
+            registry=self.registry,
+        )
         self.rollbacks = Counter(
             "specdecode_rollbacks",
             "Analyses that ended in RolledBack.",
@@ -79,6 +91,11 @@ class OperatorMetrics:
                         namespace, rollout, stage.name, gate.name, verdict.value
                     ).set(float(gate.verdict is verdict))
                 self._gate_values(namespace, rollout, stage.name, gate)
+            if stage.load is not None:
+                self.load_requests.labels(namespace, rollout, stage.name).set(stage.load.requests)
+                if stage.load.client_delay_p99_ms is not None:
+                    delay = stage.load.client_delay_p99_ms / 1000
+                    self.load_delay.labels(namespace, rollout, stage.name).set(delay)
         if new.phase is not old.phase and new.phase in (Phase.PROMOTED, Phase.ROLLED_BACK):
             if new.phase is Phase.ROLLED_BACK:
                 self.rollbacks.labels(namespace, rollout, _reason(new)).inc()
@@ -90,7 +107,15 @@ class OperatorMetrics:
 
     def forget(self, namespace: str, rollout: str) -> None:
         """Drop a deleted rollout's series so dashboards don't show ghosts."""
-        for metric in (self.phase, self.gate_verdict, self.alpha, self.itl):
+        gauges = (
+            self.phase,
+            self.gate_verdict,
+            self.alpha,
+            self.itl,
+            self.load_delay,
+            self.load_requests,
+        )
+        for metric in gauges:
             metric.remove_by_labels({"namespace": namespace, "rollout": rollout})
 
     def _gate_values(self, namespace: str, rollout: str, stage: str, gate: GateResult) -> None:

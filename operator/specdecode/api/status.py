@@ -110,6 +110,25 @@ class GateResult(KubeModel):
     measured_at: datetime | None = Field(default=None, description="When last evaluated.")
 
 
+class LoadStatus(KubeModel):
+    """The stage run's shadow-load pods as of the last look: are they measuring honestly?"""
+
+    shards: str = Field(
+        default="", description="Load shards that answered, baseline/candidate (e.g. 2/2)."
+    )
+    requests: int = Field(default=0, description="Requests finished in the window, both sides.")
+    client_delay_p99_ms: float | None = Field(
+        default=None,
+        description="P99 of the load clients' own timestamp delay (worst side), in ms: a "
+        "look is Inconclusive when it exceeds 5 % of the latency being judged.",
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        max_length=8,
+        description="What the window lacks: restarted or silent load pods.",
+    )
+
+
 class StageStatus(KubeModel):
     """A stage's progress and its gates."""
 
@@ -123,6 +142,9 @@ class StageStatus(KubeModel):
         default=0, description="Runs of this stage (in this analysis) that ended Inconclusive."
     )
     gates: list[GateResult] = Field(default_factory=list, description="Per-gate results.")
+    load: LoadStatus | None = Field(
+        default=None, description="The shadow-load pods of this stage run (Prompts traffic)."
+    )
 
 
 class SpecDecodeRolloutStatus(KubeModel):

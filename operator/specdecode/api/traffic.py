@@ -21,6 +21,60 @@ class ConfigMapKeyRef(KubeModel):
     key: str = Field(min_length=1, description="Key holding JSONL prompts.")
 
 
+class LoadGeneratorSpec(KubeModel):
+    """The shadow-load pods of Prompts traffic: sizing and what they may use.
+
+    The operator sends no inference traffic itself. Each analysis stage gets load pods in
+    the rollout's namespace (owned by the rollout, restricted Pod Security): one set per
+    side, so the baseline's load never delays the candidate's timestamps. A pod runs
+    several measuring processes; processes per side = expected chunks per second
+    (concurrency / assumedStepSeconds, or requestRate x maxTokens) / chunksPerSecondPerProcess,
+    rounded up. Too few show up as "shadow load saturated" (Inconclusive), never as a
+    verdict: each process measures its own timestamp delay and reports it with every look.
+    """
+
+    image: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="Image with `specdecode-load`; default: the operator's own image.",
+    )
+    chunks_per_second_per_process: int = Field(
+        default=5000,
+        ge=100,
+        le=1_000_000,
+        description="Streamed chunks one measuring process times within 1 ms (measured by "
+        "benchmarks/instrument.py, with headroom); sizes the load.",
+    )
+    assumed_step_seconds: float = Field(
+        default=0.01,
+        gt=0,
+        le=10,
+        description="Shortest engine step expected: one chunk per stream per step.",
+    )
+    max_processes_per_pod: int = Field(
+        default=4, ge=1, le=64, description="Measuring processes per load pod."
+    )
+    max_pods_per_side: int = Field(default=16, ge=1, le=256, description="Load pods per side.")
+    cpu_per_process: str = Field(
+        default="1",
+        pattern=r"^[0-9]+(\.[0-9]+)?m?$",
+        description="CPU request per measuring process. No CPU limit is set: throttling "
+        "would delay the timestamps being taken.",
+    )
+    memory: str = Field(
+        default="512Mi",
+        pattern=r"^[0-9]+(Ki|Mi|Gi)?$",
+        description="Memory request and limit per load pod (results are bounded sketches).",
+    )
+    block_seconds: int = Field(
+        default=2,
+        ge=1,
+        le=60,
+        description="Length of the time blocks results are kept in (the statistics' unit).",
+    )
+
+
 class TrafficSourceType(StrEnum):
     """Where shadow requests come from."""
 
@@ -48,6 +102,16 @@ class TrafficSpec(KubeModel):
         description="Built-in synthetic prompt set when no prompts are referenced.",
     )
     max_tokens: int = Field(default=256, ge=1, le=32768, description="Default max_tokens.")
+    temperature: float = Field(
+        default=0.0,
+        ge=0,
+        le=2,
+        description="Default sampling temperature for prompts that do not set one. Replay "
+        "what production sends: acceptance falls as temperature rises.",
+    )
+    top_p: float = Field(
+        default=1.0, gt=0, le=1, description="Default top_p for prompts that do not set one."
+    )
     seed: int = Field(default=0, ge=0, description="Seed for prompt sampling.")
     request_timeout_seconds: float = Field(default=120, gt=0, description="Per request.")
     max_requests_per_stage: int | None = Field(
@@ -60,6 +124,10 @@ class TrafficSpec(KubeModel):
         ge=1,
         description="Shadow cost cap (Prompts source): generated tokens per stage and engine "
         "(seconds are capped by each stage's maxDurationSeconds).",
+    )
+    load_generator: LoadGeneratorSpec = Field(
+        default_factory=LoadGeneratorSpec,
+        description="Prompts source: the shadow-load pods that send and time the requests.",
     )
     http_route: str | None = Field(
         default=None,

@@ -28,6 +28,7 @@ from specdecode.api.status import (
 )
 from specdecode.api.status import StageStatus as Stage
 from specdecode.domain.gates import evaluate_gate
+from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import Observations
 from specdecode.domain.stages import (
     evaluation_due,
@@ -82,7 +83,9 @@ def analyze(
             evaluate_gate(gate, window, result, now, looks)
             for gate, result in zip(stage_spec.gates, previous, strict=True)
         ]
-        stage = stage.model_copy(update={"gates": gates, "phase": StagePhase.RUNNING})
+        stage = stage.model_copy(
+            update={"gates": gates, "phase": StagePhase.RUNNING, "load": load_status(window)}
+        )
     status = _with_stage(status, index, stage)
     return _judge(spec, status, index, now)
 

@@ -8,10 +8,12 @@ Handlers apply them through adapters; the domain never performs I/O itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.load_sizing import LoadShape
 
 
 class EventType(StrEnum):
@@ -46,14 +48,23 @@ class DesiredChildren:
     live_canary: bool = False
 
 
+ONE_PROCESS_PER_SIDE = LoadShape(pods_per_side=1, processes_per_pod=1)
+
+
 @dataclass(frozen=True)
 class TrafficPlan:
-    """Shadow load that should be running now (None in `Decision.traffic` = none)."""
+    """Shadow load that should be running now (None in `Decision.traffic` = none).
+
+    `started_at` tells a re-run of a stage from the run before it (fresh load pods, fresh
+    results); `shape` is how many load pods and processes each side gets.
+    """
 
     stage_name: str
     candidate_fingerprint: str
     concurrency: int | None
     request_rate: float | None
+    started_at: datetime | None = None
+    shape: LoadShape = ONE_PROCESS_PER_SIDE
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus, StagePhase
 from specdecode.domain.decision import DesiredChildren, TrafficPlan
+from specdecode.domain.load_sizing import size_load
 
 WITH_SHADOWS = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 
@@ -50,9 +51,17 @@ def traffic_plan(
     if stage.phase not in (StagePhase.WARMING_UP, StagePhase.RUNNING):
         return None
     stage_spec = spec.analysis.stages[index]
+    traffic = spec.analysis.traffic
     return TrafficPlan(
         stage_name=stage_spec.name,
         candidate_fingerprint=status.candidate_fingerprint,
         concurrency=stage_spec.concurrency,
         request_rate=stage_spec.request_rate,
+        started_at=stage.started_at,
+        shape=size_load(
+            traffic.load_generator,
+            stage_spec.concurrency,
+            stage_spec.request_rate,
+            traffic.max_tokens,
+        ),
     )

@@ -139,6 +139,8 @@ def measure_error_rate(
     threshold = gate.max_error_rate if gate.max_error_rate is not None else DEFAULT_MAX_ERROR_RATE
     if isinstance(candidate, MetricError):
         return metric_error(candidate)
+    if candidate is not None and candidate.incomplete is not None:
+        return Measurement(GateVerdict.INCONCLUSIVE, candidate.incomplete, threshold=threshold)
     total = 0 if candidate is None else candidate.requests_ok + candidate.requests_failed
     needed = gate.min_samples or DEFAULT_MIN_REQUESTS
     interval = None

@@ -69,6 +69,8 @@ def measure_tail_latency(
         return metric_error(candidate)
     if baseline is None or candidate is None:
         return Measurement(GateVerdict.INCONCLUSIVE, "no latency samples yet", threshold=threshold)
+    if (why := baseline.incomplete or candidate.incomplete) is not None:
+        return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
     per_chunk = gate.itl_definition is ItlDefinition.PER_CHUNK
     base = baseline.per_chunk_itl if per_chunk else baseline.per_token_itl
     cand = candidate.per_chunk_itl if per_chunk else candidate.per_token_itl
@@ -120,6 +122,8 @@ def measure_speedup(
         return metric_error(candidate)
     if baseline is None or candidate is None:
         return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
+    if (why := baseline.incomplete or candidate.incomplete) is not None:
+        return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
     base, cand = baseline.time_per_output_token, candidate.time_per_output_token
     paired = _paired_quantiles(base, cand, 0.5, error)
     needed = max(paired if isinstance(paired, int) else 0, gate.min_samples or 0)

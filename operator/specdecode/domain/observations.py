@@ -139,6 +139,39 @@ class LatencyBlock:
     accepted: AcceptedMoments = field(default_factory=AcceptedMoments)
     last_error: str | None = None
 
+    def plus(self, other: LatencyBlock) -> LatencyBlock:
+        """This block and another of the same time span (another shard) together."""
+        sketches = {}
+        for name in _BLOCK_SKETCHES:
+            merged = getattr(self, name).copy()
+            merged.merge(getattr(other, name))
+            sketches[name] = merged
+        return LatencyBlock(
+            start=self.start,
+            seconds=max(self.seconds, other.seconds),
+            per_chunk_itl=sketches["per_chunk_itl"],
+            per_token_itl=sketches["per_token_itl"],
+            time_per_output_token=sketches["time_per_output_token"],
+            time_to_first_token=sketches["time_to_first_token"],
+            client_delay=sketches["client_delay"],
+            requests_ok=self.requests_ok + other.requests_ok,
+            requests_failed=self.requests_failed + other.requests_failed,
+            output_tokens=self.output_tokens + other.output_tokens,
+            chunks=self.chunks + other.chunks,
+            merged_chunks=self.merged_chunks + other.merged_chunks,
+            accepted=self.accepted.plus(other.accepted),
+            last_error=other.last_error or self.last_error,
+        )
+
+
+_BLOCK_SKETCHES = (
+    "per_chunk_itl",
+    "per_token_itl",
+    "time_per_output_token",
+    "time_to_first_token",
+    "client_delay",
+)
+
 
 def _merged(sketches: Iterable[Sketch]) -> Sketch:
     total = Sketch()
@@ -153,13 +186,17 @@ class LatencySamples:
 
     The union of the window's blocks from every load shard of that side. `shards` counts
     the shards that answered; `gaps` says, in words, what the window is missing (a shard
-    that restarted or did not answer), so status can tell a thin window from a full one.
+    that restarted: its gap's blocks are dropped on every shard, because the engine saw
+    less load then), so status can tell a thin window from a full one. `incomplete` says
+    why the window cannot be judged at all (a load pod that does not answer: the engine ran
+    below the stage's load, so what the others measured is not the stage's latency).
     """
 
     blocks: tuple[LatencyBlock, ...] = ()
     window_seconds: float = 0.0
     shards: int = 0
     gaps: tuple[str, ...] = ()
+    incomplete: str | None = None
 
     @classmethod
     def from_values(

@@ -72,11 +72,9 @@ async def rollout_tick(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **
 
 
 async def rollout_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """Stop the rollout's shadow traffic; owner references delete its children."""
+    """Forget the rollout; owner references delete its children and load pods."""
     runtime = runtime_of(memo)
-    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
-    await runtime.traffic.stop(f"{namespace}/{name}")
-    runtime.forget(namespace, name)
+    runtime.forget(str(body.metadata.namespace), str(body.metadata.name))
 
 
 def mirrors_a_route(spec: kopf.Spec, **_: Any) -> bool:

@@ -3,15 +3,15 @@
 1. parse the spec (an invalid one becomes a Failed status, never an exception loop);
 2. observe children, the action annotation, and the current stage's measurements;
 3. `decide(spec, status, observations, now)`: pure, in the domain;
-4. apply: render and server-side apply children, prune shadows, steer shadow traffic,
-   write the status whole, consume the action annotation; the handler emits the events.
+4. apply: render and server-side apply children, prune shadows, keep the stage run's
+   load pods (Prompts traffic) or mirrors (Mirror traffic), write the status whole,
+   consume the action annotation; the handler emits the events.
 Every step is idempotent, so a reconcile interrupted anywhere is simply run again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,24 +20,34 @@ from typing import Any
 from pydantic import ValidationError
 
 from specdecode.adapters.kube.children import apply_children, observe_children, prune_shadows
+from specdecode.adapters.kube.load_pods import LoadPod
 from specdecode.adapters.kube.rollouts import clear_action, patch_status
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.adapters.render import child_name, render_children
-from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.adapters.render import Owner, child_name, render_children
+from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
+from specdecode.domain.effects import traffic_plan
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import (
     ChildRole,
+    LatencySamples,
     MetricError,
     Observations,
     ServerStepHistograms,
     StageObservations,
 )
+from specdecode.domain.stages import evaluation_due
+from specdecode.reconciler.load import (
+    observe_load_pods,
+    prompt_problem,
+    read_windows,
+    sync_load_pods,
+    uses_load_pods,
+)
 from specdecode.reconciler.mirror import mirror_problem, observe_routes, steer_mirrors
 from specdecode.reconciler.runtime import Runtime
-from specdecode.reconciler.shadow import build_shadow_traffic
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,11 @@ class RolloutRef:
     def key(self) -> str:
         """ "namespace/name", the key of per-rollout runtime state."""
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def owner(self) -> Owner:
+        """The owner of the rollout's children and load pods."""
+        return Owner(self.name, self.namespace, self.uid)
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -77,7 +92,8 @@ async def reconcile(
         spec = SpecDecodeRolloutSpec.model_validate(dict(raw_spec))
     except ValidationError as error:
         decision = decide_invalid_spec(status, _validation_message(error), ref.generation, now)
-        await runtime.traffic.stop(ref.key)
+        pods = await observe_load_pods(runtime, ref.namespace, ref.name)
+        await sync_load_pods(runtime, ref.owner, None, None, pods)
         routes = await observe_routes(runtime, ref.namespace)
         await steer_mirrors(runtime, ref.namespace, ref.name, None, None, routes)
         await _write_status(runtime, ref, status, decision.status)
@@ -85,12 +101,14 @@ async def reconcile(
 
     children = await asyncio.to_thread(observe_children, runtime.kube, ref.namespace, ref.name)
     routes = await observe_routes(runtime, ref.namespace)
+    pods = await observe_load_pods(runtime, ref.namespace, ref.name)
     observations = Observations(
         generation=ref.generation,
         children=children,
         action=annotations.get(ACTION_ANNOTATION),
-        stage=await _observe_stage(runtime, ref, spec, status, now.timestamp()),
-        traffic_error=runtime.traffic.error(ref.key) or mirror_problem(routes, ref.name, spec),
+        stage=await _observe_stage(runtime, ref, spec, status, pods, now.timestamp()),
+        traffic_error=await _traffic_problem(runtime, ref, spec, status, pods)
+        or mirror_problem(routes, ref.name, spec),
     )
     decision = decide(spec, status, observations, now)
 
@@ -101,13 +119,7 @@ async def reconcile(
         prune_shadows, runtime.kube, ref.namespace, ref.name, decision.children.shadows
     )
     plan = decision.traffic
-    if plan is not None and spec.analysis.traffic.source is TrafficSourceType.PROMPTS:
-        start = functools.partial(
-            build_shadow_traffic, runtime, ref.namespace, ref.name, spec, plan
-        )
-        await runtime.traffic.ensure(ref.key, plan, start)
-    else:
-        await runtime.traffic.stop(ref.key)
+    await sync_load_pods(runtime, ref.owner, spec, plan, pods)
     await steer_mirrors(runtime, ref.namespace, ref.name, spec, plan, routes)
     await _write_status(runtime, ref, status, decision.status)
     if decision.clear_action and observations.action is not None:
@@ -117,11 +129,26 @@ async def reconcile(
     return decision
 
 
+async def _traffic_problem(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    pods: list[LoadPod],
+) -> str | None:
+    """Why the running stage's load cannot start: its prompt set, checked until pods exist."""
+    plan = traffic_plan(spec, status)
+    if plan is None or not uses_load_pods(spec) or pods:
+        return None
+    return await prompt_problem(runtime, ref.namespace, spec)
+
+
 async def _observe_stage(
     runtime: Runtime,
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
+    pods: list[LoadPod],
     now: float,
 ) -> StageObservations | None:
     """Measurements of the stage in progress, from its measuring window only."""
@@ -131,6 +158,8 @@ async def _observe_stage(
     stage_status, stage_spec = status.stages[index], spec.analysis.stages[index]
     if stage_status.measure_from is None or stage_status.measure_from.timestamp() > now:
         return None
+    if not evaluation_due(stage_status, spec.analysis.interval_seconds, runtime.clock.now()):
+        return None  # no look is due: ask neither Prometheus nor the load pods
     since = stage_status.measure_from.timestamp()
     acceptance = None
     if any(gate.type is GateType.ACCEPTANCE for gate in stage_spec.gates):
@@ -138,8 +167,11 @@ async def _observe_stage(
         acceptance = await runtime.acceptance.acceptance(
             engine, stage_status.measure_from, runtime.clock.now()
         )
-    latency = runtime.traffic.snapshot(ref.key, stage_status.name, since, now)
-    baseline, candidate = latency if latency is not None else (None, None)
+    plan = traffic_plan(spec, status)
+    baseline: LatencySamples | MetricError | None = None
+    candidate: LatencySamples | MetricError | None = None
+    if plan is not None and uses_load_pods(spec):
+        baseline, candidate = await read_windows(runtime, plan, pods, since, now)
     server_step_itl = None
     if any(gate.type is GateType.TAIL_LATENCY for gate in stage_spec.gates):
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)

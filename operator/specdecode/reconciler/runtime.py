@@ -15,23 +15,28 @@ from specdecode.adapters.clock import Clock, SystemClock
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.metrics import AcceptanceSource, StepLatencySource, make_metric_source
 from specdecode.adapters.telemetry import OperatorMetrics
-from specdecode.adapters.traffic.manager import TrafficManager
 from specdecode.settings import OperatorSettings
 
 
 @dataclass
 class Runtime:
-    """Clients, traffic tasks and per-rollout locks of one operator process."""
+    """Clients and per-rollout locks of one operator process.
+
+    `http` reaches only the operator's own load pods (reports, endpoint updates), never an
+    engine: the shadow load runs in those pods.
+    """
 
     settings: OperatorSettings
     kube: KubeClients
     acceptance: AcceptanceSource
     step_latency: StepLatencySource
     http: httpx.AsyncClient
-    traffic: TrafficManager = field(default_factory=TrafficManager)
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    # When each rollout's load pods were last told the engine endpoints (monotonic seconds):
+    # discovery runs once per refresh interval, not on every reconcile.
+    endpoints_pushed_at: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def create(cls, settings: OperatorSettings, kubeconfig: str | None = None) -> Runtime:
@@ -44,12 +49,7 @@ class Runtime:
             kube=KubeClients.connect(kubeconfig),
             acceptance=prometheus,
             step_latency=prometheus,
-            # No connection cap: a stage's concurrency must reach the engines unthrottled
-            # (httpx's default of 100 connections would silently lower it).
-            http=httpx.AsyncClient(
-                timeout=httpx.Timeout(120.0, connect=5.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=1024),
-            ),
+            http=httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)),
         )
 
     def lock(self, key: str) -> asyncio.Lock:
@@ -59,9 +59,9 @@ class Runtime:
     def forget(self, namespace: str, name: str) -> None:
         """Drop a deleted rollout's lock and metric series."""
         self._locks.pop(f"{namespace}/{name}", None)
+        self.endpoints_pushed_at.pop(f"{namespace}/{name}", None)
         self.metrics.forget(namespace, name)
 
     async def close(self) -> None:
-        """Stop traffic and close connections (operator shutdown)."""
-        await self.traffic.stop_all()
+        """Close connections (operator shutdown). Load pods keep measuring meanwhile."""
         await self.http.aclose()

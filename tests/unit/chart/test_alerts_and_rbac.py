@@ -37,7 +37,13 @@ RESOURCE = {
     "custom_object_status": ("specdecode.io", "specdecoderollouts/status"),
     "custom_objectROUTE_GROUP": ("gateway.networking.k8s.io", "httproutes"),
 }
-TEMPLATE_KINDS = {"deployment": ("apps", "deployments"), "service": ("", "services")}
+# Templates of server-side-applied children; load pods are created (a client call, counted
+# above), never applied, so their template adds nothing here.
+TEMPLATE_KINDS = {
+    "deployment": ("apps", "deployments"),
+    "service": ("", "services"),
+    "load-pod": None,
+}
 # What kopf itself does: list+watch the served resource, patch its progress annotations,
 # post core/v1 Events.
 KOPF = {
@@ -76,7 +82,9 @@ def derived_from_code() -> Rules:
         if ".server_side_apply(" in source and "def server_side_apply" not in source:
             # Server-side apply is a PATCH, and a create when the object is absent.
             for template in (OPERATOR_SOURCE / "adapters" / "templates").glob("*.yaml.j2"):
-                needed[TEMPLATE_KINDS[template.name.split(".")[0]]].update({"create", "patch"})
+                applied = TEMPLATE_KINDS[template.name.split(".")[0]]
+                if applied is not None:
+                    needed[applied].update({"create", "patch"})
     return dict(needed)
 
 

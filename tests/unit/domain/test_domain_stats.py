@@ -166,7 +166,9 @@ def test_quantile_interval_selection_matches_a_full_sort() -> None:
 def _itl(scale: float, n: int, seed: int) -> LatencySamples:
     rng = random.Random(seed)
     token = tuple(scale * rng.lognormvariate(-3.5, 0.3) for _ in range(n))
-    return LatencySamples.from_values(per_token_itl=token, per_chunk_itl=tuple(3 * x for x in token[: n // 3]))
+    return LatencySamples.from_values(
+        per_token_itl=token, per_chunk_itl=tuple(3 * x for x in token[: n // 3])
+    )
 
 
 def test_tail_latency_verdicts() -> None:
@@ -205,8 +207,12 @@ def test_per_chunk_definition_uses_chunk_gaps() -> None:
 def test_speedup_gate() -> None:
     gate = GateSpec(name="speedup", type=GateType.SPEEDUP, min_speedup=1.2)
     rng = random.Random(3)
-    base = LatencySamples.from_values(time_per_output_token=tuple(rng.gauss(0.03, 0.003) for _ in range(2000)))
-    fast = LatencySamples.from_values(time_per_output_token=tuple(rng.gauss(0.02, 0.002) for _ in range(2000)))
+    base = LatencySamples.from_values(
+        time_per_output_token=tuple(rng.gauss(0.03, 0.003) for _ in range(2000))
+    )
+    fast = LatencySamples.from_values(
+        time_per_output_token=tuple(rng.gauss(0.02, 0.002) for _ in range(2000))
+    )
     result = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=fast), None, T0, 40)
     assert result.verdict is GateVerdict.SUCCESSFUL
     assert result.value == pytest.approx(1.5, rel=0.05)

@@ -10,8 +10,9 @@ them apart:
 |-------------------------------------------|------------------------------------------------|
 | ghcr.io/specdecode-operator/vllm-sim      | `<venv>/bin/specdecode-sim` for `vllm`;        |
 | docker.io/vllm/vllm-openai                |   env SPECDECODE_SIM_BIND_HOST=<pod IP>        |
-| ghcr.io/specdecode-operator/operator      | `<venv>/bin/specdecode-operator` with a pod-    |
-|                                           |   bound token kubeconfig; SPECDECODE_BIND_HOST |
+| ghcr.io/specdecode-operator/operator      | `<venv>/bin/specdecode-operator` (or           |
+|                                           |   `specdecode-load`) with a pod-bound token    |
+|                                           |   kubeconfig; SPECDECODE_BIND_HOST             |
 | registry.k8s.io/e2e-test-images/agnhost   | `netexec` / `pause` from testimages/           |
 | registry.k8s.io/pause                     | testimages/pause.py                            |
 | docker.io/library/busybox                 | sh, echo, sleep, cat, env, ls, true, false     |
@@ -115,7 +116,7 @@ def _vllm_sim(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
 def _operator(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
     argv = _argv(request, ["specdecode-operator"])
     program = Path(argv[0]).name if argv else ""
-    if program in ("specdecode-operator", "kopf"):
+    if program in ("specdecode-operator", "specdecode-load", "kopf"):
         argv = [str(tools.bin_dir / program), *argv[1:]]
     elif program in ("python", "python3"):
         argv = [tools.python, *argv[1:]]

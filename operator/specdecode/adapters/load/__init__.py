@@ -1,0 +1,1 @@
+"""Shadow-load pods: render them, and read what they measured."""

@@ -1,0 +1,65 @@
+"""How much shadow-load machinery a stage needs: measuring processes and pods per side.
+
+Why sized at all: one measuring process times a bounded number of streamed chunks per
+second before its own event loop starts to delay the timestamps it takes (the very error
+the tail-latency gate must not judge). The expected chunk rate of one side is known from
+the stage's load shape: closed loop, every stream receives about one chunk per engine
+step; open loop, at most `request_rate x max_tokens` tokens (chunks never outnumber
+tokens) arrive per second. Dividing by a process's measured capacity gives the processes,
+packed into as few pods as `max_processes_per_pod` allows. A sizing that proves too small
+is caught at run time: every process reports its own delay, and a saturated look is
+Inconclusive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from specdecode.api.traffic import LoadGeneratorSpec
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    """Load pods per side and measuring processes per pod."""
+
+    pods_per_side: int
+    processes_per_pod: int
+
+    @property
+    def processes_per_side(self) -> int:
+        """All measuring processes of one side."""
+        return self.pods_per_side * self.processes_per_pod
+
+
+def expected_chunks_per_second(
+    concurrency: int | None, request_rate: float | None, max_tokens: int, step_seconds: float
+) -> float:
+    """Chunks per second one side's load must time, at most."""
+    if concurrency is not None:
+        return concurrency / step_seconds
+    return (request_rate or 0.0) * max_tokens
+
+
+def size_load(
+    generator: LoadGeneratorSpec,
+    concurrency: int | None,
+    request_rate: float | None,
+    max_tokens: int,
+) -> LoadShape:
+    """The smallest shape whose processes stay within their measured capacity.
+
+    Capped by `max_pods_per_side x max_processes_per_pod`: past that the look reports
+    saturation rather than the operator creating unbounded pods. A closed loop never gets
+    more processes than streams (a process with no stream measures nothing).
+    """
+    rate = expected_chunks_per_second(
+        concurrency, request_rate, max_tokens, generator.assumed_step_seconds
+    )
+    processes = max(1, math.ceil(rate / generator.chunks_per_second_per_process))
+    if concurrency is not None:
+        processes = min(processes, concurrency)
+    most = generator.max_pods_per_side * generator.max_processes_per_pod
+    processes = min(processes, most)
+    pods = math.ceil(processes / generator.max_processes_per_pod)
+    return LoadShape(pods_per_side=pods, processes_per_pod=math.ceil(processes / pods))

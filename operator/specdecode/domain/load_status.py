@@ -1,0 +1,36 @@
+"""What status says about a stage run's shadow load: shards, requests, its own delay.
+
+Pure: derived from the windows the look judged, so an on-call reader sees, next to the
+verdicts, whether the instrument behind them was whole and keeping up.
+"""
+
+from __future__ import annotations
+
+from specdecode.api.status import LoadStatus
+from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+
+MAX_NOTES = 8
+
+
+def load_status(observed: StageObservations | None) -> LoadStatus | None:
+    """The load summary of a look; None when the look had no load windows (Mirror)."""
+    if observed is None:
+        return None
+    sides = (observed.baseline_latency, observed.candidate_latency)
+    windows = [side for side in sides if isinstance(side, LatencySamples)]
+    if not windows:
+        return None
+    notes: list[str] = []
+    for side in sides:
+        if isinstance(side, LatencySamples):
+            notes += [side.incomplete] if side.incomplete else []
+            notes += side.gaps
+        elif isinstance(side, MetricError):
+            notes.append(side.message)
+    delays = [w.client_delay.quantile(0.99) for w in windows if w.client_delay.total]
+    return LoadStatus(
+        shards="/".join(str(s.shards) if isinstance(s, LatencySamples) else "0" for s in sides),
+        requests=sum(w.requests_ok for w in windows),
+        client_delay_p99_ms=round(max(delays) * 1000, 3) if delays else None,
+        notes=notes[:MAX_NOTES],
+    )

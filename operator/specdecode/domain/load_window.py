@@ -1,0 +1,78 @@
+"""One side's measuring window from its load shards' reports: the gates' latency input.
+
+Pure. Rules, each for a reason:
+- Blocks of different shards with the same start are merged: they share engine steps, so
+  the time block (not the shard) is the unit the statistics treat as independent.
+- Only whole blocks inside [since, now] count: a stage's window never includes warm-up.
+- A shard that restarted reports a gap; the engine saw less load during it, so the gap's
+  blocks are dropped on every shard of that side, and the gap is named in status. A shard
+  whose pod was created after the window began (a replacement for a deleted pod) was
+  missing from the window's start until its own warm-up ended: the same rule applies.
+- A shard that did not answer makes the window incomplete (Inconclusive), never a
+  verdict on what the remaining shards saw at a lower load than the stage's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specdecode.domain.load_report import Gap, LoadReport
+from specdecode.domain.observations import LatencyBlock, LatencySamples
+
+# A fresh load process needs this long to open its streams and reach the stage's load
+# (the load program skips the same span after a restart).
+LOAD_WARMUP_SECONDS = 5.0
+
+
+def _gaps(report: LoadReport, since: float) -> tuple[Gap, ...]:
+    """The report's own gaps, plus "created late" when its pod started inside the window."""
+    first_boot = report.boot_time if report.first_boot_time is None else report.first_boot_time
+    late: tuple[Gap, ...] = ()
+    if first_boot + LOAD_WARMUP_SECONDS > since:
+        late = (Gap(since, first_boot + LOAD_WARMUP_SECONDS, "load pod started late"),)
+    return late + tuple(gap for gap in report.gaps if gap.end > since)
+
+
+def side_window(
+    side: str,
+    reports: Sequence[LoadReport],
+    missing: Sequence[str],
+    since: float,
+    now: float,
+) -> LatencySamples | None:
+    """The window of one side; None while no shard has anything to say yet.
+
+    `missing` names the expected shards that did not answer (with why).
+    """
+    if not reports and not missing:
+        return None
+    if missing:
+        return LatencySamples(
+            window_seconds=max(0.0, now - since),
+            shards=len(reports),
+            incomplete=f"{side} load incomplete: {'; '.join(missing)}",
+        )
+    gaps = [gap for report in reports for gap in _gaps(report, since)]
+    merged: dict[float, LatencyBlock] = {}
+    for report in reports:
+        for block in report.blocks:
+            if block.start < since or block.start + block.seconds > now:
+                continue
+            if any(
+                block.start < gap.end and gap.start < block.start + block.seconds for gap in gaps
+            ):
+                continue
+            known = merged.get(block.start)
+            merged[block.start] = block if known is None else known.plus(block)
+    notes = tuple(
+        f"{side} shard {report.shard}: {gap.reason}, {gap.end - gap.start:.0f} s without "
+        "samples (dropped on every shard)"
+        for report in reports
+        for gap in _gaps(report, since)
+    )
+    return LatencySamples(
+        blocks=tuple(merged[start] for start in sorted(merged)),
+        window_seconds=max(0.0, now - since),
+        shards=len(reports),
+        gaps=notes,
+    )

@@ -1,0 +1,151 @@
+"""Prompts traffic: the stage run's load pods, kept as the decision says, and read per look.
+
+The operator sends no inference traffic itself. For the stage run the domain plans
+(`TrafficPlan`), each side gets its load pods (rendered in `adapters.load.pods`); any
+other load pod of the rollout (an earlier stage, a re-run, an ended analysis) is deleted.
+A look asks every pod of the run for its blocks since the window began and combines them
+per side (`domain.load_window`). Nothing is kept between reconciles: a restarted operator
+finds the same pods, and they kept measuring while it was away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from specdecode.adapters.kube.endpoints import ready_endpoints
+from specdecode.adapters.kube.load_pods import LoadPod, create_pod, delete_pod, list_load_pods
+from specdecode.adapters.kube.prompt_source import read_prompt_text
+from specdecode.adapters.load.pods import SIDES, plan_hash, render_load_pods
+from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
+from specdecode.adapters.render import Owner, child_name
+from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.load_report import LoadReport, ReportError
+from specdecode.domain.load_window import side_window
+from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
+from specdecode.domain.prompts import PromptSourceError, parse_jsonl
+from specdecode.reconciler.runtime import Runtime
+
+LOAD_SOURCE = "shadow-load pods"
+# How often the engines' endpoints are looked up again while load pods run (an engine pod
+# that restarted gets a new address); pods being created always get fresh ones.
+ENDPOINT_REFRESH_SECONDS = 15.0
+
+
+def uses_load_pods(spec: SpecDecodeRolloutSpec | None) -> bool:
+    """Only Prompts traffic is sent by load pods (Mirror traffic is the gateway's)."""
+    return spec is not None and spec.analysis.traffic.source is TrafficSourceType.PROMPTS
+
+
+async def observe_load_pods(runtime: Runtime, namespace: str, rollout: str) -> list[LoadPod]:
+    """The rollout's load pods, for one reconcile."""
+    return await asyncio.to_thread(list_load_pods, runtime.kube, namespace, rollout)
+
+
+async def prompt_problem(
+    runtime: Runtime, namespace: str, spec: SpecDecodeRolloutSpec
+) -> str | None:
+    """Why the prompt set cannot be replayed (read and parsed as the load pods will), or None."""
+    traffic = spec.analysis.traffic
+    try:
+        text = await asyncio.to_thread(read_prompt_text, runtime.kube, namespace, traffic)
+        if text is not None:
+            parse_jsonl(text, traffic.max_tokens)
+    except PromptSourceError as error:
+        return f"prompt set unusable: {error}"
+    return None
+
+
+def _current(pods: Sequence[LoadPod], plan: TrafficPlan) -> list[LoadPod]:
+    hashed = plan_hash(plan)
+    return [pod for pod in pods if pod.plan == hashed and not pod.deleting]
+
+
+async def read_windows(
+    runtime: Runtime,
+    plan: TrafficPlan,
+    pods: Sequence[LoadPod],
+    since: float,
+    now: float,
+) -> tuple[LatencySamples | MetricError | None, LatencySamples | MetricError | None]:
+    """(baseline, candidate) windows of the stage run from its load pods' reports."""
+    current = _current(pods, plan)
+    windows = await asyncio.gather(
+        *(_side(runtime, plan, side, current, since, now) for side in SIDES)
+    )
+    return windows[0], windows[1]
+
+
+async def _side(
+    runtime: Runtime,
+    plan: TrafficPlan,
+    side: ChildRole,
+    pods: Sequence[LoadPod],
+    since: float,
+    now: float,
+) -> LatencySamples | MetricError | None:
+    by_shard = {pod.shard: pod for pod in pods if pod.side == side.value}
+    reports: list[LoadReport] = []
+    missing: list[str] = []
+    for shard in range(plan.shape.pods_per_side):
+        pod = by_shard.get(shard)
+        url = pod.report_url if pod is not None else None
+        if pod is None or url is None:
+            missing.append(f"shard {shard} has no running load pod")
+            continue
+        try:
+            reports.append(await fetch_report(runtime.http, url, since))
+        except ReportUnavailable as why:
+            missing.append(f"load pod {pod.name} did not answer ({why})")
+        except ReportError as error:
+            return MetricError(LOAD_SOURCE, f"load pod {pod.name}: {error}")
+    if not reports:
+        return None  # nothing measured yet (pods starting), not an incomplete window
+    return side_window(side.value, reports, missing, since, now)
+
+
+async def sync_load_pods(
+    runtime: Runtime,
+    owner: Owner,
+    spec: SpecDecodeRolloutSpec | None,
+    plan: TrafficPlan | None,
+    pods: Sequence[LoadPod],
+) -> None:
+    """Make the rollout's load pods exactly those of `plan` (none when it is None).
+
+    Pods are created only after the prompt set parsed (a bad one is reported by the next
+    observation, `prompt_problem`, and ends the analysis as Failed), and are told of
+    engine endpoints that changed since they started.
+    """
+    wanted = plan if uses_load_pods(spec) else None
+    keep = {pod.name for pod in _current(pods, wanted)} if wanted is not None else set()
+    for pod in pods:
+        if pod.name not in keep and not pod.deleting:
+            await asyncio.to_thread(delete_pod, runtime.kube, owner.namespace, pod.name)
+    key = f"{owner.namespace}/{owner.name}"
+    if wanted is None or spec is None:
+        runtime.endpoints_pushed_at.pop(key, None)
+        return
+    running = _current(pods, wanted)
+    last = runtime.endpoints_pushed_at.get(key)
+    refresh = last is None or time.monotonic() - last >= ENDPOINT_REFRESH_SECONDS
+    if len(running) == 2 * wanted.shape.pods_per_side and not refresh:
+        return
+    endpoints = {
+        side: await asyncio.to_thread(
+            ready_endpoints, runtime.kube, owner.namespace, child_name(owner.name, side)
+        )
+        for side in SIDES
+    }
+    runtime.endpoints_pushed_at[key] = time.monotonic()
+    desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
+    absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
+    if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
+        for wanted_pod in absent:
+            await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
+    for pod in running:
+        urls = endpoints.get(ChildRole(pod.side), [])
+        if pod.report_url is not None and tuple(urls) != pod.endpoints:
+            await push_endpoints(runtime.http, pod.report_url, urls)
