@@ -237,7 +237,6 @@ def run_clients(
 def _httpx_process(conn: Connection, ports: list[int], streams: int, t0: float, t1: float) -> None:
     """Both sides' streams in one asyncio process, as the operator ran them."""
     import httpx
-
     from specdecode.adapters.traffic.client import stream_chat
 
     async def run() -> None:
