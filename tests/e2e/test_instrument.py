@@ -49,7 +49,7 @@ STAGE = {
 
 def realtime_rollout() -> dict[str, Any]:
     """The simulator example on one L40S per engine, real time, one automated stage."""
-    return merged(
+    rollout: dict[str, Any] = merged(
         load_example(),
         {
             "spec": {
@@ -59,6 +59,7 @@ def realtime_rollout() -> dict[str, Any]:
             }
         },
     )
+    return rollout
 
 
 def load_pods(r: Rollout) -> list[dict[str, Any]]:
@@ -120,7 +121,7 @@ def test_load_runs_in_owned_pods_survives_an_operator_kill_and_is_cleaned_up(
 
     def sampled_through_a_look() -> bool:
         peers.update(tcp_peers(pid))
-        return stage_status(r.status())["gates"][0].get("measuredAt") != looks_before
+        return bool(stage_status(r.status())["gates"][0].get("measuredAt") != looks_before)
 
     wait_for(sampled_through_a_look, timeout=30, interval=0.05, message="a look while sampling")
     assert (apiserver.hostname, apiserver.port) in peers, peers

@@ -74,7 +74,7 @@ async def test_pushed_endpoints_budget_sigterm_and_restart(tmp_path: Path) -> No
             assert pushed.status_code == 200
 
             def all_answered(r: dict[str, Any]) -> bool:
-                return r["capReached"] and sum(b["requestsOk"] for b in r["blocks"]) == 6
+                return bool(r["capReached"]) and sum(b["requestsOk"] for b in r["blocks"]) == 6
 
             done = report_from_wire(await poll_until(client, port, all_answered))
             assert done.sent == 6 and done.output_tokens == 30 and done.waiting_for is None

@@ -51,7 +51,8 @@ def test_collector_merges_workers_and_reports_only_complete_blocks() -> None:
     collector = Collector([0, 1], max_blocks=10, on_complete=done.append)
     collector.add(0, block(100.0, [0.01, 0.02]))
     collector.add(0, block(102.0, [0.03]))
-    assert collector.blocks == ()  # worker 1 has not closed block 100 yet
+    waiting: tuple[LatencyBlock, ...] = collector.blocks
+    assert waiting == ()  # worker 1 has not closed block 100 yet
     collector.add(1, block(100.0, [0.04]))
     assert [b.start for b in collector.blocks] == [100.0]
     merged = collector.blocks[0]
