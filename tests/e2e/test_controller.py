@@ -17,6 +17,7 @@ nothing depends on the engines' answers); the manual gate makes the verdicts the
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import shutil
@@ -142,9 +143,9 @@ def test_operator_killed_at_random_points_posts_one_event_per_transition_and_orp
         assert duplicated_events(r) == [], r.describe()
         assert "AnalysisStarted" in r.event_reasons()
     for r in rollouts:  # decided: shadows go, routes are given back
-        wait_for(lambda r=r: set(r.deployments()) == {"production"}, timeout=120)
+        wait_for(functools.partial(_only_production, r), timeout=120)
         for role in ("baseline", "candidate"):
-            wait_for(lambda r=r, role=role: r.pods(role) == [], timeout=120)
+            wait_for(functools.partial(_no_pods, r, role), timeout=120)
         route = json.loads(
             cluster.kubectl(
                 "get", "httproute", f"{r.name}-route", "-n", namespace, "-o", "json", check=True
@@ -156,7 +157,7 @@ def test_operator_killed_at_random_points_posts_one_event_per_transition_and_orp
         cluster.kubectl("delete", "sdr", r.name, "-n", namespace, "--wait=false", check=True)
     for kind in ("deployments", "services", "pods"):
         wait_for(
-            lambda kind=kind: labelled(cluster, namespace, kind, "specdecode.io/rollout") == [],
+            functools.partial(_none_labelled, cluster, namespace, kind),
             timeout=180,
             message=f"no {kind} left once the rollouts are deleted",
         )
@@ -199,7 +200,7 @@ def test_an_invalid_spec_removes_the_shadows_and_keeps_production(
     assert status["reason"] == "InvalidSpec" and "spec.model.name" in status["message"]
     wait_for(lambda: set(r.deployments()) == {"production"}, timeout=60, message="shadows gone")
     for role in ("baseline", "candidate"):
-        wait_for(lambda role=role: r.pods(role) == [], timeout=60, message=f"{role} pods gone")
+        wait_for(functools.partial(_no_pods, r, role), timeout=60, message=f"{role} pods gone")
     assert r.deployments()["production"]["metadata"]["uid"] == production_uid
     assert duplicated_events(r) == []
     cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
@@ -288,3 +289,15 @@ def test_leader_hand_over_keeps_the_analysis_going(
         for replica in replicas.values():
             replica.stop()
         running_operator.start()
+
+
+def _only_production(r: Rollout) -> bool:
+    return set(r.deployments()) == {"production"}
+
+
+def _no_pods(r: Rollout, role: str) -> bool:
+    return r.pods(role) == []
+
+
+def _none_labelled(cluster: LocalCluster, namespace: str, kind: str) -> bool:
+    return labelled(cluster, namespace, kind, "specdecode.io/rollout") == []

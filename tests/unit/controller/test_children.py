@@ -117,5 +117,5 @@ def test_observed_children_carry_readiness_and_reasons() -> None:
     assert states[ChildRole.PRODUCTION].ready
     assert not states[ChildRole.BASELINE].ready  # generation 2 not observed yet
     assert states[ChildRole.CANDIDATE].crash_reason is not None
-    assert "CUDA out of memory" in states[ChildRole.CANDIDATE].crash_reason
+    assert "CUDA out of memory" in (states[ChildRole.CANDIDATE].crash_reason or "")
     assert states[ChildRole.CANDIDATE].unschedulable_reason is None

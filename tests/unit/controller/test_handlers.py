@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kopf
 import pytest
@@ -49,7 +49,7 @@ def test_kopf_storage_keeps_the_action_annotation_in_its_diff(prefix: str) -> No
         settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
             prefix=prefix, key="last-handled-configuration"
         )
-    body = kopf.Body(rollout_body({ACTION_ANNOTATION: "promote"}))
+    body = kopf.Body(cast(Any, rollout_body({ACTION_ANNOTATION: "promote"})))
     # What kopf compares to detect a change (kopf/_core/reactor/processing.py).
     built = settings.persistence.diffbase_storage.build(body=body)
     essence = settings.persistence.progress_storage.clear(essence=built)
@@ -68,7 +68,7 @@ async def test_the_index_keeps_snapshots_without_managed_fields() -> None:
         },
         "status": {"phase": "Running"},
     }
-    entry = await index_by_rollout(kopf.Body(pod))
+    entry = await index_by_rollout(kopf.Body(cast(Any, pod)))
     assert list(entry) == [(NAMESPACE, NAME)]
     assert "managedFields" not in entry[(NAMESPACE, NAME)]["metadata"]
     assert entry[(NAMESPACE, NAME)]["status"] == {"phase": "Running"}
@@ -97,9 +97,9 @@ async def test_an_action_on_an_idle_rollout_acts_on_its_watch_event() -> None:
     kube, cluster = FakeKube(), FakeCluster()
     runtime = make_runtime(kube, cluster)  # production intervals: 5 s clock, 600 s resync
     raw = rollout_body()
-    body, memo = kopf.Body(raw), kopf.Memo(runtime=runtime)
+    body, memo = kopf.Body(cast(Any, raw)), kopf.Memo(runtime=runtime)
     stopper: FlagSetter[Any] = FlagSetter()
-    indexes = {index_id: {} for index_id in INDEX_IDS.values()}
+    indexes: dict[str, dict[Any, Any]] = {index_id: {} for index_id in INDEX_IDS.values()}
     loop = asyncio.create_task(
         rollout_loop(body=body, memo=memo, logger=LOGGER, stopped=stopper.async_waiter, **indexes)
     )
@@ -126,6 +126,6 @@ async def test_a_child_event_wakes_only_its_rollout() -> None:
     for key in (f"{NAMESPACE}/{NAME}", f"{NAMESPACE}/other"):
         await runtime.wakeups.wait(key, 0)  # consume the initial wake-up
     child = {"metadata": {"namespace": NAMESPACE, "labels": {"specdecode.io/rollout": NAME}}}
-    await child_event(body=kopf.Body(child), memo=kopf.Memo(runtime=runtime))
+    await child_event(body=kopf.Body(cast(Any, child)), memo=kopf.Memo(runtime=runtime))
     assert await runtime.wakeups.wait(f"{NAMESPACE}/{NAME}", 0.5)
     assert not await runtime.wakeups.wait(f"{NAMESPACE}/other", 0.05)

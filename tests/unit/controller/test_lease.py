@@ -24,6 +24,7 @@ class FakeLeases:
         self.requests: list[str] = []
 
     def _answer(self) -> client.V1Lease:
+        assert self.stored is not None
         return copy.deepcopy(self.stored)
 
     def read_namespaced_lease(self, name: str, namespace: str) -> client.V1Lease:
@@ -43,6 +44,7 @@ class FakeLeases:
     ) -> client.V1Lease:
         self.requests.append("update")
         assert self.stored is not None
+        assert body.metadata is not None and self.stored.metadata is not None
         if body.metadata.resource_version != self.stored.metadata.resource_version:
             raise ApiException(status=409)
         return self._store(body)
@@ -50,12 +52,16 @@ class FakeLeases:
     def _store(self, body: client.V1Lease) -> client.V1Lease:
         self.version += 1
         self.stored = copy.deepcopy(body)
+        assert self.stored.metadata is not None
         self.stored.metadata.resource_version = str(self.version)
         return self._answer()
 
     @property
     def holder(self) -> str | None:
-        return None if self.stored is None else self.stored.spec.holder_identity
+        if self.stored is None or self.stored.spec is None:
+            return None
+        holder: str | None = self.stored.spec.holder_identity
+        return holder
 
 
 class Clock:
@@ -91,7 +97,7 @@ def test_a_silent_leader_is_replaced_only_after_a_full_duration() -> None:
     clock.now = 30.0
     assert b.try_acquire_or_renew()
     assert api.holder == "b" and api.stored is not None
-    assert api.stored.spec.lease_transitions == 1
+    assert api.stored.spec is not None and api.stored.spec.lease_transitions == 1
     assert not a.try_acquire_or_renew()  # the old leader learns it lost
     assert not a.leading
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -133,7 +133,7 @@ def runtime(core: FakeCore, handler: Any = None) -> Runtime:
 
 def with_prompts(name: str) -> SpecDecodeRolloutSpec:
     wire = SPEC.to_wire()
-    analysis = dict(wire["analysis"])  # type: ignore[arg-type]
+    analysis = dict(cast("dict[str, Any]", wire["analysis"]))
     analysis["traffic"] = {"configMapRef": {"name": name, "key": "p.jsonl"}}
     wire["analysis"] = analysis
     return SpecDecodeRolloutSpec.model_validate(wire)
