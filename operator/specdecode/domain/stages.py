@@ -4,7 +4,8 @@ A stage starts (`started_at`) with its shadow load; the first `warmupSeconds` ar
 judged; `measure_from` = started_at + warm-up. `minDurationSeconds` and
 `maxDurationSeconds` count from `measure_from`. Gates are evaluated at most once per
 `analysis.intervalSeconds` and only after `measure_from`, so the number of looks a stage
-can take is bounded (`planned_looks`), which is what the gates' error spending divides by.
+can take is bounded (`planned_looks`); the gates' error spending counts information time
+(measured / maxDurationSeconds), not looks, so any number of looks keeps its error.
 """
 
 from __future__ import annotations
