@@ -25,7 +25,6 @@ requests/s of 40-120 drafts; "sd" is the spread of per-request alpha.
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import statistics
 import sys
@@ -115,7 +114,9 @@ def samples_of(seen: StageObservations, gate: GateSpec) -> int:
     return min(base.per_token_itl.total, cand.per_token_itl.total)
 
 
-def run(gate: GateSpec, source: AcceptanceSource | LatencySource, today: Judge) -> dict[str, Outcome]:
+def run(
+    gate: GateSpec, source: AcceptanceSource | LatencySource, today: Judge
+) -> dict[str, Outcome]:
     """One stage, all three rules on the same looks; stops when every rule has decided."""
     outcomes = {rule: Outcome() for rule in RULES}
     previous: GateResult = pending_result(gate)
@@ -152,7 +153,8 @@ def _cells(runs: list[Outcome]) -> str:
     decided = [r for r in runs if r.verdict is not None]
     samples = f"{statistics.median(r.samples for r in decided):>8.0f}" if decided else "       -"
     seconds = f"{statistics.median(r.seconds for r in decided):>4.0f}" if decided else "   -"
-    return f"{100 * promoted:5.1f} {100 * rolled:5.1f} {100 * (1 - promoted - rolled):5.1f} {samples} {seconds}"
+    undecided = 1 - promoted - rolled
+    return f"{100 * promoted:5.1f} {100 * rolled:5.1f} {100 * undecided:5.1f} {samples} {seconds}"
 
 
 def print_row(label: str, per_rule: dict[str, list[Outcome]], elapsed: float) -> None:
@@ -202,7 +204,7 @@ def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=300, help="stages per acceptance row")
-    parser.add_argument("--latency-trials", type=int, default=100, help="stages per latency row")
+    parser.add_argument("--latency-trials", type=int, default=60, help="stages per latency row")
     parser.add_argument("--seed", type=int, default=20260101)
     parser.add_argument("--only", choices=("acceptance", "latency"), default=None)
     args = parser.parse_args()

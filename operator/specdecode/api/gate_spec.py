@@ -198,7 +198,16 @@ class GateSpec(KubeModel):
     @property
     def effective_itl_definition(self) -> ItlDefinition:
         """itl_definition as set, else the default."""
-        return self.itl_definition or ItlDefinition.PER_CHUNK
+        value = self.setting("itl_definition")
+        assert isinstance(value, ItlDefinition)
+        return value
+
+    @property
+    def effective_speedup_metric(self) -> SpeedupMetric:
+        """speedup_metric as set, else the default."""
+        value = self.setting("speedup_metric")
+        assert isinstance(value, SpeedupMetric)
+        return value
 
     def applies_to(self, method: SpeculativeMethod | None) -> bool:
         """Whether the gate is judged for a rollout of this method (None: plain decoding)."""
@@ -217,8 +226,8 @@ GATE_FIELDS: dict[GateType, frozenset[str]] = {
 
 MIRROR_GATES_MESSAGE = (
     "traffic source Mirror: mirrored responses never reach the operator, so only "
-    "Acceptance, AcceptedLength and Speedup gates (the latter reported, not judged) and "
-    "TailLatency gates with itlDefinition ServerStep are allowed"
+    "Acceptance gates and TailLatency gates with itlDefinition ServerStep can be judged, "
+    "besides AcceptedLength gates (a Speedup gate is kept but not judged)"
 )
 
 

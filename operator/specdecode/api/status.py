@@ -146,8 +146,7 @@ class GateResult(KubeModel):
     look_count: int = Field(default=0, description="Looks taken in this stage run.")
     looks: list[GateLook] = Field(
         default_factory=list,
-        description=f"The latest looks of this stage run, oldest first (at most "
-        f"{MAX_LOOKS_KEPT}).",
+        description=f"The latest looks of this stage run, oldest first (at most {MAX_LOOKS_KEPT}).",
     )
 
 

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from specdecode.domain.sketch import Sketch, bucket_lower, bucket_upper, bucket_value
 
 
-
 @dataclass(frozen=True)
 class Estimate:
     """A point estimate with a cluster-robust standard error."""

@@ -85,9 +85,7 @@ def _advance(density: Density, top: float, step_sd: float, t: float) -> Density:
     if top <= bottom:
         return (), ()
     weighted = _weighted(points, values)
-    new_points = tuple(
-        bottom + (top - bottom) * i / (GRID_POINTS - 1) for i in range(GRID_POINTS)
-    )
+    new_points = tuple(bottom + (top - bottom) * i / (GRID_POINTS - 1) for i in range(GRID_POINTS))
     norm = 1.0 / (step_sd * math.sqrt(2 * math.pi))
     pairs = tuple(zip(points, weighted, strict=True))
     new_values = tuple(
@@ -126,8 +124,8 @@ def _state(times: tuple[float, ...], alpha: float) -> tuple[tuple[float, ...], D
     step = math.sqrt(max(t - before, 1e-12))
     if len(density[0]) == 1:
         points = tuple(
-            -8.0 * math.sqrt(t) + (min(boundary, 8.0 * math.sqrt(t)) + 8.0 * math.sqrt(t)) * i
-            / (GRID_POINTS - 1)
+            -8.0 * math.sqrt(t)
+            + (min(boundary, 8.0 * math.sqrt(t)) + 8.0 * math.sqrt(t)) * i / (GRID_POINTS - 1)
             for i in range(GRID_POINTS)
         )
         values = tuple(_NORMAL.pdf(w / math.sqrt(t)) / math.sqrt(t) for w in points)

@@ -160,7 +160,7 @@ def measure_server_step_tail(
     Same contract as `gates.tail_latency.measure_client_tail`: pass when the ratio's upper bound
     is at most 1 + tolerance, fail when its lower bound exceeds it. An unbounded side (rank
     in the first or the +Inf bucket) can only stop a pass, never cause one. Samples, and
-    the per-side minimum (minSamples, engine steps), count effective samples (`effective_samples`), not observations.
+    the per-side minimum (minSamples), count effective samples (`effective_samples`): steps.
     """
     q = gate.number("quantile")
     threshold = 1.0 + gate.number("tolerance")

@@ -16,8 +16,8 @@ import statistics
 import pytest
 from domain_gatesim import (
     BETA_CONCENTRATION,
-    K,
     AcceptanceSource,
+    K,
     LatencySource,
     Outcome,
     StageRun,
@@ -48,6 +48,7 @@ MAX_WRONG = 0.05  # 1 - default confidence
 def allowed(trials: int) -> float:
     """MAX_WRONG plus the binomial noise of `trials` stages (one-sided, 95 %)."""
     return MAX_WRONG + 1.645 * math.sqrt(MAX_WRONG * (1 - MAX_WRONG) / trials)
+
 
 WIDE_MIX = 1.2  # Beta concentration: per-request alpha sd ~0.35
 STEP_SHARED = {"batch": 32, "jitter": 0.1, "max_tokens": 3}  # 2 steps/s x 32 requests
@@ -133,17 +134,16 @@ def _latency_runs(ratio: float, seed: int, trials: int, **source: object) -> lis
 def test_step_shared_latency_at_threshold_is_rarely_promoted_or_rolled_back() -> None:
     # 32 requests record each step (10 % jitter each, 1-3 tokens per chunk): the case that
     # gave 12 % wrong promotions and 82 % wrong rollbacks under the replaced rule.
-    runs = _latency_runs(1.10, seed=12, trials=60, **STEP_SHARED)
+    runs = _latency_runs(1.10, seed=14, trials=100, **STEP_SHARED)
     wrong_promotion = _rate(runs, Outcome.PROMOTED)
     wrong_rollback = _rate(runs, Outcome.ROLLED_BACK)
     print(f"P99 1.10 vs 1.10, x32: promoted {wrong_promotion:.3f}, rolled {wrong_rollback:.3f}")
-    assert wrong_promotion <= allowed(60)
-    assert wrong_rollback <= allowed(60)
+    assert wrong_promotion <= allowed(100)
+    assert wrong_rollback <= allowed(100)
+    assert _decided(runs) >= 0.05  # it does decide, and then rightly or at the rate allowed
 
 
-def _independent_samples(
-    blocks: list[Sketch], index: int, total: int
-) -> tuple[float, float, int]:
+def _independent_samples(blocks: list[Sketch], index: int, total: int) -> tuple[float, float, int]:
     """The naive share variance: every (weighted) sample independent, no design effect."""
     share = sum(sum(c for i, c in b.counts.items() if i > index) for b in blocks) / total
     return share, share * (1 - share) / total, len(blocks)
@@ -173,7 +173,9 @@ def test_independent_latency_at_threshold_is_rarely_promoted_or_rolled_back() ->
     assert _rate(runs, Outcome.ROLLED_BACK) <= allowed(40)
 
 
-@pytest.mark.parametrize(("ratio", "expected"), [(0.80, Outcome.PROMOTED), (1.40, Outcome.ROLLED_BACK)])
+@pytest.mark.parametrize(
+    ("ratio", "expected"), [(0.80, Outcome.PROMOTED), (1.40, Outcome.ROLLED_BACK)]
+)
 def test_clear_latency_effects_are_decided_under_step_sharing(
     ratio: float, expected: Outcome
 ) -> None:

@@ -92,7 +92,9 @@ def test_acceptance_verdicts_with_numbers() -> None:
     good = evaluate_gate(
         ALPHA, stage_obs("s", acceptance(0.75, 20_000, requests=400)), None, T0, LOOK
     )
-    bad = evaluate_gate(ALPHA, stage_obs("s", acceptance(0.40, 20_000, requests=400)), None, T0, LOOK)
+    bad = evaluate_gate(
+        ALPHA, stage_obs("s", acceptance(0.40, 20_000, requests=400)), None, T0, LOOK
+    )
     close = evaluate_gate(
         ALPHA, stage_obs("s", acceptance(0.56, 20_000, requests=400)), None, T0, LOOK
     )
@@ -218,12 +220,8 @@ def test_per_chunk_definition_uses_chunk_gaps() -> None:
 def test_speedup_gate() -> None:
     gate = GateSpec(name="speedup", type=GateType.SPEEDUP, min_speedup=1.2)
     rng = random.Random(3)
-    base = blocked_samples(
-        time_per_output_token=tuple(rng.gauss(0.03, 0.003) for _ in range(2000))
-    )
-    fast = blocked_samples(
-        time_per_output_token=tuple(rng.gauss(0.02, 0.002) for _ in range(2000))
-    )
+    base = blocked_samples(time_per_output_token=tuple(rng.gauss(0.03, 0.003) for _ in range(2000)))
+    fast = blocked_samples(time_per_output_token=tuple(rng.gauss(0.02, 0.002) for _ in range(2000)))
     result = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=fast), None, T0, LOOK)
     assert result.verdict is GateVerdict.SUCCESSFUL
     assert result.value == pytest.approx(1.5, rel=0.05)

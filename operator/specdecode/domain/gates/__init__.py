@@ -45,7 +45,6 @@ from specdecode.domain.observations import ServerStepHistograms, StageObservatio
 from specdecode.domain.sequential import critical_values, nominal_error, spent
 from specdecode.domain.step_histogram import histogram_quantile
 
-
 MIN_LOOK_ERROR = 1e-12
 
 
@@ -95,7 +94,7 @@ def look_error(gate: GateSpec, previous: GateResult, plan: LookPlan) -> float:
         before = previous.looks[-1].measured_seconds / horizon if previous.looks else 0.0
         error = spent(alpha, now) - spent(alpha, before)
     else:
-        times = tuple(look.measured_seconds / horizon for look in previous.looks) + (now,)
+        times = (*(look.measured_seconds / horizon for look in previous.looks), now)
         error = nominal_error(critical_values(times, alpha)[-1])
     # A look with nothing left to spend (the same time again) may still measure and report,
     # with bounds so wide (z ~ 7) that they decide nothing.

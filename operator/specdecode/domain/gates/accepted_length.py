@@ -45,7 +45,8 @@ class AcceptedLengthGate:
             return metric_error(counts)
         if counts is None or counts.drafts <= 0 or counts.draft_tokens <= 0:
             return Measurement(
-                GateVerdict.INCONCLUSIVE, "no drafts yet: tokens per step undefined",
+                GateVerdict.INCONCLUSIVE,
+                "no drafts yet: tokens per step undefined",
                 threshold=threshold,
             )
         length = 1.0 + counts.accepted_tokens / counts.drafts

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from specdecode.api.gate_spec import GateSpec, GateType, SpeedupMetric
+from specdecode.api.gate_spec import GateSpec, GateType
 from specdecode.api.status import GateVerdict
 from specdecode.domain.clustered import block_quantile
 from specdecode.domain.gate_measures import Measurement, judge_at_least, judged, metric_error
@@ -59,8 +59,7 @@ class SpeedupGate:
             blocks = 0 if base is None or cand is None else min(base.clusters, cand.clusters)
             return Measurement(
                 GateVerdict.INCONCLUSIVE,
-                f"speedup: {requests} requests in {blocks} blocks per side; {needed} blocks "
-                "needed",
+                f"speedup: {requests} requests in {blocks} blocks per side; {needed} blocks needed",
                 threshold=threshold,
                 samples=requests,
             )
@@ -71,7 +70,7 @@ class SpeedupGate:
             samples=requests,
         )
         verdict = judge_at_least(speedup, threshold)
-        metric = SpeedupMetric(gate.setting("speedup_metric"))
+        metric = gate.effective_speedup_metric
         reason = (
             f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, "
             f"{speedup.upper:.3f}] vs {threshold:.2f} over {requests} requests per side in "
