@@ -179,6 +179,7 @@ def test_independent_latency_at_threshold_is_rarely_promoted_or_rolled_back() ->
 def test_clear_latency_effects_are_decided_under_step_sharing(
     ratio: float, expected: Outcome
 ) -> None:
-    runs = _latency_runs(ratio, seed=16, trials=10, **STEP_SHARED)
+    # 8 steps/s x 32: a tail block needs tail steps on both sides, and 2 steps/s are too few.
+    runs = _latency_runs(ratio, seed=16, trials=10, **{**STEP_SHARED, "rate": 256})
     assert _rate(runs, expected) >= 0.9
     assert _decided(runs) >= 0.9

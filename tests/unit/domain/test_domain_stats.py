@@ -206,7 +206,8 @@ def test_tail_latency_too_few_samples_says_how_many() -> None:
     thin = stage_obs("s", baseline=_itl(1.0, 400, 1, 40), candidate=_itl(2.0, 400, 2, 40))
     result = evaluate_gate(P99, thin, None, T0, LOOK)
     assert result.verdict is GateVerdict.INCONCLUSIVE
-    assert "10 with tail samples needed" in result.reason
+    assert "4 blocks with tail samples" in result.reason
+    assert "30 with tail samples needed" in result.reason
 
 
 def test_per_chunk_definition_uses_chunk_gaps() -> None:
