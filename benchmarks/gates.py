@@ -1,167 +1,253 @@
-"""Gate statistics under repeated looks: error rates and samples to a decision.
+"""Gate rules side by side at equal error: today's, the new one, and a fixed window.
 
-Runs the domain's Analyzing step over whole simulated stages (one look every 15 s, warm-up
-30 s, 60-600 s, default confidence 0.95) on seeded synthetic observations (see
-tests/unit/domain/domain_gatesim.py) and prints, per true effect:
-promoted / rolled back / undecided rates and the median samples and seconds to a decision.
-At the threshold, "promoted" is the wrong-promotion rate and "rolled back" the
-wrong-rollback rate; both must stay at or below 5 %. Acceptance: 0.5 finished requests
-per second of 40-120 drafts each (k = 3), per-request acceptance spread sd(r) ~ 0.1, or
-~0.2 for the "wide prompt mix" rows. Latency: --itl-rate ITL samples per second and side
-(a real stage at concurrency 32 yields ~10x more, so its decisions come ~10x sooner).
-ServerStep latency (vLLM's step-ITL histogram, Mirror traffic): lognormal per-step ITL
-(log-sd 0.25) whose median is drawn per stage log-uniformly from 15-40 ms, so the P99s
-(27-72 ms) land anywhere relative to vLLM's bucket edges; --step-rate independent steps
-per second and engine. The "x 8", "x 32" and "x 64" rows record each step once per request of
-a batch (dependent observations); the histograms carry the window's step count (as
-`vllm:iteration_tokens_total` gives it), so the gate counts each step once, except in the
-"no step count" rows (the uncorrected gate, as with an engine that does not export it).
-The "at 50 ms" rows put the baseline's and candidate's P99 either side of the 50 ms edge,
-the worst case at 1.10.
+Each row simulates whole stages (seeded, see tests/unit/domain/domain_gatesim.py): one look
+at 1 s of measuring and every 15 s after, a pass counts from 60 s (minDurationSeconds), a
+failure at any look, undecided at 600 s (maxDurationSeconds); confidence 0.95, so each
+rule may make at most 5 % wrong promotions and 5 % wrong rollbacks at the threshold.
+The three rules see the very same data, look by look:
+- today: the rule this replaced. Latency: order-statistic bounds that treat every sample
+  (chunk gap, or token) as independent; acceptance: a design effect with an assumed
+  intra-request correlation (RHO = 0.25). Both at a Bonferroni share, 0.05 / 42, per look.
+- new: the domain's gates (`specdecode.domain.gates.evaluate_gate`): block- or
+  request-clustered bounds at the group-sequential boundary's error (domain.sequential).
+- fixed: the new statistic looked at once, at 600 s, at the full 0.05 (no early stop).
+Columns: promoted / rolled back / undecided shares (at the threshold, promoted and rolled
+back are the wrong-verdict rates), then the median samples and seconds to a decision.
+Latency rows: P99 per-token ITL ratio against 1.10. "batch b" means every one of b
+requests records each engine step (10 % per-request jitter, 1-3 tokens per chunk);
+simulated step rates are lower than a real engine's (say 30 steps/s) to keep the run
+short, so real stages decide sooner. Acceptance rows: alpha against 0.55, k = 3, 0.5
+requests/s of 40-120 drafts; "sd" is the spread of per-request alpha.
 
-    .venv/bin/python benchmarks/gates.py [--trials N] [--seed S]
+    .venv/bin/python benchmarks/gates.py [--trials N] [--latency-trials N] [--seed S]
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / "domain"))
 
 from domain_gatesim import (
     BETA_CONCENTRATION,
-    WIDE_CONCENTRATION,
+    T0,
     AcceptanceSource,
     LatencySource,
-    Outcome,
-    StageRun,
-    run_stage,
-    single_stage_spec,
+    beta_mean_for_alpha,
 )
-from domain_stepsim import SERVER_P99, STRADDLING_MEDIAN, StepHistogramSource
 
-from specdecode.api import GateSpec, GateType
+from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
+from specdecode.api.status import GateResult
+from specdecode.domain.acceptance_bound import acceptance_interval
+from specdecode.domain.gate_measures import judge_at_least, judge_at_most
+from specdecode.domain.gates import LookPlan, evaluate_gate, pending_result
+from specdecode.domain.gates.registry import Look, measure_for
+from specdecode.domain.observations import AcceptanceCounts, LatencySamples, StageObservations
+from specdecode.domain.stats import ratio_interval, sketch_quantile_interval
 
 ALPHA_GATE = GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55)
-P99_GATE = GateSpec(name="p99-itl", type=GateType.TAIL_LATENCY, quantile=0.99, tolerance=0.10)
-
-# (label, true alpha, request count reported, Beta concentration of per-request r)
-ACCEPTANCE_CASES = [
-    ("alpha 0.55 (threshold)", 0.55, True, BETA_CONCENTRATION),
-    ("alpha 0.55 (threshold), no request count", 0.55, False, BETA_CONCENTRATION),
-    ("alpha 0.55 (threshold), wide prompt mix", 0.55, True, WIDE_CONCENTRATION),
-    ("alpha 0.75", 0.75, True, BETA_CONCENTRATION),
-    ("alpha 0.75, no request count", 0.75, False, BETA_CONCENTRATION),
-    ("alpha 0.75, wide prompt mix", 0.75, True, WIDE_CONCENTRATION),
-    ("alpha 0.62", 0.62, True, BETA_CONCENTRATION),
-    ("alpha 0.45", 0.45, True, BETA_CONCENTRATION),
-    ("alpha 0.35", 0.35, True, BETA_CONCENTRATION),
-]
-# (label, true P99 ratio, baseline median or None for log-uniform 15-40 ms, steps/s, batch,
-# step count reported); a steps/s of None means --step-rate.
-AT_50_MS = STRADDLING_MEDIAN
-STEP_CASES: list[tuple[str, float, float | None, float | None, int, bool]] = [
-    ("step P99 1.10 (threshold)", 1.10, None, None, 1, True),
-    ("step P99 0.80", 0.80, None, None, 1, True),
-    ("step P99 0.90", 0.90, None, None, 1, True),
-    ("step P99 1.00", 1.00, None, None, 1, True),
-    ("step P99 1.30", 1.30, None, None, 1, True),
-    ("step P99 1.10 at 50 ms", 1.10, AT_50_MS, None, 1, True),
-    ("step P99 1.10 at 50 ms, 32 steps/s x 8", 1.10, AT_50_MS, 32.0, 8, True),
-    ("step P99 1.10 at 50 ms, 32 steps/s x 8, no step count", 1.10, AT_50_MS, 32.0, 8, False),
-    ("step P99 0.80, 32 steps/s x 8", 0.80, None, 32.0, 8, True),
-    ("step P99 0.80, 32 steps/s x 8, no step count", 0.80, None, 32.0, 8, False),
-    ("step P99 1.30, 32 steps/s x 8", 1.30, None, 32.0, 8, True),
-    ("step P99 1.10 at 50 ms, 2 steps/s x 32", 1.10, AT_50_MS, 2.0, 32, True),
-    ("step P99 1.10 at 50 ms, 2 steps/s x 32, no step count", 1.10, AT_50_MS, 2.0, 32, False),
-    ("step P99 1.10 at 50 ms, 1 step/s x 64", 1.10, AT_50_MS, 1.0, 64, True),
-    ("step P99 1.10 at 50 ms, 1 step/s x 64, no step count", 1.10, AT_50_MS, 1.0, 64, False),
-]
-LATENCY_CASES = [
-    ("P99 ratio 1.10 (threshold)", 1.10),
-    ("P99 ratio 0.90", 0.90),
-    ("P99 ratio 1.00", 1.00),
-    ("P99 ratio 1.30", 1.30),
-]
+P99_GATE = GateSpec(
+    name="p99-itl",
+    type=GateType.TAIL_LATENCY,
+    quantile=0.99,
+    tolerance=0.10,
+    itl_definition=ItlDefinition.PER_TOKEN,
+)
+LOOKS = (1.0, *(1.0 + 15.0 * i for i in range(1, 41)))  # seconds measured at each look
+MIN_SECONDS, MAX_SECONDS, ERROR = 60.0, 600.0, 0.05
+TODAY_ERROR = ERROR / 42  # the Bonferroni share of a default stage
+RULES = ("today", "new", "fixed")
+Judge = Callable[[StageObservations], tuple[GateVerdict, int]]
 
 
-def _row(label: str, runs: list[StageRun], unit: str, elapsed: float) -> str:
-    def share(outcome: Outcome) -> str:
-        return f"{100 * sum(r.outcome is outcome for r in runs) / len(runs):5.1f} %"
+@dataclass
+class Outcome:
+    verdict: GateVerdict | None = None  # SUCCESSFUL promoted, FAILED rolled back
+    samples: int = 0
+    seconds: float = 0.0
 
-    decided = [r for r in runs if r.outcome is not Outcome.UNDECIDED]
-    samples = f"{statistics.median(r.samples for r in decided):>9.0f}" if decided else "        -"
-    seconds = f"{statistics.median(r.seconds for r in decided):>6.0f}" if decided else "     -"
-    return (
-        f"{label:<64} {len(runs):>6} {share(Outcome.PROMOTED)} {share(Outcome.ROLLED_BACK)} "
-        f"{share(Outcome.UNDECIDED)} {samples} {unit:<13} {seconds} s  ({elapsed:.1f}s)"
+
+def today_latency(seen: StageObservations) -> tuple[GateVerdict, int]:
+    """The replaced rule: i.i.d. order statistics, Bonferroni over the two sides and looks."""
+    base, cand = seen.baseline_latency, seen.candidate_latency
+    assert isinstance(base, LatencySamples) and isinstance(cand, LatencySamples)
+    b = sketch_quantile_interval(base.per_token_itl, 0.99, TODAY_ERROR / 2)
+    c = sketch_quantile_interval(cand.per_token_itl, 0.99, TODAY_ERROR / 2)
+    n = min(base.per_token_itl.total, cand.per_token_itl.total)
+    if b is None or c is None or b.lower <= 0:
+        return GateVerdict.INCONCLUSIVE, n
+    return judge_at_most(ratio_interval(c, b), 1.10), n
+
+
+def today_acceptance(seen: StageObservations) -> tuple[GateVerdict, int]:
+    """The replaced rule: assumed correlation RHO = 0.25, Bonferroni over looks."""
+    counts = seen.candidate_acceptance
+    assert isinstance(counts, AcceptanceCounts)
+    interval = acceptance_interval(
+        counts.drafts,
+        counts.draft_tokens,
+        counts.accepted_tokens,
+        counts.per_position_accepted,
+        TODAY_ERROR,
+        counts.requests,
     )
+    tokens = int(counts.draft_tokens)
+    if interval is None or tokens < 1000:
+        return GateVerdict.INCONCLUSIVE, tokens
+    return judge_at_least(interval, 0.55), tokens
+
+
+def samples_of(seen: StageObservations, gate: GateSpec) -> int:
+    """Draft tokens (acceptance) or per-token ITL weight per side (latency)."""
+    if gate.type is GateType.ACCEPTANCE:
+        counts = seen.candidate_acceptance
+        return int(counts.draft_tokens) if isinstance(counts, AcceptanceCounts) else 0
+    base, cand = seen.baseline_latency, seen.candidate_latency
+    assert isinstance(base, LatencySamples) and isinstance(cand, LatencySamples)
+    return min(base.per_token_itl.total, cand.per_token_itl.total)
+
+
+def run(
+    gate: GateSpec, source: AcceptanceSource | LatencySource, today: Judge
+) -> dict[str, Outcome]:
+    """One stage, all three rules on the same looks; stops when every rule has decided."""
+    outcomes = {rule: Outcome() for rule in RULES}
+    previous: GateResult = pending_result(gate)
+    measured = 0.0
+    for at in LOOKS:
+        source.advance(at - measured)
+        measured = at
+        seen = source.observe()
+        samples = samples_of(seen, gate)
+        plan = LookPlan(measured_seconds=at, max_seconds=MAX_SECONDS)
+        verdicts: dict[str, GateVerdict] = {}
+        if outcomes["today"].verdict is None:
+            verdicts["today"] = today(seen)[0]
+        if outcomes["new"].verdict is None:
+            previous = evaluate_gate(gate, seen, previous, T0, plan)
+            verdicts["new"] = previous.verdict
+        if at >= MAX_SECONDS and outcomes["fixed"].verdict is None:
+            verdicts["fixed"] = measure_for(gate.type).measure(gate, seen, Look(ERROR)).verdict
+        for rule, verdict in verdicts.items():
+            decided = verdict is GateVerdict.FAILED or (
+                verdict is GateVerdict.SUCCESSFUL and at >= MIN_SECONDS
+            )
+            if decided:
+                outcomes[rule] = Outcome(verdict, samples, at)
+        if all(o.verdict is not None for o in outcomes.values()):
+            break
+    return outcomes
+
+
+def _cells(runs: list[Outcome]) -> str:
+    n = len(runs)
+    promoted = sum(r.verdict is GateVerdict.SUCCESSFUL for r in runs) / n
+    rolled = sum(r.verdict is GateVerdict.FAILED for r in runs) / n
+    decided = [r for r in runs if r.verdict is not None]
+    samples = f"{statistics.median(r.samples for r in decided):>8.0f}" if decided else "       -"
+    seconds = f"{statistics.median(r.seconds for r in decided):>4.0f}" if decided else "   -"
+    undecided = 1 - promoted - rolled
+    return f"{100 * promoted:5.1f} {100 * rolled:5.1f} {100 * undecided:5.1f} {samples} {seconds}"
+
+
+def print_row(label: str, per_rule: dict[str, list[Outcome]], elapsed: float) -> None:
+    cells = " | ".join(_cells(per_rule[rule]) for rule in RULES)
+    print(f"{label:<44} {len(per_rule['new']):>4} | {cells} | {elapsed:5.0f}s", flush=True)
+
+
+def per_request_alpha_sd(concentration: float, alpha: float) -> float:
+    """Spread of per-request alpha, (r + r^2 + r^3) / 3 with r ~ Beta, by simulation."""
+    rng = random.Random(0)
+    mean = beta_mean_for_alpha(alpha, concentration)
+    a, b = mean * concentration, (1 - mean) * concentration
+    values = [(r + r * r + r**3) / 3 for r in (rng.betavariate(a, b) for _ in range(4000))]
+    return statistics.pstdev(values)
+
+
+# (label, true alpha, Beta concentration of per-request r, streamed chunks)
+WIDE = 1.2
+ACCEPTANCE_ROWS = [
+    ("alpha 0.55 (threshold)", 0.55, BETA_CONCENTRATION, True),
+    ("alpha 0.55 (threshold), wide mix", 0.55, WIDE, True),
+    ("alpha 0.55 (threshold), no stream", 0.55, BETA_CONCENTRATION, False),
+    ("alpha 0.62", 0.62, BETA_CONCENTRATION, True),
+    ("alpha 0.75", 0.75, BETA_CONCENTRATION, True),
+    ("alpha 0.75, wide mix", 0.75, WIDE, True),
+    ("alpha 0.45", 0.45, BETA_CONCENTRATION, True),
+    ("alpha 0.505 (translation-like)", 0.505, BETA_CONCENTRATION, True),
+]
+# (label, true ratio, samples/s per side, batch, jitter, tokens per chunk, drift, tail log-sd)
+LATENCY_ROWS = [
+    ("P99 1.10 (threshold), independent", 1.10, 100, 1, 0.0, 1, 0.0, 0.5),
+    ("P99 1.10 (threshold), batch 8", 1.10, 128, 8, 0.1, 3, 0.0, 0.5),
+    ("P99 1.10 (threshold), batch 32", 1.10, 256, 32, 0.1, 3, 0.0, 0.5),
+    ("P99 1.10 (threshold), batch 128", 1.10, 512, 128, 0.1, 3, 0.0, 0.5),
+    ("P99 1.10 (threshold), batch 8, heavy tail", 1.10, 128, 8, 0.1, 3, 0.0, 0.9),
+    ("P99 1.10 (threshold), batch 8, drift +50 %", 1.10, 128, 8, 0.1, 3, 0.5, 0.5),
+    ("P99 1.00, independent", 1.00, 100, 1, 0.0, 1, 0.0, 0.5),
+    ("P99 1.00, batch 8", 1.00, 128, 8, 0.1, 3, 0.0, 0.5),
+    ("P99 1.00, batch 32", 1.00, 256, 32, 0.1, 3, 0.0, 0.5),
+    ("P99 0.90, batch 8", 0.90, 128, 8, 0.1, 3, 0.0, 0.5),
+    ("P99 1.30, batch 8", 1.30, 128, 8, 0.1, 3, 0.0, 0.5),
+    ("P99 1.30, independent", 1.30, 100, 1, 0.0, 1, 0.0, 0.5),
+]
 
 
 def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=400, help="stages per acceptance row")
-    parser.add_argument("--latency-trials", type=int, default=200, help="stages per latency row")
-    parser.add_argument("--itl-rate", type=float, default=100.0, help="ITL samples/s per side")
-    parser.add_argument("--step-trials", type=int, default=200, help="stages per ServerStep row")
-    parser.add_argument("--step-rate", type=float, default=64.0, help="engine steps/s per side")
+    parser.add_argument("--trials", type=int, default=300, help="stages per acceptance row")
+    parser.add_argument("--latency-trials", type=int, default=60, help="stages per latency row")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--only", choices=("acceptance", "latency"), default=None)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    header = (
-        f"{'true effect (gate threshold)':<64} {'trials':>6} {'promoted':>7} {'rolled back':>8} "
-        f"{'undecided':>7} {'median samples to decision':>23} {'time':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    spec = single_stage_spec(ALPHA_GATE, concurrency=4)
-    for label, alpha, with_requests, concentration in ACCEPTANCE_CASES:
-        started = time.perf_counter()
-        runs = [
-            run_stage(
-                spec,
-                AcceptanceSource(
-                    alpha, rng, report_requests=with_requests, concentration=concentration
-                ),
-            )
-            for _ in range(args.trials)
-        ]
-        print(_row(f"{label} vs 0.55", runs, "draft tokens", time.perf_counter() - started))
-    spec = single_stage_spec(P99_GATE, concurrency=32)
-    for label, ratio in LATENCY_CASES:
-        started = time.perf_counter()
-        runs = [
-            run_stage(spec, LatencySource(ratio, rng, samples_per_second=args.itl_rate))
-            for _ in range(args.latency_trials)
-        ]
-        print(_row(f"{label} vs 1.10", runs, "ITL per side", time.perf_counter() - started))
-    spec = single_stage_spec(SERVER_P99, concurrency=32)
-    for label, ratio, median, steps, batch, report_steps in STEP_CASES:
-        started = time.perf_counter()
-        runs = [
-            run_stage(
-                spec,
-                StepHistogramSource(
-                    ratio,
-                    rng,
-                    median or math.exp(rng.uniform(math.log(0.015), math.log(0.040))),
-                    steps or args.step_rate,
-                    batch,
-                    report_steps,
-                ),
-            )
-            for _ in range(args.step_trials)
-        ]
-        # Samples are what the gate counted: steps with the step count, else observations.
-        unit = "steps / side" if report_steps else "obs. / side"
-        print(_row(f"{label} vs 1.10", runs, unit, time.perf_counter() - started))
+    rule_head = f"{'prom%':>5} {'roll%':>5} {'und%':>5} {'samples':>8} {'sec':>4}"
+    print(f"{'true effect (threshold)':<44} {'runs':>4} | " + " | ".join(f"{r:^32}" for r in RULES))
+    print(f"{'':<44} {'':>4} | " + " | ".join(rule_head for _ in RULES))
+    if args.only != "latency":
+        for label, alpha, concentration, stream in ACCEPTANCE_ROWS:
+            started = time.perf_counter()
+            sd = per_request_alpha_sd(concentration, alpha)
+            runs = [
+                run(
+                    ALPHA_GATE,
+                    AcceptanceSource(alpha, rng, concentration=concentration, stream=stream),
+                    today_acceptance,
+                )
+                for _ in range(args.trials)
+            ]
+            per_rule = {rule: [r[rule] for r in runs] for rule in RULES}
+            print_row(f"{label} (sd {sd:.2f})", per_rule, time.perf_counter() - started)
+    if args.only != "acceptance":
+        for label, ratio, rate, batch, jitter, tokens, drift, tail in LATENCY_ROWS:
+            started = time.perf_counter()
+            runs = [
+                run(
+                    P99_GATE,
+                    LatencySource(
+                        ratio,
+                        rng,
+                        rate,
+                        batch=batch,
+                        jitter=jitter,
+                        max_tokens=tokens,
+                        drift=drift,
+                        tail_sigma=tail,
+                    ),
+                    today_latency,
+                )
+                for _ in range(args.latency_trials)
+            ]
+            per_rule = {rule: [r[rule] for r in runs] for rule in RULES}
+            print_row(label, per_rule, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

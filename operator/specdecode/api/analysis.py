@@ -1,7 +1,11 @@
 """`spec.analysis`: shadow traffic and ordered stages, each judged by its gates.
 
-Defaults follow the measure-first recipe: a low-concurrency stage gated on acceptance, then
-a production-concurrency stage gated on P99 inter-token latency against the baseline.
+Defaults follow the measure-first recipe: a low-concurrency stage gated on what makes the
+method pay (alpha for fixed-k model drafts; tokens per step for ngram and suffix, whose
+variable-length proposals buy several tokens at a lower alpha), then a production-
+concurrency stage gated on the P99 stall between streamed chunks and on time-per-output-
+token speedup against the baseline. Each gate's thresholds are the defaults of
+`gate_spec.GATE_DEFAULTS`; the gates here name only their type and the methods they judge.
 """
 
 from __future__ import annotations
@@ -17,7 +21,17 @@ from specdecode.api.gate_spec import (
     LabelName,
     mirror_can_judge,
 )
+from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.traffic import TrafficSourceType, TrafficSpec
+
+# alpha is the right proxy for a fixed, small k; ngram and suffix propose variable lengths.
+FIXED_K_METHODS = [
+    SpeculativeMethod.EAGLE,
+    SpeculativeMethod.EAGLE3,
+    SpeculativeMethod.MTP,
+    SpeculativeMethod.DRAFT_MODEL,
+]
+VARIABLE_LENGTH_METHODS = [SpeculativeMethod.NGRAM, SpeculativeMethod.SUFFIX]
 
 
 class StageSpec(KubeModel):
@@ -68,23 +82,26 @@ class StageSpec(KubeModel):
 
 
 def default_stages() -> list[StageSpec]:
-    """The recipe: acceptance at low concurrency, then P99 ITL at production concurrency."""
+    """The recipe: acceptance at low concurrency, then stalls and speedup at production's."""
     return [
         StageSpec(
             name="acceptance",
             concurrency=4,
-            gates=[GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55)],
+            gates=[
+                GateSpec(name="alpha", type=GateType.ACCEPTANCE, methods=FIXED_K_METHODS),
+                GateSpec(
+                    name="tokens-per-step",
+                    type=GateType.ACCEPTED_LENGTH,
+                    methods=VARIABLE_LENGTH_METHODS,
+                ),
+            ],
         ),
         StageSpec(
             name="tail-latency",
             concurrency=32,
             gates=[
-                GateSpec(
-                    name="p99-itl",
-                    type=GateType.TAIL_LATENCY,
-                    quantile=0.99,
-                    tolerance=0.10,
-                )
+                GateSpec(name="p99-itl", type=GateType.TAIL_LATENCY),
+                GateSpec(name="tpot-speedup", type=GateType.SPEEDUP),
             ],
         ),
     ]

@@ -1,7 +1,12 @@
 """`spec.analysis.stages[].gates[]`: what a gate measures, its threshold, how sure it must be.
 
-Which fields each gate type may set (`GATE_FIELDS`) and which gates Mirror traffic can judge
+Which fields each gate type may set (`GATE_FIELDS`), their defaults (`GATE_DEFAULTS`, the
+one place they are defined: the field descriptions, hence `kubectl explain`, quote them and
+the domain reads them through `GateSpec.setting`) and which gates Mirror traffic can judge
 (`mirror_can_judge`) live here too, since the CRD's CEL rules are generated from them.
+Why type-specific fields stay unset rather than defaulted in the schema: the API server
+would write a default into every gate, and a field set on a type it does not apply to is
+rejected.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints, model_validator
 
 from specdecode.api.base import KubeModel
+from specdecode.api.speculative import SpeculativeMethod
 
 # Gate and stage names appear in status, Events and metric labels: a DNS-1123 label.
 LabelName = Annotated[
@@ -23,6 +29,7 @@ class GateType(StrEnum):
     """What a gate measures."""
 
     ACCEPTANCE = "Acceptance"
+    ACCEPTED_LENGTH = "AcceptedLength"
     TAIL_LATENCY = "TailLatency"
     SPEEDUP = "Speedup"
     ERROR_RATE = "ErrorRate"
@@ -31,9 +38,10 @@ class GateType(StrEnum):
 class ItlDefinition(StrEnum):
     """Which inter-token latency a latency gate compares.
 
-    PerToken spreads each streamed chunk's gap over the tokens it carried (what a user
-    perceives as token pace); PerChunk is the raw gap between chunks (one per engine step).
-    Both are timed by the operator's shadow client. ServerStep reads vLLM's own
+    PerChunk (the default) is the gap between streamed chunks, one per engine step: the
+    stall a reader of a streaming reply sees. PerToken spreads each gap over the tokens its
+    chunk carried (a per-token pace, weighted by tokens); spec decode lowers it even when
+    the stalls grow. Both are timed by the shadow load pods. ServerStep reads vLLM's own
     `inter_token_latency_seconds` histogram (one sample per request per engine step, coarse
     buckets): the only ITL there is when responses go elsewhere (Mirror traffic).
     """
@@ -50,49 +58,109 @@ class SpeedupMetric(StrEnum):
     THROUGHPUT = "Throughput"
 
 
+# The defaults of the type-specific fields: the one place they are defined.
+GATE_DEFAULTS: dict[str, object] = {
+    "min_alpha": 0.55,
+    "min_draft_tokens": 1000,
+    "min_accepted_length": 1.3,
+    "quantile": 0.99,
+    "tolerance": 0.5,
+    "itl_definition": ItlDefinition.PER_CHUNK,
+    "speedup_metric": SpeedupMetric.TIME_PER_OUTPUT_TOKEN,
+    "min_speedup": 1.0,
+    "max_error_rate": 0.01,
+}
+# min_samples differs by type: what a verdict needs before it may be trusted.
+MIN_SAMPLES_DEFAULTS: dict[GateType, int] = {
+    GateType.ACCEPTANCE: 30,  # finished requests (the clusters of the bound)
+    GateType.ACCEPTED_LENGTH: 30,  # finished requests
+    GateType.TAIL_LATENCY: 20,  # time blocks per side (2 s each)
+    GateType.SPEEDUP: 20,  # time blocks per side
+    GateType.ERROR_RATE: 20,  # requests
+}
+
+
+def _default(field: str) -> str:
+    value = GATE_DEFAULTS[field]
+    return f" Default {value.value if isinstance(value, StrEnum) else value}."
+
+
 class GateSpec(KubeModel):
     """One gate: a measured quantity, a threshold, and how sure we must be."""
 
     name: LabelName = Field(description="Gate name, unique within its stage.")
-    type: GateType = Field(description="Acceptance, TailLatency, Speedup or ErrorRate.")
+    type: GateType = Field(
+        description="Acceptance (alpha, for fixed-k model drafts: eagle, eagle3, mtp, "
+        "draft_model), AcceptedLength (tokens per step, for ngram and suffix), TailLatency, "
+        "Speedup or ErrorRate."
+    )
+    methods: list[SpeculativeMethod] | None = Field(
+        default=None,
+        max_length=8,
+        description="Judge this gate only when speculative.method is one of these (else it "
+        "is reported as not applicable and not enforced). Empty: every method.",
+    )
     min_alpha: float | None = Field(
         default=None,
         gt=0,
         lt=1,
-        description="Acceptance: least draft acceptance rate (accepted / draft tokens). "
-        "Default 0.55.",
+        description="Acceptance: least draft acceptance rate (accepted / draft tokens)."
+        + _default("min_alpha"),
     )
     min_draft_tokens: int | None = Field(
         default=None,
         ge=1,
-        description="Acceptance: draft tokens needed before a verdict (else Inconclusive).",
+        description="Acceptance: draft tokens needed before a verdict (else Inconclusive)."
+        + _default("min_draft_tokens"),
+    )
+    min_accepted_length: float | None = Field(
+        default=None,
+        gt=1,
+        le=64,
+        description="AcceptedLength: least mean tokens per decode step, 1 + accepted / "
+        "drafts (what a variable-length proposal buys per step)." + _default("min_accepted_length"),
     )
     quantile: float | None = Field(
-        default=None, gt=0.5, lt=1, description="TailLatency: quantile compared. Default 0.99."
+        default=None,
+        gt=0.5,
+        lt=1,
+        description="TailLatency: quantile compared." + _default("quantile"),
     )
     tolerance: float | None = Field(
         default=None,
         ge=0,
         le=10,
-        description="TailLatency: candidate may be this fraction slower than baseline. "
-        "Default 0.10.",
+        description="TailLatency: candidate's quantile may exceed the baseline's by this "
+        "fraction." + _default("tolerance"),
     )
     itl_definition: ItlDefinition | None = Field(
         default=None,
-        description="TailLatency: PerToken (the default with Prompts traffic), PerChunk, or "
-        "ServerStep (vLLM's step histogram; the default and only choice with Mirror traffic).",
+        description="TailLatency: PerChunk (the stall between streamed chunks), PerToken, or "
+        "ServerStep (vLLM's step histogram; the default and only choice with Mirror traffic)."
+        + _default("itl_definition"),
     )
     min_samples: int | None = Field(
-        default=None, ge=1, description="Samples per side needed before a verdict."
+        default=None,
+        ge=1,
+        description="Independent units needed before a verdict: finished requests "
+        "(Acceptance, AcceptedLength, ErrorRate; default 30, 30, 20), 2-second time blocks "
+        "per side (TailLatency, Speedup; default 20), or engine steps (ServerStep).",
     )
     speedup_metric: SpeedupMetric | None = Field(
-        default=None, description="Speedup: TimePerOutputToken (default) or Throughput."
+        default=None,
+        description="Speedup: TimePerOutputToken or Throughput." + _default("speedup_metric"),
     )
     min_speedup: float | None = Field(
-        default=None, gt=0, description="Speedup: least baseline/candidate ratio. Default 1.0."
+        default=None,
+        gt=0,
+        description="Speedup: least baseline/candidate median time per output token."
+        + _default("min_speedup"),
     )
     max_error_rate: float | None = Field(
-        default=None, ge=0, le=1, description="ErrorRate: most failed shadow requests allowed."
+        default=None,
+        ge=0,
+        le=1,
+        description="ErrorRate: most failed shadow requests allowed." + _default("max_error_rate"),
     )
     confidence: float = Field(
         default=0.95, gt=0.5, lt=1, description="Confidence of the bound a verdict rests on."
@@ -111,10 +179,45 @@ class GateSpec(KubeModel):
             raise ValueError(f"gate {self.name}: {fields} do not apply to type {self.type}")
         return self
 
+    def setting(self, field: str) -> object:
+        """A type-specific field as set, else its default from GATE_DEFAULTS."""
+        value = getattr(self, field)
+        return GATE_DEFAULTS[field] if value is None else value
+
+    def number(self, field: str) -> float:
+        """A numeric type-specific field as set, else its default."""
+        value = self.setting(field)
+        assert isinstance(value, int | float)
+        return float(value)
+
+    @property
+    def effective_min_samples(self) -> int:
+        """min_samples as set, else the type's default."""
+        return self.min_samples or MIN_SAMPLES_DEFAULTS[self.type]
+
+    @property
+    def effective_itl_definition(self) -> ItlDefinition:
+        """itl_definition as set, else the default."""
+        value = self.setting("itl_definition")
+        assert isinstance(value, ItlDefinition)
+        return value
+
+    @property
+    def effective_speedup_metric(self) -> SpeedupMetric:
+        """speedup_metric as set, else the default."""
+        value = self.setting("speedup_metric")
+        assert isinstance(value, SpeedupMetric)
+        return value
+
+    def applies_to(self, method: SpeculativeMethod | None) -> bool:
+        """Whether the gate is judged for a rollout of this method (None: plain decoding)."""
+        return not self.methods or method in self.methods
+
 
 # The type-specific fields each gate type may set; the CRD's CEL rules mirror this table.
 GATE_FIELDS: dict[GateType, frozenset[str]] = {
-    GateType.ACCEPTANCE: frozenset({"min_alpha", "min_draft_tokens"}),
+    GateType.ACCEPTANCE: frozenset({"min_alpha", "min_draft_tokens", "min_samples"}),
+    GateType.ACCEPTED_LENGTH: frozenset({"min_accepted_length", "min_samples"}),
     GateType.TAIL_LATENCY: frozenset({"quantile", "tolerance", "itl_definition", "min_samples"}),
     GateType.SPEEDUP: frozenset({"speedup_metric", "min_speedup", "min_samples"}),
     GateType.ERROR_RATE: frozenset({"max_error_rate", "min_samples"}),
@@ -123,13 +226,18 @@ GATE_FIELDS: dict[GateType, frozenset[str]] = {
 
 MIRROR_GATES_MESSAGE = (
     "traffic source Mirror: mirrored responses never reach the operator, so only "
-    "Acceptance gates and TailLatency gates with itlDefinition ServerStep can be judged"
+    "Acceptance gates and TailLatency gates with itlDefinition ServerStep can be judged, "
+    "besides AcceptedLength gates (a Speedup gate is kept but not judged)"
 )
 
 
 def mirror_can_judge(gate: GateSpec) -> bool:
-    """Whether a gate can be measured without seeing responses (Mirror traffic)."""
-    if gate.type is GateType.ACCEPTANCE:
+    """Whether a gate is allowed with Mirror traffic (a Speedup gate is skipped there).
+
+    Why Speedup is allowed: the default stages carry one, and a CRD default cannot depend
+    on the traffic source; the domain reports it as not judged under Mirror.
+    """
+    if gate.type in (GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH, GateType.SPEEDUP):
         return True
     return gate.type is GateType.TAIL_LATENCY and gate.itl_definition in (
         None,

@@ -72,6 +72,32 @@ class Condition(KubeModel):
     observed_generation: int | None = Field(default=None, description="Generation judged.")
 
 
+MAX_LOOKS_KEPT = 64  # a default stage takes 42 looks; older ones are dropped first
+
+
+class GateLook(KubeModel):
+    """One evaluation of a gate, kept in status as Argo keeps its measurements."""
+
+    measured_at: datetime = Field(description="When the look was taken.")
+    measured_seconds: float = Field(description="Seconds of measuring window it saw.")
+    verdict: GateVerdict = Field(description="The look's verdict.")
+    value: float | None = Field(default=None, description="Point estimate.")
+    lower_bound: float | None = Field(default=None, description="Lower confidence bound.")
+    upper_bound: float | None = Field(default=None, description="Upper confidence bound.")
+    samples: int | None = Field(default=None, description="Samples (or tokens) it used.")
+    units: int | None = Field(
+        default=None,
+        description="Independent units the bound rests on: requests (Acceptance, "
+        "AcceptedLength, ErrorRate), 2-second time blocks (TailLatency, Speedup), steps "
+        "(ServerStep).",
+    )
+    error: float | None = Field(
+        default=None,
+        description="One-sided error each bound of this look was held at (the look's "
+        "share of the sequential error budget).",
+    )
+
+
 class GateResult(KubeModel):
     """A gate's latest measurement, its bound and its verdict."""
 
@@ -95,8 +121,17 @@ class GateResult(KubeModel):
     server_candidate_value: float | None = Field(
         default=None, description="TailLatency cross-check: the same for the candidate."
     )
+    units: int | None = Field(
+        default=None,
+        description="Independent units the bound rests on (requests, time blocks or steps).",
+    )
     mean_acceptance_length: float | None = Field(
         default=None, description="Acceptance: tokens per verify step, 1 + accepted / drafts."
+    )
+    stream_value: float | None = Field(
+        default=None,
+        description="Acceptance, AcceptedLength: the same figure from the load pods' streamed "
+        "chunks (per-request accepted lengths), a cross-check of the engine's counters.",
     )
     acceptance_per_position: list[float] = Field(
         default_factory=list,
@@ -108,6 +143,11 @@ class GateResult(KubeModel):
     inconclusives: int = Field(default=0, description="Inconclusive evaluations so far.")
     consecutive_errors: int = Field(default=0, description="Errors in a row (metric backend).")
     measured_at: datetime | None = Field(default=None, description="When last evaluated.")
+    look_count: int = Field(default=0, description="Looks taken in this stage run.")
+    looks: list[GateLook] = Field(
+        default_factory=list,
+        description=f"The latest looks of this stage run, oldest first (at most {MAX_LOOKS_KEPT}).",
+    )
 
 
 class LoadStatus(KubeModel):

@@ -142,7 +142,7 @@ def _gate_rules() -> tuple[CelRule, ...]:
 def _analysis_rules() -> tuple[CelRule, ...]:
     """Rules that join the traffic source with the stages it must feed."""
     server_side = (
-        "g.type == 'Acceptance' || (g.type == 'TailLatency' && "
+        "g.type in ['Acceptance', 'AcceptedLength', 'Speedup'] || (g.type == 'TailLatency' && "
         "(!has(g.itlDefinition) || g.itlDefinition == 'ServerStep'))"
     )
     return (

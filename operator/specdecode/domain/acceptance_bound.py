@@ -1,4 +1,7 @@
-"""The acceptance gate's bound: alpha = accepted / draft tokens, judged on a lower bound.
+"""The acceptance bound from the counters alone: the fallback without streamed chunks.
+
+Used when the load pods report no per-request acceptance (Mirror traffic, or no finished
+request yet); otherwise `gates.acceptance` measures the correlation instead of assuming it.
 
 A draft's accepted length L lies in 0..k. vLLM's per-position counters give
 P(L >= i) = per_position_accepted[i-1] / drafts, hence E[L] = alpha k and

@@ -27,7 +27,8 @@ from specdecode.api.status import (
     StagePhase,
 )
 from specdecode.api.status import StageStatus as Stage
-from specdecode.domain.gates import evaluate_gate
+from specdecode.api.traffic import TrafficSourceType
+from specdecode.domain.gates import LookPlan, evaluate_gate, not_judged_reason
 from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import Observations
 from specdecode.domain.stages import (
@@ -35,9 +36,9 @@ from specdecode.domain.stages import (
     inconclusive_stage_count,
     is_measuring,
     max_duration_reached,
+    measured_seconds,
     merge_gate_results,
     min_duration_reached,
-    planned_looks,
     start_stage,
 )
 from specdecode.domain.transitions import Step, enter, notify, roll_back
@@ -77,10 +78,10 @@ def analyze(
     if evaluation_due(stage, analysis.interval_seconds, now):
         seen = observations.stage
         window = seen if seen is not None and seen.stage_name == stage_spec.name else None
-        looks = planned_looks(stage_spec, analysis)
+        plan = _look_plan(spec, index, measured_seconds(stage, now))
         previous = merge_gate_results(stage_spec, stage.gates)
         gates = [
-            evaluate_gate(gate, window, result, now, looks)
+            evaluate_gate(gate, window, result, now, plan)
             for gate, result in zip(stage_spec.gates, previous, strict=True)
         ]
         stage = stage.model_copy(
@@ -90,6 +91,18 @@ def analyze(
     return _judge(spec, status, index, now)
 
 
+def _look_plan(spec: SpecDecodeRolloutSpec, index: int, measured: float) -> LookPlan:
+    """What the gates' error spending and applicability need to know about this look."""
+    analysis = spec.analysis
+    return LookPlan(
+        measured_seconds=measured,
+        max_seconds=float(analysis.stages[index].max_duration_seconds),
+        runs=analysis.inconclusive_limit + 1,
+        method=spec.speculative.method if spec.speculative is not None else None,
+        mirror=analysis.traffic.source is TrafficSourceType.MIRROR,
+    )
+
+
 def _judge(
     spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
 ) -> Step:
@@ -97,8 +110,13 @@ def _judge(
     analysis = spec.analysis
     stage_spec = analysis.stages[index]
     stage = status.stages[index]
-    dry = {gate.name for gate in stage_spec.gates if gate.dry_run}
-    enforced = [gate for gate in stage.gates if gate.name not in dry]
+    plan = _look_plan(spec, index, 0.0)
+    unenforced = {
+        gate.name
+        for gate in stage_spec.gates
+        if gate.dry_run or not_judged_reason(gate, plan) is not None
+    }
+    enforced = [gate for gate in stage.gates if gate.name not in unenforced]
     if analysis.manual:
         if min_duration_reached(stage_spec, stage, now):
             return _stage_succeeded(spec, status, index, now, "measured (manual analysis)")

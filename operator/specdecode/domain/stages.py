@@ -3,13 +3,13 @@
 A stage starts (`started_at`) with its shadow load; the first `warmupSeconds` are not
 judged; `measure_from` = started_at + warm-up. `minDurationSeconds` and
 `maxDurationSeconds` count from `measure_from`. Gates are evaluated at most once per
-`analysis.intervalSeconds` and only after `measure_from`, so the number of looks a stage
-can take is bounded (`planned_looks`), which is what the gates' error spending divides by.
+`analysis.intervalSeconds` and only after `measure_from`; the gates' error spending counts
+information time (measured / maxDurationSeconds), not looks, so any number of looks keeps
+its error.
 """
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
@@ -80,13 +80,6 @@ def evaluation_due(stage: StageStatus, interval_seconds: int, now: datetime) -> 
         return False
     last = last_evaluated(stage)
     return last is None or (now - last).total_seconds() >= interval_seconds
-
-
-def planned_looks(stage: StageSpec, analysis: AnalysisSpec) -> int:
-    """The most gate evaluations a stage can take, its inconclusive re-runs included."""
-    # +1 for the look at the start of the window, +1 for one late look past the maximum.
-    per_run = math.floor(stage.max_duration_seconds / analysis.interval_seconds) + 2
-    return per_run * (analysis.inconclusive_limit + 1)
 
 
 def merge_gate_results(stage: StageSpec, results: list[GateResult]) -> list[GateResult]:

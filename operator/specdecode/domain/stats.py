@@ -1,17 +1,14 @@
 """Confidence bounds the gates rest on: standard library only, no numpy or scipy.
 
 Every bound here is one-sided at a given error probability `error` (the chance the true value
-lies beyond it). Gates call them once per evaluation ("look"), and a stage ends as soon as a
-bound decides, so the per-look error is the gate's total error split over the most looks a
-stage can take (`per_look_error`, a Bonferroni split): P(any look wrong) <= sum of per-look
-errors = 1 - confidence. Conservative, because successive looks share most of their data, but
-simple to defend and free of assumptions about how the looks are correlated.
+lies beyond it). Gates ask for bounds once per evaluation ("look") at the error the
+stage's sequential boundary allows that look (`domain.sequential`).
 
-- Acceptance: see `acceptance_bound` (a normal bound with a design effect for drafts of
-  one request being correlated, or a worst case over requests).
-- Quantiles: distribution-free order-statistic bounds (binomial), so a heavy P99 tail is
-  judged on the tail itself, never on a rank test that a shifted tail can slip through.
-- Proportions: the Wilson score bound.
+- Quantiles of independent samples: distribution-free order-statistic bounds (binomial),
+  used by the ServerStep gate on engine steps (`step_histogram`). Client-side samples share
+  steps and requests, so their gates use the block-clustered bounds of `clustered`.
+- Proportions: the Wilson score bound (ErrorRate, requests).
+- The acceptance fallback without streamed chunks: `acceptance_bound`.
 """
 
 from __future__ import annotations
@@ -47,11 +44,6 @@ def ratio_interval(numerator: Interval, denominator: Interval) -> Interval:
         upper=numerator.upper / denominator.lower,
         samples=min(numerator.samples, denominator.samples),
     )
-
-
-def per_look_error(confidence: float, looks: int) -> float:
-    """The error each evaluation may spend so that all `looks` together spend 1 - confidence."""
-    return (1.0 - confidence) / max(1, looks)
 
 
 def z_one_sided(error: float) -> float:

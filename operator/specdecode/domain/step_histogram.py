@@ -46,7 +46,6 @@ from specdecode.domain.gate_measures import (
     metric_error,
     relation,
 )
-from specdecode.domain.latency_gates import DEFAULT_QUANTILE, DEFAULT_TOLERANCE
 from specdecode.domain.observations import MetricError, ServerStepHistograms, StepHistogram
 from specdecode.domain.stats import (
     Interval,
@@ -158,13 +157,13 @@ def measure_server_step_tail(
 ) -> Measurement:
     """Candidate / baseline q-quantile of vLLM's step ITL, bounded by bucket edges.
 
-    Same contract as `latency_gates.measure_tail_latency`: pass when the ratio's upper bound
+    Same contract as `gates.tail_latency.measure_client_tail`: pass when the ratio's upper bound
     is at most 1 + tolerance, fail when its lower bound exceeds it. An unbounded side (rank
     in the first or the +Inf bucket) can only stop a pass, never cause one. Samples, and
-    the per-side minimum, count effective samples (`effective_samples`), not observations.
+    the per-side minimum (minSamples), count effective samples (`effective_samples`): steps.
     """
-    q = gate.quantile or DEFAULT_QUANTILE
-    threshold = 1.0 + (gate.tolerance if gate.tolerance is not None else DEFAULT_TOLERANCE)
+    q = gate.number("quantile")
+    threshold = 1.0 + gate.number("tolerance")
     if isinstance(histograms, MetricError):
         return metric_error(histograms)
     if histograms is None:

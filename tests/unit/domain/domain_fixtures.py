@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,11 +25,13 @@ from specdecode.domain.observations import (
     AcceptanceCounts,
     ChildRole,
     ChildState,
+    LatencyBlock,
     LatencySamples,
     MetricError,
     Observations,
     StageObservations,
 )
+from specdecode.domain.sketch import Sketch
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -222,3 +225,32 @@ def status_in(spec: SpecDecodeRolloutSpec, phase: str) -> SpecDecodeRolloutStatu
 # Messages the scheduler and the kubelet would give, for "why" assertions.
 GPU_FULL = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
 CRASH = "CrashLoopBackOff: ValueError: draft model head mismatch"
+
+
+def blocked_samples(
+    itl: Sequence[float] = (),
+    blocks: int = 60,
+    time_per_output_token: Sequence[float] = (),
+    requests_ok: int = 0,
+    requests_failed: int = 0,
+) -> LatencySamples:
+    """Exact values dealt round-robin into 2-second blocks, as the load pods report them.
+
+    The same values serve as per-chunk and per-token ITL (one token per chunk). Round-robin
+    keeps each block a fair sample, so the cluster-robust bound sees independent blocks.
+    """
+    made = []
+    for b in range(blocks):
+        made.append(
+            LatencyBlock(
+                start=2.0 * b,
+                seconds=2.0,
+                per_chunk_itl=Sketch.of(itl[b::blocks]),
+                per_token_itl=Sketch.of(itl[b::blocks]),
+                time_per_output_token=Sketch.of(time_per_output_token[b::blocks]),
+                requests_ok=requests_ok // blocks + (b < requests_ok % blocks),
+                requests_failed=requests_failed // blocks + (b < requests_failed % blocks),
+                chunks=len(itl[b::blocks]),
+            )
+        )
+    return LatencySamples(blocks=tuple(made), window_seconds=2.0 * blocks, shards=1)

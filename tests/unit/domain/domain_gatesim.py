@@ -10,9 +10,13 @@ Synthetic data, chosen to be harder than textbook i.i.d. data:
   correlated); each draft's accepted length is a truncated geometric, P(L >= i) = r^i,
   i = 1..k. The Beta's mean is solved so that the population alpha (accepted / draft
   tokens) is exactly the target.
-- Latency: inter-token latencies from a lognormal body plus a heavier lognormal tail
+- Latency: engine-step durations from a lognormal body plus a heavier lognormal tail
   (prefill interference, 5 %), drawn from one large seeded pool; the candidate's are
-  scaled by the true ratio, so the true quantile ratio is exactly that ratio.
+  scaled by the true ratio, so the true quantile ratio is exactly that ratio. Every
+  request of a batch records the same step (with its own jitter), in 2-second blocks, as
+  the load pods report them (`LatencySource`).
+- Acceptance also reaches the load pods: per request, its decode steps and accepted
+  tokens (`AcceptedMoments`), unless `stream=False` (Mirror traffic).
 """
 
 from __future__ import annotations
@@ -39,10 +43,13 @@ from specdecode.api.speculative import fingerprint_of
 from specdecode.domain.analyzing import analyze
 from specdecode.domain.observations import (
     AcceptanceCounts,
+    AcceptedMoments,
+    LatencyBlock,
     LatencySamples,
     Observations,
     StageObservations,
 )
+from specdecode.domain.sketch import GAMMA, Sketch
 from specdecode.domain.stages import start_stage
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -51,6 +58,8 @@ BETA_CONCENTRATION = 20.0  # a + b of the per-request Beta: sd of r ~ 0.1 (rho ~
 WIDE_CONCENTRATION = 4.0  # sd of r ~ 0.2: a very mixed prompt set (rho ~ 0.3)
 BODY_LOG_MEDIAN = math.log(0.030)  # 30 ms per token
 TAIL_LOG_MEDIAN = math.log(0.060)  # 5 % of gaps: prefill interference
+BLOCK_SECONDS = 2
+LOG_GAMMA = math.log(GAMMA)
 
 
 class Outcome(StrEnum):
@@ -97,11 +106,11 @@ def beta_mean_for_alpha(alpha: float, concentration: float = BETA_CONCENTRATION)
     return (low + high) / 2
 
 
-def _itl_pool(size: int, seed: int) -> tuple[float, ...]:
+def _itl_pool(size: int, seed: int, tail_sigma: float = 0.5) -> tuple[float, ...]:
     """Inter-token latencies: a lognormal body (30 ms) and a heavier tail (5 %, 60 ms)."""
     rng = random.Random(seed)
     return tuple(
-        math.exp(rng.gauss(TAIL_LOG_MEDIAN, 0.5))
+        math.exp(rng.gauss(TAIL_LOG_MEDIAN, tail_sigma))
         if rng.random() < 0.05
         else math.exp(rng.gauss(BODY_LOG_MEDIAN, 0.2))
         for _ in range(size)
@@ -123,7 +132,10 @@ class AcceptanceSource:
         requests_per_second: float = 0.5,
         report_requests: bool = True,
         concentration: float = BETA_CONCENTRATION,
+        stream: bool = True,
     ):
+        self.stream = stream
+        self.moments = AcceptedMoments()
         self.concentration = concentration
         self.mean = beta_mean_for_alpha(alpha, concentration)
         self.rng = rng
@@ -143,8 +155,13 @@ class AcceptanceSource:
             self.drafts += drafts
             # L >= i iff u < r^i for one uniform u per draft (a truncated geometric).
             uniforms = sorted(self.rng.random() for _ in range(drafts))
+            accepted = 0
             for i in range(K):
-                self.per_position[i] += bisect_left(uniforms, r ** (i + 1))
+                at_least = bisect_left(uniforms, r ** (i + 1))
+                self.per_position[i] += at_least
+                accepted += at_least
+            # What the load pods see: one chunk per step, accepted tokens beyond one each.
+            self.moments = self.moments.plus(AcceptedMoments.of([(drafts, accepted)]))
 
     def observe(self) -> StageObservations:
         counts = AcceptanceCounts(
@@ -154,30 +171,107 @@ class AcceptanceSource:
             per_position_accepted=tuple(self.per_position),
             requests=self.requests if self.report_requests else 0,
         )
-        return StageObservations(stage_name="stage", candidate_acceptance=counts)
+        streamed = None
+        if self.stream:
+            block = LatencyBlock(start=0.0, seconds=0.0, accepted=self.moments)
+            streamed = LatencySamples(blocks=(block,), shards=1)
+        return StageObservations(
+            stage_name="stage", candidate_acceptance=counts, candidate_latency=streamed
+        )
 
 
 class LatencySource:
-    """Per-token ITL samples of baseline and candidate (candidate = ratio x baseline)."""
+    """Both engines' ITL in 2-second blocks, as the load pods report them.
 
-    def __init__(self, ratio: float, rng: random.Random, samples_per_second: float = 10.0):
+    Each engine takes `steps_per_second` steps; a step's duration comes from ITL_POOL (the
+    candidate's scaled by `ratio`, and both by `drift`(t) if given) and is recorded once
+    per request of the batch (`batch` chunks that share it: dependent samples), each with
+    its own multiplicative jitter (log-sd `jitter`). Each chunk carries 1..`max_tokens`
+    tokens (the same law on both sides), so the per-token ITL is gap / tokens weighted by
+    tokens; the true ratio of both ITL quantiles is exactly `ratio`. Each block also holds
+    one TPOT per request that ended in it (the block's mean step time, jittered 5 %).
+    """
+
+    def __init__(
+        self,
+        ratio: float,
+        rng: random.Random,
+        samples_per_second: float = 10.0,
+        batch: int = 1,
+        jitter: float = 0.0,
+        max_tokens: int = 1,
+        drift: float = 0.0,
+        tail_sigma: float = 0.5,
+    ):
         self.ratio = ratio
         self.rng = rng
         self.rate = samples_per_second
-        self.baseline: list[float] = []
-        self.candidate: list[float] = []
+        self.batch = batch
+        self.steps_per_second = max(1, round(samples_per_second / batch))
+        self.jitter = jitter
+        self.max_tokens = max_tokens
+        self.drift = drift
+        self.pool = ITL_POOL if tail_sigma == 0.5 else _itl_pool(50_000, 8, tail_sigma)
+        self.clock = 0
+        self.blocks: tuple[list[LatencyBlock], list[LatencyBlock]] = ([], [])
+        self.merged = tuple({name: Sketch() for name in MERGED} for _ in range(2))
+        self.merged_upto = [0, 0]
 
     def advance(self, seconds: float) -> None:
-        count = round(seconds * self.rate)
-        self.baseline.extend(self.rng.choices(ITL_POOL, k=count))
-        self.candidate.extend(self.ratio * x for x in self.rng.choices(ITL_POOL, k=count))
+        for _ in range(round(seconds)):
+            index = self.clock // BLOCK_SECONDS
+            for side, blocks in enumerate(self.blocks):
+                if len(blocks) <= index:
+                    blocks.append(LatencyBlock(start=index * BLOCK_SECONDS, seconds=BLOCK_SECONDS))
+                scale = (self.ratio if side else 1.0) * (1 + self.drift * self.clock / 600)
+                self._one_second(blocks[index], scale)
+            self.clock += 1
+
+    def _one_second(self, block: LatencyBlock, scale: float) -> None:
+        rng, chunk, token = self.rng, block.per_chunk_itl.counts, block.per_token_itl.counts
+        steps = rng.choices(self.pool, k=self.steps_per_second)
+        for step in steps:
+            log_step = math.log(step * scale)
+            for _ in range(self.batch):
+                log_gap = log_step + (rng.gauss(0, self.jitter) if self.jitter else 0.0)
+                i = math.ceil(log_gap / LOG_GAMMA - 1e-12)
+                chunk[i] = chunk.get(i, 0) + 1
+                tokens = rng.randint(1, self.max_tokens) if self.max_tokens > 1 else 1
+                j = math.ceil((log_gap - math.log(tokens)) / LOG_GAMMA - 1e-12)
+                token[j] = token.get(j, 0) + tokens
+        mean_step = scale * sum(steps) / len(steps)
+        for _ in range(max(1, self.batch // 8)):  # requests ending this second
+            block.time_per_output_token.add(mean_step * math.exp(rng.gauss(0, 0.05)))
 
     def observe(self) -> StageObservations:
         return StageObservations(
             stage_name="stage",
-            baseline_latency=LatencySamples.from_values(per_token_itl=tuple(self.baseline)),
-            candidate_latency=LatencySamples.from_values(per_token_itl=tuple(self.candidate)),
+            baseline_latency=self._window(0),
+            candidate_latency=self._window(1),
         )
+
+    def _window(self, side: int) -> LatencySamples:
+        """A fresh window of the blocks so far, its merged sketches set up incrementally.
+
+        Why: merging every block at every look costs more than the simulation itself; the
+        result is the same union `LatencySamples` would compute.
+        """
+        blocks = self.blocks[side]
+        done = self.merged[side]
+        complete = len(blocks) - 1  # the last block may still be filling
+        for block in blocks[self.merged_upto[side] : complete]:
+            for name in MERGED:
+                done[name].merge(getattr(block, name))
+        self.merged_upto[side] = max(self.merged_upto[side], complete)
+        window = LatencySamples(blocks=tuple(blocks), window_seconds=self.clock, shards=1)
+        for name in MERGED:
+            union = done[name].copy()
+            union.merge(getattr(blocks[-1], name))
+            window.__dict__[name] = union  # what the cached_property would compute
+        return window
+
+
+MERGED = ("per_chunk_itl", "per_token_itl", "time_per_output_token", "client_delay")
 
 
 def run_stage(spec: SpecDecodeRolloutSpec, source: AcceptanceSource | LatencySource) -> StageRun:

@@ -9,6 +9,7 @@ from domain_fixtures import (
     acceptance,
     acceptance_stage,
     analyzing,
+    blocked_samples,
     latency_stage,
     make_spec,
     run,
@@ -37,9 +38,7 @@ PROMETHEUS_DOWN = MetricError(source="prometheus", message="connection refused")
 
 def _latencies(scale: float, n: int, seed: int) -> LatencySamples:
     rng = random.Random(seed)
-    return LatencySamples.from_values(
-        per_token_itl=tuple(scale * rng.lognormvariate(-3.5, 0.3) for _ in range(n))
-    )
+    return blocked_samples(tuple(scale * rng.lognormvariate(-3.5, 0.3) for _ in range(n)))
 
 
 def _looks(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
 import pytest
-from domain_fixtures import T0, acceptance, stage_obs
+from domain_fixtures import T0, acceptance, blocked_samples, stage_obs
 
 from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
 from specdecode.domain.acceptance_bound import (
@@ -14,7 +15,7 @@ from specdecode.domain.acceptance_bound import (
     accepted_length_variance,
     design_effect,
 )
-from specdecode.domain.gates import evaluate_gate
+from specdecode.domain.gates import LookPlan, evaluate_gate
 from specdecode.domain.observations import (
     AcceptanceCounts,
     LatencySamples,
@@ -25,7 +26,6 @@ from specdecode.domain.observations import (
 )
 from specdecode.domain.stats import (
     min_samples_for_quantile,
-    per_look_error,
     quantile_interval,
     quantile_rank_bounds,
     wilson_interval,
@@ -34,12 +34,10 @@ from specdecode.domain.stats import (
 pytestmark = pytest.mark.unit
 
 ALPHA = GateSpec(name="alpha", type=GateType.ACCEPTANCE)
-P99 = GateSpec(name="p99", type=GateType.TAIL_LATENCY)
-
-
-def test_per_look_error_splits_the_confidence() -> None:
-    assert per_look_error(0.95, 42) == pytest.approx(0.05 / 42)
-    assert per_look_error(0.95, 0) == pytest.approx(0.05)
+LOOK = LookPlan(measured_seconds=300, max_seconds=600)  # a first look half-way
+P99 = GateSpec(
+    name="p99", type=GateType.TAIL_LATENCY, tolerance=0.10, itl_definition=ItlDefinition.PER_TOKEN
+)
 
 
 def test_accepted_length_variance_from_per_position_counts() -> None:
@@ -77,7 +75,7 @@ def test_request_count_makes_the_bound_robust_to_clustering() -> None:
 def test_no_drafts_is_no_data_never_alpha_zero() -> None:
     assert acceptance_interval(0, 0, 0, (), 0.05) is None
     empty = AcceptanceCounts(drafts=0, draft_tokens=0, accepted_tokens=0)
-    result = evaluate_gate(ALPHA, stage_obs("s", empty), None, T0, looks=1)
+    result = evaluate_gate(ALPHA, stage_obs("s", empty), None, T0, LOOK)
     assert result.verdict is GateVerdict.INCONCLUSIVE
     assert result.value is None
     assert "no drafts" in result.reason
@@ -85,18 +83,20 @@ def test_no_drafts_is_no_data_never_alpha_zero() -> None:
 
 def test_too_few_draft_tokens_is_inconclusive_even_if_the_bound_clears() -> None:
     few = acceptance(0.95, drafts=100)
-    result = evaluate_gate(ALPHA, stage_obs("s", few), None, T0, looks=1)
+    result = evaluate_gate(ALPHA, stage_obs("s", few), None, T0, LOOK)
     assert result.verdict is GateVerdict.INCONCLUSIVE
-    assert "< 1000 needed" in result.reason
+    assert "needs 1000 draft tokens" in result.reason
 
 
 def test_acceptance_verdicts_with_numbers() -> None:
     good = evaluate_gate(
-        ALPHA, stage_obs("s", acceptance(0.75, 20_000, requests=400)), None, T0, 40
+        ALPHA, stage_obs("s", acceptance(0.75, 20_000, requests=400)), None, T0, LOOK
     )
-    bad = evaluate_gate(ALPHA, stage_obs("s", acceptance(0.40, 20_000, requests=400)), None, T0, 40)
+    bad = evaluate_gate(
+        ALPHA, stage_obs("s", acceptance(0.40, 20_000, requests=400)), None, T0, LOOK
+    )
     close = evaluate_gate(
-        ALPHA, stage_obs("s", acceptance(0.56, 20_000, requests=400)), None, T0, 40
+        ALPHA, stage_obs("s", acceptance(0.56, 20_000, requests=400)), None, T0, LOOK
     )
     assert good.verdict is GateVerdict.SUCCESSFUL
     assert good.lower_bound is not None and good.lower_bound >= 0.55
@@ -115,7 +115,7 @@ def test_acceptance_reports_mean_length_and_per_position_shares() -> None:
         per_position_accepted=(800, 600, 400),
         requests=50,
     )
-    result = evaluate_gate(ALPHA, stage_obs("s", counts), None, T0, 40)
+    result = evaluate_gate(ALPHA, stage_obs("s", counts), None, T0, LOOK)
     assert result.mean_acceptance_length == pytest.approx(2.8)
     assert result.acceptance_per_position == pytest.approx([0.8, 0.6, 0.4])
     assert result.value == pytest.approx(0.6)
@@ -123,10 +123,10 @@ def test_acceptance_reports_mean_length_and_per_position_shares() -> None:
 
 def test_metric_error_is_error_and_counts_in_a_row() -> None:
     down = stage_obs("s", MetricError("prometheus", "503"))
-    first = evaluate_gate(ALPHA, down, None, T0, 1)
-    second = evaluate_gate(ALPHA, down, first, T0, 1)
+    first = evaluate_gate(ALPHA, down, None, T0, LOOK)
+    second = evaluate_gate(ALPHA, down, first, T0, LOOK)
     assert (second.verdict, second.consecutive_errors) == (GateVerdict.ERROR, 2)
-    recovered = evaluate_gate(ALPHA, stage_obs("s", acceptance(0.7, 500)), second, T0, 1)
+    recovered = evaluate_gate(ALPHA, stage_obs("s", acceptance(0.7, 500)), second, T0, LOOK)
     assert recovered.consecutive_errors == 0
 
 
@@ -163,11 +163,19 @@ def test_quantile_interval_selection_matches_a_full_sort() -> None:
     assert interval.value == ordered[math.ceil(0.99 * len(samples)) - 1]
 
 
-def _itl(scale: float, n: int, seed: int) -> LatencySamples:
+def _itl(scale: float, n: int, seed: int, blocks: int = 60) -> LatencySamples:
+    """Per-token ITL of n tokens, and a third as many chunk gaps three times as long."""
     rng = random.Random(seed)
     token = tuple(scale * rng.lognormvariate(-3.5, 0.3) for _ in range(n))
-    return LatencySamples.from_values(
-        per_token_itl=token, per_chunk_itl=tuple(3 * x for x in token[: n // 3])
+    samples = blocked_samples(token, blocks)
+    chunks = blocked_samples(tuple(3 * x for x in token[: n // 3]), blocks)
+    return LatencySamples(
+        blocks=tuple(
+            dataclasses.replace(b, per_chunk_itl=c.per_chunk_itl)
+            for b, c in zip(samples.blocks, chunks.blocks, strict=True)
+        ),
+        window_seconds=samples.window_seconds,
+        shards=1,
     )
 
 
@@ -175,31 +183,37 @@ def test_tail_latency_verdicts() -> None:
     base = _itl(1.0, 30_000, 1)
     assert (
         evaluate_gate(
-            P99, stage_obs("s", baseline=base, candidate=_itl(0.9, 30_000, 2)), None, T0, 40
+            P99, stage_obs("s", baseline=base, candidate=_itl(0.9, 30_000, 2)), None, T0, LOOK
         ).verdict
         is GateVerdict.SUCCESSFUL
     )
     failed = evaluate_gate(
-        P99, stage_obs("s", baseline=base, candidate=_itl(1.4, 30_000, 3)), None, T0, 40
+        P99, stage_obs("s", baseline=base, candidate=_itl(1.4, 30_000, 3)), None, T0, LOOK
     )
     assert failed.verdict is GateVerdict.FAILED
     assert failed.lower_bound is not None and failed.lower_bound > 1.1
     assert failed.baseline_value is not None and failed.candidate_value is not None
-    assert "P99 ITL ratio" in failed.reason and "ms" in failed.reason
+    assert "P99 PerToken ITL ratio" in failed.reason and "ms" in failed.reason
+    assert failed.units == 60 and "60 / 60 blocks" in failed.reason
 
 
 def test_tail_latency_too_few_samples_says_how_many() -> None:
-    small = stage_obs("s", baseline=_itl(1.0, 200, 1), candidate=_itl(2.0, 200, 2))
-    result = evaluate_gate(P99, small, None, T0, 40)
+    # 10 blocks of a 20-block minimum; then enough blocks but too few holding tail samples.
+    small = stage_obs("s", baseline=_itl(1.0, 200, 1, 10), candidate=_itl(2.0, 200, 2, 10))
+    result = evaluate_gate(P99, small, None, T0, LOOK)
     assert result.verdict is GateVerdict.INCONCLUSIVE
-    needed = min_samples_for_quantile(0.99, 0.05 / 40 / 2)
-    assert f"{needed} per side needed" in result.reason
+    assert "10 / 10 blocks" in result.reason and "20 blocks per side" in result.reason
+    thin = stage_obs("s", baseline=_itl(1.0, 400, 1, 40), candidate=_itl(2.0, 400, 2, 40))
+    result = evaluate_gate(P99, thin, None, T0, LOOK)
+    assert result.verdict is GateVerdict.INCONCLUSIVE
+    assert "4 blocks with tail samples" in result.reason
+    assert "30 with tail samples needed" in result.reason
 
 
 def test_per_chunk_definition_uses_chunk_gaps() -> None:
     gate = GateSpec(name="p99", type=GateType.TAIL_LATENCY, itl_definition=ItlDefinition.PER_CHUNK)
     obs = stage_obs("s", baseline=_itl(1.0, 30_000, 1), candidate=_itl(1.0, 30_000, 1))
-    result = evaluate_gate(gate, obs, None, T0, 40)
+    result = evaluate_gate(gate, obs, None, T0, LOOK)
     assert result.itl_definition is ItlDefinition.PER_CHUNK
     assert result.samples == 10_000
 
@@ -207,16 +221,12 @@ def test_per_chunk_definition_uses_chunk_gaps() -> None:
 def test_speedup_gate() -> None:
     gate = GateSpec(name="speedup", type=GateType.SPEEDUP, min_speedup=1.2)
     rng = random.Random(3)
-    base = LatencySamples.from_values(
-        time_per_output_token=tuple(rng.gauss(0.03, 0.003) for _ in range(2000))
-    )
-    fast = LatencySamples.from_values(
-        time_per_output_token=tuple(rng.gauss(0.02, 0.002) for _ in range(2000))
-    )
-    result = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=fast), None, T0, 40)
+    base = blocked_samples(time_per_output_token=tuple(rng.gauss(0.03, 0.003) for _ in range(2000)))
+    fast = blocked_samples(time_per_output_token=tuple(rng.gauss(0.02, 0.002) for _ in range(2000)))
+    result = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=fast), None, T0, LOOK)
     assert result.verdict is GateVerdict.SUCCESSFUL
     assert result.value == pytest.approx(1.5, rel=0.05)
-    same = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=base), None, T0, 40)
+    same = evaluate_gate(gate, stage_obs("s", baseline=base, candidate=base), None, T0, LOOK)
     assert same.verdict is GateVerdict.FAILED
 
 
@@ -225,16 +235,16 @@ def test_error_rate_gate() -> None:
     clean = LatencySamples.from_values(requests_ok=2000, requests_failed=2)
     broken = LatencySamples.from_values(requests_ok=900, requests_failed=100)
     assert (
-        evaluate_gate(gate, stage_obs("s", candidate=clean), None, T0, 40).verdict
+        evaluate_gate(gate, stage_obs("s", candidate=clean), None, T0, LOOK).verdict
         is GateVerdict.SUCCESSFUL
     )
     assert (
-        evaluate_gate(gate, stage_obs("s", candidate=broken), None, T0, 40).verdict
+        evaluate_gate(gate, stage_obs("s", candidate=broken), None, T0, LOOK).verdict
         is GateVerdict.FAILED
     )
     few = LatencySamples.from_values(requests_ok=5)
     assert (
-        evaluate_gate(gate, stage_obs("s", candidate=few), None, T0, 40).verdict
+        evaluate_gate(gate, stage_obs("s", candidate=few), None, T0, LOOK).verdict
         is GateVerdict.INCONCLUSIVE
     )
 
@@ -254,12 +264,12 @@ def test_tail_latency_reports_vllms_step_histogram_as_a_cross_check_only() -> No
         candidate=StepHistogram(bounds, (0.0, 0.0, 1000.0, 1000.0, 1000.0)),
     )
     observations = StageObservations(stage_name="s", server_step_itl=server)
-    result = evaluate_gate(P99, observations, None, T0, 40)
+    result = evaluate_gate(P99, observations, None, T0, LOOK)
     assert result.server_baseline_value == pytest.approx(0.01 + 0.015 * 0.99)
     assert result.server_candidate_value == pytest.approx(0.025 + 0.025 * 0.99)
-    assert result.verdict is GateVerdict.INCONCLUSIVE  # a PerToken gate: no client samples
+    assert result.verdict is GateVerdict.INCONCLUSIVE  # a client-side gate: no client samples
     p90 = GateSpec(name="p90", type=GateType.TAIL_LATENCY, quantile=0.9)
-    at_p90 = evaluate_gate(p90, observations, None, T0, 40)
+    at_p90 = evaluate_gate(p90, observations, None, T0, LOOK)
     assert at_p90.server_baseline_value == pytest.approx(0.01 + 0.015 * 0.9)
     failed = StageObservations(stage_name="s", server_step_itl=MetricError("prom", "down"))
-    assert evaluate_gate(P99, failed, None, T0, 40).server_baseline_value is None
+    assert evaluate_gate(P99, failed, None, T0, LOOK).server_baseline_value is None

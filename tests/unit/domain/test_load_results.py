@@ -11,7 +11,8 @@ from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import GateVerdict
 from specdecode.api.traffic import LoadGeneratorSpec
-from specdecode.domain.latency_gates import measure_tail_latency
+from specdecode.domain.gates.registry import Look
+from specdecode.domain.gates.tail_latency import measure_client_tail
 from specdecode.domain.load_report import (
     Gap,
     LoadReport,
@@ -126,21 +127,34 @@ def test_a_silent_shard_makes_the_window_incomplete_and_the_gate_inconclusive() 
     assert "p-1" in window.incomplete
     full = LatencySamples.from_values(per_token_itl=[0.02] * 5000)
     gate = GateSpec.model_validate({"name": "p99", "type": "TailLatency"})
-    look = measure_tail_latency(gate, full, window, 0.01)
+    look = measure_client_tail(gate, full, window, Look(0.01))
     assert look.verdict is GateVerdict.INCONCLUSIVE and "did not answer" in look.reason
     assert side_window("candidate", [], [], 10.0, 20.0) is None
+
+
+def blocks_of(values: list[float], delay: float, per_block: int = 500) -> LatencySamples:
+    """Independent values spread over 2-second blocks, each with the client's delay probe."""
+    blocks = tuple(
+        LatencyBlock(
+            start=2.0 * i,
+            seconds=2.0,
+            per_chunk_itl=Sketch.of(values[i * per_block : (i + 1) * per_block]),
+            client_delay=Sketch.of([delay] * 20),
+        )
+        for i in range(len(values) // per_block)
+    )
+    return LatencySamples(blocks=blocks, window_seconds=2.0 * len(blocks), shards=1)
 
 
 def test_a_lagging_client_makes_the_look_inconclusive_not_a_verdict() -> None:
     gate = GateSpec.model_validate({"name": "p99", "type": "TailLatency", "tolerance": 0.1})
     rng = random.Random(3)
-    base = [rng.lognormvariate(-3.9, 0.2) for _ in range(20000)]
-    worse = [1.5 * v for v in base]
-    honest = LatencySamples.from_values(per_token_itl=base, client_delay=[0.0002] * 100)
-    look = measure_tail_latency(gate, honest, LatencySamples.from_values(per_token_itl=worse), 0.01)
-    assert look.verdict is GateVerdict.FAILED  # control: the same data decides when exact
-    lagging = LatencySamples.from_values(per_token_itl=worse, client_delay=[0.02] * 100)
-    look = measure_tail_latency(gate, honest, lagging, 0.01)
+    base = [rng.lognormvariate(-3.9, 0.2) for _ in range(40000)]
+    worse = [1.5 * rng.lognormvariate(-3.9, 0.2) for _ in range(40000)]
+    honest = blocks_of(base, delay=0.0002)
+    look = measure_client_tail(gate, honest, blocks_of(worse, delay=0.0002), Look(0.01))
+    assert look.verdict is GateVerdict.FAILED, look.reason  # control: exact clocks decide
+    look = measure_client_tail(gate, honest, blocks_of(worse, delay=0.02), Look(0.01))
     assert look.verdict is GateVerdict.INCONCLUSIVE
     assert "shadow load saturated" in look.reason
 

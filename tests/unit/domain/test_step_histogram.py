@@ -24,7 +24,7 @@ from domain_stepsim import SERVER_P99, STRADDLING_MEDIAN, VLLM_BOUNDS, StepHisto
 from specdecode.api import GateSpec, GateVerdict, ItlDefinition
 from specdecode.domain import gates, step_histogram
 from specdecode.domain.gate_measures import Measurement
-from specdecode.domain.gates import evaluate_gate
+from specdecode.domain.gates import LookPlan, evaluate_gate
 from specdecode.domain.observations import (
     MetricError,
     ServerStepHistograms,
@@ -40,7 +40,7 @@ from specdecode.domain.step_histogram import (
 
 pytestmark = pytest.mark.unit
 
-ERROR = 0.05 / 42  # the per-look error of a default stage (see domain.stats.per_look_error)
+ERROR = 0.05 / 42  # a small per-look error: the Bonferroni share of a 42-look stage
 MAX_WRONG = 0.05  # 1 - default confidence
 
 
@@ -203,12 +203,14 @@ def test_a_server_step_gate_is_judged_on_the_histogram() -> None:
         baseline=body_and_tail(5000, 0.020, 0.060), candidate=body_and_tail(5000, 0.020, 0.040)
     )
     observations = StageObservations(stage_name="s", server_step_itl=pair)
-    result = evaluate_gate(SERVER_P99, observations, None, T0, 42)
+    result = evaluate_gate(SERVER_P99, observations, None, T0, LookPlan(300, 600))
     assert result.verdict is GateVerdict.SUCCESSFUL
     assert result.itl_definition is ItlDefinition.SERVER_STEP
     assert result.server_candidate_value == result.candidate_value
     failed = StageObservations(stage_name="s", server_step_itl=MetricError("prom", "5xx"))
-    assert evaluate_gate(SERVER_P99, failed, None, T0, 42).verdict is GateVerdict.ERROR
+    assert evaluate_gate(SERVER_P99, failed, None, T0, LookPlan(300, 600)).verdict is (
+        GateVerdict.ERROR
+    )
 
 
 def _batched(h: StepHistogram, batch: int, steps: float | None) -> StepHistogram:
@@ -343,7 +345,7 @@ def test_the_simulation_catches_an_interpolating_gate(monkeypatch: pytest.Monkey
     # Interpolating inside buckets (and spending the whole error on every look) trusts a
     # uniform spread the tail does not have: the same harness sees many wrong verdicts.
     monkeypatch.setattr(step_histogram, "quantile_bucket_interval", _interpolated)
-    monkeypatch.setattr(gates, "per_look_error", lambda confidence, looks: 1 - confidence)
+    monkeypatch.setattr(gates, "look_error", lambda gate, previous, plan: 1 - gate.confidence)
     runs = _runs_at_threshold(seed=22, trials=30, steps=48, batch=1)
     wrong = _rate(runs, Outcome.PROMOTED) + _rate(runs, Outcome.ROLLED_BACK)
     print(f"interpolating step gate at the threshold: wrong verdicts {wrong:.3f}")

@@ -1,0 +1,151 @@
+"""Cluster-robust estimates: the unit of inference is a cluster, never a sample.
+
+Why clusters. Every request of a batch records the same engine step, a chunk of k tokens
+is one gap counted k times in the per-token ITL, and the drafts of one request share its
+prompt. Samples inside such groups are dependent; treating them as independent makes a
+bound too narrow by the square root of the design effect (32 requests sharing a step gave
+82 % wrong rollbacks at the threshold where 5 % was claimed). Groups that are independent
+of each other, or nearly so, do exist:
+- time blocks (`LatencyBlock`, 2 s) for latency: a step lasts tens of milliseconds and a
+  batch turns over within a few seconds, so two blocks share at most the steps at their
+  common edge, while one block holds whole steps, whole chunks and all their tokens;
+- requests for acceptance: drafts of different prompts are independent.
+
+Estimators (the standard ones of survey sampling with clusters):
+- A ratio of sums over clusters, r = sum y / sum x, with the linearised (sandwich)
+  variance C/(C-1) sum (y_c - r x_c)^2 / (sum x)^2. It needs no assumed correlation: the
+  spread between clusters measures it. Used for alpha, accepted length, exceedance shares.
+- A quantile, by Woodruff's method (1952; valid under clustering, Francisco and Fuller,
+  1991): the share of weight above the estimated quantile is a ratio of sums over blocks
+  whose cluster-robust spread s maps back through the empirical distribution: the bounds
+  are the empirical quantiles at q - z s and q + z s (`BlockQuantile.log_bounds`).
+  Distribution-free in the tail (asymmetric where the tail is), robust to any dependence
+  inside a block, and weighted samples (tokens of a chunk) count as the one gap they are.
+  Two sides combine by MOVER (Zou and Donner, 2008; see `gates.tail_latency`).
+Both standard errors are estimated from the clusters, so they are noisy when clusters are
+few: `t_critical` turns a normal critical value into Student's t at the clusters' degrees
+of freedom, and callers require a minimum of clusters (and of blocks holding tail events).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specdecode.domain.sketch import Sketch, bucket_lower, bucket_upper, bucket_value
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with a cluster-robust standard error."""
+
+    value: float
+    se: float
+    clusters: int  # independent units the standard error rests on
+    samples: int  # samples (or weight) behind the estimate
+
+
+def ratio_of_sums(
+    clusters: int, sum_x: float, sum_y: float, sum_xx: float, sum_xy: float, sum_yy: float
+) -> Estimate | None:
+    """r = sum y / sum x with the sandwich variance, from per-cluster moment sums."""
+    if clusters < 2 or sum_x <= 0:
+        return None
+    r = sum_y / sum_x
+    residual = max(0.0, sum_yy - 2 * r * sum_xy + r * r * sum_xx)
+    variance = clusters / (clusters - 1) * residual / (sum_x * sum_x)
+    return Estimate(value=r, se=math.sqrt(variance), clusters=clusters, samples=round(sum_x))
+
+
+def _share_above(blocks: Sequence[Sketch], index: int, total: int) -> tuple[float, float, int]:
+    """Share of weight in buckets above `index`, its cluster-robust variance, tail blocks."""
+    above = [sum(c for i, c in b.counts.items() if i > index) for b in blocks]
+    share = sum(above) / total
+    residual = sum((a - share * b.total) ** 2 for a, b in zip(above, blocks, strict=True))
+    count = len(blocks)
+    variance = count / (count - 1) * residual / (total * total)
+    return share, variance, sum(1 for a in above if a > 0)
+
+
+@dataclass(frozen=True)
+class BlockQuantile:
+    """A q-quantile over time blocks, and the spread of its tail share (Woodruff).
+
+    `share_sd` is the standard deviation of the share of weight above the quantile, at the
+    nominal share 1 - q: the blocks' measured design effect (at least 1) times the binomial
+    variance q (1 - q) / n. Why at the nominal share and not the observed one: a tail that
+    happened to be thin would otherwise also look precise (its variance shrinks with it), and
+    the bound would be too narrow exactly when it errs.
+    """
+
+    merged: Sketch
+    q: float
+    index: int
+    share_sd: float
+    clusters: int
+    tail_clusters: int
+
+    @property
+    def samples(self) -> int:
+        """Samples (or weight) behind the estimate."""
+        return self.merged.total
+
+    @property
+    def log_value(self) -> float:
+        """log of the point estimate."""
+        return math.log(bucket_value(self.index))
+
+    def log_bounds(self, z: float) -> tuple[float, float]:
+        """log bounds: the quantiles at q -+ z share_sd, to the outer edges of their buckets."""
+        total = self.merged.total
+        low_rank = math.floor((self.q - z * self.share_sd) * total)
+        high_share = self.q + z * self.share_sd
+        lower = bucket_lower(self.merged.bucket_of_rank(low_rank)) if low_rank >= 1 else 0.0
+        if high_share * total > total - 1:
+            upper = math.inf
+        else:
+            upper = bucket_upper(self.merged.bucket_of_rank(math.ceil(high_share * total)))
+        return (math.log(lower) if lower > 0 else -math.inf), math.log(upper)
+
+
+def block_quantile(blocks: Sequence[Sketch], merged: Sketch, q: float) -> BlockQuantile | None:
+    """The q-quantile over blocks with its cluster-robust tail-share spread.
+
+    `merged` is the blocks' union (callers have it cached). None with fewer than two
+    non-empty blocks.
+    """
+    used = [b for b in blocks if b.total > 0]
+    total = merged.total
+    if len(used) < 2 or total <= 0:
+        return None
+    index = merged.bucket_of_rank(math.ceil(q * total))
+    share, variance, tail_blocks = _share_above(used, index, total)
+    nominal = q * (1 - q) / total
+    observed = share * (1 - share) / total
+    design_effect = max(1.0, variance / observed) if observed > 0 else math.inf
+    return BlockQuantile(
+        merged=merged,
+        q=q,
+        index=index,
+        share_sd=math.sqrt(design_effect * nominal),
+        clusters=len(used),
+        tail_clusters=tail_blocks,
+    )
+
+
+def t_critical(z: float, degrees_of_freedom: int) -> float:
+    """Student's t quantile at the normal quantile z (Cornish-Fisher, accurate for df >= 5).
+
+    Why: a standard error estimated from few clusters is itself uncertain; t widens the
+    bound just enough for that.
+    """
+    if math.isinf(z) or degrees_of_freedom <= 0:
+        return math.inf
+    nu = float(degrees_of_freedom)
+    return (
+        z
+        + (z**3 + z) / (4 * nu)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * nu**3)
+    )

@@ -1,0 +1,203 @@
+"""Gate evaluation: one look at a stage's observations yields a `GateResult`.
+
+One module per gate type, each behind the `GateMeasure` Protocol and registered by type
+(`registry`): `acceptance`, `accepted_length`, `tail_latency` (ServerStep in
+`domain.step_histogram`), `speedup`, `error_rate`.
+
+Verdicts, as Argo Rollouts' AnalysisRun names them:
+- Successful: the confidence bound clears the threshold (alpha's lower bound >= minAlpha;
+  the P99 ratio's upper bound <= 1 + tolerance; ...).
+- Failed: the opposite bound is past the threshold (the candidate is worse, confidently).
+- Inconclusive: the interval straddles the threshold, or too little data (no drafts is no
+  data, never alpha 0; too few requests or time blocks for a cluster-robust bound).
+- Error: a metric source failed (`MetricError`). Never a pass, never a failure; the stage
+  counts consecutive errors against `analysis.consecutiveErrorLimit`.
+A gate whose `methods` exclude the rollout's method, or a Speedup gate under Mirror
+traffic, is not judged: it stays Pending with a reason and is not enforced.
+
+Error over repeated looks: each look's bounds are held at the error a group-sequential
+spending function allows at that look's information time (measured / maxDurationSeconds,
+see `domain.sequential`), with the gate's earlier looks of this stage run (kept in status,
+`looks`) as the previous looks: the chance of any wrong verdict over the whole stage stays
+at 1 - confidence per direction, split evenly over the stage's allowed inconclusive re-runs.
+If status lost some looks (more than it keeps), the look spends only its own increment of
+the budget (a Bonferroni bound on the increments), which is always valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
+from specdecode.api.speculative import SpeculativeMethod
+from specdecode.api.status import MAX_LOOKS_KEPT, GateLook, GateResult, GateVerdict
+from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gates import (  # noqa: F401 (each registers its gate type)
+    acceptance,
+    accepted_length,
+    error_rate,
+    speedup,
+    tail_latency,
+)
+from specdecode.domain.gates.registry import Look, measure_for
+from specdecode.domain.observations import ServerStepHistograms, StageObservations
+from specdecode.domain.sequential import critical_values, nominal_error, spent
+from specdecode.domain.step_histogram import histogram_quantile
+
+MIN_LOOK_ERROR = 1e-12
+
+
+@dataclass(frozen=True)
+class LookPlan:
+    """Where the look stands in its stage: what the error spending needs.
+
+    `measured_seconds` of `max_seconds` give the information time; `runs` is how many times
+    the stage may run (inconclusive re-runs + 1), each spending its share of the error.
+    """
+
+    measured_seconds: float
+    max_seconds: float
+    runs: int = 1
+    method: SpeculativeMethod | None = None
+    mirror: bool = False
+
+
+def pending_result(gate: GateSpec) -> GateResult:
+    """A gate's result before its first look."""
+    return GateResult(
+        name=gate.name,
+        type=gate.type,
+        dry_run=gate.dry_run,
+        itl_definition=_itl_definition(gate),
+        reason="not evaluated yet",
+    )
+
+
+def not_judged_reason(gate: GateSpec, plan: LookPlan) -> str | None:
+    """Why a gate is not judged in this rollout, or None when it is."""
+    if not gate.applies_to(plan.method):
+        method = plan.method.value if plan.method is not None else "plain decoding"
+        judged_for = ", ".join(m.value for m in gate.methods or [])
+        return f"not judged for {method} (judged for {judged_for})"
+    if plan.mirror and gate.type is GateType.SPEEDUP:
+        return "not judged: Mirror traffic has no client timings"
+    return None
+
+
+def look_error(gate: GateSpec, previous: GateResult, plan: LookPlan) -> float:
+    """The one-sided error this look's bounds may have (see the module docstring)."""
+    alpha = (1.0 - gate.confidence) / max(1, plan.runs)
+    horizon = max(plan.max_seconds, 1e-9)
+    now = plan.measured_seconds / horizon
+    if previous.look_count > len(previous.looks):
+        before = previous.looks[-1].measured_seconds / horizon if previous.looks else 0.0
+        error = spent(alpha, now) - spent(alpha, before)
+    else:
+        times = (*(look.measured_seconds / horizon for look in previous.looks), now)
+        error = nominal_error(critical_values(times, alpha)[-1])
+    # A look with nothing left to spend (the same time again) may still measure and report,
+    # with bounds so wide (z ~ 7) that they decide nothing.
+    return max(error, MIN_LOOK_ERROR)
+
+
+def evaluate_gate(
+    gate: GateSpec,
+    observations: StageObservations | None,
+    previous: GateResult | None,
+    now: datetime,
+    plan: LookPlan,
+) -> GateResult:
+    """Look once: measure, judge against the bound, update the counters and the history."""
+    before = previous if previous is not None else pending_result(gate)
+    skipped = not_judged_reason(gate, plan)
+    if skipped is not None:
+        return before.model_copy(update={"reason": skipped, "measured_at": now})
+    error = look_error(gate, before, plan)
+    found = _measure(gate, observations, Look(error, plan.method, plan.mirror))
+    history = _with_look(before, found, now, plan, error)
+    if found.verdict is GateVerdict.ERROR:
+        # Keep the last good numbers on display; only the verdict and reason change.
+        return before.model_copy(
+            update={
+                "verdict": GateVerdict.ERROR,
+                "reason": found.reason,
+                "consecutive_errors": before.consecutive_errors + 1,
+                "measured_at": now,
+                "dry_run": gate.dry_run,
+                **history,
+            }
+        )
+    server_baseline, server_candidate = _server_cross_check(gate, observations)
+    return GateResult(
+        name=gate.name,
+        type=gate.type,
+        verdict=found.verdict,
+        reason=found.reason,
+        value=found.value,
+        lower_bound=found.lower_bound,
+        upper_bound=found.upper_bound,
+        threshold=found.threshold,
+        samples=found.samples,
+        units=found.units,
+        baseline_value=found.baseline_value,
+        candidate_value=found.candidate_value,
+        mean_acceptance_length=found.mean_acceptance_length,
+        stream_value=found.stream_value,
+        acceptance_per_position=list(found.acceptance_per_position),
+        itl_definition=_itl_definition(gate),
+        server_baseline_value=server_baseline,
+        server_candidate_value=server_candidate,
+        dry_run=gate.dry_run,
+        failures=before.failures + (found.verdict is GateVerdict.FAILED),
+        inconclusives=before.inconclusives + (found.verdict is GateVerdict.INCONCLUSIVE),
+        consecutive_errors=0,
+        measured_at=now,
+        **history,
+    )
+
+
+def _with_look(
+    before: GateResult, found: Measurement, now: datetime, plan: LookPlan, error: float
+) -> dict[str, object]:
+    """The history fields after this look: bounded, oldest dropped first."""
+    look = GateLook(
+        measured_at=now,
+        measured_seconds=plan.measured_seconds,
+        verdict=found.verdict,
+        value=found.value,
+        lower_bound=found.lower_bound,
+        upper_bound=found.upper_bound,
+        samples=found.samples,
+        units=found.units,
+        error=error,
+    )
+    return {"looks": [*before.looks, look][-MAX_LOOKS_KEPT:], "look_count": before.look_count + 1}
+
+
+def _measure(gate: GateSpec, observations: StageObservations | None, look: Look) -> Measurement:
+    """The registered measure of the gate's type; no observations for this stage is no data."""
+    if observations is None:
+        return Measurement(GateVerdict.INCONCLUSIVE, "no data for this stage yet")
+    return measure_for(gate.type).measure(gate, observations, look)
+
+
+def _server_cross_check(
+    gate: GateSpec, observations: StageObservations | None
+) -> tuple[float | None, float | None]:
+    """vLLM's step-ITL quantiles (interpolated, as Prometheus does) at a TailLatency gate's q.
+
+    Reported next to every TailLatency gate's numbers: the client's exact timings and the
+    server's histogram should tell the same story; a ServerStep gate is judged on the latter.
+    """
+    server = observations.server_step_itl if observations is not None else None
+    if gate.type is not GateType.TAIL_LATENCY or not isinstance(server, ServerStepHistograms):
+        return None, None
+    q = gate.number("quantile")
+    return histogram_quantile(server.baseline, q), histogram_quantile(server.candidate, q)
+
+
+def _itl_definition(gate: GateSpec) -> ItlDefinition | None:
+    if gate.type is not GateType.TAIL_LATENCY:
+        return None
+    return gate.effective_itl_definition

@@ -1,0 +1,159 @@
+"""The Acceptance gate: alpha = accepted / draft tokens, for fixed-k model drafts.
+
+alpha is the right proxy when every step drafts the same small k (EAGLE, EAGLE-3, MTP, a
+draft model): tokens per step are then 1 + alpha k and the draft's cost is fixed.
+
+Point estimate: the candidate's own counters in Prometheus (every draft of the window).
+Bound: cluster-robust over requests, from the load pods' streamed chunks. A streamed chunk
+carries one engine step's tokens, so a request's decode chunks n and its tokens beyond one
+per chunk a give r = sum a / sum n accepted tokens per step, with the sandwich variance over
+requests (`clustered.ratio_of_sums`): the correlation of drafts within a prompt is measured,
+not assumed. alpha's standard error is SE(r) / k, with Student's t at requests - 1 degrees
+of freedom. The streamed alpha, r / k, is reported next to the counters' (`streamValue`);
+when they disagree by more than CROSS_CHECK_GAP (a lagging client merges chunks; a proxy
+batches them) the reason says so, and the verdict still rests on the counters.
+Without streamed chunks (Mirror traffic, or no finished requests yet) the bound falls back
+to `acceptance_bound`: a design effect with an ASSUMED intra-request correlation, said so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from statistics import NormalDist
+
+from specdecode.api.gate_spec import GateSpec, GateType
+from specdecode.api.status import GateVerdict
+from specdecode.domain.acceptance_bound import acceptance_interval
+from specdecode.domain.clustered import Estimate, ratio_of_sums, t_critical
+from specdecode.domain.gate_measures import Measurement, judge_at_least, judged, metric_error
+from specdecode.domain.gate_measures import relation as compared
+from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.observations import (
+    AcceptanceCounts,
+    AcceptedMoments,
+    LatencySamples,
+    MetricError,
+    StageObservations,
+)
+from specdecode.domain.stats import Interval
+
+CROSS_CHECK_GAP = 0.05  # |streamed alpha - counters' alpha| worth a word in status
+
+
+def accepted_per_step(moments: AcceptedMoments) -> Estimate | None:
+    """Accepted tokens per decode step over requests, with its cluster-robust SE."""
+    return ratio_of_sums(
+        moments.requests,
+        moments.steps,
+        moments.accepted,
+        moments.steps_sq,
+        moments.accepted_steps,
+        moments.accepted_sq,
+    )
+
+
+def streamed_moments(seen: StageObservations) -> AcceptedMoments | None:
+    """The candidate's per-request acceptance sums, if the load pods streamed any."""
+    latency = seen.candidate_latency
+    if not isinstance(latency, LatencySamples):
+        return None
+    moments = latency.accepted
+    return moments if moments.requests >= 2 and moments.steps > 0 else None
+
+
+def clustered_interval(
+    point: float, per_step: Estimate, scale: float, error: float, offset: float = 0.0
+) -> Interval:
+    """offset + scale * point with bounds from the requests' SE of the per-step ratio."""
+    z = NormalDist().inv_cdf(1.0 - error) if error > 0 else math.inf
+    margin = t_critical(z, per_step.clusters - 1) * per_step.se * scale
+    return Interval(
+        value=offset + scale * point,
+        lower=offset + scale * point - margin,
+        upper=offset + scale * point + margin,
+        samples=per_step.samples,
+    )
+
+
+@register(GateType.ACCEPTANCE)
+class AcceptanceGate:
+    """alpha judged on its lower bound against minAlpha."""
+
+    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+        """alpha from the counters, bounded over requests (see the module docstring)."""
+        threshold = gate.number("min_alpha")
+        counts = seen.candidate_acceptance
+        if isinstance(counts, MetricError):
+            return metric_error(counts)
+        if counts is None or counts.drafts <= 0 or counts.draft_tokens <= 0:
+            return Measurement(
+                GateVerdict.INCONCLUSIVE, "no drafts yet: alpha undefined", threshold=threshold
+            )
+        k = counts.draft_tokens / counts.drafts
+        alpha = min(1.0, max(0.0, counts.accepted_tokens / counts.draft_tokens))
+        moments = streamed_moments(seen)
+        per_step = accepted_per_step(moments) if moments is not None else None
+        if per_step is not None and moments is not None:
+            interval = clustered_interval(alpha * k, per_step, 1.0 / k, look.error)
+            interval = dataclasses.replace(
+                interval,
+                lower=max(0.0, interval.lower),
+                upper=min(1.0, interval.upper),
+                samples=int(counts.draft_tokens),
+            )
+            stream_alpha: float | None = per_step.value / k
+            units, basis = moments.requests, f"{moments.requests} requests"
+        else:
+            found = acceptance_interval(
+                counts.drafts,
+                counts.draft_tokens,
+                counts.accepted_tokens,
+                counts.per_position_accepted,
+                look.error,
+                counts.requests,
+            )
+            assert found is not None  # drafts and draft tokens are positive
+            interval, stream_alpha, units = found, None, None
+            basis = "no streamed chunks: assumed intra-request correlation"
+        return self._judged(gate, counts, interval, threshold, stream_alpha, units, basis)
+
+    def _judged(
+        self,
+        gate: GateSpec,
+        counts: AcceptanceCounts,
+        interval: Interval,
+        threshold: float,
+        stream_alpha: float | None,
+        units: int | None,
+        basis: str,
+    ) -> Measurement:
+        needed_tokens = int(gate.number("min_draft_tokens"))
+        needed_requests = gate.effective_min_samples
+        numbers = f"alpha {interval.value:.3f} [{interval.lower:.3f}, {interval.upper:.3f}]"
+        verdict = judge_at_least(interval, threshold)
+        if interval.samples < needed_tokens or (units is not None and units < needed_requests):
+            verdict = GateVerdict.INCONCLUSIVE
+            reason = (
+                f"{numbers} over {interval.samples} draft tokens, {basis} (needs "
+                f"{needed_tokens} draft tokens and {needed_requests} requests)"
+            )
+        else:
+            reason = (
+                f"{numbers} {compared(verdict, higher_is_better=True)} {threshold} over "
+                f"{interval.samples} draft tokens, {basis}"
+            )
+        if stream_alpha is not None and abs(stream_alpha - interval.value) > CROSS_CHECK_GAP:
+            reason += (
+                f"; streamed chunks say alpha {stream_alpha:.3f}, counters {interval.value:.3f}"
+                " (disagree: merged chunks from a lagging client, or a proxy batching them?)"
+            )
+        found = judged(
+            verdict, reason, interval, threshold, candidate_value=interval.value, units=units
+        )
+        return dataclasses.replace(
+            found,
+            mean_acceptance_length=1.0 + counts.accepted_tokens / counts.drafts,
+            acceptance_per_position=tuple(n / counts.drafts for n in counts.per_position_accepted),
+            stream_value=stream_alpha,
+        )

@@ -1,0 +1,68 @@
+"""One Protocol every gate type implements, and the table that finds it by type.
+
+Why a registry: a newcomer looking for how `TailLatency` is judged opens
+`gates/tail_latency.py`; adding a gate type is one module that registers itself, with no
+dispatch chain to extend. Each module registers at import; `gates/__init__` imports them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from specdecode.api.gate_spec import GateSpec, GateType
+from specdecode.api.speculative import SpeculativeMethod
+from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.observations import StageObservations
+
+
+@dataclass(frozen=True)
+class Look:
+    """What a measure needs to know about the look besides the data.
+
+    `error` is the one-sided error each bound of this look may have (its share of the
+    sequential budget, see `domain.sequential`); `method` is the rollout's speculative
+    method (None: plain decoding); `mirror` says the traffic is mirrored (no responses).
+    """
+
+    error: float
+    method: SpeculativeMethod | None = None
+    mirror: bool = False
+
+
+class GateMeasure(Protocol):
+    """How one gate type turns a stage's observations into a verdict with numbers."""
+
+    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+        """Measure the gate's statistic with bounds at `look.error` and judge them.
+
+        Why one signature: the stage logic (counters, limits, history) is the same for every
+        type, so it lives once in `gates.evaluate_gate`; a measure only measures.
+        """
+        ...
+
+
+_REGISTRY: dict[GateType, GateMeasure] = {}
+
+
+def register(gate_type: GateType) -> Callable[[type[GateMeasure]], type[GateMeasure]]:
+    """Class decorator: the decorated measure judges gates of `gate_type`."""
+
+    def add(cls: type[GateMeasure]) -> type[GateMeasure]:
+        if gate_type in _REGISTRY:
+            raise ValueError(f"gate type {gate_type} registered twice")
+        _REGISTRY[gate_type] = cls()
+        return cls
+
+    return add
+
+
+def measure_for(gate_type: GateType) -> GateMeasure:
+    """The registered measure of a gate type (every GateType has one: a test checks)."""
+    return _REGISTRY[gate_type]
+
+
+def registered_types() -> frozenset[GateType]:
+    """Gate types with a measure."""
+    return frozenset(_REGISTRY)

@@ -1,0 +1,89 @@
+"""The Speedup gate: baseline / candidate median time per output token (TPOT).
+
+TPOT is one figure per finished request (its decode time over its tokens), so it already
+weighs a request once however many tokens it had; what is not independent is requests
+that ran together (they shared every step). As for tail latency, the unit is the 2-second
+time block a request ended in: the median of each side is estimated over blocks with
+Woodruff's cluster-robust bounds, and the ratio gets MOVER bounds at the look's error
+(see `tail_latency`). Throughput compares per-request token rates (1 / TPOT); the
+median commutes with 1/x, so both metrics share one bound and differ only in wording.
+Under Mirror traffic no response reaches the load pods: the gate is reported, not judged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from specdecode.api.gate_spec import GateSpec, GateType
+from specdecode.api.status import GateVerdict
+from specdecode.domain.clustered import block_quantile
+from specdecode.domain.gate_measures import Measurement, judge_at_least, judged, metric_error
+from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.gates.tail_latency import log_ratio_interval
+from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.stats import Interval
+
+MEDIAN = 0.5
+MIN_BLOCKS_EITHER_SIDE = 2  # the median sits in most blocks: no separate tail minimum
+
+
+@register(GateType.SPEEDUP)
+class SpeedupGate:
+    """Pass when the speedup's lower bound >= minSpeedup; fail when its upper bound is below."""
+
+    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+        """Median TPOT ratio over time blocks of both sides."""
+        threshold = gate.number("min_speedup")
+        baseline, candidate = seen.baseline_latency, seen.candidate_latency
+        for side in (baseline, candidate):
+            if isinstance(side, MetricError):
+                return metric_error(side)
+        if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
+            return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
+        if (why := baseline.incomplete or candidate.incomplete) is not None:
+            return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
+        base = block_quantile(
+            [b.time_per_output_token for b in baseline.blocks],
+            baseline.time_per_output_token,
+            MEDIAN,
+        )
+        cand = block_quantile(
+            [b.time_per_output_token for b in candidate.blocks],
+            candidate.time_per_output_token,
+            MEDIAN,
+        )
+        needed = gate.effective_min_samples
+        slower = None
+        if base is not None and cand is not None and min(base.clusters, cand.clusters) >= needed:
+            slower = log_ratio_interval(cand, base, look.error, MIN_BLOCKS_EITHER_SIDE)
+        requests = min(baseline.time_per_output_token.total, candidate.time_per_output_token.total)
+        if base is None or cand is None or slower is None:
+            blocks = 0 if base is None or cand is None else min(base.clusters, cand.clusters)
+            return Measurement(
+                GateVerdict.INCONCLUSIVE,
+                f"speedup: {requests} requests in {blocks} blocks per side; {needed} blocks needed",
+                threshold=threshold,
+                samples=requests,
+            )
+        speedup = Interval(
+            value=1.0 / slower.value,
+            lower=1.0 / slower.upper if slower.upper > 0 else 0.0,
+            upper=1.0 / slower.lower if slower.lower > 0 else math.inf,
+            samples=requests,
+        )
+        verdict = judge_at_least(speedup, threshold)
+        metric = gate.effective_speedup_metric
+        reason = (
+            f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, "
+            f"{speedup.upper:.3f}] vs {threshold:.2f} over {requests} requests per side in "
+            f"{min(base.clusters, cand.clusters)} blocks"
+        )
+        return judged(
+            verdict,
+            reason,
+            speedup,
+            threshold,
+            baseline_value=math.exp(base.log_value),
+            candidate_value=math.exp(cand.log_value),
+            units=min(base.clusters, cand.clusters),
+        )

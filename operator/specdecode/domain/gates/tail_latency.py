@@ -1,0 +1,192 @@
+"""The TailLatency gate: candidate / baseline q-quantile of the inter-token latency.
+
+Unit of inference: the time block. The load pods report each engine's latencies as 2-second
+blocks (`LatencyBlock`); a block holds whole engine steps (every request of a batch records
+the same step) and whole chunks (a per-token gap is one gap weighted by its tokens), while
+two blocks share at most the step at their common edge. Each side's quantile is estimated
+over the union of blocks with Woodruff's cluster-robust standard error
+(`clustered.block_quantile`): the spread of the tail share between blocks measures the
+dependence instead of assuming none. Treating every sample as independent (the rule this
+replaced) gave 12 % wrong promotions and 82 % wrong rollbacks at the threshold with 32
+requests per step; see `benchmarks/gates.py` for the table.
+
+The ratio's bounds combine both sides' Woodruff bounds by MOVER (`log_ratio_interval`): the
+sides are treated as independent (identical shadow requests make them positively
+correlated, which only overstates the error), Student's t at the fewer tail-holding blocks
+- 1 degrees of freedom replaces z, and each side's bounds reach the outer edges of their
+sketch buckets (the 0.5 % resolution only widens). The look's error comes from the
+sequential boundary (`domain.sequential`).
+Needs `minSamples` blocks per side (default 20: 40 s) and MIN_TAIL_BLOCKS blocks holding
+weight above the quantile, else Inconclusive with the counts.
+
+ServerStep (vLLM's histogram, Mirror traffic) is judged in `step_histogram`; a look whose
+load client lagged its own timestamps is Inconclusive ("shadow load saturated").
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
+from specdecode.api.status import GateVerdict
+from specdecode.domain.clustered import BlockQuantile, block_quantile, t_critical
+from specdecode.domain.gate_measures import (
+    Measurement,
+    judge_at_most,
+    judged,
+    metric_error,
+    relation,
+)
+from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.sketch import Sketch
+from specdecode.domain.stats import Interval
+from specdecode.domain.step_histogram import measure_server_step_tail
+
+# Blocks holding tail samples a verdict needs: the tail share's spread is estimated from
+# them, and with fewer the normal approximation fails (10 gave 10 % wrong promotions at
+# the threshold with 32 requests per step; 30 gave 4-6 %, see the unit tests).
+MIN_TAIL_BLOCKS = 30
+# A look whose instrument delayed its own timestamps by more than this share of the
+# quantile being judged measures the client, not the engines: Inconclusive, never a verdict.
+MAX_CLIENT_DELAY_SHARE = 0.05
+
+
+def side_blocks(samples: LatencySamples, definition: ItlDefinition) -> tuple[list[Sketch], Sketch]:
+    """One side's per-block sketches of the chosen ITL and their (cached) union."""
+    if definition is ItlDefinition.PER_TOKEN:
+        return [b.per_token_itl for b in samples.blocks], samples.per_token_itl
+    return [b.per_chunk_itl for b in samples.blocks], samples.per_chunk_itl
+
+
+def log_ratio_interval(
+    candidate: BlockQuantile, baseline: BlockQuantile, error: float, min_tail_blocks: int
+) -> Interval | None:
+    """candidate / baseline with MOVER bounds at `error`; None when too few tail blocks.
+
+    MOVER (the method of variance estimates recovery): each side's own asymmetric bounds
+    give the distance from its estimate, and the two distances add in quadrature, so the
+    ratio bound is as wide as the sides' errors combined, not their sum (Bonferroni).
+    """
+    tails = min(candidate.tail_clusters, baseline.tail_clusters)
+    if tails < min_tail_blocks:
+        return None
+    z = NormalDist().inv_cdf(1.0 - error) if error > 0 else math.inf
+    z = t_critical(z, tails - 1)
+    if math.isinf(z):
+        return Interval(
+            value=math.exp(candidate.log_value - baseline.log_value),
+            lower=0.0,
+            upper=math.inf,
+            samples=min(candidate.samples, baseline.samples),
+        )
+    c, b = candidate.log_value, baseline.log_value
+    c_low, c_high = candidate.log_bounds(z)
+    b_low, b_high = baseline.log_bounds(z)
+    down = math.hypot(c - c_low, b_high - b)
+    up = math.hypot(c_high - c, b - b_low)
+    return Interval(
+        value=math.exp(c - b),
+        lower=math.exp(c - b - down) if math.isfinite(down) else 0.0,
+        upper=math.exp(c - b + up) if math.isfinite(up) else math.inf,
+        samples=min(candidate.samples, baseline.samples),
+    )
+
+
+@register(GateType.TAIL_LATENCY)
+class TailLatencyGate:
+    """Pass when the ratio's upper bound <= 1 + tolerance; fail when its lower bound exceeds."""
+
+    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+        """Dispatch ServerStep to the histogram gate; else the block-robust client ratio."""
+        if gate.effective_itl_definition is ItlDefinition.SERVER_STEP:
+            return measure_server_step_tail(gate, seen.server_step_itl, look.error)
+        return measure_client_tail(gate, seen.baseline_latency, seen.candidate_latency, look)
+
+
+def measure_client_tail(
+    gate: GateSpec,
+    baseline: LatencySamples | MetricError | None,
+    candidate: LatencySamples | MetricError | None,
+    look: Look,
+) -> Measurement:
+    """Candidate / baseline q-quantile of the load pods' ITL over time blocks."""
+    q = gate.number("quantile")
+    threshold = 1.0 + gate.number("tolerance")
+    for side in (baseline, candidate):
+        if isinstance(side, MetricError):
+            return metric_error(side)
+    if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
+        return Measurement(GateVerdict.INCONCLUSIVE, "no latency samples yet", threshold=threshold)
+    if (why := baseline.incomplete or candidate.incomplete) is not None:
+        return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
+    definition = gate.effective_itl_definition
+    label = f"P{q * 100:g} {definition.value} ITL"
+    base_blocks, base_all = side_blocks(baseline, definition)
+    cand_blocks, cand_all = side_blocks(candidate, definition)
+    base = block_quantile(base_blocks, base_all, q)
+    cand = block_quantile(cand_blocks, cand_all, q)
+    needed = gate.effective_min_samples
+    counted = (
+        f"{len(cand_blocks)} / {len(base_blocks)} blocks, {cand_all.total} / {base_all.total} "
+        "samples (candidate / baseline)"
+    )
+    ratio = None
+    if base is not None and cand is not None and min(base.clusters, cand.clusters) >= needed:
+        ratio = log_ratio_interval(cand, base, look.error, MIN_TAIL_BLOCKS)
+    if base is None or cand is None or ratio is None:
+        tails = "?" if base is None or cand is None else min(base.tail_clusters, cand.tail_clusters)
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            f"{label}: {counted}, {tails} blocks with tail samples; {needed} blocks per side "
+            f"and {MIN_TAIL_BLOCKS} with tail samples needed",
+            threshold=threshold,
+            samples=min(base_all.total, cand_all.total),
+        )
+    base_q, cand_q = math.exp(base.log_value), math.exp(cand.log_value)
+    saturated = saturation(baseline, candidate, q, min(base_q, cand_q))
+    if saturated is not None:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE, saturated, threshold=threshold, samples=ratio.samples
+        )
+    verdict = judge_at_most(ratio, threshold)
+    reason = (
+        f"{label} ratio {ratio.value:.3f} [{ratio.lower:.3f}, {ratio.upper:.3f}] "
+        f"{relation(verdict, higher_is_better=False)} {threshold:.2f} (candidate "
+        f"{cand_q * 1000:.2f} ms, baseline {base_q * 1000:.2f} ms; {counted})"
+    )
+    units = min(base.clusters, cand.clusters)
+    return judged(
+        verdict,
+        reason,
+        ratio,
+        threshold,
+        baseline_value=base_q,
+        candidate_value=cand_q,
+        units=units,
+    )
+
+
+def saturation(
+    baseline: LatencySamples, candidate: LatencySamples, q: float, judged_quantile: float
+) -> str | None:
+    """Why the look cannot be trusted because the load client lagged, or None.
+
+    Each load shard measures how late its own event loop runs (the delay a chunk's
+    timestamp can carry); if its q-quantile exceeds MAX_CLIENT_DELAY_SHARE of the latency
+    quantile being judged, the look measured the client, not the engines.
+    """
+    for side, samples in (("baseline", baseline), ("candidate", candidate)):
+        delay = samples.client_delay
+        if delay.total == 0:
+            continue
+        quantile = delay.quantile(q)
+        if quantile > MAX_CLIENT_DELAY_SHARE * judged_quantile:
+            return (
+                f"shadow load saturated: the {side} load client's P{q * 100:g} timestamp "
+                f"delay is {quantile * 1000:.2f} ms, over {MAX_CLIENT_DELAY_SHARE:.0%} of "
+                f"the {judged_quantile * 1000:.2f} ms being judged; add load pods "
+                "(spec.analysis.loadGenerator) or lower the stage's concurrency"
+            )
+    return None

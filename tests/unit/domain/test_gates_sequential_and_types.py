@@ -1,0 +1,238 @@
+"""The gate registry, the sequential error spending, the cluster-robust estimators, the
+look history in status, and which gates a rollout's method and traffic judge."""
+
+from __future__ import annotations
+
+import math
+import random
+from statistics import NormalDist
+
+import pytest
+from domain_fixtures import T0, acceptance, stage_obs
+
+from specdecode.api import GateSpec, GateType, GateVerdict
+from specdecode.api.analysis import default_stages
+from specdecode.api.speculative import SpeculativeMethod
+from specdecode.api.status import MAX_LOOKS_KEPT
+from specdecode.domain.clustered import block_quantile, ratio_of_sums
+from specdecode.domain.gates import LookPlan, evaluate_gate, look_error, not_judged_reason
+from specdecode.domain.gates.registry import registered_types
+from specdecode.domain.observations import (
+    AcceptanceCounts,
+    AcceptedMoments,
+    LatencyBlock,
+    LatencySamples,
+    StageObservations,
+)
+from specdecode.domain.sequential import critical_values, spent
+from specdecode.domain.sketch import Sketch
+
+pytestmark = pytest.mark.unit
+
+STAGE_LOOKS = tuple((1 + 15 * i) / 600 for i in range(40))  # a default stage's looks
+
+
+def test_every_gate_type_has_a_registered_measure() -> None:
+    assert registered_types() == frozenset(GateType)
+
+
+def test_a_single_look_at_the_end_spends_everything_at_once() -> None:
+    assert critical_values((1.0,), 0.05)[0] == pytest.approx(NormalDist().inv_cdf(0.95))
+
+
+def test_the_boundary_crosses_with_the_spent_error_under_the_null() -> None:
+    # A Brownian motion watched at a stage's 40 looks: the share that ever crosses is the
+    # error spent by the last look (0.05), within Monte Carlo noise (sd 0.0035).
+    critical = critical_values(STAGE_LOOKS, 0.05)
+    rng, crossed, trials = random.Random(3), 0, 4000
+    for _ in range(trials):
+        walk, before = 0.0, 0.0
+        for t, c in zip(STAGE_LOOKS, critical, strict=True):
+            walk += rng.gauss(0.0, math.sqrt(t - before))
+            before = t
+            if walk / math.sqrt(t) >= c:
+                crossed += 1
+                break
+    share = crossed / trials
+    expected = spent(0.05, STAGE_LOOKS[-1])
+    assert abs(share - expected) < 0.009
+
+
+def test_the_boundary_is_tighter_than_a_bonferroni_split_after_the_first_looks() -> None:
+    critical = critical_values(STAGE_LOOKS, 0.05)
+    bonferroni = NormalDist().inv_cdf(1 - 0.05 / 42)
+    assert critical[0] > bonferroni  # the first look, on 1 s of data, spends almost nothing
+    assert all(c < bonferroni for c in critical[8:])
+    assert critical[-1] < 2.1
+
+
+def test_a_repeated_look_at_the_same_time_spends_nothing() -> None:
+    assert math.isinf(critical_values((0.5, 0.5), 0.05)[1])
+
+
+def test_ratio_of_sums_measures_the_clustering() -> None:
+    # Two requests: (n, a) = (10, 10) and (10, 0): r = 0.5, residuals +5 and -5.
+    moments = AcceptedMoments.of([(10, 10), (10, 0)])
+    found = ratio_of_sums(
+        moments.requests,
+        moments.steps,
+        moments.accepted,
+        moments.steps_sq,
+        moments.accepted_steps,
+        moments.accepted_sq,
+    )
+    assert found is not None
+    assert found.value == pytest.approx(0.5)
+    assert found.se == pytest.approx(math.sqrt(2 / 1 * 50 / 400))
+
+
+def _blocks(batch: int, rng: random.Random, blocks: int = 100) -> list[Sketch]:
+    """Blocks of 64 steps, each step's latency recorded `batch` times."""
+    made = []
+    for _ in range(blocks):
+        sketch = Sketch()
+        for _ in range(64):
+            sketch.add(rng.lognormvariate(-3.5, 0.4), batch)
+        made.append(sketch)
+    return made
+
+
+def _union(blocks: list[Sketch]) -> Sketch:
+    union = Sketch()
+    for block in blocks:
+        union.merge(block)
+    return union
+
+
+def test_shared_steps_widen_the_quantile_bound_by_their_batch() -> None:
+    rng = random.Random(4)
+    single, shared = _blocks(1, rng), _blocks(32, rng)
+    one = block_quantile(single, _union(single), 0.99)
+    many = block_quantile(shared, _union(shared), 0.99)
+    assert one is not None and many is not None
+    # The same number of steps: the tail share's spread is about the same in share units,
+    # though the batch of 32 has 32x the samples (an i.i.d. bound would be ~5.7x narrower).
+    assert many.share_sd > 0.6 * one.share_sd
+    assert many.samples == 32 * one.samples
+
+
+def _alpha_look(previous: object = None, seconds: float = 300) -> object:
+    counts = acceptance(0.70, 20_000, requests=300)
+    return evaluate_gate(
+        GateSpec(name="alpha", type=GateType.ACCEPTANCE),
+        stage_obs("s", counts),
+        previous,  # type: ignore[arg-type]
+        T0,
+        LookPlan(seconds, 600),
+    )
+
+
+def test_each_look_is_kept_with_its_counts_and_error() -> None:
+    first = _alpha_look(None, 16)
+    second = _alpha_look(first, 31)
+    assert second.look_count == 2  # type: ignore[attr-defined]
+    looks = second.looks  # type: ignore[attr-defined]
+    assert [look.measured_seconds for look in looks] == [16, 31]
+    assert looks[1].samples == 60_000 and looks[1].verdict is GateVerdict.SUCCESSFUL
+    assert 0 < looks[0].error < looks[1].error < 0.05
+
+
+def test_the_history_is_bounded_and_a_lost_look_spends_only_its_increment() -> None:
+    result = _alpha_look(None, 1)
+    for i in range(1, MAX_LOOKS_KEPT + 5):
+        result = _alpha_look(result, 1 + 5 * i)
+    assert len(result.looks) == MAX_LOOKS_KEPT  # type: ignore[attr-defined]
+    gate = GateSpec(name="alpha", type=GateType.ACCEPTANCE)
+    plan = LookPlan(400, 600)
+    expected = spent(0.05, 400 / 600) - spent(0.05, result.looks[-1].measured_seconds / 600)  # type: ignore[attr-defined]
+    assert look_error(gate, result, plan) == pytest.approx(expected)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("method", "judged"),
+    [
+        (SpeculativeMethod.EAGLE3, {"alpha", "p99-itl", "tpot-speedup"}),
+        (SpeculativeMethod.SUFFIX, {"tokens-per-step", "p99-itl", "tpot-speedup"}),
+        (SpeculativeMethod.NGRAM, {"tokens-per-step", "p99-itl", "tpot-speedup"}),
+    ],
+)
+def test_default_stages_judge_what_pays_for_each_method(
+    method: SpeculativeMethod, judged: set[str]
+) -> None:
+    plan = LookPlan(0, 600, method=method)
+    gates = [gate for stage in default_stages() for gate in stage.gates]
+    assert {g.name for g in gates if not_judged_reason(g, plan) is None} == judged
+
+
+def test_speedup_is_reported_not_judged_under_mirror_traffic() -> None:
+    gate = GateSpec(name="speedup", type=GateType.SPEEDUP)
+    reason = not_judged_reason(gate, LookPlan(0, 600, mirror=True))
+    assert reason is not None and "Mirror" in reason
+
+
+def _suffix_like(requests: int = 200, rng: random.Random | None = None) -> StageObservations:
+    """Long variable proposals: alpha ~0.5, yet ~3 tokens per step."""
+    rng = rng or random.Random(8)
+    per_request = []
+    for _ in range(requests):
+        steps = rng.randint(40, 120)
+        per_request.append((steps, sum(rng.choice((0, 1, 2, 3, 4, 6)) for _ in range(steps))))
+    moments = AcceptedMoments.of(per_request)
+    drafts = moments.steps
+    counts = AcceptanceCounts(
+        drafts=drafts,
+        draft_tokens=2 * moments.accepted,  # alpha 0.5
+        accepted_tokens=moments.accepted,
+        requests=requests,
+    )
+    block = LatencyBlock(start=0.0, seconds=2.0, accepted=moments)
+    return StageObservations(
+        stage_name="s",
+        candidate_acceptance=counts,
+        candidate_latency=LatencySamples(blocks=(block,), shards=1),
+    )
+
+
+def test_accepted_length_passes_a_long_proposal_method_that_alpha_would_fail() -> None:
+    seen = _suffix_like()
+    plan = LookPlan(300, 600, method=SpeculativeMethod.SUFFIX)
+    length = evaluate_gate(GateSpec(name="t", type=GateType.ACCEPTED_LENGTH), seen, None, T0, plan)
+    alpha = evaluate_gate(GateSpec(name="a", type=GateType.ACCEPTANCE), seen, None, T0, plan)
+    assert length.verdict is GateVerdict.SUCCESSFUL
+    assert length.value == pytest.approx(1 + 8 / 3, rel=0.05)
+    assert length.stream_value == pytest.approx(length.value)
+    assert length.units == 200 and "200 requests" in length.reason
+    assert alpha.verdict is GateVerdict.FAILED
+
+
+def test_acceptance_says_when_streamed_chunks_and_counters_disagree() -> None:
+    seen = _suffix_like()
+    counts = seen.candidate_acceptance
+    assert isinstance(counts, AcceptanceCounts)
+    low = StageObservations(
+        stage_name="s",
+        candidate_acceptance=AcceptanceCounts(
+            drafts=counts.drafts,
+            draft_tokens=counts.draft_tokens,
+            accepted_tokens=0.7 * counts.accepted_tokens,  # the counters see less
+            requests=counts.requests,
+        ),
+        candidate_latency=seen.candidate_latency,
+    )
+    gate = GateSpec(name="a", type=GateType.ACCEPTANCE, min_alpha=0.3)
+    result = evaluate_gate(gate, low, None, T0, LookPlan(300, 600))
+    assert result.value == pytest.approx(0.35)
+    assert result.stream_value == pytest.approx(0.5)
+    assert "disagree" in result.reason
+
+
+def test_without_streamed_chunks_the_acceptance_bound_says_it_assumes_a_correlation() -> None:
+    result = evaluate_gate(
+        GateSpec(name="a", type=GateType.ACCEPTANCE),
+        stage_obs("s", acceptance(0.75, 20_000, requests=300)),
+        None,
+        T0,
+        LookPlan(300, 600),
+    )
+    assert "assumed intra-request correlation" in result.reason
+    assert result.stream_value is None
