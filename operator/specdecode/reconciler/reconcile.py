@@ -38,6 +38,7 @@ from specdecode.domain.observations import (
     ServerStepHistograms,
     StageObservations,
 )
+from specdecode.reconciler.engine_version import with_engine_version_check
 from specdecode.reconciler.load import (
     observe_load_pods,
     prompt_problem,
@@ -120,7 +121,11 @@ async def reconcile(
     plan = decision.traffic
     await sync_load_pods(runtime, ref.owner, spec, plan, pods)
     await steer_mirrors(runtime, ref.namespace, ref.name, spec, plan, routes)
-    await _write_status(runtime, ref, status, decision.status)
+    # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
+    checked = await with_engine_version_check(
+        runtime, ref.namespace, ref.name, spec, status, decision.status
+    )
+    await _write_status(runtime, ref, status, checked)
     if decision.clear_action and observations.action is not None:
         await asyncio.to_thread(
             clear_action, runtime.kube, ref.namespace, ref.name, observations.action
