@@ -7,20 +7,51 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 SCENARIO ?= promote
+LOCKS := requirements
+LOCK_OUT ?= $(LOCKS)
+# The other locks take their versions from dev.lock (what the tests ran with).
+LOCK_PINS ?= $(LOCK_OUT)/dev.lock
+# Every lock: universal (any OS/CPU with Python 3.11), with hashes; the header names `make lock`.
+UV_COMPILE = $(BIN)/uv pip compile --quiet --generate-hashes --universal --python-version 3.11 \
+	--custom-compile-command 'make lock'
+# The harness, the tests and the code they drive, type-checked together (see pyproject.toml).
+MYPY_TARGETS := operator/specdecode operator/specdecode_load engine-image/specdecode_sim \
+	tests/cluster/localcluster tests/unit tests/e2e tools
 
-.PHONY: help venv system-deps binaries test test-unit test-e2e lint crds verify-crds \
-        cluster-up cluster-down demo bench ci clean
+.PHONY: help venv lock verify-lock verify-version mypy system-deps binaries test test-unit test-e2e \
+        lint crds verify-crds cluster-up cluster-down demo bench ci clean
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(BIN)/python: pyproject.toml
+# Installs exactly requirements/dev.lock (hashes checked), then the package itself without
+# resolving anything (no build isolation: setuptools comes from the lock too).
+$(BIN)/python: pyproject.toml $(LOCKS)/dev.lock
 	@command -v $(PY) >/dev/null || PY=python3; $${PY:-$(PY)} -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[sim,dev]'
+	$(BIN)/pip install -q --require-hashes -r $(LOCKS)/dev.lock
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/pip check  # a dependency added to pyproject.toml but not locked shows here
 	@touch $@
 
-venv: $(BIN)/python ## Python virtualenv with the operator, the simulator and dev tools
+venv: $(BIN)/python ## Python virtualenv with the operator, the simulator and dev tools (from the lock)
+
+lock: ## Re-pin requirements/*.lock after a dependency change in pyproject.toml (UV_ARGS=--upgrade: newest)
+	@test -x $(BIN)/uv || $(MAKE) --no-print-directory venv
+	$(UV_COMPILE) $(UV_ARGS) pyproject.toml $(LOCKS)/build.in --extra sim --extra dev \
+		-o $(LOCK_OUT)/dev.lock
+	$(UV_COMPILE) pyproject.toml -c $(LOCK_PINS) -o $(LOCK_OUT)/runtime.lock
+	$(UV_COMPILE) $(LOCKS)/build.in -c $(LOCK_PINS) -o $(LOCK_OUT)/build.lock
+	$(UV_COMPILE) $(LOCKS)/sim-image.in -c $(LOCK_PINS) -o $(LOCK_OUT)/sim-image.lock
+
+verify-lock: venv ## Fail if requirements/*.lock is stale against pyproject.toml (asks PyPI)
+	@rm -rf .lockcheck && mkdir .lockcheck && cp $(LOCKS)/*.lock .lockcheck/
+	@trap 'rm -rf .lockcheck' EXIT; \
+	$(MAKE) --no-print-directory lock LOCK_OUT=.lockcheck LOCK_PINS=$(LOCKS)/dev.lock >/dev/null \
+	&& for lock in $(LOCKS)/*.lock; do diff -u "$$lock" ".lockcheck/$${lock##*/}" || exit 1; done \
+	|| { echo "requirements/*.lock is stale: run 'make lock' and commit it"; exit 1; }
+
+verify-version: venv ## Fail unless pyproject, Chart.yaml (version, appVersion) and image labels agree
+	$(BIN)/python tools/verify_version.py
 
 system-deps: ## Debian packages the local cluster needs (Prometheus, Lua for the Argo CD health check)
 	@bash tests/cluster/install-system-deps.sh
@@ -30,19 +61,22 @@ binaries: ## Build (or reuse) etcd, kube-*, kubectl and helm from Go modules, ca
 
 test: venv system-deps binaries ## All tests: unit, then e2e on the local control plane
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
-	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
+	$(BIN)/pytest -m e2e --durations=15 $(PYTEST_ARGS)
 
 test-unit: venv ## Only the fast, pure tests
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
 
 test-e2e: venv system-deps binaries ## Only the end-to-end tests
-	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
+	$(BIN)/pytest -m e2e --durations=15 $(PYTEST_ARGS)
 
-lint: venv ## ruff, mypy --strict, import-linter
+lint: venv ## ruff, mypy --strict (code, harness and tests), import-linter
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy operator/specdecode operator/specdecode_load engine-image/specdecode_sim
+	$(MAKE) --no-print-directory mypy
 	$(BIN)/lint-imports
+
+mypy: venv ## mypy --strict over the operator, the simulator, the harness and the tests
+	$(BIN)/mypy $(MYPY_TARGETS)
 
 crds: venv ## Regenerate crds/ and the chart's CRD from the pydantic models
 	$(BIN)/python -m specdecode.api.crdgen --write
@@ -63,7 +97,7 @@ bench: venv system-deps binaries ## Benchmarks that print tables
 	PYTHONPATH=tests/cluster $(BIN)/python benchmarks/cluster.py
 	$(BIN)/python benchmarks/gates.py
 
-ci: verify-crds lint test ## What .ci/run runs
+ci: verify-version verify-crds lint test ## What .ci/run runs
 
 clean: cluster-down
 	rm -rf $(VENV) .cluster

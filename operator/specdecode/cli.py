@@ -1,8 +1,10 @@
 """`specdecode-operator`: runs the kopf operator with our handlers and settings.
 
 Usage: `specdecode-operator [--namespace NS ...] [--kubeconfig PATH] [--prometheus-url URL]
-[--reconcile-interval S] [--metrics-port P]`. Without --namespace it watches the whole
-cluster. In a pod it uses the in-cluster service account; elsewhere KUBECONFIG.
+[--reconcile-interval S] [--metrics-port P] [--leader-elect]`. Without --namespace it
+watches the whole cluster. In a pod it uses the in-cluster service account; elsewhere
+KUBECONFIG. With --leader-elect (or SPECDECODE_LEADER_ELECTION=true, as the chart sets)
+it reconciles only while it holds the Lease (see `handlers.leadership`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import asyncio
 import dataclasses
 import logging
 import os
+import sys
 
 import kopf
 
+from specdecode.adapters.telemetry import OperatorMetrics
+from specdecode.handlers.leadership import elector_for, run_when_leading
 from specdecode.handlers.lifecycle import register_lifecycle_handlers
 from specdecode.handlers.rollouts import register_rollout_handlers
+from specdecode.handlers.watches import register_watches
 from specdecode.settings import OperatorSettings
 
 
@@ -34,6 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prometheus-url")
     parser.add_argument("--reconcile-interval", type=float)
     parser.add_argument("--metrics-port", type=int)
+    parser.add_argument(
+        "--leader-elect", action="store_true", help="reconcile only while holding the Lease"
+    )
     parser.add_argument("--verbose", "-v", action="store_true")
     return parser.parse_args(argv)
 
@@ -50,6 +59,8 @@ def settings_from(args: argparse.Namespace) -> OperatorSettings:
         overrides["reconcile_interval_seconds"] = args.reconcile_interval
     if args.metrics_port is not None:
         overrides["metrics_port"] = args.metrics_port
+    if args.leader_elect:
+        overrides["leader_election"] = True
     return dataclasses.replace(settings, **overrides)  # type: ignore[arg-type]
 
 
@@ -73,15 +84,30 @@ def main(argv: list[str] | None = None) -> None:
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # kopf's login reads it from there
     logging.getLogger("kopf.objects").addFilter(_QuietSuccesses())
+    metrics = OperatorMetrics()  # served from the start: a standby is scraped too
+    if settings.metrics_port:
+        metrics.serve(settings.metrics_host, settings.metrics_port)
     registry = kopf.OperatorRegistry()
-    register_lifecycle_handlers(registry, settings, args.kubeconfig)
-    register_rollout_handlers(registry, settings)
-    asyncio.run(
-        kopf.operator(
+    register_lifecycle_handlers(registry, settings, args.kubeconfig, metrics)
+    register_watches(registry)
+    register_rollout_handlers(registry)
+    liveness = os.environ.get("SPECDECODE_LIVENESS_ENDPOINT")
+
+    async def run_operator(stop_flag: asyncio.Event | None = None) -> None:
+        await kopf.operator(
             registry=registry,
-            standalone=True,
+            standalone=True,  # the Lease, not kopf's peering, decides who works
             clusterwide=not settings.namespaces,
             namespaces=list(settings.namespaces),
-            liveness_endpoint=os.environ.get("SPECDECODE_LIVENESS_ENDPOINT"),
+            liveness_endpoint=liveness,
+            stop_flag=stop_flag,
         )
-    )
+
+    if settings.leader_election:
+        elector = elector_for(settings, args.kubeconfig)
+        leading = run_when_leading(
+            settings, elector, run_operator, liveness, lambda on: metrics.leader.set(float(on))
+        )
+        sys.exit(asyncio.run(leading))
+    metrics.leader.set(1.0)
+    asyncio.run(run_operator())

@@ -7,7 +7,10 @@ process, and so every knob is documented in one place.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import socket
+from dataclasses import dataclass, field
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,34 @@ class OperatorSettings:
     """A query slower than this is a metric error (Error verdict), not a hang."""
 
     reconcile_interval_seconds: float = 5.0
-    """How often every rollout is reconciled even without a change (the analysis clock)."""
+    """The analysis clock: how often a rollout in Pending, Deploying, Analyzing or Promoting
+    is reconciled without a change (looks, warm-ups and deadlines are due on it)."""
+
+    resync_seconds: float = 600.0
+    """How often an idle rollout (Promoted, RolledBack, Paused, Failed, Degraded) is
+    reconciled without a change. Changes arrive as watch events; this only bounds the
+    damage of a missed one. Reads only the watched cache, so it sends nothing when in sync."""
+
+    identity: str = field(default_factory=socket.gethostname)
+    """This replica's name (the pod name): the Lease holder and the Events' reporter."""
+
+    leader_election: bool = False
+    """Hold a Lease before reconciling, so that of several replicas exactly one works."""
+
+    lease_name: str = "specdecode-operator"
+    """The coordination.k8s.io Lease the replicas compete for."""
+
+    lease_namespace: str = "default"
+    """Namespace of the Lease (the operator's own namespace in a pod)."""
+
+    lease_duration_seconds: float = 30.0
+    """A leader that has not renewed for this long is presumed dead; a standby takes over."""
+
+    lease_renew_seconds: float = 10.0
+    """How often the leader renews the Lease (one PUT each time)."""
+
+    lease_retry_seconds: float = 5.0
+    """How often a standby reads the Lease to see whether it is free (one GET each time)."""
 
     field_manager: str = "specdecode-operator"
     """Server-side apply field manager: we own only the fields we set."""
@@ -54,6 +84,11 @@ class OperatorSettings:
                 env.get("SPECDECODE_RECONCILE_INTERVAL", cls.reconcile_interval_seconds)
             ),
             load_image=env.get("SPECDECODE_LOAD_IMAGE", cls.load_image),
+            resync_seconds=float(env.get("SPECDECODE_RESYNC_SECONDS", cls.resync_seconds)),
+            identity=env.get("POD_NAME") or socket.gethostname(),
+            leader_election=env.get("SPECDECODE_LEADER_ELECTION", "").lower() in TRUE_WORDS,
+            lease_name=env.get("SPECDECODE_LEASE_NAME", cls.lease_name),
+            lease_namespace=env.get("POD_NAMESPACE", cls.lease_namespace),
             metrics_port=int(env.get("SPECDECODE_METRICS_PORT", cls.metrics_port)),
             metrics_host=env.get(
                 "SPECDECODE_METRICS_HOST", env.get("SPECDECODE_BIND_HOST", cls.metrics_host)

@@ -32,6 +32,16 @@ from localcluster.waiting import wait_for
 KEEP_CLUSTER_ENV = "SPECDECODE_KEEP_CLUSTER"
 FAILURE_LOG_COMPONENTS = ("agent", "kube-scheduler", "kube-controller-manager")
 FAILURE_LOG_LINES = 15
+# Per-test limit (pytest-timeout; unit tests get pyproject's 300 s). Generous: the longest
+# waits are ~8 minutes, and the first test also starts the cluster in its setup.
+E2E_TIMEOUT_SECONDS = 900
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS."""
+    for item in items:
+        if item.get_closest_marker("e2e") and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
 
 
 @pytest.fixture(scope="session")

@@ -75,6 +75,9 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
         "Deployment",
         "Service",
         "ConfigMap",
+        "Role",  # the leader-election Lease, in the operator's own namespace
+        "RoleBinding",
+        "PodDisruptionBudget",
     }
     pod = of_kind(docs, "Deployment")[0]["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -92,7 +95,9 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
     assert json.loads(dashboard["data"]["specdecode-rollouts.json"])["panels"]
 
     namespaced = rendered(cluster, "--set=watchNamespaces={a,b}")
-    assert sorted(r["metadata"]["namespace"] for r in of_kind(namespaced, "Role")) == ["a", "b"]
+    # One Role per watched namespace, plus the leader-election Lease Role in the release's own.
+    namespaces = sorted(r["metadata"]["namespace"] for r in of_kind(namespaced, "Role"))
+    assert namespaces == ["a", "b", "ops"]
     for role in of_kind(namespaced, "Role") + of_kind(namespaced, "ClusterRole"):
         for rule in role["rules"]:
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
@@ -193,22 +198,37 @@ def test_operator_pod_from_the_chart_runs_and_cannot_list_secrets(
             f"app.kubernetes.io/instance={release.name}", "-o", "json", check=True,
         ).stdout
     )["items"]  # fmt: skip
-    assert len(pods) == 1 and pods[0]["spec"]["nodeName"] == "cpu-0"
-    assert pods[0]["spec"]["serviceAccountName"] == release.service_account
-    ready = {c["type"]: c["status"] for c in pods[0]["status"]["conditions"]}
-    assert ready["Ready"] == "True"
+    # Two replicas (the chart's default): one leads on the Lease, the other stands by Ready.
+    # The Lease, like the ServiceAccount, is named after the release's full name.
+    assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {"cpu-0"}
+    for pod in pods:
+        assert pod["spec"]["serviceAccountName"] == release.service_account
+        ready = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+        assert ready["Ready"] == "True"
 
-    def can_i(verb: str, resource: str) -> str:
+    def lease_holder() -> str:
+        return cluster.kubectl(
+            "get", "lease", release.service_account, "-n", release.namespace,
+            "-o", "jsonpath={.spec.holderIdentity}",
+        ).stdout.strip()  # fmt: skip
+
+    holder = wait_for(lease_holder, timeout=60, message="a replica holds the Lease")
+    assert holder in {p["metadata"]["name"] for p in pods}
+
+    def can_i(verb: str, resource: str, *extra: str) -> str:
         result = cluster.kubectl(
-            "auth", "can-i", verb, resource, "-n", release.namespace, f"--as={release.user}"
-        )
+            "auth", "can-i", verb, resource, *extra, "-n", release.namespace,
+            f"--as={release.user}",
+        )  # fmt: skip
         return result.stdout.strip()
 
     assert can_i("get", "secrets") == "yes"
     assert can_i("list", "secrets") == "no"
     assert can_i("watch", "secrets") == "no"
     assert can_i("list", "pods") == "yes"
-    assert can_i("delete", "pods") == "no"
+    assert can_i("delete", "pods") == "yes"  # the shadow-load pods of a stage
+    assert can_i("update", "pods") == "no"
+    assert can_i("create", "pods", "--subresource=exec") == "no"
 
     kubeconfig = cluster.kubeconfig_for_service_account(release.namespace, release.service_account)
     denied = cluster.kubectl("get", "secrets", "-n", release.namespace, kubeconfig=kubeconfig)

@@ -79,7 +79,8 @@ def gated_rollout(
             **spec,
         }
     }
-    return merged(load_example(), patch)
+    manifest: dict[str, Any] = merged(load_example(), patch)
+    return manifest
 
 
 def gate(status: dict[str, Any], stage_name: str, gate_name: str) -> dict[str, Any]:

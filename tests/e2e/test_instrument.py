@@ -14,9 +14,11 @@ import urllib.request
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess
 from localcluster.rollouts import Rollout
@@ -47,7 +49,7 @@ STAGE = {
 
 def realtime_rollout() -> dict[str, Any]:
     """The simulator example on one L40S per engine, real time, one automated stage."""
-    return merged(
+    rollout: dict[str, Any] = merged(
         load_example(),
         {
             "spec": {
@@ -57,6 +59,7 @@ def realtime_rollout() -> dict[str, Any]:
             }
         },
     )
+    return rollout
 
 
 def load_pods(r: Rollout) -> list[dict[str, Any]]:
@@ -79,7 +82,7 @@ def stage_status(status: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_load_runs_in_owned_pods_survives_an_operator_kill_and_is_cleaned_up(
-    rollout: Callable[[str], Rollout], running_operator: OperatorProcess
+    rollout: Callable[[str], Rollout], running_operator: OperatorProcess, cluster: LocalCluster
 ) -> None:
     r = rollout("llama")
     r.apply(realtime_rollout())
@@ -102,25 +105,26 @@ def test_load_runs_in_owned_pods_survives_an_operator_kill_and_is_cleaned_up(
     assert all(p["metadata"]["ownerReferences"][0]["uid"] == uid for p in pods)
     assert all(p["spec"]["automountServiceAccountToken"] is False for p in pods)
 
-    # The operator talks to its load pods, never to an engine.
+    # The operator never talks to an engine: its sockets, sampled through several looks
+    # while the load pods stream to the engines. The API server's watch connection must be
+    # seen, or the sampling saw nothing at all.
     engines = {
         (p["status"]["podIP"], 8000)
         for role in ("production", "baseline", "candidate")
         for p in r.pods(role)
     }
-    load_addresses = {(p["status"]["podIP"], 8090) for p in pods}
+    apiserver = urlsplit(cluster.apiserver_url)
     assert running_operator.child is not None
     pid = running_operator.child.pid
+    peers: set[tuple[str, int]] = set()
+    looks_before = stage_status(r.status())["gates"][0].get("measuredAt")
 
-    def peers_with_a_load_pod() -> set[tuple[str, int]] | None:
-        found = tcp_peers(pid)
-        return found if found & load_addresses else None
+    def sampled_through_a_look() -> bool:
+        peers.update(tcp_peers(pid))
+        return bool(stage_status(r.status())["gates"][0].get("measuredAt") != looks_before)
 
-    peers = wait_for(
-        peers_with_a_load_pod,
-        timeout=30,
-        message="the operator connected to a load pod (the socket check sees connections)",
-    )
+    wait_for(sampled_through_a_look, timeout=30, interval=0.05, message="a look while sampling")
+    assert (apiserver.hostname, apiserver.port) in peers, peers
     assert not peers & engines, f"operator connected to engines: {peers & engines}"
 
     # Kill the operator: the load keeps measuring on its own.
@@ -147,5 +151,5 @@ def test_load_runs_in_owned_pods_survives_an_operator_kill_and_is_cleaned_up(
     assert stage["load"]["notes"] == [], stage["load"]
     errors = next(g for g in stage["gates"] if g["name"] == "errors")
     assert errors["samples"] >= counted_before_restart // 2  # the candidate side's share
-    assert r.event_reasons().count("AnalysisStarted") == 1
+    assert r.event_reasons().count("AnalysisStarted") == 1, r.describe()
     wait_for(lambda: not load_pods(r), timeout=60, message="load pods deleted after the verdict")

@@ -70,11 +70,16 @@ def test_mirrored_live_traffic_is_judged_and_the_route_is_given_back(
             during = wait_for_filters(cluster, r.namespace, lambda f: mirror_targets(f) == shadows)
             assert during[0] == USERS_FILTER  # the user's filter stays first and unchanged
             # A hand edit (or a GitOps sync) drops our filters: the next reconcile repairs.
+            # The edit must have landed (the route as stored by it has only the user's
+            # filter), or the "repair" below would be the untouched route.
             patch = [{"op": "replace", "path": "/spec/rules/0/filters", "value": [USERS_FILTER]}]
-            cluster.kubectl(
+            edited = cluster.kubectl(
                 "patch", "httproute", ROUTE, "-n", r.namespace, "--type=json",
-                "-p", json.dumps(patch),
+                "-p", json.dumps(patch), "-o", "json",
             )  # fmt: skip
+            assert edited.returncode == 0, edited.stderr
+            stored = json.loads(edited.stdout)["spec"]["rules"][0].get("filters", [])
+            assert stored == [USERS_FILTER], stored
             wait_for_filters(cluster, r.namespace, lambda f: mirror_targets(f) == shadows)
             status = r.wait_phase(TERMINAL, timeout=420)
         assert users.ok > 0

@@ -32,7 +32,8 @@ EAGLE3 = {
 
 def manual_rollout(**spec_patch: Any) -> dict[str, Any]:
     """The simulator example with the manual gate and the given spec changes."""
-    return merged(merged(load_example(), MANUAL), {"spec": spec_patch})
+    manifest: dict[str, Any] = merged(merged(load_example(), MANUAL), {"spec": spec_patch})
+    return manifest
 
 
 def given_analyzing(r: Rollout) -> dict[str, Any]:

@@ -87,7 +87,8 @@ def test_alpha_from_promql_matches_configured_acceptance(
         pods = core.list_namespaced_pod(namespace, label_selector="app=engine").items
         ready = [
             p for p in pods
-            if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+            if p.status
+            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
         ]  # fmt: skip
         return ready[0] if ready else None
 

@@ -53,7 +53,7 @@ The rules the operator needs in every namespace it serves, derived from its code
 - specdecoderollouts/status: the operator writes the whole status with a merge patch.
 - deployments, services: children are server-side applied (patch; create when absent)
   and shadows are deleted; deployments (and pods) are listed to observe readiness.
-- pods: the shadow-load pods of each analysis stage are created and deleted (the
+- pods: watched; the shadow-load pods of each analysis stage are created and deleted (the
   operator sends no inference traffic itself).
 - endpointslices: listed to find the shadow engines' ready pod addresses.
 - configmaps, secrets: `get` of the one prompt set a rollout names; never list or watch.
@@ -66,15 +66,16 @@ The rules the operator needs in every namespace it serves, derived from its code
 - apiGroups: ["specdecode.io"]
   resources: ["specdecoderollouts/status"]
   verbs: ["patch"]
+# Children: watched (the operator's cache), written only where they differ.
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["list", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list", "create", "delete"]
+  verbs: ["list", "watch", "create", "delete"]
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
   verbs: ["list"]
@@ -87,7 +88,13 @@ The rules the operator needs in every namespace it serves, derived from its code
 # Mirror traffic: RequestMirror filters on the user's HTTPRoute (only ours are changed).
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes"]
-  verbs: ["list", "patch"]
+  verbs: ["list", "watch", "patch"]
+{{- end }}
+
+{{- define "specdecode-operator.leaderElectionRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update"]
 {{- end }}
 
 {{/*

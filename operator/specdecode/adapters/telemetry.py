@@ -2,6 +2,9 @@
 
 Gauges are set from each reconcile's computed status (so they are always the status, never
 a second bookkeeping), on a registry owned by the Runtime rather than the global default.
+Per-stage series exist only for the stage in progress: a finished stage's, and a deleted
+rollout's, are removed, so a dashboard never shows a stale verdict as current. The
+operator's own health for on-call: reconcile durations by outcome and API requests by verb.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from specdecode.api.gate_spec import GateType
 from specdecode.api.status import GateResult, GateVerdict, Phase, SpecDecodeRolloutStatus
 
 ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)
+RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# Phases whose current stage is live: its gate series are current, every other stage's go.
+LIVE_STAGE_PHASES = frozenset({Phase.ANALYZING, Phase.PAUSED})
 
 
 class OperatorMetrics:
@@ -69,6 +75,33 @@ class OperatorMetrics:
             buckets=ANALYSIS_BUCKETS,
             registry=self.registry,
         )
+        self.reconcile_duration = Histogram(
+            "specdecode_operator_reconcile_duration_seconds",
+            "Duration of one reconcile of one rollout, by outcome (ok, stale, error).",
+            ["outcome"],
+            buckets=RECONCILE_BUCKETS,
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "specdecode_operator_leader",
+            "1 while this replica reconciles (holds the Lease, or runs without election).",
+            registry=self.registry,
+        )
+        self.api_requests = Counter(
+            "specdecode_operator_api_requests",
+            "Requests the reconciler sent to the Kubernetes API server, by HTTP verb "
+            "(kopf's own watches are not included).",
+            ["verb"],
+            registry=self.registry,
+        )
+
+    def count_request(self, verb: str) -> None:
+        """One request to the API server (called by the Kubernetes client for each)."""
+        self.api_requests.labels(verb).inc()
+
+    def reconciled(self, outcome: str, seconds: float) -> None:
+        """One reconcile finished with `outcome` after `seconds`."""
+        self.reconcile_duration.labels(outcome).observe(seconds)
 
     def serve(self, host: str, port: int) -> None:
         """Expose /metrics on host:port (a daemon thread of prometheus_client)."""
@@ -84,7 +117,10 @@ class OperatorMetrics:
         """Reflect a freshly computed status; count transitions into a verdict once."""
         for phase in Phase:
             self.phase.labels(namespace, rollout, phase.value).set(float(new.phase is phase))
+        live = new.current_stage if new.phase in LIVE_STAGE_PHASES else None
         for stage in new.stages:
+            if stage.name != live:
+                continue
             for gate in stage.gates:
                 for verdict in GateVerdict:
                     self.gate_verdict.labels(
@@ -96,6 +132,8 @@ class OperatorMetrics:
                 if stage.load.client_delay_p99_ms is not None:
                     delay = stage.load.client_delay_p99_ms / 1000
                     self.load_delay.labels(namespace, rollout, stage.name).set(delay)
+        for name in {s.name for s in (*old.stages, *new.stages)} - {live}:
+            self._forget_stage(namespace, rollout, name)
         if new.phase is not old.phase and new.phase in (Phase.PROMOTED, Phase.ROLLED_BACK):
             if new.phase is Phase.ROLLED_BACK:
                 self.rollbacks.labels(namespace, rollout, _reason(new)).inc()
@@ -107,16 +145,22 @@ class OperatorMetrics:
 
     def forget(self, namespace: str, rollout: str) -> None:
         """Drop a deleted rollout's series so dashboards don't show ghosts."""
-        gauges = (
+        metrics = (
             self.phase,
             self.gate_verdict,
             self.alpha,
             self.itl,
             self.load_delay,
             self.load_requests,
+            self.rollbacks,
         )
-        for metric in gauges:
+        for metric in (*metrics, self.analysis_duration):
             metric.remove_by_labels({"namespace": namespace, "rollout": rollout})
+
+    def _forget_stage(self, namespace: str, rollout: str, stage: str) -> None:
+        per_stage = (self.gate_verdict, self.alpha, self.itl, self.load_delay, self.load_requests)
+        for metric in per_stage:
+            metric.remove_by_labels({"namespace": namespace, "rollout": rollout, "stage": stage})
 
     def _gate_values(self, namespace: str, rollout: str, stage: str, gate: GateResult) -> None:
         if gate.type is GateType.ACCEPTANCE:

@@ -1,7 +1,10 @@
 """Operator start-up and shutdown: build the Runtime into kopf's memo, configure kopf.
 
-kopf's own bookkeeping goes into `specdecode.io/*` annotations, not into `status`, because
-the CRD's structural schema would prune an unknown `status.kopf` field.
+kopf's own bookkeeping goes into `kopf.specdecode.io/*` annotations, not into `status`,
+because the CRD's structural schema would prune an unknown `status.kopf` field. The prefix
+is kopf's alone: kopf leaves every annotation under its storage prefix out of the changes
+it reports, and under the old shared `specdecode.io/` prefix that hid the user's
+`specdecode.io/action` annotation from kopf's change detection.
 """
 
 from __future__ import annotations
@@ -11,30 +14,41 @@ from typing import Any
 
 import kopf
 
+from specdecode.adapters.telemetry import OperatorMetrics
+from specdecode.handlers.watches import configure_watches
 from specdecode.reconciler.runtime import Runtime
 from specdecode.settings import OperatorSettings
 
+KOPF_PREFIX = "kopf.specdecode.io"
 NO_LOG_EVENTS = 100  # above CRITICAL: events are posted explicitly, one per transition
 
 
+def configure_kopf(settings: kopf.OperatorSettings) -> None:
+    """kopf's storage under its own prefix, and server-side selectors for the watches."""
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=KOPF_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=KOPF_PREFIX, key="last-handled-configuration"
+    )
+    configure_watches(settings)
+
+
 def register_lifecycle_handlers(
-    registry: kopf.OperatorRegistry, operator_settings: OperatorSettings, kubeconfig: str | None
+    registry: kopf.OperatorRegistry,
+    operator_settings: OperatorSettings,
+    kubeconfig: str | None,
+    metrics: OperatorMetrics,
 ) -> None:
-    """Register startup (clients, kopf settings) and cleanup (stop traffic) handlers."""
+    """Register startup (clients, kopf settings) and cleanup (stop traffic) handlers.
+
+    `metrics` is the process's registry, already served: a standby replica exposes it too.
+    """
 
     async def startup(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(
-            prefix="specdecode.io"
-        )
-        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-            prefix="specdecode.io", key="last-handled-configuration"
-        )
+        configure_kopf(settings)
         settings.posting.level = NO_LOG_EVENTS
         settings.watching.server_timeout = 300
         settings.networking.request_timeout = 60
-        runtime = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig)
-        if operator_settings.metrics_port:
-            runtime.metrics.serve(operator_settings.metrics_host, operator_settings.metrics_port)
+        runtime = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig, metrics)
         memo["runtime"] = runtime
 
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:

@@ -1,26 +1,37 @@
-"""kopf handlers for SpecDecodeRollout: thin shims over `reconciler.reconcile`.
+"""kopf handlers for SpecDecodeRollout: one reconcile loop per rollout, woken by events.
 
-Changes (create, spec or annotation edits, operator resume) reconcile at once; a timer
-reconciles every rollout periodically, which is the analysis clock and what repairs drift
-of children. Nothing here sleeps or polls: a reconcile that cannot finish raises
-`kopf.TemporaryError(delay=...)` and kopf retries it. Handlers are registered into an
-explicit registry by `register_rollout_handlers`, so the timer's interval comes from the
-settings rather than from import-time constants.
+Each rollout gets a kopf daemon that reconciles, then sleeps until something wakes it or
+its next reconcile is due: any change of the rollout itself (spec, or an annotation such
+as `specdecode.io/action`, which therefore acts at once), of its children and pods, or of
+an HTTPRoute in its namespace (see `watches`). While time drives the phase (a stage
+needs looks, a deadline runs) it is due at the analysis clock; otherwise only at the slow
+resync. The daemon's `body` is kopf's live copy, refreshed by every watch event.
+
+Errors never end the loop: an API error or a stale copy of the rollout is logged and the
+loop tries again later (a stale copy is superseded by the watch event of our own write,
+which wakes the loop anyway).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import time
+from collections.abc import Awaitable
+from typing import Any, cast
 
 import kopf
 from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, PLURAL, VERSION, TrafficSourceType
-from specdecode.domain.decision import Decision
+from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
-from specdecode.reconciler.reconcile import RolloutRef, reconcile
+from specdecode.reconciler.reconcile import (
+    RolloutRef,
+    StaleRollout,
+    next_reconcile_in,
+    reconcile,
+)
 from specdecode.reconciler.runtime import Runtime
-from specdecode.settings import OperatorSettings
 
 RESOURCE = (GROUP, VERSION, PLURAL)
 RETRY_DELAY_SECONDS = 5.0
@@ -32,43 +43,83 @@ def runtime_of(memo: kopf.Memo) -> Runtime:
     return runtime
 
 
-async def reconcile_body(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger) -> None:
-    """Reconcile one rollout under its lock; API errors become kopf retries."""
-    runtime = runtime_of(memo)
+def key_of(body: kopf.Body) -> str:
+    """ "namespace/name" of a rollout."""
+    return f"{body.metadata.namespace}/{body.metadata.name}"
+
+
+async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger) -> float:
+    """One reconcile under the rollout's lock; seconds until the next one is due.
+
+    Spec, status, annotations and resourceVersion are read together before anything is
+    awaited, so they are one consistent version of the object.
+    """
     meta = body.metadata
     ref = RolloutRef(
         namespace=str(meta.namespace),
         name=str(meta.name),
         uid=str(meta.uid),
         generation=int(meta.get("generation") or 0),
+        resource_version=str(meta.get("resourceVersion") or ""),
     )
-    async with runtime.lock(ref.key):
-        try:
-            decision = await reconcile(
-                runtime, ref, body.spec, body.get("status"), dict(meta.annotations)
-            )
-        except ApiException as error:
-            raise kopf.TemporaryError(
-                f"API server said {error.status} {error.reason}", delay=RETRY_DELAY_SECONDS
-            ) from error
-    emit_events(body, decision, logger)
-
-
-def emit_events(body: kopf.Body, decision: Decision, logger: kopf.Logger) -> None:
-    """One Kubernetes Event (and log line) per transition the domain reported."""
+    spec, status = dict(body.spec), dict(body.get("status") or {})
+    annotations = dict(meta.annotations)
+    started = time.monotonic()
+    outcome = "ok"
+    try:
+        async with runtime.lock(ref.key):
+            decision = await reconcile(runtime, ref, spec, status, annotations)
+    except StaleRollout as stale:
+        outcome = "stale"
+        logger.debug("skipped: %s", stale)
+        return runtime.settings.reconcile_interval_seconds
+    except ApiException as error:
+        outcome = "error"
+        logger.warning("API server said %s %s; retrying", error.status, error.reason)
+        return RETRY_DELAY_SECONDS
+    except Exception:
+        outcome = "error"
+        logger.exception("reconcile failed; retrying in %.0f s", RETRY_DELAY_SECONDS)
+        return RETRY_DELAY_SECONDS
+    finally:
+        runtime.metrics.reconciled(outcome, time.monotonic() - started)
     for event in decision.events:
-        kopf.event(body, type=event.type.value, reason=event.reason, message=event.message)
         logger.info("%s: %s", event.reason, event.message)
+    return next_reconcile_in(runtime, decision)
 
 
-async def rollout_changed(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    """A rollout was created or edited (spec or annotations), or the operator restarted."""
-    await reconcile_body(body, memo, logger)
+async def rollout_loop(
+    body: kopf.Body,
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    stopped: kopf.DaemonStopped,
+    **kwargs: Any,
+) -> None:
+    """The rollout's reconcile loop (a kopf daemon: started per rollout, stopped on
+    deletion or shutdown, after the reconcile in progress has finished)."""
+    runtime = runtime_of(memo)
+    attach_cluster(runtime, kwargs)
+    key = key_of(body)
+    runtime.wakeups.register(key)
+    # kopf hands async daemons an awaitable stop flag (its type stubs name the base class).
+    stop = asyncio.ensure_future(cast(Awaitable[Any], stopped.wait()))
+    delay: float | None = 0.0
+    try:
+        while not stopped:
+            woken = asyncio.ensure_future(runtime.wakeups.wait(key, delay))
+            await asyncio.wait({woken, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if stopped:
+                woken.cancel()
+                break
+            delay = await reconcile_once(runtime, body, logger)
+    finally:
+        stop.cancel()
+        runtime.wakeups.unregister(key)
 
 
-async def rollout_tick(body: kopf.Body, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    """Periodic reconcile: advances the analysis clock and repairs drifted children."""
-    await reconcile_body(body, memo, logger)
+async def rollout_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Any change of a rollout (spec, status, annotations): wake its loop."""
+    runtime_of(memo).wakeups.wake(key_of(body))
 
 
 async def rollout_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
@@ -83,12 +134,13 @@ def mirrors_a_route(spec: kopf.Spec, **_: Any) -> bool:
     return bool(traffic.get("source") == TrafficSourceType.MIRROR.value)
 
 
-async def rollout_unmirrored(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def rollout_unmirrored(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
     """Remove the rollout's RequestMirror filters from every route of its namespace."""
     namespace, name = str(body.metadata.namespace), str(body.metadata.name)
     runtime = runtime_of(memo)
+    attach_cluster(runtime, kwargs)
     try:
-        routes = await observe_routes(runtime, namespace)
+        routes = await observe_routes(runtime, namespace, None)
         await steer_mirrors(runtime, namespace, name, None, None, routes)
     except ApiException as error:
         raise kopf.TemporaryError(
@@ -96,21 +148,19 @@ async def rollout_unmirrored(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None
         ) from error
 
 
-def register_rollout_handlers(registry: kopf.OperatorRegistry, settings: OperatorSettings) -> None:
-    """Register the rollout handlers into `registry` with the configured timer interval."""
-    for decorator in (kopf.on.create, kopf.on.update, kopf.on.resume):
-        decorator(*RESOURCE, registry=registry, id=f"{decorator.__name__}-reconcile")(
-            rollout_changed
-        )
-    kopf.timer(
+def register_rollout_handlers(registry: kopf.OperatorRegistry) -> None:
+    """Register the rollout's loop, its wake-up, and its deletion handlers."""
+    # On stop the loop finishes its reconcile and exits; after 20 s it is cancelled.
+    kopf.daemon(
         *RESOURCE,
         registry=registry,
-        interval=settings.reconcile_interval_seconds,
-        initial_delay=1.0,
-        id="tick",
-    )(rollout_tick)
+        id="reconcile",
+        cancellation_backoff=20.0,
+        cancellation_timeout=5.0,
+    )(rollout_loop)
+    kopf.on.event(*RESOURCE, registry=registry, id="wake")(rollout_event)
     # optional: a failing cleanup never holds a deletion up. (Every rollout carries kopf's
-    # finalizer anyway: kopf adds it for the timer, to stop the timer before the object goes.)
+    # finalizer anyway: kopf adds it for the daemon, to stop it before the object goes.)
     kopf.on.delete(*RESOURCE, registry=registry, optional=True, id="cleanup")(rollout_deleted)
     # Mirror rollouts edit a route they do not own: not optional, so the finalizer stays
     # until the filters are gone.

@@ -4,24 +4,29 @@ the rollout's config was validated for; a mismatch turns Degraded on (see
 
 from __future__ import annotations
 
-from specdecode.adapters.engine_version import EngineVersionSource, HttpEngineVersions
+import dataclasses
+
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision
 from specdecode.domain.engine_version import with_version_check
+from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.runtime import Runtime
 
 
 async def with_engine_version_check(
     runtime: Runtime,
-    namespace: str,
-    rollout: str,
+    ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
     old: SpecDecodeRolloutStatus,
-    new: SpecDecodeRolloutStatus,
-    source: EngineVersionSource | None = None,
-) -> SpecDecodeRolloutStatus:
-    """`new`, with Degraded=True while a ready engine pod runs another vLLM release."""
-    versions = source if source is not None else HttpEngineVersions(runtime.kube)
-    running = await versions.running_versions(namespace, rollout, spec.engine.port)
+    decision: Decision,
+) -> Decision:
+    """`decision`, its status with Degraded=True while a ready engine pod runs another
+    vLLM release than the one the spec was validated for."""
+    pods = runtime.cluster.rollout_pods(ref.namespace, ref.name)
+    running = await runtime.engine_versions.running_versions(pods, spec.engine.port)
     expected = spec.engine.effective_vllm_version
-    return with_version_check(old, new, expected, running, runtime.clock.now())
+    checked = with_version_check(old, decision.status, expected, running, runtime.clock.now())
+    if checked is decision.status:
+        return decision
+    return dataclasses.replace(decision, status=checked)

@@ -11,12 +11,18 @@ finds the same pods, and they kept measuring while it was away.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 from specdecode.adapters.kube.endpoints import ready_endpoints
-from specdecode.adapters.kube.load_pods import LoadPod, create_pod, delete_pod, list_load_pods
+from specdecode.adapters.kube.load_pods import (
+    LoadPod,
+    create_pod,
+    delete_pod,
+    observed_load_pods,
+)
 from specdecode.adapters.kube.prompt_source import read_prompt_text
-from specdecode.adapters.load.pods import SIDES, plan_hash, render_load_pods
+from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, plan_hash, render_load_pods
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
 from specdecode.adapters.render import Owner, child_name
 from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
@@ -28,6 +34,9 @@ from specdecode.domain.prompts import PromptSourceError, parse_jsonl
 from specdecode.reconciler.runtime import Runtime
 
 LOAD_SOURCE = "shadow-load pods"
+# How often the engines' endpoints are looked up again while load pods run (an engine pod
+# that restarted gets a new address); pods being created always get fresh ones.
+ENDPOINT_REFRESH_SECONDS = 15.0
 
 
 def uses_load_pods(spec: SpecDecodeRolloutSpec | None) -> bool:
@@ -35,9 +44,9 @@ def uses_load_pods(spec: SpecDecodeRolloutSpec | None) -> bool:
     return spec is not None and spec.analysis.traffic.source is TrafficSourceType.PROMPTS
 
 
-async def observe_load_pods(runtime: Runtime, namespace: str, rollout: str) -> list[LoadPod]:
-    """The rollout's load pods, for one reconcile."""
-    return await asyncio.to_thread(list_load_pods, runtime.kube, namespace, rollout)
+def observe_load_pods(runtime: Runtime, namespace: str, rollout: str) -> list[LoadPod]:
+    """The rollout's load pods, from the watched cache (a pod's change wakes the rollout)."""
+    return observed_load_pods(runtime.cluster.rollout_pods(namespace, rollout, LOAD_ROLE))
 
 
 async def prompt_problem(
@@ -120,7 +129,14 @@ async def sync_load_pods(
     for pod in pods:
         if pod.name not in keep and not pod.deleting:
             await asyncio.to_thread(delete_pod, runtime.kube, owner.namespace, pod.name)
+    key = f"{owner.namespace}/{owner.name}"
     if wanted is None or spec is None:
+        runtime.endpoints_pushed_at.pop(key, None)
+        return
+    running = _current(pods, wanted)
+    last = runtime.endpoints_pushed_at.get(key)
+    refresh = last is None or time.monotonic() - last >= ENDPOINT_REFRESH_SECONDS
+    if len(running) == 2 * wanted.shape.pods_per_side and not refresh:
         return
     endpoints = {
         side: await asyncio.to_thread(
@@ -128,12 +144,13 @@ async def sync_load_pods(
         )
         for side in SIDES
     }
+    runtime.endpoints_pushed_at[key] = time.monotonic()
     desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
     absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
     if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
         for wanted_pod in absent:
             await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
-    for pod in _current(pods, wanted):
+    for pod in running:
         urls = endpoints.get(ChildRole(pod.side), [])
         if pod.report_url is not None and tuple(urls) != pod.endpoints:
             await push_endpoints(runtime.http, pod.report_url, urls)

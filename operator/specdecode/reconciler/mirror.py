@@ -5,9 +5,9 @@ traffic for a stage of a Mirror rollout, the route's rules toward production mir
 `mirrorPercent` of live requests to the baseline and the candidate Services; at any other
 time (no stage running, promotion, rollback, a spec switched to Prompts, the rollout
 deleted) none of ours remain on any route of the namespace. Checked on every reconcile, so
-an edit or a GitOps sync that drops or changes our filters is repaired within one interval.
-The namespace's routes are listed once per reconcile (`observe_routes`) and that listing
-serves both the observation before `decide` and the patches after it.
+an edit or a GitOps sync that drops or changes our filters is repaired.
+The namespace's routes come from the watched cache (`observe_routes`); a route edit wakes
+the namespace's rollouts, so a dropped filter is repaired at once.
 """
 
 from __future__ import annotations
@@ -56,8 +56,19 @@ def wanted_mirrors(
     )
 
 
-async def observe_routes(runtime: Runtime, namespace: str) -> Routes:
-    """The namespace's HTTPRoutes (or why they cannot be read), for one reconcile."""
+async def observe_routes(
+    runtime: Runtime, namespace: str, spec: SpecDecodeRolloutSpec | None
+) -> Routes:
+    """The namespace's HTTPRoutes, from the watched cache.
+
+    Only when a Mirror rollout's route is missing from the cache is the API asked (one
+    LIST), to tell "absent" from "the Gateway API is not installed" or "not allowed".
+    """
+    routes = runtime.cluster.namespace_routes(namespace)
+    wanted = wanted_mirrors("", spec, None).route
+    names = {(r.get("metadata") or {}).get("name") for r in routes}
+    if wanted is None or wanted in names:
+        return routes
     return await asyncio.to_thread(list_routes, runtime.kube, namespace)
 
 

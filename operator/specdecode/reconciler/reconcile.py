@@ -1,29 +1,32 @@
 """One reconcile of one rollout: observe, decide, apply. A straight sequence of steps.
 
 1. parse the spec (an invalid one becomes a Failed status, never an exception loop);
-2. observe children, the action annotation, and the current stage's measurements;
+2. observe children, the action annotation, and the current stage's measurements; children
+   and routes come from the watched cache (`runtime.cluster`), not from the API server;
 3. `decide(spec, status, observations, now)`: pure, in the domain;
-4. apply: render and server-side apply children, prune shadows, keep the stage run's
-   load pods (Prompts traffic) or mirrors (Mirror traffic), write the status whole,
-   consume the action annotation; the handler emits the events.
-Every step is idempotent, so a reconcile interrupted anywhere is simply run again.
+4. apply (`_apply`, the one path every decision takes, the invalid-spec one included):
+   post the transition's Events (named so a repeat is refused), write the status guarded by
+   the resourceVersion it was computed from, then make children, the stage run's load pods
+   (Prompts traffic) and route mirrors (Mirror traffic) match the decision, writing only
+   what the cache shows to differ, and consume the action annotation.
+Every step is idempotent, so a reconcile interrupted anywhere is simply run again; a copy
+of the rollout older than our own last write raises `StaleRollout` before anything is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from specdecode.adapters.kube.children import apply_children, observe_children, prune_shadows
+from specdecode.adapters.kube.children import observe_children
 from specdecode.adapters.kube.load_pods import LoadPod
-from specdecode.adapters.kube.rollouts import clear_action, patch_status
+from specdecode.adapters.kube.rollouts import StaleRollout
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.adapters.render import Owner, child_name, render_children
+from specdecode.adapters.render import child_name
 from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
@@ -38,6 +41,14 @@ from specdecode.domain.observations import (
     ServerStepHistograms,
     StageObservations,
 )
+from specdecode.domain.stages import evaluation_due
+from specdecode.reconciler.apply import (
+    RolloutRef,
+    apply_children_of,
+    apply_mirrors_and_action,
+    commit_status,
+    next_reconcile_in,
+)
 from specdecode.reconciler.engine_version import with_engine_version_check
 from specdecode.reconciler.load import (
     observe_load_pods,
@@ -46,28 +57,10 @@ from specdecode.reconciler.load import (
     sync_load_pods,
     uses_load_pods,
 )
-from specdecode.reconciler.mirror import mirror_problem, observe_routes, steer_mirrors
+from specdecode.reconciler.mirror import mirror_problem, observe_routes
 from specdecode.reconciler.runtime import Runtime
 
-
-@dataclass(frozen=True)
-class RolloutRef:
-    """The identity of the object being reconciled."""
-
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-
-    @property
-    def key(self) -> str:
-        """ "namespace/name", the key of per-rollout runtime state."""
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def owner(self) -> Owner:
-        """The owner of the rollout's children and load pods."""
-        return Owner(self.name, self.namespace, self.uid)
+__all__ = ["RolloutRef", "StaleRollout", "next_reconcile_in", "parse_status", "reconcile"]
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -86,51 +79,53 @@ async def reconcile(
     annotations: Mapping[str, str],
 ) -> Decision:
     """Bring the rollout's children, traffic and status in line with its spec."""
+    if ref.resource_version and runtime.superseded.get(ref.key) == ref.resource_version:
+        raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
     now = runtime.clock.now()
     status = parse_status(raw_status)
+    action = annotations.get(ACTION_ANNOTATION)
     try:
         spec = SpecDecodeRolloutSpec.model_validate(dict(raw_spec))
     except ValidationError as error:
         decision = decide_invalid_spec(status, _validation_message(error), ref.generation, now)
-        pods = await observe_load_pods(runtime, ref.namespace, ref.name)
-        await sync_load_pods(runtime, ref.owner, None, None, pods)
-        routes = await observe_routes(runtime, ref.namespace)
-        await steer_mirrors(runtime, ref.namespace, ref.name, None, None, routes)
-        await _write_status(runtime, ref, status, decision.status)
+        await _apply(runtime, ref, None, status, decision, None)
         return decision
 
-    children = await asyncio.to_thread(observe_children, runtime.kube, ref.namespace, ref.name)
-    routes = await observe_routes(runtime, ref.namespace)
-    pods = await observe_load_pods(runtime, ref.namespace, ref.name)
+    children = observe_children(
+        runtime.cluster.rollout_deployments(ref.namespace, ref.name),
+        runtime.cluster.rollout_pods(ref.namespace, ref.name),
+    )
+    routes = await observe_routes(runtime, ref.namespace, spec)
+    pods = observe_load_pods(runtime, ref.namespace, ref.name)
     observations = Observations(
         generation=ref.generation,
         children=children,
-        action=annotations.get(ACTION_ANNOTATION),
+        action=action,
         stage=await _observe_stage(runtime, ref, spec, status, pods, now.timestamp()),
         traffic_error=await _traffic_problem(runtime, ref, spec, status, pods)
         or mirror_problem(routes, ref.name, spec),
     )
     decision = decide(spec, status, observations, now)
-
-    objects = render_children(ref.name, ref.namespace, ref.uid, spec, decision.children)
-    manager = runtime.settings.field_manager
-    await asyncio.to_thread(apply_children, runtime.kube, objects, manager)
-    await asyncio.to_thread(
-        prune_shadows, runtime.kube, ref.namespace, ref.name, decision.children.shadows
-    )
-    plan = decision.traffic
-    await sync_load_pods(runtime, ref.owner, spec, plan, pods)
-    await steer_mirrors(runtime, ref.namespace, ref.name, spec, plan, routes)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
-    checked = await with_engine_version_check(
-        runtime, ref.namespace, ref.name, spec, status, decision.status
-    )
-    await _write_status(runtime, ref, status, checked)
-    if decision.clear_action and observations.action is not None:
-        await asyncio.to_thread(
-            clear_action, runtime.kube, ref.namespace, ref.name, observations.action
-        )
+    decision = await with_engine_version_check(runtime, ref, spec, status, decision)
+    await _apply(runtime, ref, spec, status, decision, action)
     return decision
+
+
+async def _apply(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec | None,
+    old: SpecDecodeRolloutStatus,
+    decision: Decision,
+    action: str | None,
+) -> None:
+    """Make the world match `decision`; `spec` None: unreadable (production left as is)."""
+    await commit_status(runtime, ref, old, decision)
+    await apply_children_of(runtime, ref, spec, decision)
+    pods = observe_load_pods(runtime, ref.namespace, ref.name)
+    await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods)
+    await apply_mirrors_and_action(runtime, ref, spec, decision, action)
 
 
 async def _traffic_problem(
@@ -162,6 +157,8 @@ async def _observe_stage(
     stage_status, stage_spec = status.stages[index], spec.analysis.stages[index]
     if stage_status.measure_from is None or stage_status.measure_from.timestamp() > now:
         return None
+    if not evaluation_due(stage_status, spec.analysis.interval_seconds, runtime.clock.now()):
+        return None  # no look is due: ask neither Prometheus nor the load pods
     since = stage_status.measure_from.timestamp()
     acceptance = None
     if any(gate.type is GateType.ACCEPTANCE for gate in stage_spec.gates):
@@ -207,17 +204,6 @@ async def _server_step_itl(
     if isinstance(candidate, MetricError):
         return candidate
     return ServerStepHistograms(baseline=baseline, candidate=candidate)
-
-
-async def _write_status(
-    runtime: Runtime,
-    ref: RolloutRef,
-    old: SpecDecodeRolloutStatus,
-    new: SpecDecodeRolloutStatus,
-) -> None:
-    if new != old:
-        await asyncio.to_thread(patch_status, runtime.kube, ref.namespace, ref.name, new)
-    runtime.metrics.observe(ref.namespace, ref.name, old, new)
 
 
 def _validation_message(error: ValidationError) -> str:

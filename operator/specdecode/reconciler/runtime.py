@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 import httpx
 
 from specdecode.adapters.clock import Clock, SystemClock
+from specdecode.adapters.engine_version import EngineVersions
+from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.metrics import AcceptanceSource, StepLatencySource, make_metric_source
 from specdecode.adapters.telemetry import OperatorMetrics
+from specdecode.reconciler.wakeups import Wakeups
 from specdecode.settings import OperatorSettings
 
 
@@ -33,17 +36,39 @@ class Runtime:
     http: httpx.AsyncClient
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
+    cluster: ClusterView = field(default_factory=ClusterView)
+    """The watched children, pods and routes (kopf's indexes, attached by the handlers)."""
+    wakeups: Wakeups = field(default_factory=Wakeups)
+    superseded: dict[str, str] = field(default_factory=dict)
+    """Per rollout, the resourceVersion our last status write replaced: a copy of the
+    rollout still at that version is stale (the watch has not delivered our write yet)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    # When each rollout's load pods were last told the engine endpoints (monotonic seconds):
+    # discovery runs once per refresh interval, not on every reconcile.
+    endpoints_pushed_at: dict[str, float] = field(default_factory=dict)
+    # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
+    # the one request the operator sends an engine (reconciler/engine_version.py).
+    engine_versions: EngineVersions = field(default_factory=EngineVersions)
 
     @classmethod
-    def create(cls, settings: OperatorSettings, kubeconfig: str | None = None) -> Runtime:
-        """Connect to the API server and Prometheus as the settings say."""
+    def create(
+        cls,
+        settings: OperatorSettings,
+        kubeconfig: str | None = None,
+        metrics: OperatorMetrics | None = None,
+    ) -> Runtime:
+        """Connect to the API server and Prometheus as the settings say.
+
+        `metrics`: the process's registry, if it is already served (it outlives kopf).
+        """
         prometheus = make_metric_source(
             "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
         )
+        metrics = metrics or OperatorMetrics()
         return cls(
             settings=settings,
-            kube=KubeClients.connect(kubeconfig),
+            kube=KubeClients.connect(kubeconfig, on_request=metrics.count_request),
+            metrics=metrics,
             acceptance=prometheus,
             step_latency=prometheus,
             http=httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)),
@@ -55,7 +80,11 @@ class Runtime:
 
     def forget(self, namespace: str, name: str) -> None:
         """Drop a deleted rollout's lock and metric series."""
-        self._locks.pop(f"{namespace}/{name}", None)
+        key = f"{namespace}/{name}"
+        self._locks.pop(key, None)
+        self.superseded.pop(key, None)
+        self.endpoints_pushed_at.pop(key, None)
+        self.wakeups.unregister(key)
         self.metrics.forget(namespace, name)
 
     async def close(self) -> None:

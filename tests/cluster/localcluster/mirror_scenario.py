@@ -81,4 +81,5 @@ def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
             },
         }
     }
-    return merged(load_example(), patch)
+    rollout: dict[str, Any] = merged(load_example(), patch)
+    return rollout

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 
-from specdecode.adapters.engine_version import HttpEngineVersions
+from specdecode.adapters.engine_version import EngineVersions
 from specdecode.api.status import Condition, ConditionStatus, SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.engine_version import (
@@ -23,33 +22,33 @@ pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
 
-def _pod(name: str, ip: str, role: str | None, ready: bool) -> Any:
+def _pod(name: str, ip: str, role: str | None, ready: bool) -> dict[str, Any]:
     labels = {"specdecode.io/rollout": "r"} | ({"specdecode.io/role": role} if role else {})
-    condition = SimpleNamespace(type="Ready", status="True" if ready else "False")
-    return SimpleNamespace(
-        metadata=SimpleNamespace(name=name, labels=labels),
-        status=SimpleNamespace(pod_ip=ip, conditions=[condition]),
-    )
+    return {
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels},
+        "status": {
+            "podIP": ip,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
-class FakeKube:
-    def __init__(self, pods: list[Any]) -> None:
-        self.core = SimpleNamespace(list_namespaced_pod=lambda ns, label_selector: self._list(pods))
+class VersionServer:
+    """Answers GET /version per pod IP and counts the requests."""
 
-    @staticmethod
-    def _list(pods: list[Any]) -> Any:
-        return SimpleNamespace(items=pods)
+    def __init__(self) -> None:
+        self.asked: list[str] = []
 
-
-def _answer(request: httpx.Request) -> httpx.Response:
-    versions = {"10.0.0.1": "0.33.0", "10.0.0.2": "0.11.2"}
-    if request.url.host == "10.0.0.4":
-        return httpx.Response(404, json={"detail": "Not Found"})
-    assert request.url.path == "/version" and request.url.port == 8000
-    return httpx.Response(200, json={"version": versions[request.url.host]})
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.asked.append(request.url.host)
+        if request.url.host == "10.0.0.4":
+            return httpx.Response(404, json={"detail": "Not Found"})
+        assert request.url.path == "/version" and request.url.port == 8000
+        versions = {"10.0.0.1": "0.33.0", "10.0.0.2": "0.11.2"}
+        return httpx.Response(200, json={"version": versions[request.url.host]})
 
 
-async def test_asks_ready_engine_pods_and_skips_the_rest() -> None:
+async def test_asks_ready_engine_pods_once_each_and_skips_the_rest() -> None:
     pods = [
         _pod("prod-0", "10.0.0.1", "production", ready=True),
         _pod("cand-0", "10.0.0.2", "candidate", ready=True),
@@ -57,12 +56,13 @@ async def test_asks_ready_engine_pods_and_skips_the_rest() -> None:
         _pod("load-0", "10.0.0.9", None, ready=True),  # a load pod: not an engine
         _pod("odd-0", "10.0.0.4", "baseline", ready=True),  # no /version: unknown
     ]
-    source = HttpEngineVersions(FakeKube(pods), transport=httpx.MockTransport(_answer))  # type: ignore[arg-type]
-    running = await source.running_versions("ns", "r", 8000)
-    assert sorted(running, key=lambda r: r.pod) == [
-        RunningVersion("cand-0", "0.11.2"),
-        RunningVersion("prod-0", "0.33.0"),
-    ]
+    server = VersionServer()
+    source = EngineVersions(transport=httpx.MockTransport(server))
+    expected = [RunningVersion("prod-0", "0.33.0"), RunningVersion("cand-0", "0.11.2")]
+    assert await source.running_versions(pods, 8000) == expected
+    assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4"]
+    assert await source.running_versions(pods, 8000) == expected
+    assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4", "10.0.0.4"]
 
 
 def _status(degraded: bool, reason: str, since: datetime) -> SpecDecodeRolloutStatus:

@@ -144,3 +144,13 @@ def test_a_baseline_pod_never_matches_the_candidates_selector() -> None:
     assert pattern.fullmatch("llama-candidate-7d9f8c6b5-x2x9z")
     assert not pattern.fullmatch("llama-baseline-7d9f8c6b5-x2x9z")
     assert not pattern.fullmatch("llama-7d9f8c6b5-x2x9z")
+
+
+@pytest.mark.parametrize("row", [{"metric": {}}, {"value": []}, {"value": None}])
+async def test_a_malformed_answer_is_a_metric_error_not_an_exception(
+    monkeypatch: pytest.MonkeyPatch, row: dict[str, Any]
+) -> None:
+    metrics = PrometheusMetrics("http://prometheus:9090", timeout_seconds=5.0)
+    monkeypatch.setattr(metrics._client, "custom_query", lambda *_, **__: [row])
+    found = await metrics.acceptance(CANDIDATE, END - timedelta(seconds=90), END)
+    assert isinstance(found, MetricError) and "malformed response" in found.message

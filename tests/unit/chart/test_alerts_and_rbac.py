@@ -25,7 +25,14 @@ OPERATOR_SOURCE = REPO / "operator" / "specdecode"
 CLIENT_CALL = re.compile(
     r"\.(list|read|patch|delete|create|replace)_namespaced_(\w+?)\(\s*(ROUTE_GROUP)?"
 )
-VERB = {"list": "list", "read": "get", "patch": "patch", "delete": "delete", "create": "create"}
+VERB = {
+    "list": "list",
+    "read": "get",
+    "patch": "patch",
+    "delete": "delete",
+    "create": "create",
+    "replace": "update",
+}
 RESOURCE = {
     "config_map": ("", "configmaps"),
     "secret": ("", "secrets"),
@@ -36,7 +43,11 @@ RESOURCE = {
     "custom_object": ("specdecode.io", "specdecoderollouts"),
     "custom_object_status": ("specdecode.io", "specdecoderollouts/status"),
     "custom_objectROUTE_GROUP": ("gateway.networking.k8s.io", "httproutes"),
+    "event": ("", "events"),
+    "lease": ("coordination.k8s.io", "leases"),
 }
+# Granted by a Role in the operator's own namespace, not in the watched namespaces.
+LEADER_ELECTION = {("coordination.k8s.io", "leases")}
 # Templates of server-side-applied children; load pods are created (a client call, counted
 # above), never applied, so their template adds nothing here.
 TEMPLATE_KINDS = {
@@ -44,11 +55,15 @@ TEMPLATE_KINDS = {
     "service": ("", "services"),
     "load-pod": None,
 }
-# What kopf itself does: list+watch the served resource, patch its progress annotations,
-# post core/v1 Events.
+# What kopf itself does: list+watch the served resource and the watched children (the
+# operator's cache, handlers/watches.py), patch its progress annotations, post Events.
 KOPF = {
     ("specdecode.io", "specdecoderollouts"): {"list", "watch", "patch"},
     ("", "events"): {"create"},
+    ("apps", "deployments"): {"list", "watch"},
+    ("", "services"): {"list", "watch"},
+    ("", "pods"): {"list", "watch"},
+    ("gateway.networking.k8s.io", "httproutes"): {"list", "watch"},
 }
 Rules = dict[tuple[str, str], set[str]]
 
@@ -89,7 +104,14 @@ def derived_from_code() -> Rules:
 
 
 def test_namespaced_rules_are_exactly_what_the_code_uses() -> None:
-    assert rules_of(defined_block("specdecode-operator.namespacedRules")) == derived_from_code()
+    derived = {k: v for k, v in derived_from_code().items() if k not in LEADER_ELECTION}
+    assert rules_of(defined_block("specdecode-operator.namespacedRules")) == derived
+
+
+def test_leader_election_rules_are_exactly_what_the_code_uses() -> None:
+    derived = {k: v for k, v in derived_from_code().items() if k in LEADER_ELECTION}
+    assert derived, "the Lease calls were not found in the source"
+    assert rules_of(defined_block("specdecode-operator.leaderElectionRules")) == derived
 
 
 def test_no_wildcards_and_secrets_are_get_only() -> None:

@@ -8,16 +8,18 @@ reports into one window per side, and a pod that answers garbage into a metric E
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 import yaml
 from kubernetes.client import ApiException
 
+from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.load.pods import plan_hash, render_load_pods
 from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec
@@ -55,16 +57,6 @@ class FakeCore:
         self.config_maps: dict[str, dict[str, str]] = {}
         self.calls: list[str] = []
 
-    def list_namespaced_pod(self, namespace: str, label_selector: str) -> Any:
-        self.calls.append("list pods")
-        wanted = dict(pair.split("=") for pair in label_selector.split(","))
-        items = [
-            _pod_object(p)
-            for p in self.pods.values()
-            if all(p["metadata"]["labels"].get(k) == v for k, v in wanted.items())
-        ]
-        return SimpleNamespace(items=items)
-
     def create_namespaced_pod(self, namespace: str, body: dict[str, Any]) -> None:
         self.calls.append(f"create {body['metadata']['name']}")
         self.pods[body["metadata"]["name"]] = body
@@ -80,26 +72,40 @@ class FakeCore:
         return SimpleNamespace(data=self.config_maps[name])
 
 
-def _pod_object(manifest: dict[str, Any]) -> Any:
-    index = int(manifest["metadata"]["labels"]["specdecode.io/shard"])
-    side = manifest["metadata"]["labels"]["specdecode.io/side"]
-    ip = f"10.1.{0 if side == 'baseline' else 1}.{index + 1}"
-    return SimpleNamespace(
-        metadata=SimpleNamespace(
-            name=manifest["metadata"]["name"],
-            labels=manifest["metadata"]["labels"],
-            deletion_timestamp=None,
-        ),
-        status=SimpleNamespace(
-            pod_ip=ip, conditions=[SimpleNamespace(type="Ready", status="True")]
-        ),
-        spec=SimpleNamespace(
-            containers=[SimpleNamespace(args=manifest["spec"]["containers"][0]["args"])]
-        ),
-    )
+class WatchedPods(Mapping[tuple[str, str], list[dict[str, Any]]]):
+    """The operator's pod index as the watch would fill it from the fake API server."""
+
+    def __init__(self, core: FakeCore) -> None:
+        self.core = core
+
+    def __getitem__(self, key: tuple[str, str]) -> list[dict[str, Any]]:
+        pods = [_running(p) for p in self.core.pods.values()]
+        found = [p for p in pods if p["metadata"]["labels"]["specdecode.io/rollout"] == key[1]]
+        if not found:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter([("team-a", "llama-8b")] if self.core.pods else [])
+
+    def __len__(self) -> int:
+        return 1 if self.core.pods else 0
+
+
+def _running(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as the kubelet reports it: an address and Ready."""
+    labels = manifest["metadata"]["labels"]
+    index = int(labels["specdecode.io/shard"])
+    ip = f"10.1.{0 if labels['specdecode.io/side'] == 'baseline' else 1}.{index + 1}"
+    status = {"podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]}
+    return {**manifest, "status": status}
+
+
+LOOKUPS: list[str] = []
 
 
 def endpoint_slices(namespace: str, label_selector: str) -> Any:
+    LOOKUPS.append(label_selector)
     service = label_selector.split("=")[1]
     ip = "10.2.0.1" if service.endswith("baseline") else "10.2.0.2"
     endpoint = SimpleNamespace(addresses=[ip], conditions=SimpleNamespace(ready=True))
@@ -113,7 +119,10 @@ def runtime(core: FakeCore, handler: Any = None) -> Runtime:
         core=core, discovery=SimpleNamespace(list_namespaced_endpoint_slice=endpoint_slices)
     )
     transport = httpx.MockTransport(handler or (lambda request: httpx.Response(404)))
+    cluster = ClusterView()
+    cluster.attach({}, {}, WatchedPods(core), {})
     return Runtime(
+        cluster=cluster,
         settings=OperatorSettings(load_image="operator:test"),
         kube=kube,  # type: ignore[arg-type]
         acceptance=None,  # type: ignore[arg-type]
@@ -124,7 +133,7 @@ def runtime(core: FakeCore, handler: Any = None) -> Runtime:
 
 def with_prompts(name: str) -> SpecDecodeRolloutSpec:
     wire = SPEC.to_wire()
-    analysis = dict(wire["analysis"])  # type: ignore[arg-type]
+    analysis = dict(cast("dict[str, Any]", wire["analysis"]))
     analysis["traffic"] = {"configMapRef": {"name": name, "key": "p.jsonl"}}
     wire["analysis"] = analysis
     return SpecDecodeRolloutSpec.model_validate(wire)
@@ -133,7 +142,7 @@ def with_prompts(name: str) -> SpecDecodeRolloutSpec:
 async def test_sync_creates_the_run_pods_then_deletes_them_when_the_plan_ends() -> None:
     core = FakeCore()
     rt = runtime(core)
-    await sync_load_pods(rt, OWNER, SPEC, PLAN, await observe_load_pods(rt, "team-a", "llama-8b"))
+    await sync_load_pods(rt, OWNER, SPEC, PLAN, observe_load_pods(rt, "team-a", "llama-8b"))
     assert sorted(core.pods) == sorted(p.name for p in render_load_pods(OWNER, SPEC, PLAN, {}, "x"))
     (pod,) = [
         p
@@ -142,14 +151,16 @@ async def test_sync_creates_the_run_pods_then_deletes_them_when_the_plan_ends() 
     ]
     assert "http://10.2.0.2:8000" in pod["spec"]["containers"][0]["args"]
     core.calls.clear()
-    pods = await observe_load_pods(rt, "team-a", "llama-8b")
+    LOOKUPS.clear()
+    pods = observe_load_pods(rt, "team-a", "llama-8b")
     await sync_load_pods(rt, OWNER, SPEC, PLAN, pods)
-    assert core.calls == ["list pods"]  # converged: no writes
+    assert core.calls == []  # converged: no writes
+    assert LOOKUPS == []  # endpoints were looked up moments ago: not again every reconcile
     await sync_load_pods(rt, OWNER, SPEC, None, pods)
     assert not core.pods
     core.calls.clear()
-    await sync_load_pods(rt, OWNER, SPEC, None, await observe_load_pods(rt, "team-a", "llama-8b"))
-    assert core.calls == ["list pods"]  # nothing to delete: no DELETE of absent pods
+    await sync_load_pods(rt, OWNER, SPEC, None, observe_load_pods(rt, "team-a", "llama-8b"))
+    assert core.calls == []  # nothing to delete: no DELETE of absent pods
 
 
 async def test_a_new_stage_run_replaces_the_old_pods() -> None:
@@ -157,7 +168,7 @@ async def test_a_new_stage_run_replaces_the_old_pods() -> None:
     rt = runtime(core)
     await sync_load_pods(rt, OWNER, SPEC, PLAN, [])
     rerun = TrafficPlan(**{**PLAN.__dict__, "started_at": datetime(2026, 1, 2, tzinfo=UTC)})
-    await sync_load_pods(rt, OWNER, SPEC, rerun, await observe_load_pods(rt, "team-a", "llama-8b"))
+    await sync_load_pods(rt, OWNER, SPEC, rerun, observe_load_pods(rt, "team-a", "llama-8b"))
     assert {p["metadata"]["labels"]["specdecode.io/load-plan"] for p in core.pods.values()} == {
         plan_hash(rerun)
     }
@@ -191,7 +202,7 @@ async def test_reports_become_one_window_per_side_and_garbage_is_an_error() -> N
 
     rt = runtime(core, pods_answer)
     await sync_load_pods(rt, OWNER, SPEC, PLAN, [])
-    pods = await observe_load_pods(rt, "team-a", "llama-8b")
+    pods = observe_load_pods(rt, "team-a", "llama-8b")
     baseline, candidate = await read_windows(rt, PLAN, pods, since=100.0, now=110.0)
     assert isinstance(baseline, LatencySamples) and isinstance(candidate, LatencySamples)
     assert baseline.per_chunk_itl.total == 50 and candidate.per_chunk_itl.total == 50

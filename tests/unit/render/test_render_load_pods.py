@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from render_cases import UID, example_spec
@@ -54,7 +54,7 @@ def args_of(pod: dict[str, Any]) -> dict[str, list[str]]:
 
 def with_traffic(**traffic: Any) -> SpecDecodeRolloutSpec:
     wire = SPEC.to_wire()
-    analysis = dict(wire["analysis"])  # type: ignore[arg-type]
+    analysis = dict(cast("dict[str, Any]", wire["analysis"]))
     analysis["traffic"] = {**analysis.get("traffic", {}), **traffic}
     wire["analysis"] = analysis
     return SpecDecodeRolloutSpec.model_validate(wire)

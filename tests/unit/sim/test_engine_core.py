@@ -71,7 +71,8 @@ def make_request(
 
 
 def run(core: EngineCore) -> list[StepReport]:
-    reports, now = [], 0.0
+    reports: list[StepReport] = []
+    now = 0.0
     for _ in range(100_000):
         report = core.step(now)
         if report is None:

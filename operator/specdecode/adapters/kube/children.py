@@ -1,118 +1,183 @@
-"""The engine Deployments and Services a rollout owns: apply, prune, and observe.
+"""The engine Deployments and Services a rollout owns: observe, apply, prune.
 
-Every reconcile re-applies the rendered children with server-side apply, so a child
-deleted or edited by hand is restored on the next pass; shadows the domain no longer wants
-are deleted by name. Observing reads Deployments and their pods back into `ChildState`
-values, including the scheduler's and kubelet's reasons, which become the rollout's "why".
+Observation reads the watched cache (`cache.ClusterView`), never the API server: the
+Deployments and their pods become `ChildState` values, including the scheduler's and
+kubelet's reasons, which become the rollout's "why".
+
+Writes happen only where the cache differs from the rendered objects: `covers` says
+whether an observed object already holds every field the operator renders (the API
+server adds defaults, so "holds" is a subset test with quantities compared by value).
+A child deleted or edited by hand therefore differs, and its watch event triggers the
+reconcile that restores it; an unchanged rollout sends nothing. Shadows the domain no
+longer wants are deleted only if the cache says they exist.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubernetes.client import ApiException
+from kubernetes.utils import parse_quantity
 
+from specdecode.adapters.kube.cache import JsonObject, labels_of, named
 from specdecode.adapters.kube.client import KubeClients
-from specdecode.adapters.render import CONFIG_LABEL, ROLE_LABEL, ROLLOUT_LABEL, child_name
+from specdecode.adapters.render import CONFIG_LABEL, ROLE_LABEL, child_name
 from specdecode.domain.observations import ChildRole, ChildState
 
 SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 
 
-def apply_children(clients: KubeClients, objects: list[dict[str, Any]], manager: str) -> None:
-    """Server-side apply every rendered object (idempotent; repairs drift)."""
+def covers(observed: Any, desired: Any) -> bool:
+    """Whether `observed` already holds every value of `desired` (a rendered object).
+
+    Mappings: each desired key present and covered (extra observed keys are the API
+    server's defaults and status). Lists: same length, covered element by element.
+    Scalars: equal, equal as text (the API server turns `1` into "1" for quantities), or
+    equal as Kubernetes quantities ("1000m" and "1"). A desired None is "unset".
+    """
+    if desired is None:
+        return observed is None
+    if isinstance(desired, Mapping):
+        if not isinstance(observed, Mapping):
+            return False
+        return all(covers(observed.get(key), value) for key, value in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(observed, list) or len(observed) != len(desired):
+            return False
+        return all(covers(o, d) for o, d in zip(observed, desired, strict=True))
+    if isinstance(desired, bool) or isinstance(observed, bool):
+        return observed is desired
+    if observed is None:
+        return False
+    return observed == desired or str(observed) == str(desired) or _same_quantity(observed, desired)
+
+
+def _same_quantity(observed: Any, desired: Any) -> bool:
+    try:
+        return bool(parse_quantity(observed) == parse_quantity(desired))
+    except (ValueError, TypeError, ArithmeticError):
+        return False
+
+
+def stale_objects(
+    rendered: Iterable[dict[str, Any]], observed: Iterable[JsonObject]
+) -> list[dict[str, Any]]:
+    """The rendered objects that are absent from, or differ from, the observed ones."""
+    by_kind_name = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in observed}
+    stale = []
+    for obj in rendered:
+        current = by_kind_name.get((obj["kind"], obj["metadata"]["name"]))
+        if current is None or not covers(current, obj):
+            stale.append(obj)
+    return stale
+
+
+def apply_children(clients: KubeClients, objects: Sequence[dict[str, Any]], manager: str) -> int:
+    """Server-side apply each object (the caller passes only stale ones); how many."""
     for obj in objects:
         clients.server_side_apply(obj, manager)
+    return len(objects)
 
 
-def prune_shadows(clients: KubeClients, namespace: str, rollout: str, keep: bool) -> None:
-    """Delete the baseline and candidate Deployments and Services unless they should stay."""
-    if keep:
-        return
+def shadows_to_delete(
+    rollout: str, deployments: Iterable[JsonObject], services: Iterable[JsonObject]
+) -> list[tuple[str, str]]:
+    """("Deployment" | "Service", name) of every shadow child the cache says exists and
+    is not already being deleted."""
+    deployments, services = list(deployments), list(services)
+    doomed = []
     for role in SHADOW_ROLES:
         name = child_name(rollout, role)
-        _delete_ignoring_absent(
-            lambda n=name: clients.apps.delete_namespaced_deployment(
-                n, namespace, propagation_policy="Background"
-            )
-        )
-        _delete_ignoring_absent(lambda n=name: clients.core.delete_namespaced_service(n, namespace))
+        for kind, objects in (("Deployment", deployments), ("Service", services)):
+            obj = named(objects, name)
+            if obj is not None and not (obj.get("metadata") or {}).get("deletionTimestamp"):
+                doomed.append((kind, name))
+    return doomed
 
 
-def _delete_ignoring_absent(delete: Any) -> None:
-    try:
-        delete()
-    except ApiException as error:
-        if error.status != 404:
-            raise
+def delete_children(clients: KubeClients, namespace: str, doomed: Sequence[tuple[str, str]]) -> int:
+    """Delete the named children (a 404 means another hand was faster); how many."""
+    for kind, name in doomed:
+        try:
+            if kind == "Deployment":
+                clients.apps.delete_namespaced_deployment(
+                    name, namespace, propagation_policy="Background"
+                )
+            else:
+                clients.core.delete_namespaced_service(name, namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+    return len(doomed)
 
 
 def observe_children(
-    clients: KubeClients, namespace: str, rollout: str
+    deployments: Iterable[JsonObject], pods: Iterable[JsonObject]
 ) -> dict[ChildRole, ChildState]:
     """Each child Deployment's readiness, config, and its pods' blocking reasons."""
-    selector = f"{ROLLOUT_LABEL}={rollout}"
-    deployments = clients.apps.list_namespaced_deployment(namespace, label_selector=selector)
-    pods = clients.core.list_namespaced_pod(namespace, label_selector=selector).items
+    pods = list(pods)
+    roles = {r.value for r in ChildRole}
     states: dict[ChildRole, ChildState] = {}
-    for deployment in deployments.items:
-        role_value = _labels(deployment).get(ROLE_LABEL)
-        if role_value not in {r.value for r in ChildRole}:
+    for deployment in deployments:
+        role_value = labels_of(deployment).get(ROLE_LABEL)
+        if role_value not in roles:
             continue
         role = ChildRole(role_value)
-        role_pods = [p for p in pods if _labels(p).get(ROLE_LABEL) == role.value]
+        role_pods = [p for p in pods if labels_of(p).get(ROLE_LABEL) == role.value]
         states[role] = _child_state(deployment, role_pods)
     return states
 
 
-def _labels(obj: Any) -> dict[str, str]:
-    labels: dict[str, str] = (obj.metadata.labels if obj.metadata else None) or {}
-    return labels
-
-
-def _child_state(deployment: Any, pods: list[Any]) -> ChildState:
-    status = deployment.status
-    template_labels = deployment.spec.template.metadata.labels or {}
-    current = (status.observed_generation or 0) >= (deployment.metadata.generation or 0)
+def _child_state(deployment: JsonObject, pods: list[JsonObject]) -> ChildState:
+    status = deployment.get("status") or {}
+    spec = deployment.get("spec") or {}
+    metadata = deployment.get("metadata") or {}
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    current = (status.get("observedGeneration") or 0) >= (metadata.get("generation") or 0)
     fingerprint = template_labels.get(CONFIG_LABEL)
-    live_pods = [p for p in pods if p.metadata.deletion_timestamp is None]
-    current_pods = [
-        p for p in live_pods if (p.metadata.labels or {}).get(CONFIG_LABEL) == fingerprint
-    ]
+    live_pods = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    current_pods = [p for p in live_pods if labels_of(p).get(CONFIG_LABEL) == fingerprint]
     return ChildState(
         exists=True,
         config_fingerprint=fingerprint,
-        desired_replicas=deployment.spec.replicas or 0,
-        ready_replicas=(status.ready_replicas or 0) if current else 0,
-        updated_replicas=(status.updated_replicas or 0) if current else 0,
+        desired_replicas=spec.get("replicas") or 0,
+        ready_replicas=(status.get("readyReplicas") or 0) if current else 0,
+        updated_replicas=(status.get("updatedReplicas") or 0) if current else 0,
         unschedulable_reason=_first(_unschedulable(p) for p in current_pods),
         crash_reason=_first(_crashing(p) for p in current_pods),
     )
 
 
-def _first(reasons: Any) -> str | None:
+def _first(reasons: Iterable[str | None]) -> str | None:
     return next((r for r in reasons if r), None)
 
 
-def _unschedulable(pod: Any) -> str | None:
-    for condition in pod.status.conditions or []:
-        if condition.type == "PodScheduled" and condition.status == "False":
-            return f"pod {pod.metadata.name} unschedulable: {condition.message or condition.reason}"
+def _pod_name(pod: JsonObject) -> str:
+    return str((pod.get("metadata") or {}).get("name"))
+
+
+def _unschedulable(pod: JsonObject) -> str | None:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            why = condition.get("message") or condition.get("reason")
+            return f"pod {_pod_name(pod)} unschedulable: {why}"
     return None
 
 
-def _crashing(pod: Any) -> str | None:
+def _crashing(pod: JsonObject) -> str | None:
     """A container in CrashLoopBackOff (it has exited and been restarted at least once)."""
-    for container in pod.status.container_statuses or []:
-        waiting = container.state.waiting if container.state else None
-        if waiting is None or waiting.reason != "CrashLoopBackOff":
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") != "CrashLoopBackOff":
             continue
-        last = container.last_state.terminated if container.last_state else None
+        last = (container.get("lastState") or {}).get("terminated")
         detail = ""
-        if last is not None:
-            detail = f" (exit code {last.exit_code}: {(last.message or last.reason or '').strip()})"
+        if last:
+            text = (last.get("message") or last.get("reason") or "").strip()
+            detail = f" (exit code {last.get('exitCode')}: {text})"
         return (
-            f"pod {pod.metadata.name} container {container.name} is crash-looping after "
-            f"{container.restart_count} restarts{detail}"
+            f"pod {_pod_name(pod)} container {container.get('name')} is crash-looping after "
+            f"{container.get('restartCount', 0)} restarts{detail}"
         )[:1000]
     return None

@@ -8,6 +8,7 @@ pod's emptyDir keeps its results across them. Deletes go only to pods that exist
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -21,7 +22,7 @@ from specdecode.adapters.load.pods import (
     SHARD_LABEL,
     SIDE_LABEL,
 )
-from specdecode.adapters.render import ROLE_LABEL, ROLLOUT_LABEL
+from specdecode.adapters.render import ROLE_LABEL
 
 
 @dataclass(frozen=True)
@@ -46,31 +47,34 @@ class LoadPod:
         return f"http://{host}:{REPORT_PORT}"
 
 
-def list_load_pods(clients: KubeClients, namespace: str, rollout: str) -> list[LoadPod]:
-    """Every load pod of the rollout (any stage run)."""
-    selector = f"{ROLLOUT_LABEL}={rollout},{ROLE_LABEL}={LOAD_ROLE}"
-    pods = clients.core.list_namespaced_pod(namespace, label_selector=selector).items
-    return [_observed(pod) for pod in pods]
+def observed_load_pods(pods: Sequence[Mapping[str, Any]]) -> list[LoadPod]:
+    """Load pods from the watched cache's JSON copies (no request to the API server)."""
+    return [_observed(pod) for pod in pods if _labels(pod).get(ROLE_LABEL) == LOAD_ROLE]
 
 
-def _observed(pod: Any) -> LoadPod:
-    labels = pod.metadata.labels or {}
-    status = pod.status
-    ready = (
-        any(c.type == "Ready" and c.status == "True" for c in (status.conditions or []))
-        if status
-        else False
+def _labels(pod: Mapping[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = (pod.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def _observed(pod: Mapping[str, Any]) -> LoadPod:
+    labels = _labels(pod)
+    status = pod.get("status") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
     )
-    args = pod.spec.containers[0].args or [] if pod.spec and pod.spec.containers else []
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    args = containers[0].get("args") or []
     endpoints = tuple(args[i + 1] for i, a in enumerate(args[:-1]) if a == "--endpoint")
     return LoadPod(
-        name=pod.metadata.name,
+        name=str(pod["metadata"]["name"]),
         plan=labels.get(PLAN_LABEL, ""),
         side=labels.get(SIDE_LABEL, ""),
         shard=int(labels.get(SHARD_LABEL, "0")),
-        ip=(status.pod_ip if status else None) or None,
+        ip=status.get("podIP") or None,
         ready=ready,
-        deleting=pod.metadata.deletion_timestamp is not None,
+        deleting=pod["metadata"].get("deletionTimestamp") is not None,
         endpoints=endpoints,
     )
 

@@ -1,7 +1,12 @@
 """Reading and writing the SpecDecodeRollout resource itself: status and the action annotation.
 
 Status is written whole (a merge patch with explicit nulls for fields that went away), since
-the domain computes it whole. The action annotation is removed with a JSON patch guarded by
+the domain computes it whole, and only on top of the object it was computed from: the patch
+carries that object's `resourceVersion`, so the API server refuses it (409 Conflict,
+`StaleRollout`) if anything wrote the rollout since. The caller then drops the decision,
+events included, and decides again from the fresher object the watch delivers; a stale
+copy (an operator that restarted, a second replica) can neither undo a newer status nor
+announce a transition twice. The action annotation is removed with a JSON patch guarded by
 a `test` of its value, so a user's newer action written meanwhile is never swallowed.
 """
 
@@ -16,18 +21,46 @@ from specdecode.api import ACTION_ANNOTATION, GROUP, PLURAL, VERSION
 from specdecode.api.status import SpecDecodeRolloutStatus
 
 
-def status_patch_body(status: SpecDecodeRolloutStatus) -> dict[str, Any]:
-    """The merge-patch body that makes the stored status equal `status`."""
-    return {"status": status.model_dump(mode="json", by_alias=True)}
+class StaleRollout(Exception):
+    """The rollout changed since the object a decision was computed from (409 Conflict)."""
+
+
+def status_patch_body(
+    status: SpecDecodeRolloutStatus, resource_version: str | None = None
+) -> dict[str, Any]:
+    """The merge-patch body that makes the stored status equal `status`, guarded by
+    `resource_version` when given."""
+    body: dict[str, Any] = {"status": status.model_dump(mode="json", by_alias=True)}
+    if resource_version:
+        body["metadata"] = {"resourceVersion": resource_version}
+    return body
 
 
 def patch_status(
-    clients: KubeClients, namespace: str, name: str, status: SpecDecodeRolloutStatus
-) -> None:
-    """Replace the rollout's status with the computed one (status subresource)."""
-    clients.custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, PLURAL, name, status_patch_body(status)
-    )
+    clients: KubeClients,
+    namespace: str,
+    name: str,
+    status: SpecDecodeRolloutStatus,
+    resource_version: str | None = None,
+) -> str | None:
+    """Replace the rollout's status with the computed one (status subresource).
+
+    Returns the new resourceVersion (None if the rollout is gone); raises `StaleRollout`
+    if `resource_version` is no longer the current one.
+    """
+    try:
+        answer = clients.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, PLURAL, name, status_patch_body(status, resource_version)
+        )
+    except ApiException as error:
+        if error.status == 409:
+            raise StaleRollout(f"{namespace}/{name} changed since {resource_version}") from error
+        if error.status == 404:
+            return None
+        raise
+    metadata = answer.get("metadata") or {} if isinstance(answer, dict) else {}
+    version = metadata.get("resourceVersion")
+    return str(version) if version else None
 
 
 def clear_action(clients: KubeClients, namespace: str, name: str, value: str) -> bool:

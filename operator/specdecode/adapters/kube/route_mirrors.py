@@ -126,9 +126,8 @@ def route_problem(routes: Routes, wanted: MirrorWanted) -> str | None:
 def list_routes(kube: KubeClients, namespace: str) -> Routes:
     """The namespace's HTTPRoutes, or why they cannot be read (no CRD, no permission).
 
-    Listed once per reconcile: the same listing says whether the spec's route can carry
-    mirrors (before `decide`) and which routes need a patch (after it); a route edited in
-    between fails the patch's resourceVersion test and is redone by the next reconcile.
+    Routes normally come from the operator's watch; this LIST only explains why a Mirror
+    rollout's route is missing from it (absent, no Gateway API, or no permission).
     """
     try:
         listing = kube.custom.list_namespaced_custom_object(
@@ -148,7 +147,10 @@ def list_routes(kube: KubeClients, namespace: str) -> Routes:
 def sync_route_mirrors(
     kube: KubeClients, namespace: str, routes: Routes, wanted: MirrorWanted
 ) -> int:
-    """Patch each listed route whose mirrors of ours differ; returns how many.
+    """Patch each route whose mirrors of ours differ; returns how many were patched.
+
+    A route that changed since the copy given (a failed resourceVersion `test`) is skipped:
+    the watch delivers the fresh copy and wakes the rollout.
 
     Routes that could not be listed (no Gateway API, no permission) hold nothing of ours
     to remove, and `route_problem` reports it for Mirror rollouts, so this does nothing.
@@ -160,14 +162,21 @@ def sync_route_mirrors(
         operations = filters_patch(route, wanted)
         if not operations:
             continue
-        kube.custom.patch_namespaced_custom_object(
-            ROUTE_GROUP,
-            ROUTE_VERSION,
-            namespace,
-            ROUTE_PLURAL,
-            route["metadata"]["name"],
-            operations,
-            _content_type="application/json-patch+json",
-        )
+        try:
+            kube.custom.patch_namespaced_custom_object(
+                ROUTE_GROUP,
+                ROUTE_VERSION,
+                namespace,
+                ROUTE_PLURAL,
+                route["metadata"]["name"],
+                operations,
+                _content_type="application/json-patch+json",
+            )
+        except ApiException as error:
+            # The route changed since the watched copy (the `test` failed), or went: its
+            # watch event wakes the rollout, which patches the fresh copy.
+            if error.status in (404, 409, 422):
+                continue
+            raise
         patched += 1
     return patched

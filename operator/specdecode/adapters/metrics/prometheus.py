@@ -79,6 +79,16 @@ def parse_step_histogram(rows: list[dict[str, Any]], steps: float | None = None)
     return StepHistogram(bounds, tuple(counts[bound] for bound in bounds), steps)
 
 
+# A response that is not the shape Prometheus' API promises (a proxy's error page, a
+# changed API): an Error verdict for the look, never an exception that stalls the rollout.
+MALFORMED = (ValueError, KeyError, IndexError, TypeError)
+
+
+def _why(error: Exception) -> str:
+    kind = "" if isinstance(error, ValueError) else f"malformed response ({type(error).__name__}) "
+    return f"{kind}{error}"[:500]
+
+
 class PrometheusMetrics:
     """`AcceptanceSource` and `StepLatencySource` backed by a Prometheus server."""
 
@@ -93,8 +103,8 @@ class PrometheusMetrics:
         """Counter increases over [start, end]; errors come back as MetricError."""
         try:
             return await asyncio.to_thread(self._query_all, engine, start, end)
-        except (PrometheusApiClientException, requests.RequestException, ValueError) as error:
-            return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
+        except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
+            return MetricError(source=f"prometheus {self._url}", message=_why(error))
 
     async def step_itl_histogram(
         self, engine: EngineSelector, start: datetime, end: datetime
@@ -107,13 +117,8 @@ class PrometheusMetrics:
         seconds = max(MIN_WINDOW_SECONDS, math.ceil((end - start).total_seconds()))
         try:
             return await asyncio.to_thread(self._step_histogram, engine, seconds, end)
-        except (
-            PrometheusApiClientException,
-            requests.RequestException,
-            ValueError,
-            KeyError,
-        ) as error:
-            return MetricError(source=f"prometheus {self._url}", message=str(error)[:500])
+        except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
+            return MetricError(source=f"prometheus {self._url}", message=_why(error))
 
     def _step_histogram(self, engine: EngineSelector, seconds: int, end: datetime) -> StepHistogram:
         at = {"time": f"{end.timestamp():.3f}"}

@@ -18,6 +18,8 @@ them apart:
 | docker.io/library/busybox                 | sh, echo, sleep, cat, env, ls, true, false     |
 |                                           |   from the host (no bind address needed)       |
 | docker.io/library/python                  | this interpreter for `python`/`python3`        |
+| ghcr.io/specdecode-operator/engine-standin| testimages/engine_standin.py for `vllm` (scale |
+|                                           |   benchmark: /health only, a few MiB per pod)  |
 
 Anything else fails like a missing image: ErrImagePull, then ImagePullBackOff.
 """
@@ -113,6 +115,16 @@ def _vllm_sim(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
     )
 
 
+def _engine_standin(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
+    argv = _argv(request, ["vllm", "serve"])
+    if not argv or Path(argv[0]).name != "vllm":
+        raise UnsupportedCommand(f"the stand-in engine image only runs `vllm`, got {argv[:1]}")
+    return LaunchPlan(
+        argv=[tools.python, str(TESTIMAGES / "engine_standin.py"), *argv[1:]],
+        env={"SPECDECODE_STANDIN_BIND_HOST": request.pod_ip},
+    )
+
+
 def _operator(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
     argv = _argv(request, ["specdecode-operator"])
     program = Path(argv[0]).name if argv else ""
@@ -166,6 +178,7 @@ def _python(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
 IMAGE_TABLE: dict[str, Mapper] = {
     "ghcr.io/specdecode-operator/vllm-sim": _vllm_sim,
     "docker.io/vllm/vllm-openai": _vllm_sim,
+    "ghcr.io/specdecode-operator/engine-standin": _engine_standin,
     "ghcr.io/specdecode-operator/operator": _operator,
     "registry.k8s.io/e2e-test-images/agnhost": _agnhost,
     "registry.k8s.io/pause": _pause,

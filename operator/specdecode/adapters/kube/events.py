@@ -1,0 +1,83 @@
+"""Kubernetes Events on a rollout, posted at most once per transition.
+
+Each Event's name is derived from the rollout's uid, the transition's origin (a digest of
+the status it was computed from), the reason and its position in the decision. The same
+transition computed again (by an operator killed after posting but before its status
+write, or from a copy of the rollout that differs only in metadata, such as kopf's own
+finalizer or annotation writes) gets the same name, and the second create is refused as
+AlreadyExists: one Event, not two. (kopf's `kopf.event` names Events randomly, so it
+cannot tell a repeat from a new one.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from specdecode.adapters.kube.client import KubeClients
+from specdecode.api import API_VERSION, KIND
+
+COMPONENT = "specdecode-operator"
+
+
+@dataclass(frozen=True)
+class EventTarget:
+    """The rollout an Event is about, and where its transition came from."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    origin: str  # identifies the state the transition was computed from
+
+
+def event_name(target: EventTarget, reason: str, position: int) -> str:
+    """A name that is the same whenever the same transition is computed again."""
+    identity = f"{target.uid}/{target.origin}/{position}/{reason}"
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return f"{target.name[:200]}.{digest}"
+
+
+def post_event(
+    clients: KubeClients,
+    target: EventTarget,
+    position: int,
+    event_type: str,
+    reason: str,
+    message: str,
+    instance: str,
+    now: datetime | None = None,
+) -> bool:
+    """Create the Event; False if it already exists (a repeat of a posted transition)."""
+    stamp = now or datetime.now(UTC).replace(microsecond=0)
+    body = client.CoreV1Event(
+        metadata=client.V1ObjectMeta(name=event_name(target, reason, position)),
+        involved_object=client.V1ObjectReference(
+            api_version=API_VERSION,
+            kind=KIND,
+            name=target.name,
+            namespace=target.namespace,
+            uid=target.uid,
+            resource_version=target.resource_version,
+        ),
+        reason=reason,
+        message=message[:1024],
+        type=event_type,
+        count=1,
+        first_timestamp=stamp,
+        last_timestamp=stamp,
+        source=client.V1EventSource(component=COMPONENT),
+        reporting_component=COMPONENT,
+        reporting_instance=instance[:128],
+    )
+    try:
+        clients.core.create_namespaced_event(target.namespace, body)
+    except ApiException as error:
+        if error.status == 409:
+            return False
+        raise
+    return True

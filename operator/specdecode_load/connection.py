@@ -1,0 +1,213 @@
+"""One keep-alive HTTP/1.1 connection streaming chat completions, timed at the socket.
+
+Why a raw Protocol: the arrival time of a chunk is only as good as the delay between the
+bytes reaching the socket and the code that stamps them. Here the stamp is the first
+statement of `data_received`, before any parsing; every SSE event of that read shares it
+(a later event of the same read is counted as merged, since its gap is not observable).
+httptools parses status, headers and chunked framing in C; tokens per event come from the
+cumulative `usage.completion_tokens` (vLLM's continuous_usage_stats) found by a bytes
+regex, so the fast path never builds JSON objects. Without usage, an event is decoded
+and a content event counts one token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from typing import Any, cast
+
+import httptools
+
+from specdecode_load.recorder import BlockRecorder
+
+_COMPLETION_TOKENS = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
+_DONE = b"data: [DONE]"
+_ERROR_BODY_BYTES = 160
+
+
+class StreamConnection(asyncio.Protocol):
+    """A connection that runs one request at a time and reports to a `BlockRecorder`."""
+
+    def __init__(self, recorder: BlockRecorder, url: str) -> None:
+        self.url = url
+        self.recorder = recorder
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.idle_since = time.perf_counter()
+        self._parser = httptools.HttpResponseParser(self)
+        self._buffer = bytearray()
+        self._future: asyncio.Future[int] | None = None
+        self._timeout: asyncio.TimerHandle | None = None
+        self._reset(0.0)
+
+    def _reset(self, started: float) -> None:
+        self._started = started
+        self._first_at = -1.0
+        self._last_at = 0.0
+        self._tokens = 0
+        self._first_tokens = 0
+        self._content_chunks = 0
+        self._without_usage = False
+        self._final_usage = 0
+        self._status = 0
+        self._error_body = b""
+        self._complete = False
+        self._keep_alive = False
+        self._in_read = 0
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter()  # first: the arrival stamp of everything in this read
+        self._in_read = 0
+        if self._future is None:
+            return  # bytes nobody asked for: ignore until the server closes
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            self._finish(now, f"bad HTTP response: {error}"[:120], keep=False)
+            return
+        buffer = self._buffer
+        if buffer:
+            start = 0
+            try:
+                while (end := buffer.find(b"\n\n", start)) >= 0:
+                    self._event(bytes(buffer[start:end]), now)
+                    start = end + 2
+            except ValueError as error:  # an event that is not JSON
+                self._finish(now, f"bad event: {error}"[:120], keep=False)
+                return
+            if start:
+                del buffer[:start]
+        if self._complete:
+            self._finish(now, None, keep=self._keep_alive)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._future is not None:
+            reason = f"connection lost: {exc}" if exc else "connection closed by the engine"
+            self._finish(time.perf_counter(), reason[:120], keep=False)
+
+    # httptools callbacks (called inside feed_data)
+
+    def on_headers_complete(self) -> None:
+        self._status = self._parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        if self._status == 200:
+            self._buffer += body
+        elif len(self._error_body) < _ERROR_BODY_BYTES:
+            self._error_body += body[:_ERROR_BODY_BYTES]
+
+    def on_message_complete(self) -> None:
+        self._complete = True
+        self._keep_alive = self._parser.should_keep_alive()  # only valid inside the callback
+
+    # requests
+
+    def send(self, request: bytes, timeout: float) -> asyncio.Future[int]:
+        """Start a request; the future gives the tokens received (failures are recorded)."""
+        assert self.transport is not None and self._future is None
+        loop = asyncio.get_running_loop()
+        self._future = loop.create_future()
+        self._buffer.clear()
+        self._reset(time.perf_counter())
+        self._timeout = loop.call_later(timeout, self._timed_out, timeout)
+        self.transport.write(request)
+        return self._future
+
+    def _timed_out(self, timeout: float) -> None:
+        self._timeout = None
+        if self._future is not None:
+            self._finish(time.perf_counter(), f"timeout after {timeout:g}s", keep=False)
+
+    def _event(self, event: bytes, now: float) -> None:
+        if not event.startswith(b"data:"):
+            return  # SSE comments and other fields carry no tokens
+        match = _COMPLETION_TOKENS.search(event)
+        if match is not None:
+            cumulative = int(match.group(1))
+            if self._without_usage:  # a final usage chunk after usage-less content
+                self._final_usage = cumulative
+                return
+            added = cumulative - self._tokens
+        elif event == _DONE:
+            return
+        else:
+            added = 1 if _has_content(json.loads(event[5:])) else 0
+            if added:
+                self._without_usage = True
+        if added <= 0:
+            return
+        if self._first_at < 0:
+            self._first_at = now
+            self._first_tokens = added
+        else:
+            merged = self._in_read > 0
+            self.recorder.chunk_gap(now, now - self._last_at, added, merged)
+        self._in_read += 1
+        self._last_at = now
+        self._tokens += added
+        self._content_chunks += 1
+
+    def _finish(self, now: float, error: str | None, keep: bool) -> None:
+        future, self._future = self._future, None
+        if self._timeout is not None:
+            self._timeout.cancel()
+            self._timeout = None
+        tokens = max(self._tokens, self._final_usage)
+        if error is None and self._status != 200:
+            text = self._error_body.decode(errors="replace").strip()
+            error = f"HTTP {self._status}: {text}"[:120]
+        elif error is None and tokens == 0:
+            error = "stream ended without tokens"
+        ttft = tpot = None
+        steps = accepted = 0
+        if self._first_at >= 0:
+            ttft = self._first_at - self._started
+            steps = self._content_chunks - 1
+            accepted = tokens - self._first_tokens - steps
+            if tokens >= 2:
+                tpot = (self._last_at - self._first_at) / (tokens - 1)
+        self.recorder.request_end(now, ttft, tpot, tokens, steps, accepted, error)
+        if not keep or error is not None:
+            self.close()
+        self.idle_since = now
+        if future is not None and not future.done():
+            future.set_result(tokens)
+
+    def close(self) -> None:
+        """Close the socket (an in-flight request is recorded as failed)."""
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+def _has_content(chunk: Any) -> bool:
+    """Whether a decoded chunk carries text (chat delta content or completion text)."""
+    if not isinstance(chunk, dict):
+        return False
+    choices = chunk.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    first = choices[0]
+    delta = first.get("delta")
+    text = delta.get("content") if isinstance(delta, dict) else first.get("text")
+    return bool(text)
+
+
+def request_bytes(host: str, body: dict[str, object], workload: str | None) -> bytes:
+    """The HTTP/1.1 request for one streamed chat completion."""
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    extra = f"X-Workload-Class: {workload}\r\n" if workload else ""
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
+        f"Content-Type: application/json\r\nAccept: text/event-stream\r\n{extra}"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    )
+    return head.encode() + payload

@@ -1,0 +1,179 @@
+"""A reference streaming engine whose every chunk carries its send time: the instrument's
+calibration target (benchmarks/instrument.py and the unit tests use it).
+
+Why: to know what the client adds, the truth must be known per chunk. Like an engine, it
+runs one step loop: each step writes one OpenAI-shaped SSE chunk (with continuous usage)
+to every active stream, stamped `"t"` with CLOCK_MONOTONIC (`time.perf_counter`, shared by
+the processes of one Linux machine) right before the write. Client delay = client arrival
+stamp - `t`; the true gaps are differences of `t`, kept here in sketches (`/v1/truth`).
+Tokens per chunk and step times come from seeded generators, so two servers with the same
+parameters are an exact A/A pair in distribution. Not a simulator of any model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import cast
+
+import httptools
+
+from specdecode.domain.sketch import Sketch
+
+_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def _chunked(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def _event(cumulative: int, added: int, stamp: float, finish: bool) -> bytes:
+    reason = '"length"' if finish else "null"
+    return (
+        b'data: {"id":"chatcmpl-ref","object":"chat.completion.chunk","created":0,'
+        b'"model":"ref","choices":[{"index":0,"delta":{"content":"%s"},"logprobs":null,'
+        b'"finish_reason":%s}],"usage":{"prompt_tokens":8,"total_tokens":%d,'
+        b'"completion_tokens":%d},"t":%.9f}\n\n'
+        % (b" tok" * added, reason.encode(), cumulative + 8, cumulative, stamp)
+    )
+
+
+@dataclass
+class _Stream:
+    transport: asyncio.Transport
+    max_tokens: int
+    rng: random.Random
+    tokens: int = 0
+    last_stamp: float = -1.0
+
+
+@dataclass
+class ReferenceEngine:
+    """The step loop and its truth. `step_seconds` may be a list cycled per step."""
+
+    step_seconds: list[float]
+    max_tokens_per_step: int = 1
+    seed: int = 0
+    streams: list[_Stream] = field(default_factory=list)
+    truth_chunk: Sketch = field(default_factory=Sketch)
+    truth_token: Sketch = field(default_factory=Sketch)
+    true_gaps: list[float] = field(default_factory=list)  # kept only when `keep_gaps`
+    keep_gaps: bool = False
+    chunks: int = 0
+    connections: int = 0  # accepted so far (keep-alive reuse shows as few)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def join(self, transport: asyncio.Transport, body: dict[str, object]) -> None:
+        """A new request: headers and the role chunk now, tokens from the next step."""
+        seed = int(str(body.get("seed", 0)))
+        max_tokens = int(str(body.get("max_tokens", 16)))
+        transport.write(_HEAD + _chunked(b'data: {"choices":[{"index":0,"delta":{"role":'
+                                         b'"assistant","content":""}}],"usage":'
+                                         b'{"completion_tokens":0}}\n\n'))  # fmt: skip
+        self.streams.append(_Stream(transport, max_tokens, random.Random(seed)))
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Step forever: one chunk per active stream per step."""
+        step_index = 0
+        next_at = time.perf_counter()
+        while True:
+            if not self.streams:
+                self._wake.clear()
+                await self._wake.wait()
+                next_at = time.perf_counter()
+            next_at += self.step_seconds[step_index % len(self.step_seconds)]
+            step_index += 1
+            await asyncio.sleep(max(next_at - time.perf_counter(), 0.0))
+            self._step()
+
+    def _step(self) -> None:
+        alive: list[_Stream] = []
+        for stream in self.streams:
+            if stream.transport.is_closing():
+                continue
+            added = min(stream.rng.randint(1, self.max_tokens_per_step),
+                        stream.max_tokens - stream.tokens)  # fmt: skip
+            stream.tokens += added
+            finish = stream.tokens >= stream.max_tokens
+            stamp = time.perf_counter()
+            data = _chunked(_event(stream.tokens, added, stamp, finish))
+            if finish:
+                final = b'data: {"choices":[],"usage":{"completion_tokens":%d}}\n\n' % (
+                    stream.tokens
+                )
+                data += _chunked(final) + _chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+            stream.transport.write(data)
+            if stream.last_stamp >= 0:
+                gap = stamp - stream.last_stamp
+                self.truth_chunk.add(gap)
+                self.truth_token.add(gap / added, added)
+                if self.keep_gaps:
+                    self.true_gaps.append(gap)
+            stream.last_stamp = stamp
+            self.chunks += 1
+            if not finish:
+                alive.append(stream)
+        self.streams = alive
+
+    def truth(self, reset: bool) -> dict[str, object]:
+        """The true gap sketches since the last reset."""
+        answer = {
+            "perChunkItl": self.truth_chunk.to_wire(),
+            "perTokenItl": self.truth_token.to_wire(),
+            "chunks": self.chunks,
+        }
+        if reset:
+            self.truth_chunk, self.truth_token, self.chunks = Sketch(), Sketch(), 0
+        return answer
+
+
+class _ServerConnection(asyncio.Protocol):
+    def __init__(self, engine: ReferenceEngine) -> None:
+        self._engine = engine
+        self._parser = httptools.HttpRequestParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._url = b""
+        self._body = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        self._engine.connections += 1
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError:
+            assert self._transport is not None
+            self._transport.close()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_body(self, body: bytes) -> None:
+        self._body += body
+
+    def on_message_complete(self) -> None:
+        assert self._transport is not None
+        url, body, self._url, self._body = self._url, self._body, b"", b""
+        if url.startswith(b"/v1/truth"):
+            payload = json.dumps(self._engine.truth(b"reset" in url)).encode()
+            self._transport.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
+            )
+            return
+        self._engine.join(self._transport, json.loads(body or b"{}"))
+
+
+async def start_reference(
+    engine: ReferenceEngine, host: str = "127.0.0.1", port: int = 0
+) -> tuple[asyncio.Server, int, asyncio.Task[None]]:
+    """Listen and step on the running loop; (server, port, step task)."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: _ServerConnection(engine), host, port)
+    bound = server.sockets[0].getsockname()[1]
+    return server, int(bound), asyncio.ensure_future(engine.run())

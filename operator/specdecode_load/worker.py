@@ -1,0 +1,173 @@
+"""One measuring loop: a worker's streams, its recorder and nothing else.
+
+Why one loop per process with nothing else on it: a chunk's timestamp is late by however
+long the loop was busy when the bytes arrived, so the loop that stamps chunks does only
+the I/O of its own streams. Reports, JSON, persistence and HTTP serving live in the pod's
+main process (`specdecode_load.main`); this module can also run inside another loop
+(tests, benchmarks) through `LoadWorker`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specdecode.domain.observations import LatencyBlock
+from specdecode.domain.prompts import ShadowRequest
+from specdecode_load.connection import StreamConnection, request_bytes
+from specdecode_load.pool import ConnectionPool, Endpoint
+from specdecode_load.recorder import BlockRecorder
+from specdecode_load.schedule import WorkerSchedule, arrival_gaps, prompt_choice
+
+CONNECT_RETRY_SECONDS = 0.5  # pacing after a refused connection, not a condition wait
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything one worker needs (picklable: it crosses into the worker process)."""
+
+    worker: int
+    model: str
+    seed: int
+    prompts: tuple[ShadowRequest, ...]
+    schedule: WorkerSchedule
+    concurrency: int | None  # closed loop: this worker's streams
+    request_rate: float | None  # open loop: this worker's share of the arrival rate
+    max_in_flight: int
+    request_timeout: float
+    block_seconds: float
+    endpoints: tuple[Endpoint, ...] = ()
+
+
+ShipMessage = Callable[[LatencyBlock, "LoadWorker"], None]
+
+
+class LoadWorker:
+    """Sends one worker's share of the load and records it block by block."""
+
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        ship: ShipMessage,
+        connection_class: type[StreamConnection] = StreamConnection,  # benchmarks hook it
+    ) -> None:
+        self.spec = spec
+        self.schedule = spec.schedule
+        self.recorder = BlockRecorder(spec.block_seconds, lambda block: ship(block, self))
+        self.pool = ConnectionPool(self.recorder, list(spec.endpoints), connection_class)
+        self.in_flight = 0
+        self._stopping = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def waiting_for_endpoints(self) -> bool:
+        """True while no engine endpoint is known (nothing is sent)."""
+        return not self.pool.ready.is_set()
+
+    def set_endpoints(self, endpoints: list[Endpoint]) -> None:
+        """The operator pushed a new endpoint list."""
+        self.pool.set_endpoints(endpoints)
+
+    def stop(self) -> None:
+        """Stop sending; `run` returns once in-flight requests end (or the drain ends)."""
+        self._stopping.set()
+
+    async def run(self, drain_seconds: float) -> None:
+        """Drive the load until `stop`, then drain, ship the last block and close."""
+        self._arm_boundary_timer()
+        if self.spec.concurrency is not None:
+            senders = [self._closed_stream() for _ in range(self.spec.concurrency)]
+        else:
+            senders = [self._open_loop()]
+        tasks = [asyncio.ensure_future(s) for s in senders]
+        await self._stopping.wait()
+        done, pending = (
+            await asyncio.wait(tasks, timeout=drain_seconds) if tasks else (set(), set())
+        )
+        for task in pending:
+            task.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        self.recorder.roll(time.perf_counter())  # ship what was measured, then abort
+        self.pool.close_all()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for task in done:
+            task.result()
+
+    def _arm_boundary_timer(self) -> None:
+        delay = max(self.recorder.block_end - time.perf_counter(), 0.0) + 0.001
+        self._timer = asyncio.get_running_loop().call_later(delay, self._on_boundary)
+
+    def _on_boundary(self) -> None:
+        now = time.perf_counter()
+        if now >= self.recorder.block_end:
+            self.recorder.roll(now)
+        self._arm_boundary_timer()
+
+    async def _wait_to_send(self) -> bool:
+        """Wait for endpoints; False once stopping."""
+        if not self.pool.ready.is_set():
+            ready = asyncio.ensure_future(self.pool.ready.wait())
+            stopping = asyncio.ensure_future(self._stopping.wait())
+            await asyncio.wait((ready, stopping), return_when=asyncio.FIRST_COMPLETED)
+            ready.cancel()
+            stopping.cancel()
+        return not self._stopping.is_set()
+
+    async def _closed_stream(self) -> None:
+        while await self._wait_to_send():
+            index = self.schedule.next_index()
+            if index is None:
+                return
+            await self._send(index)
+
+    async def _open_loop(self) -> None:
+        rate = self.spec.request_rate or 1.0
+        arrivals = arrival_gaps(self.spec.seed, self.schedule.shard, self.spec.worker, rate)
+        tasks: set[asyncio.Task[None]] = set()
+        next_at = time.perf_counter()
+        while await self._wait_to_send():
+            while self.in_flight >= self.spec.max_in_flight:
+                self._slot_free.clear()
+                await self._slot_free.wait()
+            index = self.schedule.next_index()
+            if index is None:
+                break
+            task = asyncio.ensure_future(self._send(index))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            next_at = max(next_at + arrivals.expovariate(rate), time.perf_counter() - 1.0)
+            delay = next_at - time.perf_counter()
+            if delay > 0:
+                stop = asyncio.ensure_future(self._stopping.wait())
+                await asyncio.wait((stop,), timeout=delay)
+                stop.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    async def _send(self, index: int) -> None:
+        spec = self.spec
+        request = spec.prompts[prompt_choice(spec.seed, index, len(spec.prompts))]
+        body = request.chat_body(spec.model, spec.seed + index)
+        self.in_flight += 1
+        try:
+            try:
+                connection = await self.pool.acquire()
+            except OSError as error:
+                self.recorder.request_end(
+                    time.perf_counter(), None, None, 0, 0, 0, f"connect: {error}"[:120]
+                )
+                await asyncio.sleep(CONNECT_RETRY_SECONDS)
+                return
+            endpoint = self.pool.endpoint_of(connection)
+            host = endpoint.host_header if endpoint else connection.url.removeprefix("http://")
+            data = request_bytes(host, body, request.workload)
+            tokens = await connection.send(data, spec.request_timeout)
+            self.schedule.add_output_tokens(tokens)
+            self.pool.release(connection)
+        finally:
+            self.in_flight -= 1
+            self._slot_free.set()

@@ -1,0 +1,303 @@
+"""Issue 13, end to end: a controller an SRE would let into a shared cluster.
+
+- Chaos: ten rollouts analysed and decided while the operator is SIGKILLed at random
+  points; every transition is announced by exactly one Event, and nothing is orphaned
+  (no shadow Deployment, Service or pod of a decided rollout, no mirror left on a route,
+  nothing at all once the rollouts are deleted).
+- An invalid spec (one the API server stores but the operator cannot parse) removes the
+  shadows, which hold GPUs, and leaves production running.
+- Leader hand-over: two replicas with leader election; the leader is stopped as an
+  upgrade or a drain would stop it, the standby takes the Lease and carries the analysis
+  on; one Event per transition throughout.
+
+The chaos test runs its engines on extra fake GPU nodes with the stand-in engine (ten
+analyses need 30 GPUs; the default pool has 28) and Mirror traffic (no shadow load, so
+nothing depends on the engines' answers); the manual gate makes the verdicts the test's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from localcluster.extra_nodes import STANDIN_IMAGE, ExtraGpuNodes
+from localcluster.handle import LocalCluster
+from localcluster.manifests import load_example, merged
+from localcluster.operator_process import CRD_NAME, OperatorProcess, install_crds
+from localcluster.ports import pick_free_ports
+from localcluster.process import start_component, stop_processes, wait_until_ready
+from localcluster.rollouts import Rollout
+from localcluster.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MANUAL = {"spec": {"analysis": {"manual": True, "progressDeadlineSeconds": 300}}}
+ROLLOUTS = 10
+SEED = 13
+
+
+def duplicated_events(r: Rollout) -> list[tuple[str, str]]:
+    """(reason, message) pairs announced more than once: a transition posted twice."""
+    pairs = Counter((e.get("reason", ""), e.get("message", "")) for e in r.events())
+    return [pair for pair, count in pairs.items() if count > 1]
+
+
+def labelled(cluster: LocalCluster, namespace: str, kind: str, selector: str) -> list[str]:
+    out = cluster.kubectl(
+        "get", kind, "-n", namespace, "-l", selector, "-o", "name", check=True
+    ).stdout  # fmt: skip
+    return out.split()
+
+
+# --- chaos -------------------------------------------------------------------------------
+
+
+def mirror_rollout(
+    name: str, namespace: str, nodes: ExtraGpuNodes
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Mirror example (route and rollout) on the extra nodes with the stand-in engine."""
+    route, rollout = (
+        d for d in yaml.safe_load_all((REPO / "examples" / "mirror.yaml").read_text()) if d
+    )
+    route = merged(route, {"metadata": {"name": f"{name}-route", "namespace": namespace}})
+    route["spec"]["rules"][0]["backendRefs"][0]["name"] = name
+    patch = {
+        "spec": {
+            "gpuPool": {"gpuProduct": None, "nodeSelector": nodes.selector},
+            "engine": {"image": STANDIN_IMAGE},
+            "serving": {"replicas": 1},
+            "analysis": {"traffic": {"httpRoute": f"{name}-route"}},
+        }
+    }
+    return route, merged(merged(rollout, MANUAL), patch)
+
+
+class RandomKiller:
+    """SIGKILLs the operator at random moments and starts it again, until stopped."""
+
+    def __init__(self, operator: OperatorProcess, seed: int) -> None:
+        self.operator, self.rng = operator, random.Random(seed)
+        self.kills = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.rng.uniform(0.5, 6.0)):
+            self.operator.kill()
+            self.kills += 1
+            self.operator.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=120)
+
+
+@pytest.fixture
+def extra_nodes(cluster: LocalCluster) -> Iterator[ExtraGpuNodes]:
+    with ExtraGpuNodes(cluster, gpus=3 * ROLLOUTS, pool="chaos") as nodes:
+        yield nodes
+
+
+def test_operator_killed_at_random_points_posts_one_event_per_transition_and_orphans_nothing(
+    rollout: Callable[[str], Rollout],
+    cluster: LocalCluster,
+    namespace: str,
+    running_operator: OperatorProcess,
+    extra_nodes: ExtraGpuNodes,
+) -> None:
+    rollouts = [rollout(f"r{i}") for i in range(ROLLOUTS)]
+    for r in rollouts:
+        route, manifest = mirror_rollout(r.name, namespace, extra_nodes)
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(route), check=True)
+        r.apply(manifest)
+    killer = RandomKiller(running_operator, SEED)
+    try:
+        for r in rollouts:
+            r.wait_phase("Analyzing", timeout=600)
+        for index, r in enumerate(rollouts):
+            r.annotate("promote" if index % 2 == 0 else "abort")
+        for index, r in enumerate(rollouts):
+            r.wait_phase("Promoted" if index % 2 == 0 else "RolledBack", timeout=600)
+    finally:
+        killer.stop()
+    running_operator.assert_running()
+    assert killer.kills >= 3, "the operator was not killed often enough to test anything"
+
+    for r in rollouts:
+        assert duplicated_events(r) == [], r.describe()
+        assert "AnalysisStarted" in r.event_reasons()
+    for r in rollouts:  # decided: shadows go, routes are given back
+        wait_for(functools.partial(_only_production, r), timeout=120)
+        for role in ("baseline", "candidate"):
+            wait_for(functools.partial(_no_pods, r, role), timeout=120)
+        route = json.loads(
+            cluster.kubectl(
+                "get", "httproute", f"{r.name}-route", "-n", namespace, "-o", "json", check=True
+            ).stdout
+        )
+        filters = [f for rule in route["spec"]["rules"] for f in rule.get("filters") or []]
+        assert filters == [], f"mirrors left on {r.name}-route"
+    for r in rollouts:
+        cluster.kubectl("delete", "sdr", r.name, "-n", namespace, "--wait=false", check=True)
+    for kind in ("deployments", "services", "pods"):
+        wait_for(
+            functools.partial(_none_labelled, cluster, namespace, kind),
+            timeout=180,
+            message=f"no {kind} left once the rollouts are deleted",
+        )
+
+
+# --- invalid spec ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def permissive_crd(cluster: LocalCluster) -> Iterator[None]:
+    """The CRD with an unchecked spec, so a spec only the operator can refuse is stored;
+    the generated CRD is applied again afterwards."""
+    relax = [
+        {
+            "op": "replace",
+            "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec",
+            "value": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        }
+    ]
+    cluster.kubectl("patch", "crd", CRD_NAME, "--type=json", "-p", json.dumps(relax), check=True)
+    try:
+        yield
+    finally:
+        install_crds(cluster)
+
+
+def test_an_invalid_spec_removes_the_shadows_and_keeps_production(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, permissive_crd: None
+) -> None:
+    r = rollout("llama")
+    r.apply(merged(load_example(), MANUAL))
+    r.wait_phase("Analyzing", timeout=240)
+    production_uid = r.deployments()["production"]["metadata"]["uid"]
+
+    unparseable = json.dumps({"spec": {"model": {"name": None}}})
+    cluster.kubectl(
+        "patch", "sdr", r.name, "-n", r.namespace, "--type=merge", "-p", unparseable, check=True
+    )  # fmt: skip
+    status = r.wait_phase("Failed", timeout=60)
+    assert status["reason"] == "InvalidSpec" and "spec.model.name" in status["message"]
+    wait_for(lambda: set(r.deployments()) == {"production"}, timeout=60, message="shadows gone")
+    for role in ("baseline", "candidate"):
+        wait_for(functools.partial(_no_pods, r, role), timeout=60, message=f"{role} pods gone")
+    assert r.deployments()["production"]["metadata"]["uid"] == production_uid
+    assert duplicated_events(r) == []
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
+
+
+# --- leader hand-over --------------------------------------------------------------------
+
+
+class Replica:
+    """One operator replica with leader election, as the chart runs it."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str, name: str) -> None:
+        self.cluster, self.name = cluster, name
+        self.component = f"operator-{name}"
+        ports = pick_free_ports([f"{name}-metrics", f"{name}-health"])
+        self.health = f"http://127.0.0.1:{ports[f'{name}-health']}/healthz"
+        program = shutil.which("specdecode-operator", path=str(Path(sys.executable).parent))
+        argv = [program or "specdecode-operator", "--leader-elect"]
+        argv += ["--kubeconfig", str(cluster.kubeconfig)]
+        argv += ["--prometheus-url", cluster.prometheus_url, "--reconcile-interval", "1"]
+        argv += ["--metrics-port", str(ports[f"{name}-metrics"])]
+        env = {
+            "POD_NAME": name,
+            "POD_NAMESPACE": namespace,
+            "SPECDECODE_METRICS_HOST": "127.0.0.1",
+            "SPECDECODE_LIVENESS_ENDPOINT": self.health,
+        }
+        self.child: subprocess.Popen[bytes] = start_component(
+            cluster.paths, self.component, argv, extra_env=env
+        )
+        log = cluster.paths.log_file(self.component)
+        wait_until_ready(self.component, self.child, self._alive, 60.0, log)
+
+    def _alive(self) -> bool:
+        with urllib.request.urlopen(self.health, timeout=2):
+            return True
+
+    def stop(self) -> None:
+        """SIGTERM, as the kubelet does on an upgrade or a drain."""
+        if self.child.poll() is None:
+            stop_processes([self.child.pid], grace=30.0)
+
+
+def lease_holder(cluster: LocalCluster, namespace: str) -> str | None:
+    out = cluster.kubectl(
+        "get", "lease", "specdecode-operator", "-n", namespace,
+        "-o", "jsonpath={.spec.holderIdentity}",
+    )  # fmt: skip
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def test_leader_hand_over_keeps_the_analysis_going(
+    rollout: Callable[[str], Rollout],
+    cluster: LocalCluster,
+    namespace: str,
+    running_operator: OperatorProcess,
+) -> None:
+    running_operator.stop()  # two replicas of our own instead; the session's comes back after
+    replicas = {name: Replica(cluster, namespace, name) for name in ("replica-a", "replica-b")}
+    try:
+        leader = wait_for(lambda: lease_holder(cluster, namespace), timeout=30, message="leader")
+        r = rollout("llama")
+        r.apply(merged(load_example(), MANUAL))
+        before = r.wait_phase("Analyzing", timeout=240)
+
+        stopped_at = time.monotonic()
+        replicas[leader].stop()
+
+        def new_holder() -> str | None:
+            holder = lease_holder(cluster, namespace)
+            return holder if holder not in (None, leader) else None
+
+        successor = wait_for(new_holder, timeout=30, message="the standby takes the Lease")
+        handed_over = time.monotonic() - stopped_at
+        assert successor in replicas and successor != leader
+        assert handed_over < 20, f"hand-over took {handed_over:.1f} s"
+
+        r.annotate("promote")
+        after = r.wait_phase("Promoted", timeout=180)
+        assert after["analysisStartedAt"] == before["analysisStartedAt"]
+        assert duplicated_events(r) == [], r.describe()
+        wait_for(lambda: set(r.deployments()) == {"production"}, timeout=120)
+    finally:
+        for replica in replicas.values():
+            replica.stop()
+        running_operator.start()
+
+
+def _only_production(r: Rollout) -> bool:
+    return set(r.deployments()) == {"production"}
+
+
+def _no_pods(r: Rollout, role: str) -> bool:
+    return r.pods(role) == []
+
+
+def _none_labelled(cluster: LocalCluster, namespace: str, kind: str) -> bool:
+    return labelled(cluster, namespace, kind, "specdecode.io/rollout") == []

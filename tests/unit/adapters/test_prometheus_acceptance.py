@@ -1,0 +1,222 @@
+"""The acceptance query path against a real HTTP server speaking Prometheus' query API.
+
+`PrometheusMetrics.acceptance` goes through prometheus-api-client and requests to a loopback
+server that answers `/api/v1/query` from a table keyed by the exact PromQL, so each counter
+lands in its own field only if the operator asks for exactly that series, over the stage's
+window, evaluated at its end; and a refused or malformed answer comes back as MetricError.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from specdecode.adapters.metrics.prometheus import (
+    ACCEPTED,
+    ACCEPTED_PER_POSITION,
+    DRAFT_TOKENS,
+    DRAFTS,
+    FINISHED_REQUESTS,
+    PrometheusMetrics,
+    step_count_query,
+    step_histogram_query,
+    window_query,
+)
+from specdecode.adapters.metrics.protocol import EngineSelector
+from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
+
+pytestmark = pytest.mark.unit
+
+CANDIDATE = EngineSelector("team-a", "llama-candidate")
+END = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+START = END - timedelta(seconds=90)
+SAMPLE_TIME = 1767268800.0
+
+
+@dataclass
+class FakePrometheus:
+    """Answers instant queries from `answers` (unknown PromQL: an empty vector, as Prometheus
+    does for a series that does not exist); records every query and its evaluation time."""
+
+    answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    asked: list[tuple[str, str]] = field(default_factory=list)
+    refuse_with: tuple[int, str] | None = None  # (status, body) for every request
+    raw_body: str | None = None  # a 200 whose body is this text instead of JSON
+
+    def answer(self, query: str) -> tuple[int, str]:
+        if self.refuse_with is not None:
+            return self.refuse_with
+        if self.raw_body is not None:
+            return 200, self.raw_body
+        result = self.answers.get(query, [])
+        body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+        return 200, json.dumps(body)
+
+
+@pytest.fixture
+def prometheus() -> Iterator[tuple[FakePrometheus, str]]:
+    fake = FakePrometheus()
+
+    class QueryApi(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            params = parse_qs(url.query)
+            if url.path != "/api/v1/query":
+                status, body = 404, "not found"
+            else:
+                fake.asked.append((params["query"][0], params.get("time", [""])[0]))
+                status, body = fake.answer(params["query"][0])
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), QueryApi)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield fake, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def scalar(value: str) -> list[dict[str, Any]]:
+    return [{"metric": {}, "value": [SAMPLE_TIME, value]}]
+
+
+def by_position(values: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"metric": {"position": position}, "value": [SAMPLE_TIME, value]}
+        for position, value in values.items()
+    ]
+
+
+def acceptance_answers(seconds: int) -> dict[str, list[dict[str, Any]]]:
+    """Distinct values per counter, so a counter read into the wrong field shows."""
+    return {
+        window_query(DRAFTS, CANDIDATE, seconds): scalar("1200"),
+        window_query(DRAFT_TOKENS, CANDIDATE, seconds): scalar("3600"),
+        window_query(ACCEPTED, CANDIDATE, seconds): scalar("2700"),
+        window_query(FINISHED_REQUESTS, CANDIDATE, seconds): scalar("300"),
+        window_query(ACCEPTED_PER_POSITION, CANDIDATE, seconds, by="position"): by_position(
+            {"1": "900", "0": "1100", "2": "700"}
+        ),
+    }
+
+
+async def test_each_counter_of_the_window_lands_in_its_own_field(
+    prometheus: tuple[FakePrometheus, str],
+) -> None:
+    fake, url = prometheus
+    fake.answers = acceptance_answers(90)
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
+    assert found == AcceptanceCounts(
+        drafts=1200.0,
+        draft_tokens=3600.0,
+        accepted_tokens=2700.0,
+        per_position_accepted=(1100.0, 900.0, 700.0),
+        requests=300.0,
+    )
+    assert sorted(query for query, _ in fake.asked) == sorted(fake.answers)
+    assert {at for _, at in fake.asked} == {f"{END.timestamp():.3f}"}  # at the window's end
+
+
+@pytest.mark.parametrize(
+    ("length", "window"), [(timedelta(seconds=90.2), 91), (timedelta(milliseconds=400), 2)]
+)
+async def test_the_window_covers_the_stage_rounded_up_and_at_least_two_seconds(
+    prometheus: tuple[FakePrometheus, str], length: timedelta, window: int
+) -> None:
+    fake, url = prometheus
+    fake.answers = acceptance_answers(window)
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, END - length, END)
+    assert isinstance(found, AcceptanceCounts) and found.drafts == 1200.0
+    assert all(query.endswith(f"[{window}s]))") for query, _ in fake.asked), fake.asked
+
+
+async def test_no_series_yet_is_zero_drafts_not_an_error(
+    prometheus: tuple[FakePrometheus, str],
+) -> None:
+    _, url = prometheus  # every query answers an empty vector
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
+    assert found == AcceptanceCounts(drafts=0.0, draft_tokens=0.0, accepted_tokens=0.0)
+
+
+async def test_nan_reads_as_zero_and_missing_positions_are_filled(
+    prometheus: tuple[FakePrometheus, str],
+) -> None:
+    fake, url = prometheus
+    fake.answers = {
+        window_query(DRAFTS, CANDIDATE, 90): scalar("NaN"),  # increase() over a reset
+        window_query(ACCEPTED_PER_POSITION, CANDIDATE, 90, by="position"): [
+            *by_position({"2": "40", "0": "NaN"}),
+            {"metric": {}, "value": [SAMPLE_TIME, "999"]},  # no position label: not a position
+        ],
+    }
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
+    assert isinstance(found, AcceptanceCounts)
+    assert found.drafts == 0.0
+    assert found.per_position_accepted == (0.0, 0.0, 40.0)
+
+
+async def test_a_refused_query_is_a_metric_error_naming_the_server(
+    prometheus: tuple[FakePrometheus, str],
+) -> None:
+    fake, url = prometheus
+    error = {"status": "error", "errorType": "bad_data", "error": "parse error at char 5"}
+    fake.refuse_with = (400, json.dumps(error))
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
+    assert isinstance(found, MetricError)
+    assert found.source == f"prometheus {url}"
+    assert "400" in found.message and "parse error" in found.message
+
+
+@pytest.mark.parametrize("body", ["<html>proxy error</html>", '{"status": "success"}'])
+async def test_an_answer_that_is_not_a_query_result_is_a_metric_error(
+    prometheus: tuple[FakePrometheus, str], body: str
+) -> None:
+    fake, url = prometheus
+    fake.raw_body = body
+    metrics = PrometheusMetrics(url, timeout_seconds=5)
+    assert isinstance(await metrics.acceptance(CANDIDATE, START, END), MetricError)
+    assert isinstance(await metrics.step_itl_histogram(CANDIDATE, START, END), MetricError)
+
+
+async def test_a_malformed_counter_value_is_a_metric_error(
+    prometheus: tuple[FakePrometheus, str],
+) -> None:
+    fake, url = prometheus
+    fake.answers = {window_query(ACCEPTED, CANDIDATE, 90): scalar("many")}
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
+    assert isinstance(found, MetricError) and "many" in found.message
+
+
+async def test_step_buckets_and_steps_come_from_the_same_window_over_http(
+    prometheus: tuple[FakePrometheus, str],
+) -> None:
+    fake, url = prometheus
+    fake.answers = {
+        step_histogram_query(CANDIDATE, 90): [
+            {"metric": {"le": "+Inf"}, "value": [SAMPLE_TIME, "4210"]},
+            {"metric": {"le": "0.05"}, "value": [SAMPLE_TIME, "4000"]},
+        ],
+        step_count_query(CANDIDATE, 90): scalar("301"),
+    }
+    found = await PrometheusMetrics(url, timeout_seconds=5).step_itl_histogram(
+        CANDIDATE, START, END
+    )
+    assert found == StepHistogram((0.05, float("inf")), (4000.0, 4210.0), steps=301.0)
+    assert {at for _, at in fake.asked} == {f"{END.timestamp():.3f}"}

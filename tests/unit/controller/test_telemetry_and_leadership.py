@@ -1,0 +1,159 @@
+"""Operator metrics fit for on-call, and the leader's hand-over.
+
+Series of a finished stage and of a deleted rollout disappear; reconciles and API requests
+are counted. A replica reconciles only while it holds the Lease; one that loses it stops
+at once, never releases what is not its own, and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from specdecode.adapters.telemetry import OperatorMetrics
+from specdecode.api.gate_spec import GateType
+from specdecode.api.status import (
+    GateResult,
+    GateVerdict,
+    Phase,
+    SpecDecodeRolloutStatus,
+    StageStatus,
+)
+from specdecode.handlers.leadership import run_when_leading
+from specdecode.settings import OperatorSettings
+
+pytestmark = pytest.mark.unit
+
+
+def analysing(stage: str | None, phase: Phase = Phase.ANALYZING) -> SpecDecodeRolloutStatus:
+    stages = [
+        StageStatus(
+            name=name,
+            gates=[
+                GateResult(
+                    name="alpha",
+                    type=GateType.ACCEPTANCE,
+                    verdict=GateVerdict.SUCCESSFUL,
+                    value=0.7,
+                    lower_bound=0.65,
+                )
+            ],
+        )
+        for name in ("acceptance", "tail-latency")
+    ]
+    return SpecDecodeRolloutStatus(phase=phase, current_stage=stage, stages=stages)
+
+
+def stages_with_series(metrics: OperatorMetrics) -> set[str]:
+    found = set()
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if "stage" in sample.labels:
+                found.add(sample.labels["stage"])
+    return found
+
+
+def test_only_the_stage_in_progress_has_series() -> None:
+    metrics = OperatorMetrics()
+    metrics.observe("ns", "r", SpecDecodeRolloutStatus(), analysing("acceptance"))
+    assert stages_with_series(metrics) == {"acceptance"}
+    metrics.observe("ns", "r", analysing("acceptance"), analysing("tail-latency"))
+    assert stages_with_series(metrics) == {"tail-latency"}
+    metrics.observe("ns", "r", analysing("tail-latency"), analysing(None, Phase.PROMOTED))
+    assert stages_with_series(metrics) == set()
+
+
+def test_a_deleted_rollout_leaves_no_series() -> None:
+    metrics = OperatorMetrics()
+    metrics.observe("ns", "r", SpecDecodeRolloutStatus(), analysing("acceptance"))
+    rolled_back = analysing(None, Phase.ROLLED_BACK)
+    metrics.observe("ns", "r", analysing("acceptance"), rolled_back)
+    assert (
+        metrics.registry.get_sample_value(
+            "specdecode_rollbacks_total", {"namespace": "ns", "rollout": "r", "reason": "Unknown"}
+        )
+        == 1
+    )
+    metrics.forget("ns", "r")
+    remaining = [
+        sample
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.labels.get("rollout") == "r"
+    ]
+    assert remaining == []
+
+
+def test_requests_and_reconciles_are_counted() -> None:
+    metrics = OperatorMetrics()
+    for verb in ("PATCH", "PATCH", "DELETE"):
+        metrics.count_request(verb)
+    metrics.reconciled("ok", 0.02)
+    assert (
+        metrics.registry.get_sample_value(
+            "specdecode_operator_api_requests_total", {"verb": "PATCH"}
+        )
+        == 2
+    )
+    assert (
+        metrics.registry.get_sample_value(
+            "specdecode_operator_reconcile_duration_seconds_count", {"outcome": "ok"}
+        )
+        == 1
+    )
+
+
+class ScriptedElector:
+    """Grants the Lease on the second poll; renewals follow `renewals`."""
+
+    def __init__(self, renewals: list[bool]) -> None:
+        self.polls, self.renewals = 0, list(renewals)
+        self.leading, self.released, self.abandoned = False, False, False
+
+    def try_acquire_or_renew(self) -> bool:
+        self.polls += 1
+        if not self.leading:
+            self.leading = self.polls >= 2
+            return self.leading
+        self.leading = self.renewals.pop(0) if self.renewals else True
+        return self.leading
+
+    def abandon(self) -> None:
+        self.abandoned, self.leading = True, False
+
+    def release(self) -> None:
+        self.released = not self.abandoned
+
+
+SETTINGS = OperatorSettings(
+    leader_election=True, lease_retry_seconds=0.01, lease_renew_seconds=0.01, metrics_port=0
+)
+
+
+async def test_a_leader_that_loses_the_lease_stops_and_exits() -> None:
+    elector = ScriptedElector(renewals=[True, False])
+    started = asyncio.Event()
+
+    async def operator(stop_flag: asyncio.Event) -> None:
+        started.set()
+        await stop_flag.wait()
+
+    leading: list[bool] = []
+    run = run_when_leading(SETTINGS, elector, operator, None, leading.append)  # type: ignore[arg-type]
+    code = await asyncio.wait_for(run, 5)
+    assert started.is_set() and elector.polls >= 4
+    assert code == 1
+    assert leading == [True, False]
+    assert not elector.released  # not ours any more: never released
+
+
+async def test_a_leader_that_stops_releases_the_lease() -> None:
+    elector: Any = ScriptedElector(renewals=[])
+
+    async def operator(stop_flag: asyncio.Event) -> None:
+        await asyncio.sleep(0.05)  # kopf returns after a SIGTERM's graceful stop
+
+    assert await asyncio.wait_for(run_when_leading(SETTINGS, elector, operator, None), 5) == 0
+    assert elector.released
