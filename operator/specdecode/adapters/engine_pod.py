@@ -13,6 +13,10 @@ from specdecode.api.speculative import SpeculativeConfig
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 HUB_TOKEN_ENV = "HF_TOKEN"
+# The vLLM release the operator validated the config against (spec.engine.vllmVersion,
+# else the image tag, else the pin). vLLM ignores it; the simulator imitates that release;
+# the /version check compares the running engine with it.
+VLLM_VERSION_ENV = "SPECDECODE_VLLM_VERSION"
 # Startup probe periods tried, longest first: the first that divides the startup timeout
 # makes periodSeconds x failureThreshold equal it exactly.
 STARTUP_PERIODS = (10, 5, 2, 1)
@@ -49,7 +53,7 @@ def _number(value: float) -> str:
 
 
 def engine_env(spec: SpecDecodeRolloutSpec) -> list[dict[str, Any]]:
-    """HF_TOKEN from the hub token Secret first, then the user's env in their order.
+    """HF_TOKEN from the hub token Secret, the vLLM release, then the user's env in order.
 
     The user's order is kept because later entries may refer to earlier ones ($(VAR)).
     """
@@ -62,7 +66,9 @@ def engine_env(spec: SpecDecodeRolloutSpec) -> list[dict[str, Any]]:
                 "valueFrom": {"secretKeyRef": {"name": secret.name, "key": secret.key}},
             }
         )
-    user_env = [item for item in spec.engine.env if item.get("name") != HUB_TOKEN_ENV]
+    env.append({"name": VLLM_VERSION_ENV, "value": spec.engine.effective_vllm_version})
+    ours = {HUB_TOKEN_ENV, VLLM_VERSION_ENV}
+    user_env = [item for item in spec.engine.env if item.get("name") not in ours]
     return env + [dict(item) for item in user_env]
 
 

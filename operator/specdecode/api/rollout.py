@@ -11,8 +11,10 @@ from pydantic import Field, field_validator, model_validator
 
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.base import KubeModel
+from specdecode.api.rules import RuleSet
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.api.version_rules import draft_fits_target_rules, spec_rules
 from specdecode.api.workload import EngineSpec, GpuPoolSpec, ModelSpec, ServingSpec
 
 GROUP = "specdecode.io"
@@ -32,6 +34,9 @@ ACTIONS = ("promote", "abort", "retry")
 # too, 10 characters shorter. The CRD enforces the same rule in CEL at the root.
 MAX_NAME_LENGTH = 53
 NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# Rules that join spec fields: the speculative config against the vLLM release and the
+# target model (written once: `rules`; the CRD renders the same rules as CEL).
+SPEC_RULES = RuleSet((*spec_rules(), *draft_fits_target_rules()))
 
 
 class SpecDecodeRolloutSpec(KubeModel):
@@ -54,23 +59,12 @@ class SpecDecodeRolloutSpec(KubeModel):
     )
 
     @model_validator(mode="after")
-    def _draft_fits_target(self) -> SpecDecodeRolloutSpec:
-        spec = self.speculative
-        if spec is None:
+    def _speculative_fits_release_and_target(self) -> SpecDecodeRolloutSpec:
+        if self.speculative is None:
             return self
-        tp = self.gpu_pool.tensor_parallel_size
-        if spec.draft_tensor_parallel_size not in (None, 1, tp):
-            raise ValueError(
-                "speculative.draft_tensor_parallel_size must be 1 or "
-                f"gpuPool.tensorParallelSize ({tp})"
-            )
-        target_len = self.model.max_model_len
-        if (
-            spec.max_model_len is not None
-            and target_len is not None
-            and (spec.max_model_len > target_len)
-        ):
-            raise ValueError("speculative.max_model_len must be <= model.maxModelLen")
+        problems = SPEC_RULES.violations(self.to_wire())
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 

@@ -1,10 +1,11 @@
 """`spec.speculative`: vLLM's `--speculative-config`, field for field.
 
 The keys are vLLM's own (snake_case), so a user can paste the JSON they already run with
-`vllm serve`, and the operator passes it through unchanged. vLLM rejects unknown keys from
-0.16 on, so this model does too. Cross-field rules that the API server can check live in
-`x-kubernetes-validations` (see `crdgen`); `validate_speculative` repeats them in Python so
-the operator never renders an engine that would exit at start.
+`vllm serve`, and the operator passes it through unchanged. The model is the union over
+the supported vLLM releases (0.11.2 to 0.33.x, `vllm_versions`); what a given release
+has is checked on the rollout spec, which knows the release (`version_rules`). Unknown
+keys are refused, as vLLM does from 0.16 on. Cross-field rules are written once in
+`speculative_rules` and checked here and, as CEL, by the API server.
 """
 
 from __future__ import annotations
@@ -17,10 +18,17 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from specdecode.api.base import VerbatimModel
+from specdecode.api.rules import RuleSet
+from specdecode.api.speculative_rules import (
+    CONFIG_RULES,
+    MAX_SCHEDULE_ENTRIES,
+    MAX_SPECULATIVE_TOKENS,
+)
 
 
 class SpeculativeMethod(StrEnum):
-    """Speculative methods the pinned vLLM version accepts."""
+    """Drafting methods of the supported vLLM releases (which release has which:
+    `vllm_versions.METHODS`)."""
 
     EAGLE = "eagle"
     EAGLE3 = "eagle3"
@@ -28,34 +36,60 @@ class SpeculativeMethod(StrEnum):
     MTP = "mtp"
     NGRAM = "ngram"
     SUFFIX = "suffix"
+    NGRAM_GPU = "ngram_gpu"
+    DFLASH = "dflash"
+    DSPARK = "dspark"
+    MEDUSA = "medusa"
+    MLP_SPECULATOR = "mlp_speculator"
 
 
-METHODS_NEEDING_DRAFT_MODEL = frozenset(
-    {SpeculativeMethod.EAGLE, SpeculativeMethod.EAGLE3, SpeculativeMethod.DRAFT_MODEL}
-)
-METHODS_WITHOUT_DRAFT_MODEL = frozenset(
-    {SpeculativeMethod.NGRAM, SpeculativeMethod.SUFFIX, SpeculativeMethod.MTP}
-)
+class RejectionSampleMethod(StrEnum):
+    """`rejection_sample_method` values (0.18-0.20: strict, probabilistic; 0.21+:
+    standard; synthetic 0.20+ as the operator models it; block 0.25+)."""
+
+    STRICT = "strict"
+    PROBABILISTIC = "probabilistic"
+    STANDARD = "standard"
+    SYNTHETIC = "synthetic"
+    BLOCK = "block"
+
+
+class DraftSampleMethod(StrEnum):
+    """`draft_sample_method` values (greedy 0.21+, gumbel 0.21 only, probabilistic 0.22+)."""
+
+    GREEDY = "greedy"
+    GUMBEL = "gumbel"
+    PROBABILISTIC = "probabilistic"
+
 
 PositiveInt = Annotated[int, Field(ge=1)]
+Probability = Annotated[float, Field(ge=0, le=1)]
+ScheduleEntry = Annotated[
+    list[Annotated[int, Field(ge=0)]],
+    Field(min_length=3, max_length=3),
+]
+RULES = RuleSet(CONFIG_RULES)
 
 
 class SpeculativeConfig(VerbatimModel):
     """The speculative-decoding config, exactly as vLLM's `--speculative-config` JSON."""
 
     method: SpeculativeMethod = Field(
-        description="Drafting method: eagle3, eagle, draft_model, mtp, ngram or suffix."
+        description="Drafting method: eagle3, eagle, draft_model (0.15+), mtp, ngram, "
+        "ngram_gpu (0.18+), suffix, dflash (0.20+), dspark (0.25+), medusa and "
+        "mlp_speculator (to 0.32)."
     )
     model: str | None = Field(
         default=None,
         min_length=1,
         max_length=256,
-        description="Draft model or head (hub id or path). Required for eagle, eagle3 and "
-        "draft_model; must be empty for ngram, suffix and mtp.",
+        description="Draft model or head (hub id or path). Required for eagle, eagle3, "
+        "draft_model, dflash, medusa and mlp_speculator; must be empty for ngram, "
+        "ngram_gpu, suffix and mtp.",
     )
     num_speculative_tokens: int = Field(
         ge=1,
-        le=16,
+        le=MAX_SPECULATIVE_TOKENS,
         description="Tokens drafted per step (k). vLLM requires k > 0.",
     )
     draft_tensor_parallel_size: PositiveInt | None = Field(
@@ -76,10 +110,11 @@ class SpeculativeConfig(VerbatimModel):
         default=None, max_length=128, description="Code revision of the draft model."
     )
     prompt_lookup_max: PositiveInt | None = Field(
-        default=None, description="ngram only: longest n-gram to match (default 5)."
+        default=None, description="ngram, ngram_gpu: longest n-gram to match (default 5)."
     )
     prompt_lookup_min: PositiveInt | None = Field(
-        default=None, description="ngram only: shortest n-gram to match; <= prompt_lookup_max."
+        default=None,
+        description="ngram, ngram_gpu: shortest n-gram to match; <= prompt_lookup_max.",
     )
     disable_padded_drafter_batch: bool | None = Field(
         default=None, description="Disable input padding for the drafter (vLLM option)."
@@ -88,7 +123,49 @@ class SpeculativeConfig(VerbatimModel):
         default=None, description="Run the draft model without CUDA graphs."
     )
     speculative_token_tree: str | None = Field(
-        default=None, max_length=4096, description="Token tree for tree-based drafting."
+        default=None,
+        max_length=4096,
+        description="Token tree for tree-based drafting (vLLM 0.11 to 0.20; removed).",
+    )
+    disable_by_batch_size: int | None = Field(
+        default=None,
+        description="Refused: it never worked in vLLM's V1 engine and is gone from 0.17; "
+        "use num_speculative_tokens_per_batch_size.",
+    )
+    parallel_drafting: bool | None = Field(
+        default=None,
+        description="Draft all k tokens in one pass (0.16+; eagle, eagle3, draft_model, "
+        "dflash, dspark; the draft must be trained for it).",
+    )
+    num_speculative_tokens_per_batch_size: list[ScheduleEntry] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SCHEDULE_ENTRIES,
+        description="Dynamic speculative decoding (0.24+): [start, end, k] inclusive "
+        "batch-size ranges, sorted, non-overlapping, the first starting at 1; k = 0 turns "
+        "speculation off in that range; k <= num_speculative_tokens.",
+    )
+    rejection_sample_method: RejectionSampleMethod | None = Field(
+        default=None,
+        description="Verification (0.18+): standard (0.21+; strict/probabilistic before), "
+        "synthetic (0.20+: accept at a chosen rate, to test a real engine at a known "
+        "alpha), block (0.25+).",
+    )
+    synthetic_acceptance_rates: (
+        Annotated[list[Probability], Field(max_length=MAX_SPECULATIVE_TOKENS)] | None
+    ) = Field(
+        default=None,
+        description="synthetic only (0.20+): per position, P(first i+1 drafts accepted); "
+        "k entries, non-increasing.",
+    )
+    synthetic_acceptance_length: float | None = Field(
+        default=None,
+        ge=1,
+        description="synthetic only (0.20+): mean acceptance length in [1, k + 1].",
+    )
+    draft_sample_method: DraftSampleMethod | None = Field(
+        default=None,
+        description="How the draft samples (0.21+): greedy, probabilistic (0.22+).",
     )
     suffix_decoding_max_tree_depth: PositiveInt | None = Field(
         default=None, description="suffix only: maximum tree depth (vLLM default 24)."
@@ -105,7 +182,7 @@ class SpeculativeConfig(VerbatimModel):
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> SpeculativeConfig:
-        problems = speculative_problems(self)
+        problems = RULES.violations(self.to_wire())
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -125,34 +202,3 @@ NO_SPECULATION = "none"
 def fingerprint_of(config: SpeculativeConfig | None) -> str:
     """A config's fingerprint, as labels and status name it; plain decoding is "none"."""
     return NO_SPECULATION if config is None else config.fingerprint()
-
-
-def speculative_problems(config: SpeculativeConfig) -> list[str]:
-    """Cross-field rules vLLM enforces at start, as messages that name the field."""
-    problems: list[str] = []
-    method = config.method
-    if method in METHODS_NEEDING_DRAFT_MODEL and not config.model:
-        problems.append(f"speculative.model is required for method {method.value}")
-    if method in METHODS_WITHOUT_DRAFT_MODEL and config.model:
-        problems.append(f"speculative.model must be empty for method {method.value}")
-    lookup_set = config.prompt_lookup_max is not None or config.prompt_lookup_min is not None
-    if lookup_set and method is not SpeculativeMethod.NGRAM:
-        problems.append("speculative.prompt_lookup_min/max apply to method ngram only")
-    if (
-        config.prompt_lookup_max is not None
-        and config.prompt_lookup_min is not None
-        and config.prompt_lookup_min > config.prompt_lookup_max
-    ):
-        problems.append("speculative.prompt_lookup_min must be <= prompt_lookup_max")
-    suffix_set = any(
-        value is not None
-        for value in (
-            config.suffix_decoding_max_tree_depth,
-            config.suffix_decoding_max_cached_requests,
-            config.suffix_decoding_max_spec_factor,
-            config.suffix_decoding_min_token_prob,
-        )
-    )
-    if suffix_set and method is not SpeculativeMethod.SUFFIX:
-        problems.append("speculative.suffix_decoding_* apply to method suffix only")
-    return problems

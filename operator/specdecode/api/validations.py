@@ -1,8 +1,10 @@
 """Cross-field rules the API server enforces, as CEL (`x-kubernetes-validations`).
 
-Each rule mirrors a pydantic validator in the models, so `kubectl apply` refuses what the
-operator would refuse, with a message that names the field; the models stay the single
-source of truth for the operator and these rules are tested against them (tests/unit/api).
+The speculative, engine, model and GPU-pool rules are written once (`rules.Rule`, in the
+modules of their models): the models evaluate them and this module only places them in
+the CRD. The others are still CEL text here beside a pydantic validator that mirrors
+them, so `kubectl apply` refuses what the operator would refuse, with a message that names
+the field; tests/unit/api checks both against one table.
 Rules are keyed by the model class name (the `$defs` name in pydantic's JSON schema);
 `self` is that object. Every list and string a rule touches has maxItems/maxLength in the
 models, so the API server's CEL cost estimate stays far below its limits.
@@ -17,10 +19,11 @@ from typing import Any
 from pydantic.alias_generators import to_camel
 
 from specdecode.api.gate_spec import GATE_FIELDS, MIRROR_GATES_MESSAGE, GateType
-from specdecode.api.rollout import MAX_NAME_LENGTH, NAME_PATTERN
-from specdecode.api.speculative import METHODS_NEEDING_DRAFT_MODEL, METHODS_WITHOUT_DRAFT_MODEL
+from specdecode.api.rollout import MAX_NAME_LENGTH, NAME_PATTERN, SPEC_RULES
+from specdecode.api.rules import Rule
+from specdecode.api.speculative import RULES as SPECULATIVE_RULES
 from specdecode.api.traffic import PROMPTS_ONLY_FIELDS
-from specdecode.api.workload import RESERVED_ENGINE_FLAGS
+from specdecode.api.workload import ENGINE_RULES, GPU_POOL_RULES, MODEL_RULES
 
 
 @dataclass(frozen=True)
@@ -44,81 +47,6 @@ class CelRule:
 
 def _cel_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(f"'{value}'" for value in sorted(values)) + "]"
-
-
-def _speculative_rules() -> tuple[CelRule, ...]:
-    needing = _cel_list(METHODS_NEEDING_DRAFT_MODEL)
-    without = _cel_list(METHODS_WITHOUT_DRAFT_MODEL)
-    suffix_fields = (
-        "suffix_decoding_max_tree_depth",
-        "suffix_decoding_max_cached_requests",
-        "suffix_decoding_max_spec_factor",
-        "suffix_decoding_min_token_prob",
-    )
-    any_suffix = " || ".join(f"has(self.{name})" for name in suffix_fields)
-    return (
-        CelRule(
-            f"!(self.method in {needing}) || has(self.model)",
-            "speculative.model is required for methods eagle, eagle3 and draft_model",
-            ".model",
-            "FieldValueRequired",
-        ),
-        CelRule(
-            f"!(self.method in {without}) || !has(self.model)",
-            "speculative.model must be empty for methods ngram, suffix and mtp",
-            ".model",
-            "FieldValueForbidden",
-        ),
-        CelRule(
-            "self.method == 'ngram' || (!has(self.prompt_lookup_min) && "
-            "!has(self.prompt_lookup_max))",
-            "speculative.prompt_lookup_min/max apply to method ngram only",
-            None,
-            "FieldValueForbidden",
-        ),
-        CelRule(
-            "!has(self.prompt_lookup_min) || !has(self.prompt_lookup_max) || "
-            "self.prompt_lookup_min <= self.prompt_lookup_max",
-            "speculative.prompt_lookup_min must be <= prompt_lookup_max",
-            ".prompt_lookup_min",
-        ),
-        CelRule(
-            f"self.method == 'suffix' || !({any_suffix})",
-            "speculative.suffix_decoding_* apply to method suffix only",
-            None,
-            "FieldValueForbidden",
-        ),
-    )
-
-
-def _spec_rules() -> tuple[CelRule, ...]:
-    return (
-        CelRule(
-            "!has(self.speculative) || !has(self.speculative.draft_tensor_parallel_size) || "
-            "self.speculative.draft_tensor_parallel_size == 1 || "
-            "self.speculative.draft_tensor_parallel_size == self.gpuPool.tensorParallelSize",
-            "speculative.draft_tensor_parallel_size must be 1 or gpuPool.tensorParallelSize",
-            ".speculative.draft_tensor_parallel_size",
-        ),
-        CelRule(
-            "!has(self.speculative) || !has(self.speculative.max_model_len) || "
-            "!has(self.model.maxModelLen) || "
-            "self.speculative.max_model_len <= self.model.maxModelLen",
-            "speculative.max_model_len must be <= model.maxModelLen",
-            ".speculative.max_model_len",
-        ),
-    )
-
-
-def _reserved_flag_rule() -> CelRule:
-    flags = sorted(RESERVED_ENGINE_FLAGS)
-    pattern = "^(" + "|".join(flags) + ")(=.*)?$"
-    return CelRule(
-        f"!has(self.extraArgs) || !self.extraArgs.exists(a, a.matches('{pattern}'))",
-        "model.extraArgs must not contain flags the operator sets (" + ", ".join(flags) + ")",
-        ".extraArgs",
-        "FieldValueForbidden",
-    )
 
 
 def _gate_rules() -> tuple[CelRule, ...]:
@@ -161,17 +89,14 @@ def _analysis_rules() -> tuple[CelRule, ...]:
     )
 
 
-RULES: Mapping[str, tuple[CelRule, ...]] = {
-    "SpeculativeConfig": _speculative_rules(),
-    "SpecDecodeRolloutSpec": _spec_rules(),
-    "ModelSpec": (_reserved_flag_rule(),),
-    "GpuPoolSpec": (
-        CelRule(
-            "self.gpusPerReplica == self.tensorParallelSize",
-            "gpuPool.gpusPerReplica must equal gpuPool.tensorParallelSize",
-            ".gpusPerReplica",
-        ),
-    ),
+# Rules written once (`rules.Rule`: the models evaluate the same objects) and rules still
+# kept as CEL text beside a pydantic validator (`CelRule`).
+RULES: Mapping[str, tuple[CelRule | Rule, ...]] = {
+    "SpeculativeConfig": tuple(SPECULATIVE_RULES.rules),
+    "SpecDecodeRolloutSpec": tuple(SPEC_RULES.rules),
+    "ModelSpec": tuple(MODEL_RULES.rules),
+    "GpuPoolSpec": tuple(GPU_POOL_RULES.rules),
+    "EngineSpec": tuple(ENGINE_RULES.rules),
     "StageSpec": (
         CelRule(
             "!(has(self.concurrency) && has(self.requestRate))",

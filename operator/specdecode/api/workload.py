@@ -10,9 +10,23 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
+from specdecode.api import vllm_versions
 from specdecode.api.base import KubeModel
+from specdecode.api.rules import (
+    Binary,
+    Has,
+    Not,
+    Ref,
+    Rule,
+    RuleSet,
+    at,
+    implies,
+    matches,
+    some,
+)
+from specdecode.api.version_rules import engine_rules
 
 # Flags the operator renders itself; passing them again in extraArgs would make two
 # sources of truth, and --disable-log-stats would switch off the metrics the gates need.
@@ -31,6 +45,30 @@ RESERVED_ENGINE_FLAGS = frozenset(
         "--gpu-memory-utilization",
     }
 )
+MODEL_RULES = RuleSet(
+    tuple(
+        Rule(
+            implies(
+                Has(at("extraArgs")),
+                Not(some(at("extraArgs"), "a", matches(Ref("a"), f"^{flag}(=.*)?$"))),
+            ),
+            f"model.extraArgs must not contain {flag}: the operator sets it",
+            ".extraArgs",
+            "FieldValueForbidden",
+        )
+        for flag in sorted(RESERVED_ENGINE_FLAGS)
+    )
+)
+GPU_POOL_RULES = RuleSet(
+    (
+        Rule(
+            Binary("==", at("gpusPerReplica"), at("tensorParallelSize")),
+            "gpuPool.gpusPerReplica must equal gpuPool.tensorParallelSize",
+            ".gpusPerReplica",
+        ),
+    )
+)
+ENGINE_RULES = RuleSet(engine_rules())
 IMAGE_PATTERN = re.compile(
     r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
@@ -73,14 +111,10 @@ class ModelSpec(KubeModel):
         "renders itself, and --disable-log-stats, are refused.",
     )
 
-    @field_validator("extra_args")
-    @classmethod
-    def _no_reserved_flags(cls, args: list[str]) -> list[str]:
-        for arg in args:
-            flag = arg.split("=", 1)[0]
-            if flag in RESERVED_ENGINE_FLAGS:
-                raise ValueError(f"model.extraArgs must not contain {flag}: the operator sets it")
-        return args
+    @model_validator(mode="after")
+    def _no_reserved_flags(self) -> ModelSpec:
+        _raise_violations(MODEL_RULES, self)
+        return self
 
     @property
     def served_name(self) -> str:
@@ -132,8 +166,7 @@ class GpuPoolSpec(KubeModel):
 
     @model_validator(mode="after")
     def _gpus_match_tp(self) -> GpuPoolSpec:
-        if self.gpus_per_replica != self.tensor_parallel_size:
-            raise ValueError("gpuPool.gpusPerReplica must equal gpuPool.tensorParallelSize")
+        _raise_violations(GPU_POOL_RULES, self)
         return self
 
 
@@ -162,6 +195,15 @@ class EngineSpec(KubeModel):
         pattern=IMAGE_PATTERN.pattern,
         description="Engine image: vllm/vllm-openai:<tag>, or the simulator image.",
     )
+    vllm_version: str | None = Field(
+        default=None,
+        pattern=vllm_versions.VERSION_PATTERN,
+        max_length=16,
+        description="vLLM release the image runs (supported: "
+        f"{vllm_versions.SUPPORTED_RANGE_TEXT}); decides which speculative methods and "
+        "fields are accepted. Empty: the image tag's v0.Y.Z, else "
+        f"{vllm_versions.PINNED_VLLM_VERSION}. The running engine's /version must match.",
+    )
     image_pull_policy: str = Field(
         default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$", description="Pull policy."
     )
@@ -184,8 +226,24 @@ class EngineSpec(KubeModel):
         default=1800, ge=10, description="How long an engine may take to load before it fails."
     )
 
+    @model_validator(mode="after")
+    def _supported_release(self) -> EngineSpec:
+        _raise_violations(ENGINE_RULES, self)
+        return self
+
+    @property
+    def effective_vllm_version(self) -> str:
+        """The release the engines run: vllmVersion, else the image tag, else the pin."""
+        return vllm_versions.effective_version(self.vllm_version, self.image)
+
 
 class ServingSpec(KubeModel):
     """The production Deployment's size."""
 
     replicas: int = Field(default=1, ge=0, le=1000, description="Production replicas.")
+
+
+def _raise_violations(rules: RuleSet, model: KubeModel) -> None:
+    problems = rules.violations(model.to_wire())
+    if problems:
+        raise ValueError("; ".join(problems))

@@ -49,6 +49,7 @@ from specdecode.reconciler.apply import (
     commit_status,
     next_reconcile_in,
 )
+from specdecode.reconciler.engine_version import with_engine_version_check
 from specdecode.reconciler.load import (
     observe_load_pods,
     prompt_problem,
@@ -105,6 +106,8 @@ async def reconcile(
         or mirror_problem(routes, ref.name, spec),
     )
     decision = decide(spec, status, observations, now)
+    # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
+    decision = await with_engine_version_check(runtime, ref, spec, status, decision)
     await _apply(runtime, ref, spec, status, decision, action)
     return decision
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from specdecode.adapters.clock import Clock, SystemClock
+from specdecode.adapters.engine_version import EngineVersions
 from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.metrics import AcceptanceSource, StepLatencySource, make_metric_source
@@ -45,6 +46,9 @@ class Runtime:
     # When each rollout's load pods were last told the engine endpoints (monotonic seconds):
     # discovery runs once per refresh interval, not on every reconcile.
     endpoints_pushed_at: dict[str, float] = field(default_factory=dict)
+    # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
+    # the one request the operator sends an engine (reconciler/engine_version.py).
+    engine_versions: EngineVersions = field(default_factory=EngineVersions)
 
     @classmethod
     def create(

@@ -40,7 +40,7 @@ def raw_spec(speculative: SpeculativeConfig | None = None) -> dict[str, Any]:
     """A valid spec as the API server stores it (camelCase JSON)."""
     spec = SpecDecodeRolloutSpec(
         model=ModelSpec(name="meta-llama/Llama-3.1-8B-Instruct"),
-        engine=EngineSpec(image="vllm/vllm-openai:v0.11.0"),
+        engine=EngineSpec(image="vllm/vllm-openai:v0.11.2"),
         speculative=speculative,
         analysis=AnalysisSpec(),
     )

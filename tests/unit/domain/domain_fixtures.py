@@ -85,7 +85,7 @@ def make_spec(
     analysis_fields.update(analysis)
     return SpecDecodeRolloutSpec(
         model=ModelSpec(name="meta-llama/Llama-3.1-8B-Instruct"),
-        engine=EngineSpec(image="vllm/vllm-openai:v0.11.0"),
+        engine=EngineSpec(image="vllm/vllm-openai:v0.11.2"),
         speculative=speculative,
         analysis=AnalysisSpec(**analysis_fields),
     )

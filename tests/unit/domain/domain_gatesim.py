@@ -80,7 +80,7 @@ def single_stage_spec(gate: GateSpec, concurrency: int) -> SpecDecodeRolloutSpec
     stage = StageSpec(name="stage", concurrency=concurrency, gates=[gate])
     return SpecDecodeRolloutSpec(
         model=ModelSpec(name="meta-llama/Llama-3.1-8B-Instruct"),
-        engine=EngineSpec(image="vllm/vllm-openai:v0.11.0"),
+        engine=EngineSpec(image="vllm/vllm-openai:v0.11.2"),
         speculative=SpeculativeConfig(method="ngram", num_speculative_tokens=K),
         analysis=AnalysisSpec(stages=[stage]),
     )

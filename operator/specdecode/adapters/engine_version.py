@@ -1,0 +1,85 @@
+"""GET /version of a rollout's ready engine pods: which vLLM release really runs.
+
+This is the operator's only request to an engine, and it carries no inference: vLLM's
+`/version` answers `{"version": "0.33.0"}` from the API server process (the simulator
+answers the same shape). A pod's release cannot change while it lives, so each pod (by
+uid) is asked until it answers once, then never again: an idle rollout sends nothing. A
+pod that does not answer (restarting, network policy) is left out: unknown is not a
+mismatch. Pods come from the watched view (JSON snapshots), never from a LIST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from specdecode.adapters.render import ROLE_LABEL
+from specdecode.domain.engine_version import RunningVersion
+from specdecode.domain.observations import ChildRole
+
+VERSION_TIMEOUT_SECONDS = 2.0
+ENGINE_ROLES = frozenset(role.value for role in ChildRole)
+
+
+class EngineVersions:
+    """Asks ready engine pods for /version, remembering each pod's answer by uid."""
+
+    def __init__(self, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._transport = transport  # tests answer /version without a network
+        self._known: dict[str, str] = {}
+
+    async def running_versions(
+        self, pods: Iterable[Mapping[str, Any]], port: int
+    ) -> list[RunningVersion]:
+        """The release of each ready engine pod among `pods` that answered (now or before)."""
+        engines = [pod for pod in pods if _is_ready_engine(pod)]
+        live = {_uid(pod) for pod in engines}
+        self._known = {uid: v for uid, v in self._known.items() if uid in live}
+        unknown = [pod for pod in engines if _uid(pod) not in self._known]
+        if unknown:
+            timeout = httpx.Timeout(VERSION_TIMEOUT_SECONDS)
+            async with httpx.AsyncClient(timeout=timeout, transport=self._transport) as client:
+                answers = await asyncio.gather(*(_version(client, pod, port) for pod in unknown))
+            for pod, answer in zip(unknown, answers, strict=True):
+                if answer is not None:
+                    self._known[_uid(pod)] = answer
+        return [
+            RunningVersion(_name(pod), self._known[_uid(pod)])
+            for pod in engines
+            if _uid(pod) in self._known
+        ]
+
+
+def _metadata(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def _uid(pod: Mapping[str, Any]) -> str:
+    return str(_metadata(pod).get("uid") or _metadata(pod).get("name"))
+
+
+def _name(pod: Mapping[str, Any]) -> str:
+    return str(_metadata(pod).get("name"))
+
+
+def _is_ready_engine(pod: Mapping[str, Any]) -> bool:
+    labels = _metadata(pod).get("labels") or {}
+    status = pod.get("status") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    return labels.get(ROLE_LABEL) in ENGINE_ROLES and bool(status.get("podIP")) and ready
+
+
+async def _version(client: httpx.AsyncClient, pod: Mapping[str, Any], port: int) -> str | None:
+    ip = (pod.get("status") or {}).get("podIP")
+    try:
+        response = await client.get(f"http://{ip}:{port}/version")
+        version = response.json().get("version") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
