@@ -4,7 +4,7 @@ examples: the models and the API server cannot drift apart."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import celpy
 import pytest
@@ -32,7 +32,7 @@ def _specs() -> list[dict[str, Any]]:
     specs = []
     for example in sorted((REPO_ROOT / "examples").rglob("*.yaml")):
         specs.append(SpecDecodeRolloutSpec.model_validate(load_example(example)["spec"]))
-    wire = [spec.to_wire() for spec in specs]
+    wire: list[dict[str, Any]] = [cast("dict[str, Any]", spec.to_wire()) for spec in specs]
     base = wire[0]
     for case in TABLE["cases"]:
         for version in VERSIONS:
@@ -64,8 +64,8 @@ def _cel_holds(program: Any, obj: dict[str, Any]) -> bool:
     ("name", "rule", "node"), RULE_TARGETS, ids=[t[0][:60] for t in RULE_TARGETS]
 )
 def test_python_and_cel_agree(name: str, rule: Rule, node: str | None) -> None:
-    objects = [spec if node is None else spec.get(node) for spec in SPECS]
-    objects = [obj for obj in objects if isinstance(obj, dict)]
+    candidates = [spec if node is None else spec.get(node) for spec in SPECS]
+    objects: list[dict[str, Any]] = [obj for obj in candidates if isinstance(obj, dict)]
     environment = celpy.Environment()
     program = environment.program(environment.compile(rule.check.cel()))
     verdicts = [(rule.holds(obj), _cel_holds(program, obj)) for obj in objects]

@@ -60,7 +60,7 @@ CASES = [
 
 
 def rollout(config: dict[str, Any], version: str) -> dict[str, Any]:
-    obj = yaml.safe_load(yaml.safe_dump(BASE))
+    obj: dict[str, Any] = yaml.safe_load(yaml.safe_dump(BASE))
     obj["spec"]["engine"]["vllmVersion"] = version
     obj["spec"]["speculative"] = config
     return obj
