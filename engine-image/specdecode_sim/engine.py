@@ -16,8 +16,9 @@ from collections import deque
 from specdecode_sim.acceptance import LOOKUP_METHODS, draw_accepted
 from specdecode_sim.draft import draft_seconds
 from specdecode_sim.engineconfig import EngineConfig, SpecPlan
-from specdecode_sim.lookup import SuffixCache, ngram_proposal, suffix_proposal
+from specdecode_sim.lookup import ngram_proposal, suffix_proposal
 from specdecode_sim.request import Emission, SimRequest, SpecStepStats, StepReport
+from specdecode_sim.suffixindex import ResponseCache
 from specdecode_sim.steptime import StepShape, target_step_seconds
 
 __all__ = ["EngineConfig", "EngineCore", "SpecPlan"]
@@ -32,8 +33,10 @@ class EngineCore:
         self.running: list[SimRequest] = []
         self._spike_rng = random.Random(config.seed ^ 0x5EED)
         spec = config.spec
-        self._suffix_cache = SuffixCache(
-            spec.suffix_max_depth if spec else 24, spec.suffix_max_cached_requests if spec else 0
+        suffix = spec is not None and spec.method == "suffix"
+        self._suffix_cache = ResponseCache(
+            spec.suffix_max_depth if spec else 24,
+            spec.suffix_max_cached_requests if spec and suffix else 0,
         )
 
     def add(self, request: SimRequest) -> None:
@@ -103,7 +106,7 @@ class EngineCore:
             self.waiting.popleft()
             self.running.append(candidate)
             if candidate.scheduled_ts is None:
-                candidate.scheduled_ts = now
+                candidate.scheduled_ts = max(now, candidate.arrival_ts)
             prefills.append((candidate, chunk))
             budget -= chunk
         report.duration = self._duration(decodes, prefills)
@@ -180,7 +183,12 @@ class EngineCore:
                     accepted += 1
             else:
                 conditional = self.config.acceptance.conditional(
-                    spec.method, request.workload, drafted
+                    spec.method,
+                    request.workload,
+                    drafted,
+                    spec.head,
+                    request.temperature,
+                    request.top_p,
                 )
                 accepted = draw_accepted(request.rng, conditional)
             if spec_stats is not None:
@@ -206,6 +214,8 @@ class EngineCore:
         request.output.extend(tokens)
         if request.lookup_index is not None:
             request.lookup_index.extend(tokens)
+        if request.suffix_history is not None:
+            request.suffix_history.append(0, tokens)
         if first:
             request.first_token_ts = end
             report.prompt_tokens += len(request.prompt)
@@ -241,13 +251,14 @@ class EngineCore:
             request.pending_proposal = ngram_proposal(
                 request.lookup_index, k, self.config.max_model_len
             )
-        elif spec.method == "suffix" and request.lookup_index is not None:
+        elif spec.method == "suffix" and request.suffix_history is not None:
             request.pending_proposal = suffix_proposal(
-                request.lookup_index,
+                request.suffix_history,
                 self._suffix_cache,
                 k,
                 spec.suffix_max_spec_factor,
                 self.config.max_model_len,
+                spec.suffix_min_token_prob,
             )
         else:
             request.pending_proposal = []

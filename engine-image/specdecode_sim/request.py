@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass, field
 
 from specdecode_sim.lookup import NgramIndex
+from specdecode_sim.suffixindex import SuffixIndex
 from specdecode_sim.textgen import TokenStream
 
 
@@ -28,6 +29,9 @@ class SimRequest:
     ignore_eos: bool = False
     stop: tuple[str, ...] = ()
     lookup_index: NgramIndex | None = None
+    suffix_history: SuffixIndex | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
     output: list[str] = field(default_factory=list)
     num_computed: int = 0
     pending_draft: int = 0

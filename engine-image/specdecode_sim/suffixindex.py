@@ -1,0 +1,152 @@
+"""Suffix decoding's structure: a depth-limited suffix index over token documents.
+
+Suffix decoding (Oliaro et al., "SuffixDecoding", the `arctic-inference` package vLLM
+uses) keeps a suffix tree of depth `max_tree_depth` over every cached response plus one
+per request over its prompt and output, matches the longest suffix of the current
+context, and speculates the continuation most often seen after it (a child is followed
+while its frequency share is >= `min_token_prob`), at most `max_spec_factor x match
+length` tokens.
+
+A pointer-based suffix tree costs tens of Python objects per token (tens of millions
+for 10,000 cached responses), so the tree is stored flattened: the nodes at depth <=
+`anchor` are hash-map keys (the n-gram on the path from the root), each holding the
+positions of its most recent `fanout` occurrences; deeper levels are read straight
+from the documents by extending a match backwards, up to `max_depth`. Lookup cost is
+therefore bounded by anchor x fanout x max_depth token comparisons, independent of how
+many responses are cached; insertion and FIFO eviction cost anchor x fanout per token.
+`operations` counts the probes and comparisons so tests can check that bound without
+timing anything.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+ANCHOR = 4
+FANOUT = 16
+
+Entry = tuple[int, int]  # (document id, position of the token that follows the n-gram)
+
+
+class SuffixIndex:
+    """Documents (responses, or one request's history) indexed by their short suffixes."""
+
+    def __init__(self, max_depth: int, anchor: int = ANCHOR, fanout: int = FANOUT) -> None:
+        self.max_depth = max_depth
+        self.anchor = max(1, min(anchor, max_depth))
+        self.fanout = fanout
+        self.operations = 0
+        self._documents: dict[int, list[str]] = {}
+        self._nodes: dict[tuple[str, ...], list[Entry]] = {}
+        self._next_id = 0
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    def new_document(self) -> int:
+        """Open an empty document (a request's history grows with `append`)."""
+        document = self._next_id
+        self._next_id += 1
+        self._documents[document] = []
+        return document
+
+    def append(self, document: int, tokens: list[str]) -> None:
+        """Extend a document, indexing every n-gram (n <= anchor) that now has a successor."""
+        text = self._documents[document]
+        nodes, anchor, fanout = self._nodes, self.anchor, self.fanout
+        for token in tokens:
+            end = len(text)
+            for n in range(1, min(anchor, end) + 1):
+                key = tuple(text[end - n : end])
+                entries = nodes.get(key)
+                if entries is None:
+                    nodes[key] = [(document, end)]
+                else:
+                    entries.append((document, end))
+                    if len(entries) > fanout:
+                        del entries[0]
+            text.append(token)
+
+    def remove(self, document: int) -> None:
+        """Forget a document (FIFO eviction): drop its occurrences from every node."""
+        text = self._documents.pop(document)
+        nodes = self._nodes
+        for end in range(1, len(text)):
+            for n in range(1, min(self.anchor, end) + 1):
+                key = tuple(text[end - n : end])
+                entries = nodes.get(key)
+                if entries is None:
+                    continue
+                kept = [entry for entry in entries if entry[0] != document]
+                if kept:
+                    nodes[key] = kept
+                else:
+                    del nodes[key]
+
+    def tokens(self, document: int) -> list[str]:
+        """A document's tokens."""
+        return self._documents[document]
+
+    def match(self, context: list[str], min_token_prob: float) -> tuple[int, int, int] | None:
+        """(match length, document, continuation position) for the longest suffix of
+        `context` seen in the index whose most frequent successor has a share of at least
+        `min_token_prob` among the sampled occurrences; None when nothing qualifies."""
+        entries: list[Entry] | None = None
+        for n in range(min(self.anchor, len(context)), 0, -1):
+            self.operations += 1
+            entries = self._nodes.get(tuple(context[-n:]))
+            if entries:
+                break
+        if not entries:
+            return None
+        documents = self._documents
+        best_length = 0
+        best: list[Entry] = []
+        for document, position in entries:
+            text = documents.get(document)
+            if text is None or position >= len(text):
+                continue
+            length = 0
+            limit = min(self.max_depth, position, len(context))
+            while length < limit and text[position - 1 - length] == context[-1 - length]:
+                length += 1
+            self.operations += length + 1
+            if length > best_length:
+                best_length, best = length, [(document, position)]
+            elif length == best_length and length:
+                best.append((document, position))
+        if not best:
+            return None
+        votes: dict[str, int] = {}
+        for document, position in best:
+            successor = documents[document][position]
+            votes[successor] = votes.get(successor, 0) + 1
+        successor, count = max(votes.items(), key=lambda item: item[1])
+        if count / len(best) < min_token_prob:
+            return None
+        for document, position in reversed(best):
+            if documents[document][position] == successor:
+                return best_length, document, position
+        return None
+
+
+class ResponseCache:
+    """The global cache of finished responses, FIFO-bounded by `max_cached_requests`."""
+
+    def __init__(self, max_depth: int, max_cached_requests: int) -> None:
+        self.index = SuffixIndex(max_depth)
+        self.max_cached_requests = max_cached_requests
+        self._order: deque[int] = deque()
+
+    def add(self, response: list[str]) -> None:
+        """Remember one finished response (no-op when the global cache is disabled)."""
+        if self.max_cached_requests <= 0 or not response:
+            return
+        document = self.index.new_document()
+        self.index.append(document, response)
+        self._order.append(document)
+        while len(self._order) > self.max_cached_requests:
+            self.index.remove(self._order.popleft())
+
+    def __len__(self) -> int:
+        return len(self._order)
