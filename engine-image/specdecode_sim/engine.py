@@ -141,6 +141,8 @@ class EngineCore:
             prefill_tokens=prefill_tokens,
             kv_tokens_read=self.kv_used,
             attention_token_context=float(attention),
+            prefill_sequences=len(prefills),
+            speculative=any(drafted for _, drafted in decodes),
         )
         seconds = target_step_seconds(
             config.hardware, config.model, config.tensor_parallel_size, shape
@@ -155,6 +157,8 @@ class EngineCore:
                 len(decodes),
                 config.spec.num_speculative_tokens,
                 context,
+                draft_tp=config.spec.draft_tensor_parallel_size,
+                head=config.spec.head,
             )
         if config.latency_spike_probability and (
             self._spike_rng.random() < config.latency_spike_probability
