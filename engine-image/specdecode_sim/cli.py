@@ -61,6 +61,7 @@ async def serve(plan: EnginePlan, settings: SimSettings) -> None:
         plan.engine.seed,
         settings.workload,
         plan.repetition,
+        settings.clock_lag_budget_seconds,
     )
     runtime = ServerRuntime(
         engine=loop,

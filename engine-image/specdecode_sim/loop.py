@@ -43,10 +43,11 @@ class EngineLoop:
         server_seed: int,
         default_workload: str,
         repetition: Mapping[str, RepetitionProfile] = REPETITION,
+        lag_budget_wall_s: float = 0.5,
     ) -> None:
         self.core = core
         self.clock = clock
-        self.timeline = Timeline(clock)
+        self.timeline = Timeline(clock, lag_budget_wall_s)
         self.metrics = metrics
         self._server_seed = server_seed
         self._default_workload = default_workload

@@ -8,12 +8,13 @@ while its frequency share is >= `min_token_prob`), at most `max_spec_factor x ma
 length` tokens.
 
 A pointer-based suffix tree costs tens of Python objects per token (tens of millions
-for 10,000 cached responses), so the tree is stored flattened: the nodes at depth <=
-`anchor` are hash-map keys (the n-gram on the path from the root), each holding the
-positions of its most recent `fanout` occurrences; deeper levels are read straight
-from the documents by extending a match backwards, up to `max_depth`. Lookup cost is
-therefore bounded by anchor x fanout x max_depth token comparisons, independent of how
-many responses are cached; insertion and FIFO eviction cost anchor x fanout per token.
+for 10,000 cached responses), so the tree is stored flattened: the nodes at the anchor
+depths (2 and 4) are hash-map keys (the hash of the n-gram on the path from the root),
+each holding the positions of its most recent `fanout` occurrences; deeper levels are
+read straight from the documents by extending a match backwards, up to `max_depth`.
+Lookup cost is therefore bounded by anchors + fanout x max_depth token comparisons,
+independent of how many responses are cached; insertion and FIFO eviction cost
+anchors x fanout per token. Memory: about two small ints per cached token.
 `operations` counts the probes and comparisons so tests can check that bound without
 timing anything.
 """
@@ -22,22 +23,29 @@ from __future__ import annotations
 
 from collections import deque
 
-ANCHOR = 4
+ANCHORS = (4, 2)
 FANOUT = 16
+_POSITION_BITS = 32
+_POSITION_MASK = (1 << _POSITION_BITS) - 1
 
-Entry = tuple[int, int]  # (document id, position of the token that follows the n-gram)
+# A node holds one encoded occurrence (document << 32 | successor position) or a list of
+# the `fanout` most recent ones; keys are hashes of the n-gram (collisions only shorten
+# a match, since every match is re-checked token by token).
+Node = int | list[int]
 
 
 class SuffixIndex:
     """Documents (responses, or one request's history) indexed by their short suffixes."""
 
-    def __init__(self, max_depth: int, anchor: int = ANCHOR, fanout: int = FANOUT) -> None:
+    def __init__(
+        self, max_depth: int, anchors: tuple[int, ...] = ANCHORS, fanout: int = FANOUT
+    ) -> None:
         self.max_depth = max_depth
-        self.anchor = max(1, min(anchor, max_depth))
+        self.anchors = tuple(sorted({min(a, max_depth) for a in anchors if a >= 1}, reverse=True))
         self.fanout = fanout
         self.operations = 0
         self._documents: dict[int, list[str]] = {}
-        self._nodes: dict[tuple[str, ...], list[Entry]] = {}
+        self._nodes: dict[int, Node] = {}
         self._next_id = 0
 
     def __len__(self) -> int:
@@ -51,20 +59,26 @@ class SuffixIndex:
         return document
 
     def append(self, document: int, tokens: list[str]) -> None:
-        """Extend a document, indexing every n-gram (n <= anchor) that now has a successor."""
+        """Extend a document, indexing every anchor n-gram that now has a successor."""
         text = self._documents[document]
-        nodes, anchor, fanout = self._nodes, self.anchor, self.fanout
+        nodes, fanout, anchors = self._nodes, self.fanout, self.anchors
+        base = document << _POSITION_BITS
         for token in tokens:
             end = len(text)
-            for n in range(1, min(anchor, end) + 1):
-                key = tuple(text[end - n : end])
-                entries = nodes.get(key)
-                if entries is None:
-                    nodes[key] = [(document, end)]
+            for n in anchors:
+                if n > end:
+                    continue
+                key = hash(tuple(text[end - n : end]))
+                entry = base | end
+                node = nodes.get(key)
+                if node is None:
+                    nodes[key] = entry
+                elif isinstance(node, int):
+                    nodes[key] = [node, entry]
                 else:
-                    entries.append((document, end))
-                    if len(entries) > fanout:
-                        del entries[0]
+                    node.append(entry)
+                    if len(node) > fanout:
+                        del node[0]
             text.append(token)
 
     def remove(self, document: int) -> None:
@@ -72,14 +86,22 @@ class SuffixIndex:
         text = self._documents.pop(document)
         nodes = self._nodes
         for end in range(1, len(text)):
-            for n in range(1, min(self.anchor, end) + 1):
-                key = tuple(text[end - n : end])
-                entries = nodes.get(key)
-                if entries is None:
+            for n in self.anchors:
+                if n > end:
                     continue
-                kept = [entry for entry in entries if entry[0] != document]
-                if kept:
+                key = hash(tuple(text[end - n : end]))
+                node = nodes.get(key)
+                if node is None:
+                    continue
+                if isinstance(node, int):
+                    if node >> _POSITION_BITS == document:
+                        del nodes[key]
+                    continue
+                kept = [entry for entry in node if entry >> _POSITION_BITS != document]
+                if len(kept) > 1:
                     nodes[key] = kept
+                elif kept:
+                    nodes[key] = kept[0]
                 else:
                     del nodes[key]
 
@@ -91,18 +113,21 @@ class SuffixIndex:
         """(match length, document, continuation position) for the longest suffix of
         `context` seen in the index whose most frequent successor has a share of at least
         `min_token_prob` among the sampled occurrences; None when nothing qualifies."""
-        entries: list[Entry] | None = None
-        for n in range(min(self.anchor, len(context)), 0, -1):
+        node: Node | None = None
+        for n in self.anchors:
+            if n > len(context):
+                continue
             self.operations += 1
-            entries = self._nodes.get(tuple(context[-n:]))
-            if entries:
+            node = self._nodes.get(hash(tuple(context[-n:])))
+            if node is not None:
                 break
-        if not entries:
+        if node is None:
             return None
         documents = self._documents
         best_length = 0
-        best: list[Entry] = []
-        for document, position in entries:
+        best: list[tuple[list[str], int, int]] = []
+        for entry in [node] if isinstance(node, int) else node:
+            document, position = entry >> _POSITION_BITS, entry & _POSITION_MASK
             text = documents.get(document)
             if text is None or position >= len(text):
                 continue
@@ -112,20 +137,19 @@ class SuffixIndex:
                 length += 1
             self.operations += length + 1
             if length > best_length:
-                best_length, best = length, [(document, position)]
+                best_length, best = length, [(text, document, position)]
             elif length == best_length and length:
-                best.append((document, position))
+                best.append((text, document, position))
         if not best:
             return None
         votes: dict[str, int] = {}
-        for document, position in best:
-            successor = documents[document][position]
-            votes[successor] = votes.get(successor, 0) + 1
+        for text, _, position in best:
+            votes[text[position]] = votes.get(text[position], 0) + 1
         successor, count = max(votes.items(), key=lambda item: item[1])
         if count / len(best) < min_token_prob:
             return None
-        for document, position in reversed(best):
-            if documents[document][position] == successor:
+        for text, document, position in reversed(best):
+            if text[position] == successor:
                 return best_length, document, position
         return None
 
