@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import sys
@@ -29,15 +30,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine-image"))
 
-from calibration_client import ClientRecord, run_http  # noqa: E402
-from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies  # noqa: E402
+from calibration_client import ClientRecord, run_http
+from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies
 
-from specdecode_sim.cliargs import parse_cli  # noqa: E402
-from specdecode_sim.engine import EngineCore  # noqa: E402
-from specdecode_sim.loop import EngineLoop  # noqa: E402
-from specdecode_sim.protocol import parse_request  # noqa: E402
-from specdecode_sim.settings import load_settings  # noqa: E402
-from specdecode_sim.startup import build_plan  # noqa: E402
+from specdecode_sim.cliargs import parse_cli
+from specdecode_sim.engine import EngineCore
+from specdecode_sim.loop import EngineLoop
+from specdecode_sim.protocol import parse_request
+from specdecode_sim.settings import load_settings
+from specdecode_sim.startup import build_plan
 
 CONCURRENCY = 10
 
@@ -81,7 +82,7 @@ def _summarise(records: list[ClientRecord], duration: float, overruns: float) ->
         times = record.chunk_times
         if record.tokens > 1 and len(times) > 1:
             measured.tpot.append((times[-1] - times[0]) / (record.tokens - 1))
-        measured.itl.extend(b - a for a, b in zip(times, times[1:], strict=False))
+        measured.itl.extend(b - a for a, b in itertools.pairwise(times))
         measured.chunks += max(len(times) - 1, 0)
         measured.chunk_tokens += sum(record.chunk_tokens[1:])
     return measured
@@ -174,8 +175,10 @@ def main() -> int:
                     run_http(engine.argv, env, bodies, CONCURRENCY, options.time_scale)
                 )
                 results[method] = _summarise(records, duration, overruns)
-            print(f"  ({block} {workload} {method}: {time.monotonic() - started:.1f} s wall)",
-                  file=sys.stderr)
+            print(
+                f"  ({block} {workload} {method}: {time.monotonic() - started:.1f} s wall)",
+                file=sys.stderr,
+            )
         base = results["none"].throughput
         for method, (tps, tpot, itl, speedup) in published.items():
             m = results[method]

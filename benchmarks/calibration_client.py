@@ -49,7 +49,9 @@ async def _get(port: int, path: str) -> tuple[int, bytes]:
     return int(head.split(b" ", 2)[1]), body
 
 
-async def _stream(port: int, body: dict[str, Any], record: ClientRecord, now: Callable[[], float]) -> None:
+async def _stream(
+    port: int, body: dict[str, Any], record: ClientRecord, now: Callable[[], float]
+) -> None:
     payload = json.dumps(body).encode()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(
@@ -92,8 +94,8 @@ async def run_http(
 ) -> tuple[list[ClientRecord], float, float]:
     """Start a simulator, run the closed loop, stop it: (records, duration, overruns)."""
     port = free_port()
-    process = subprocess.Popen(
-        [SIM, *argv(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    process = await asyncio.create_subprocess_exec(
+        SIM, *argv(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
         for _ in range(300):
@@ -128,6 +130,7 @@ async def run_http(
         return records, duration, overruns
     finally:
         process.terminate()
-        process.wait(timeout=10)
-        if process.stderr is not None and os.environ.get("CALIBRATION_SERVER_LOG"):
-            sys.stderr.write(process.stderr.read().decode())
+        log = await process.stderr.read() if process.stderr is not None else b""
+        await process.wait()
+        if os.environ.get("CALIBRATION_SERVER_LOG"):
+            sys.stderr.write(log.decode())

@@ -25,17 +25,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine-image"))
 
-import calibration_client  # noqa: E402
+import calibration_client
 
-from specdecode_sim.engine import EngineCore  # noqa: E402
-from specdecode_sim.lookup import suffix_proposal  # noqa: E402
-from specdecode_sim.profiles import HARDWARE, MODELS  # noqa: E402
-from specdecode_sim.request import SimRequest  # noqa: E402
-from specdecode_sim.steptime import kv_capacity_tokens  # noqa: E402
-from specdecode_sim.suffixindex import ResponseCache, SuffixIndex  # noqa: E402
-from specdecode_sim.textgen import REPETITION, TokenStream, tokenize  # noqa: E402
-from specdecode_sim.engineconfig import EngineConfig, SpecPlan  # noqa: E402
-from specdecode_sim.acceptance import AcceptanceModel  # noqa: E402
+from specdecode_sim.acceptance import AcceptanceModel
+from specdecode_sim.engine import EngineCore
+from specdecode_sim.engineconfig import EngineConfig, SpecPlan
+from specdecode_sim.lookup import suffix_proposal
+from specdecode_sim.profiles import HARDWARE, MODELS
+from specdecode_sim.request import SimRequest
+from specdecode_sim.steptime import kv_capacity_tokens
+from specdecode_sim.suffixindex import ResponseCache, SuffixIndex
+from specdecode_sim.textgen import REPETITION, TokenStream, tokenize
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 METHODS: dict[str, str | None] = {
@@ -47,7 +47,21 @@ METHODS: dict[str, str | None] = {
     "eagle3 k=4": '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", '
     '"num_speculative_tokens": 4}',
 }
-_WORDS = "what is the best way to learn about speculative decoding in large models".split()
+_WORDS = [
+    "what",
+    "is",
+    "the",
+    "best",
+    "way",
+    "to",
+    "learn",
+    "about",
+    "speculative",
+    "decoding",
+    "in",
+    "large",
+    "models",
+]
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -71,15 +85,20 @@ def _bodies(count: int, tokens: int) -> list[dict[str, object]]:
     ]
 
 
-async def _http_row(spec: str | None, bodies: list[dict[str, object]], scale: float) -> tuple[int, float, float, float]:
+async def _http_row(
+    spec: str | None, bodies: list[dict[str, object]], scale: float
+) -> tuple[int, float, float, float]:
     port = calibration_client.free_port()
     argv = ["serve", MODEL, "--port", str(port)]
     if spec:
         argv += ["--speculative-config", spec]
     env = {**os.environ, "SPECDECODE_SIM_GPU": "H100", "SPECDECODE_SIM_TIME_SCALE": str(scale)}
     process = await asyncio.create_subprocess_exec(
-        calibration_client.SIM, *argv, env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        calibration_client.SIM,
+        *argv,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         for _ in range(300):
@@ -118,17 +137,26 @@ def _suffix_core() -> EngineCore:
     hardware, model = HARDWARE["H100"], MODELS["llama-3.1-8b"]
     return EngineCore(
         EngineConfig(
-            hardware=hardware, model=model, tensor_parallel_size=1, max_model_len=8192,
-            max_num_seqs=1024, max_num_batched_tokens=8192,
+            hardware=hardware,
+            model=model,
+            tensor_parallel_size=1,
+            max_model_len=8192,
+            max_num_seqs=1024,
+            max_num_batched_tokens=8192,
             kv_capacity_tokens=kv_capacity_tokens(hardware, model, 1, 0.9),
-            spec=SpecPlan("suffix", 24), acceptance=AcceptanceModel(),
+            spec=SpecPlan("suffix", 24),
+            acceptance=AcceptanceModel(),
         )
     )
 
 
 def _suffix_growth(sizes: list[int]) -> None:
-    print("\nSuffix decoding as the global cache grows (engine core, chat text, 64 streams x 100 tokens):")
-    print("| cached responses | us per proposal | index operations per proposal | engine tokens per CPU-s |")
+    print(
+        "\nSuffix decoding as the global cache grows (engine core, chat, 64 streams x 100 tokens):"
+    )
+    print(
+        "| cached responses | us per proposal | index ops per proposal | engine tokens per CPU-s |"
+    )
     print("|---|---|---|---|")
     rng = random.Random(3)
     cache = ResponseCache(24, 10000)
@@ -143,13 +171,16 @@ def _suffix_growth(sizes: list[int]) -> None:
         for index in range(200):
             own = SuffixIndex(24)
             own.append(own.new_document(), prompt)
-            own.append(0, TokenStream(prompt, random.Random(f"h{index}"), REPETITION["chat"]).take(50))
+            own.append(
+                0, TokenStream(prompt, random.Random(f"h{index}"), REPETITION["chat"]).take(50)
+            )
             histories.append(own)
         before_ops = cache.index.operations + sum(h.operations for h in histories)
         started = time.process_time()
         for own in histories * 5:
             suffix_proposal(own, cache, 24, 1.0, 100000)
         per_proposal = (time.process_time() - started) / 1000 * 1e6
+        cached_now = len(cache)
         ops = (cache.index.operations + sum(h.operations for h in histories) - before_ops) / 1000
         core = _suffix_core()
         core._suffix_cache = cache  # the grown cache, as a long-running server would hold it
@@ -159,10 +190,17 @@ def _suffix_growth(sizes: list[int]) -> None:
             history.append(history.new_document(), request_prompt)
             core.add(
                 SimRequest(
-                    request_id=str(index), prompt=request_prompt, max_tokens=100, workload="chat",
+                    request_id=str(index),
+                    prompt=request_prompt,
+                    max_tokens=100,
+                    workload="chat",
                     arrival_ts=0.0,
-                    stream=TokenStream(request_prompt, random.Random(f"r{size}:{index}"), REPETITION["chat"]),
-                    natural_length=10**9, rng=random.Random(index), ignore_eos=True,
+                    stream=TokenStream(
+                        request_prompt, random.Random(f"r{size}:{index}"), REPETITION["chat"]
+                    ),
+                    natural_length=10**9,
+                    rng=random.Random(index),
+                    ignore_eos=True,
                     suffix_history=history,
                 )
             )
@@ -171,7 +209,7 @@ def _suffix_growth(sizes: list[int]) -> None:
             now = report.ended
             tokens += report.generation_tokens
         engine_rate = tokens / max(time.process_time() - started, 1e-9)
-        print(f"| {len(cache)} | {per_proposal:.1f} | {ops:.1f} | {engine_rate:.0f} |")
+        print(f"| {cached_now} | {per_proposal:.1f} | {ops:.1f} | {engine_rate:.0f} |")
 
 
 def main() -> int:
@@ -187,12 +225,15 @@ def main() -> int:
             f"HTTP, H100 / Llama-3.1-8B, 64 streams, {options.requests} requests x "
             f"{options.tokens} tokens, time scale {options.time_scale}:"
         )
-        print("| method | tokens | wall s | server CPU s | tokens per server CPU-s | clock overruns |")
+        print(
+            "| method | tokens | wall s | server CPU s | tokens per server CPU-s | clock overruns |"
+        )
         print("|---|---|---|---|---|---|")
         bodies = _bodies(options.requests, options.tokens)
         for label, spec in METHODS.items():
             tokens, wall, cpu, overruns = asyncio.run(_http_row(spec, bodies, options.time_scale))
-            print(f"| {label} | {tokens} | {wall:.1f} | {cpu:.2f} | {tokens / cpu:.0f} | {overruns:.0f} |")
+            rate = tokens / cpu
+            print(f"| {label} | {tokens} | {wall:.1f} | {cpu:.2f} | {rate:.0f} | {overruns:.0f} |")
     _suffix_growth([0, 100, 1000, 10000])
     return 0
 

@@ -88,9 +88,9 @@ class AcceptanceModel:
         for key in (f"{method}/{workload}", workload, method):
             if key in table:
                 return table[key]
-        for key in (head, method):
-            if key is not None and key in HEAD_CURVES:
-                by_class = HEAD_CURVES[key]
+        for row in (head, method):
+            if row is not None and row in HEAD_CURVES:
+                by_class = HEAD_CURVES[row]
                 return by_class.get(workload, by_class["chat"])
         by_class = HEAD_CURVES["eagle3"]
         return by_class.get(workload, by_class["chat"])

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import uvicorn
 
 from specdecode_sim.cliargs import parse_cli
-from specdecode_sim.engine import EngineCore
 from specdecode_sim.clock import SimClock
+from specdecode_sim.engine import EngineCore
 from specdecode_sim.loop import EngineLoop
 from specdecode_sim.metrics import EngineMetrics
 from specdecode_sim.server import ServerRuntime, create_app

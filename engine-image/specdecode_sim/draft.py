@@ -57,8 +57,8 @@ def draft_seconds(
     if method in ("eagle", "eagle3", "mtp"):
         reduced = method == "eagle3" or (head or "").startswith("eagle-on-eagle3")
         vocab_fraction = EAGLE3_DRAFT_VOCAB_FRACTION if reduced else 1.0
-        head = target.layer_params + target.lm_head_params * vocab_fraction
-        return k * _small_forward_seconds(hw, head, bpp, batch, tp)
+        head_params = target.layer_params + target.lm_head_params * vocab_fraction
+        return k * _small_forward_seconds(hw, head_params, bpp, batch, tp)
     if method == "medusa":
         heads = k * target.hidden_size * target.hidden_size + target.lm_head_params
         return _small_forward_seconds(hw, heads, bpp, batch, tp)

@@ -18,8 +18,8 @@ from specdecode_sim.draft import draft_seconds
 from specdecode_sim.engineconfig import EngineConfig, SpecPlan
 from specdecode_sim.lookup import ngram_proposal, suffix_proposal
 from specdecode_sim.request import Emission, SimRequest, SpecStepStats, StepReport
-from specdecode_sim.suffixindex import ResponseCache
 from specdecode_sim.steptime import StepShape, target_step_seconds
+from specdecode_sim.suffixindex import ResponseCache
 
 __all__ = ["EngineConfig", "EngineCore", "SpecPlan"]
 

@@ -20,6 +20,7 @@ from specdecode_sim.lookup import NgramIndex
 from specdecode_sim.metrics import EngineMetrics
 from specdecode_sim.protocol import ParsedRequest
 from specdecode_sim.request import Emission, SimRequest
+from specdecode_sim.suffixindex import SuffixIndex
 from specdecode_sim.textgen import (
     REPETITION,
     RepetitionProfile,
@@ -27,7 +28,6 @@ from specdecode_sim.textgen import (
     natural_output_length,
     tokenize,
 )
-from specdecode_sim.suffixindex import SuffixIndex
 
 __all__ = ["EngineLoop", "SimClock", "Timeline"]
 

@@ -50,7 +50,7 @@ class StepShape:
         return self.verified_tokens + self.prefill_tokens
 
 
-MOE_SEQUENCE_LOCALITY = 0.6
+MOE_SEQUENCE_LOCALITY = 0.85
 MOE_HOT_EXPERT_SHARE = 0.25
 MOE_HOT_ROUTING_SHARE = 0.5
 

@@ -66,7 +66,9 @@ REPETITION: dict[str, RepetitionProfile] = {
 
 
 @cache
-def phrase_bank(workload: str, median_tokens: int) -> tuple[tuple[tuple[str, ...], ...], list[float]]:
+def phrase_bank(
+    workload: str, median_tokens: int
+) -> tuple[tuple[tuple[str, ...], ...], list[float]]:
     """The class's shared phrases (fixed for every server) and their cumulative Zipf weights."""
     rng = random.Random(f"phrase-bank:{workload}:{median_tokens}")
     phrases = tuple(
