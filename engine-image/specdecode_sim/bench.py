@@ -93,9 +93,7 @@ def run_batch(
 
 def step_law_table() -> None:
     """Concurrency 1, Llama-3.1-8B on H100, EAGLE-3 k=3 with forced constant acceptance."""
-    print(
-        "## Step law at concurrency 1 (H100, llama-3.1-8b, eagle3 k=3, 6,000 tokens)\n"
-    )
+    print("## Step law at concurrency 1 (H100, llama-3.1-8b, eagle3 k=3, 6,000 tokens)\n")
     print(
         "| a | law tokens/step | simulated tokens/chunk | TPOT plain ms | TPOT spec ms | speedup |"
     )
