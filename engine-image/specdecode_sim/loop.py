@@ -83,7 +83,8 @@ class EngineLoop:
         elif spec is not None and spec.method == "suffix":
             history = SuffixIndex(spec.suffix_max_depth)
             history.append(history.new_document(), prompt)
-        copy_factor = temperature_factor(parsed.temperature, parsed.top_p)
+        forced = self.core.config.acceptance.constant is not None
+        copy_factor = 1.0 if forced else temperature_factor(parsed.temperature, parsed.top_p)
         return SimRequest(
             request_id=request_id,
             prompt=prompt,
