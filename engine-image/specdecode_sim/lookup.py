@@ -72,7 +72,7 @@ def suffix_proposal(
     k = min(k, max_model_len - len(history))
     if k <= 0:
         return []
-    context = history[-own.max_depth :]
+    context = list(history[-own.max_depth :])
     best: tuple[int, SuffixIndex, int, int] | None = None
     for index in (own, cache.index):
         found = index.match(context, min_token_prob)
@@ -82,4 +82,4 @@ def suffix_proposal(
         return []
     length, index, document, start = best
     budget = min(k, int(max_spec_factor * length))
-    return index.tokens(document)[start : start + budget]
+    return list(index.tokens(document)[start : start + budget])

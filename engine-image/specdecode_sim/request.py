@@ -14,9 +14,11 @@ from specdecode_sim.suffixindex import SuffixIndex
 from specdecode_sim.textgen import TokenStream
 
 
-@dataclass
+@dataclass(eq=False)
 class SimRequest:
-    """One generation request from arrival to finish."""
+    """One generation request from arrival to finish (compared by identity: the engine
+    looks requests up in its running list every step, and a field-by-field comparison
+    of 64 requests cost more CPU than the whole step model)."""
 
     request_id: str
     prompt: list[str]
