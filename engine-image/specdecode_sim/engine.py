@@ -62,15 +62,16 @@ class EngineCore:
         """Whether a step would do anything."""
         return bool(self.waiting or self.running)
 
-    def _preempt_newest(self, keep: SimRequest) -> bool:
+    def _preempt_newest(self, keep: SimRequest) -> int | None:
+        """Preempt the newest running request other than `keep`: the KV tokens freed."""
         for victim in reversed(self.running):
             if victim is not keep:
                 self.running.remove(victim)
-                victim.num_computed = 0
+                freed, victim.num_computed = victim.num_computed, 0
                 victim.pending_draft, victim.pending_proposal = 0, []
                 self.waiting.appendleft(victim)
-                return True
-        return False
+                return freed
+        return None
 
     def step(self, now: float) -> StepReport | None:
         """Schedule and run one engine step starting at simulated time `now`."""
@@ -81,14 +82,19 @@ class EngineCore:
         report = StepReport(started=now, duration=0.0)
         decodes: list[tuple[SimRequest, int]] = []
         prefills: list[tuple[SimRequest, int]] = []
+        kv_used = self.kv_used  # changes only by preemption while scheduling
+        preempted: set[int] = set()
         for request in list(self.running):
-            if request not in self.running:
+            if id(request) in preempted:
                 continue
             if request.prefill_done:
                 drafted = min(request.pending_draft, max(budget - 1, 0))
-                while self.kv_used + drafted + 1 > config.kv_capacity_tokens:
-                    if not self._preempt_newest(request):
+                while kv_used + drafted + 1 > config.kv_capacity_tokens:
+                    freed = self._preempt_newest(request)
+                    if freed is None:
                         break
+                    kv_used -= freed
+                    preempted.add(id(self.waiting[0]))
                     report.preemptions += 1
                 if budget >= 1:
                     decodes.append((request, drafted))
@@ -101,7 +107,7 @@ class EngineCore:
         while self.waiting and budget > 0 and len(self.running) < config.max_num_seqs:
             candidate = self.waiting[0]
             chunk = min(candidate.prefill_target - candidate.num_computed, budget)
-            if self.kv_used + chunk > config.kv_capacity_tokens:
+            if kv_used + chunk > config.kv_capacity_tokens:
                 break
             self.waiting.popleft()
             self.running.append(candidate)
