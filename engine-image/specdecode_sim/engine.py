@@ -73,15 +73,17 @@ class EngineCore:
                 return freed
         return None
 
-    def step(self, now: float) -> StepReport | None:
-        """Schedule and run one engine step starting at simulated time `now`."""
-        if not self.has_work():
-            return None
+    def _schedule_running(
+        self,
+        budget: int,
+        report: StepReport,
+        decodes: list[tuple[SimRequest, int]],
+        prefills: list[tuple[SimRequest, int]],
+    ) -> tuple[int, int]:
+        """Running requests first (vLLM V1): decodes verify 1 + drafted tokens, unfinished
+        prefills get chunks; preempt the newest when the KV cache would overflow.
+        Returns the token budget left and the KV tokens in use."""
         config = self.config
-        budget = config.max_num_batched_tokens
-        report = StepReport(started=now, duration=0.0)
-        decodes: list[tuple[SimRequest, int]] = []
-        prefills: list[tuple[SimRequest, int]] = []
         kv_used = self.kv_used  # changes only by preemption while scheduling
         preempted: set[int] = set()
         for request in list(self.running):
@@ -104,6 +106,18 @@ class EngineCore:
                 if chunk > 0:
                     prefills.append((request, chunk))
                     budget -= chunk
+        return budget, kv_used
+
+    def step(self, now: float) -> StepReport | None:
+        """Schedule and run one engine step starting at simulated time `now`."""
+        if not self.has_work():
+            return None
+        config = self.config
+        budget = config.max_num_batched_tokens
+        report = StepReport(started=now, duration=0.0)
+        decodes: list[tuple[SimRequest, int]] = []
+        prefills: list[tuple[SimRequest, int]] = []
+        budget, kv_used = self._schedule_running(budget, report, decodes, prefills)
         while self.waiting and budget > 0 and len(self.running) < config.max_num_seqs:
             candidate = self.waiting[0]
             chunk = min(candidate.prefill_target - candidate.num_computed, budget)
