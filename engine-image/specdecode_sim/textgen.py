@@ -57,7 +57,7 @@ class RepetitionProfile:
 
 
 REPETITION: dict[str, RepetitionProfile] = {
-    "chat": RepetitionProfile(0.08, 0.90, 220, 0.065, 0.96, 12),
+    "chat": RepetitionProfile(0.08, 0.90, 220, 0.06, 0.96, 12),
     "code": RepetitionProfile(0.02, 0.93, 300, 0.22, 0.98, 16),
     "rag": RepetitionProfile(0.10, 0.88, 150, 0.02, 0.95, 8),
     "translation": RepetitionProfile(0.01, 0.50, 120, 0.005, 0.90, 6),
