@@ -1,15 +1,21 @@
-"""Acceptance of drafted tokens: per-position conditional probabilities by method and class.
+"""Acceptance of drafted tokens: per-position conditional probabilities by head and class.
 
 Position i (0-based) of a draft is accepted with probability a_i given positions < i were
 accepted: a_i = first x decay^i. Drawing stops at the first rejection; the target then
 emits one more token (the bonus / correction token), so a step emits accepted + 1 tokens.
 For a constant a the mean tokens per step is (1 - a^(k+1)) / (1 - a).
 
-The defaults below are modelling assumptions, calibrated so that vLLM's own counter alpha
-(accepted / drafted tokens, at k=3) lands inside the ranges users report for it: EAGLE-3
-on general chat about 0.70 (reported 0.6-0.8), code 0.75, RAG 0.65, translation without a
-domain draft head 0.50 (reported 0.4-0.6). They are not measurements. n-gram and suffix
-methods do not use them: their acceptance comes from real repetition (lookup.py).
+Where the numbers come from (acceptance_table.py holds the table and its derivation):
+the published side-by-side study (vLLM 0.12, concurrency 10, k = 2, greedy; see
+benchmarks/calibration.py) gives mean per-chunk ITL and TPOT per method; ITL / TPOT is
+the mean tokens per step, and `first` is solved from it for an assumed per-position decay.
+Heads are told apart because the study shows they differ: the 8B EAGLE-3 head is trained
+on chat (ShareGPT/UltraChat) and barely helps on code, the 70B head stays good on code,
+and an EAGLE-3 checkpoint run under `method: eagle` accepts almost nothing.
+
+Sampling temperature lowers acceptance (greedy accepts more): see `temperature_factor`.
+n-gram and suffix methods do not use these curves: their acceptance comes from real
+repetition in the synthetic text (lookup.py, suffixindex.py, textgen.py).
 """
 
 from __future__ import annotations
@@ -17,94 +23,93 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from specdecode_sim.acceptance_table import HEAD_CURVES, PositionCurve
+
+__all__ = [
+    "LOOKUP_METHODS",
+    "WORKLOAD_CLASSES",
+    "AcceptanceModel",
+    "PositionCurve",
+    "draw_accepted",
+    "expected_draft_acceptance_rate",
+    "expected_tokens_for_curve",
+    "expected_tokens_per_step",
+    "head_key",
+    "temperature_factor",
+]
+
 WORKLOAD_CLASSES: tuple[str, ...] = ("chat", "code", "rag", "translation", "math")
-
-
-@dataclass(frozen=True)
-class PositionCurve:
-    """a_i = first x decay^i, clipped to [0, 1]."""
-
-    first: float
-    decay: float
-
-    def conditional(self, positions: int) -> tuple[float, ...]:
-        """Conditional acceptance for positions 0..positions-1."""
-        return tuple(min(1.0, max(0.0, self.first * self.decay**i)) for i in range(positions))
-
-
-_MODEL_BASED: dict[str, dict[str, PositionCurve]] = {
-    "eagle3": {
-        "chat": PositionCurve(0.85, 0.96),
-        "code": PositionCurve(0.88, 0.97),
-        "rag": PositionCurve(0.82, 0.95),
-        "translation": PositionCurve(0.72, 0.93),
-        "math": PositionCurve(0.87, 0.96),
-    },
-    "eagle": {
-        "chat": PositionCurve(0.81, 0.93),
-        "code": PositionCurve(0.84, 0.94),
-        "rag": PositionCurve(0.79, 0.92),
-        "translation": PositionCurve(0.69, 0.9),
-        "math": PositionCurve(0.83, 0.93),
-    },
-    "mtp": {
-        "chat": PositionCurve(0.91, 0.88),
-        "code": PositionCurve(0.93, 0.9),
-        "rag": PositionCurve(0.89, 0.87),
-        "translation": PositionCurve(0.8, 0.85),
-        "math": PositionCurve(0.92, 0.89),
-    },
-    "medusa": {
-        "chat": PositionCurve(0.75, 0.85),
-        "code": PositionCurve(0.78, 0.87),
-        "rag": PositionCurve(0.72, 0.84),
-        "translation": PositionCurve(0.65, 0.8),
-        "math": PositionCurve(0.77, 0.85),
-    },
-    "mlp_speculator": {
-        "chat": PositionCurve(0.76, 0.88),
-        "code": PositionCurve(0.79, 0.89),
-        "rag": PositionCurve(0.73, 0.86),
-        "translation": PositionCurve(0.66, 0.83),
-        "math": PositionCurve(0.77, 0.88),
-    },
-    "draft_model": {
-        "chat": PositionCurve(0.82, 0.97),
-        "code": PositionCurve(0.85, 0.97),
-        "rag": PositionCurve(0.8, 0.96),
-        "translation": PositionCurve(0.71, 0.95),
-        "math": PositionCurve(0.83, 0.97),
-    },
-}
-
 LOOKUP_METHODS = frozenset({"ngram", "suffix"})
+
+# Relative loss of per-position acceptance at effective temperature 1 (linear in between).
+# Source: the nebius EAGLE3-Llama-3.3-70B model card reports mean acceptance length 4.78 at
+# T=0 and 4.50 at T=1 (K=7) with exact rejection sampling, about -4 % per position; it also
+# notes that vLLM drafts greedily whatever the temperature (vllm#20459), which loses more.
+# -10 % at T=1 is our assumption for vLLM; effective temperature = temperature x top_p
+# (nucleus truncation moves sampling toward greedy). Not a measurement.
+TEMPERATURE_LOSS_AT_1 = 0.10
+
+
+def temperature_factor(temperature: float, top_p: float = 1.0) -> float:
+    """Multiplier on every conditional acceptance: 1 for greedy, 0.9 at T=1 (capped at 1.5)."""
+    effective = min(max(temperature, 0.0) * min(max(top_p, 0.0), 1.0), 1.5)
+    return 1.0 - TEMPERATURE_LOSS_AT_1 * effective
+
+
+def head_key(method: str, draft_model: str | None, target_profile: str) -> str:
+    """Which trained head a speculative config runs: "method/target" or a mismatch key.
+
+    An EAGLE-3 checkpoint loaded with `method: eagle` feeds the head one layer's features
+    instead of the three it was trained on: the study's 70B "EAGLE" row (1.02x) is that.
+    """
+    lowered = (draft_model or "").lower()
+    if method == "eagle" and "eagle3" in lowered.replace("-", "").replace("_", ""):
+        return "eagle-on-eagle3-head"
+    return f"{method}/{target_profile}"
 
 
 @dataclass(frozen=True)
 class AcceptanceModel:
-    """Resolves the conditional acceptance vector for (method, class, k).
+    """Resolves the conditional acceptance vector for (method, head, class, k, temperature).
 
     `constant` (SPECDECODE_SIM_ACCEPTANCE) forces the same per-token probability at every
-    position and class; `overrides` maps "method/class" or "class" to a PositionCurve.
+    position, class and temperature (tests assert alpha from it); `overrides` maps
+    "method/class", "class" or "method" to a PositionCurve (profile file).
     """
 
     constant: float | None = None
     overrides: tuple[tuple[str, PositionCurve], ...] = ()
 
-    def curve(self, method: str, workload: str) -> PositionCurve:
-        """The curve in force for this method and class."""
+    def curve(self, method: str, workload: str, head: str | None = None) -> PositionCurve:
+        """The curve in force for this method, head and class (before temperature)."""
         if self.constant is not None:
             return PositionCurve(self.constant, 1.0)
         table = dict(self.overrides)
         for key in (f"{method}/{workload}", workload, method):
             if key in table:
                 return table[key]
-        by_class = _MODEL_BASED.get(method, _MODEL_BASED["eagle3"])
+        for row in (head, method):
+            if row is not None and row in HEAD_CURVES:
+                by_class = HEAD_CURVES[row]
+                return by_class.get(workload, by_class["chat"])
+        by_class = HEAD_CURVES["eagle3"]
         return by_class.get(workload, by_class["chat"])
 
-    def conditional(self, method: str, workload: str, positions: int) -> tuple[float, ...]:
+    def conditional(
+        self,
+        method: str,
+        workload: str,
+        positions: int,
+        head: str | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+    ) -> tuple[float, ...]:
         """Per-position conditional acceptance for one draft of `positions` tokens."""
-        return self.curve(method, workload).conditional(positions)
+        curve = self.curve(method, workload, head).conditional(positions)
+        if self.constant is not None:
+            return curve
+        factor = temperature_factor(temperature, top_p)
+        return tuple(probability * factor for probability in curve)
 
 
 def draw_accepted(rng: random.Random, conditional: tuple[float, ...]) -> int:

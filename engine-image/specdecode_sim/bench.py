@@ -48,7 +48,13 @@ def _core(gpu: str, model: str, tp: int, spec: SpecPlan | None, alpha: float) ->
 
 
 def run_batch(
-    gpu: str, model: str, tp: int, spec: SpecPlan | None, alpha: float, concurrency: int
+    gpu: str,
+    model: str,
+    tp: int,
+    spec: SpecPlan | None,
+    alpha: float,
+    concurrency: int,
+    max_tokens: int = 256,
 ) -> tuple[float, float, float]:
     """(mean per-chunk ITL, mean TPOT, tokens per decode chunk) for `concurrency` requests."""
     core = _core(gpu, model, tp, spec, alpha)
@@ -57,7 +63,7 @@ def run_batch(
         SimRequest(
             request_id=str(i),
             prompt=prompt,
-            max_tokens=256,
+            max_tokens=max_tokens,
             workload="chat",
             arrival_ts=0.0,
             stream=TokenStream(prompt, random.Random(i), REPETITION["chat"]),
@@ -87,14 +93,16 @@ def run_batch(
 
 def step_law_table() -> None:
     """Concurrency 1, Llama-3.1-8B on H100, EAGLE-3 k=3 with forced constant acceptance."""
-    print("## Step law at concurrency 1 (H100, llama-3.1-8b, eagle3 k=3)\n")
+    print("## Step law at concurrency 1 (H100, llama-3.1-8b, eagle3 k=3, 6,000 tokens)\n")
     print(
         "| a | law tokens/step | simulated tokens/chunk | TPOT plain ms | TPOT spec ms | speedup |"
     )
     print("|---|---|---|---|---|---|")
     _, plain_tpot, _ = run_batch("H100", "llama-3.1-8b", 1, None, 0.0, 1)
     for alpha in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9):
-        _, tpot, chunk = run_batch("H100", "llama-3.1-8b", 1, SpecPlan("eagle3", 3), alpha, 1)
+        _, tpot, chunk = run_batch(
+            "H100", "llama-3.1-8b", 1, SpecPlan("eagle3", 3), alpha, 1, max_tokens=6000
+        )
         law = expected_tokens_per_step(alpha, 3)
         print(
             f"| {alpha:.1f} | {law:.2f} | {chunk:.2f} | {plain_tpot * 1e3:.2f} "

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import uvicorn
 
 from specdecode_sim.cliargs import parse_cli
+from specdecode_sim.clock import SimClock
 from specdecode_sim.engine import EngineCore
-from specdecode_sim.loop import EngineLoop, SimClock
+from specdecode_sim.loop import EngineLoop
 from specdecode_sim.metrics import EngineMetrics
 from specdecode_sim.server import ServerRuntime, create_app
 from specdecode_sim.settings import SettingsError, SimSettings, load_settings
@@ -60,6 +61,7 @@ async def serve(plan: EnginePlan, settings: SimSettings) -> None:
         plan.engine.seed,
         settings.workload,
         plan.repetition,
+        settings.clock_lag_budget_seconds,
     )
     runtime = ServerRuntime(
         engine=loop,

@@ -42,15 +42,23 @@ def draft_seconds(
     k: int,
     context_len: int,
     draft_model: ModelProfile | None = None,
+    draft_tp: int | None = None,
+    head: str | None = None,
 ) -> float:
-    """Time spent drafting k tokens for `batch` sequences in one engine step."""
+    """Time spent drafting k tokens for `batch` sequences in one engine step.
+
+    Model-based heads run with `draft_tp` (the config's draft_tensor_parallel_size; the
+    study ran 1 even for the 70B target on two GPUs), default the target's TP. EAGLE-3
+    checkpoints carry a reduced draft vocabulary, also when run under `method: eagle`."""
     if batch <= 0 or k <= 0:
         return 0.0
+    tp = draft_tp or tp
     bpp = target.bytes_per_param
     if method in ("eagle", "eagle3", "mtp"):
-        vocab_fraction = EAGLE3_DRAFT_VOCAB_FRACTION if method == "eagle3" else 1.0
-        head = target.layer_params + target.lm_head_params * vocab_fraction
-        return k * _small_forward_seconds(hw, head, bpp, batch, tp)
+        reduced = method == "eagle3" or (head or "").startswith("eagle-on-eagle3")
+        vocab_fraction = EAGLE3_DRAFT_VOCAB_FRACTION if reduced else 1.0
+        head_params = target.layer_params + target.lm_head_params * vocab_fraction
+        return k * _small_forward_seconds(hw, head_params, bpp, batch, tp)
     if method == "medusa":
         heads = k * target.hidden_size * target.hidden_size + target.lm_head_params
         return _small_forward_seconds(hw, heads, bpp, batch, tp)

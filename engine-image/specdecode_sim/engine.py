@@ -16,9 +16,10 @@ from collections import deque
 from specdecode_sim.acceptance import LOOKUP_METHODS, draw_accepted
 from specdecode_sim.draft import draft_seconds
 from specdecode_sim.engineconfig import EngineConfig, SpecPlan
-from specdecode_sim.lookup import SuffixCache, ngram_proposal, suffix_proposal
+from specdecode_sim.lookup import ngram_proposal, suffix_proposal
 from specdecode_sim.request import Emission, SimRequest, SpecStepStats, StepReport
 from specdecode_sim.steptime import StepShape, target_step_seconds
+from specdecode_sim.suffixindex import ResponseCache
 
 __all__ = ["EngineConfig", "EngineCore", "SpecPlan"]
 
@@ -32,8 +33,10 @@ class EngineCore:
         self.running: list[SimRequest] = []
         self._spike_rng = random.Random(config.seed ^ 0x5EED)
         spec = config.spec
-        self._suffix_cache = SuffixCache(
-            spec.suffix_max_depth if spec else 24, spec.suffix_max_cached_requests if spec else 0
+        suffix = spec is not None and spec.method == "suffix"
+        self._suffix_cache = ResponseCache(
+            spec.suffix_max_depth if spec else 24,
+            spec.suffix_max_cached_requests if spec and suffix else 0,
         )
 
     def add(self, request: SimRequest) -> None:
@@ -59,15 +62,51 @@ class EngineCore:
         """Whether a step would do anything."""
         return bool(self.waiting or self.running)
 
-    def _preempt_newest(self, keep: SimRequest) -> bool:
+    def _preempt_newest(self, keep: SimRequest) -> int | None:
+        """Preempt the newest running request other than `keep`: the KV tokens freed."""
         for victim in reversed(self.running):
             if victim is not keep:
                 self.running.remove(victim)
-                victim.num_computed = 0
+                freed, victim.num_computed = victim.num_computed, 0
                 victim.pending_draft, victim.pending_proposal = 0, []
                 self.waiting.appendleft(victim)
-                return True
-        return False
+                return freed
+        return None
+
+    def _schedule_running(
+        self,
+        budget: int,
+        report: StepReport,
+        decodes: list[tuple[SimRequest, int]],
+        prefills: list[tuple[SimRequest, int]],
+    ) -> tuple[int, int]:
+        """Running requests first (vLLM V1): decodes verify 1 + drafted tokens, unfinished
+        prefills get chunks; preempt the newest when the KV cache would overflow.
+        Returns the token budget left and the KV tokens in use."""
+        config = self.config
+        kv_used = self.kv_used  # changes only by preemption while scheduling
+        preempted: set[int] = set()
+        for request in list(self.running):
+            if id(request) in preempted:
+                continue
+            if request.prefill_done:
+                drafted = min(request.pending_draft, max(budget - 1, 0))
+                while kv_used + drafted + 1 > config.kv_capacity_tokens:
+                    freed = self._preempt_newest(request)
+                    if freed is None:
+                        break
+                    kv_used -= freed
+                    preempted.add(id(self.waiting[0]))
+                    report.preemptions += 1
+                if budget >= 1:
+                    decodes.append((request, drafted))
+                    budget -= 1 + drafted
+            else:
+                chunk = min(request.prefill_target - request.num_computed, budget)
+                if chunk > 0:
+                    prefills.append((request, chunk))
+                    budget -= chunk
+        return budget, kv_used
 
     def step(self, now: float) -> StepReport | None:
         """Schedule and run one engine step starting at simulated time `now`."""
@@ -78,32 +117,16 @@ class EngineCore:
         report = StepReport(started=now, duration=0.0)
         decodes: list[tuple[SimRequest, int]] = []
         prefills: list[tuple[SimRequest, int]] = []
-        for request in list(self.running):
-            if request not in self.running:
-                continue
-            if request.prefill_done:
-                drafted = min(request.pending_draft, max(budget - 1, 0))
-                while self.kv_used + drafted + 1 > config.kv_capacity_tokens:
-                    if not self._preempt_newest(request):
-                        break
-                    report.preemptions += 1
-                if budget >= 1:
-                    decodes.append((request, drafted))
-                    budget -= 1 + drafted
-            else:
-                chunk = min(request.prefill_target - request.num_computed, budget)
-                if chunk > 0:
-                    prefills.append((request, chunk))
-                    budget -= chunk
+        budget, kv_used = self._schedule_running(budget, report, decodes, prefills)
         while self.waiting and budget > 0 and len(self.running) < config.max_num_seqs:
             candidate = self.waiting[0]
             chunk = min(candidate.prefill_target - candidate.num_computed, budget)
-            if self.kv_used + chunk > config.kv_capacity_tokens:
+            if kv_used + chunk > config.kv_capacity_tokens:
                 break
             self.waiting.popleft()
             self.running.append(candidate)
             if candidate.scheduled_ts is None:
-                candidate.scheduled_ts = now
+                candidate.scheduled_ts = max(now, candidate.arrival_ts)
             prefills.append((candidate, chunk))
             budget -= chunk
         report.duration = self._duration(decodes, prefills)
@@ -138,6 +161,8 @@ class EngineCore:
             prefill_tokens=prefill_tokens,
             kv_tokens_read=self.kv_used,
             attention_token_context=float(attention),
+            prefill_sequences=len(prefills),
+            speculative=any(drafted for _, drafted in decodes),
         )
         seconds = target_step_seconds(
             config.hardware, config.model, config.tensor_parallel_size, shape
@@ -152,6 +177,8 @@ class EngineCore:
                 len(decodes),
                 config.spec.num_speculative_tokens,
                 context,
+                draft_tp=config.spec.draft_tensor_parallel_size,
+                head=config.spec.head,
             )
         if config.latency_spike_probability and (
             self._spike_rng.random() < config.latency_spike_probability
@@ -180,7 +207,12 @@ class EngineCore:
                     accepted += 1
             else:
                 conditional = self.config.acceptance.conditional(
-                    spec.method, request.workload, drafted
+                    spec.method,
+                    request.workload,
+                    drafted,
+                    spec.head,
+                    request.temperature,
+                    request.top_p,
                 )
                 accepted = draw_accepted(request.rng, conditional)
             if spec_stats is not None:
@@ -206,6 +238,8 @@ class EngineCore:
         request.output.extend(tokens)
         if request.lookup_index is not None:
             request.lookup_index.extend(tokens)
+        if request.suffix_history is not None:
+            request.suffix_history.append(0, tokens)
         if first:
             request.first_token_ts = end
             report.prompt_tokens += len(request.prompt)
@@ -241,13 +275,14 @@ class EngineCore:
             request.pending_proposal = ngram_proposal(
                 request.lookup_index, k, self.config.max_model_len
             )
-        elif spec.method == "suffix" and request.lookup_index is not None:
+        elif spec.method == "suffix" and request.suffix_history is not None:
             request.pending_proposal = suffix_proposal(
-                request.lookup_index,
+                request.suffix_history,
                 self._suffix_cache,
                 k,
                 spec.suffix_max_spec_factor,
                 self.config.max_model_len,
+                spec.suffix_min_token_prob,
             )
         else:
             request.pending_proposal = []

@@ -19,6 +19,9 @@ class SpecPlan:
     suffix_max_depth: int = 24
     suffix_max_cached_requests: int = 10000
     suffix_max_spec_factor: float = 1.0
+    suffix_min_token_prob: float = 0.1
+    head: str | None = None  # acceptance.head_key: which trained head the table uses
+    draft_tensor_parallel_size: int | None = None
 
 
 @dataclass(frozen=True)

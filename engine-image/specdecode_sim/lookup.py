@@ -4,13 +4,14 @@ NgramIndex remembers, for every n-gram that already has a following token, where
 last occurred, so a proposal is a dictionary lookup instead of a scan. The n-gram
 proposer takes the longest suffix match with n in [prompt_lookup_min, prompt_lookup_max]
 and proposes up to k following tokens (vLLM's rule, capped by max_model_len). The
-suffix proposer matches up to `max_depth` tokens, also against a cache of earlier
-responses, and proposes at most max_spec_factor x match length tokens.
+suffix proposer (structure in suffixindex.py) matches up to `max_depth` tokens in the
+request's own history and in the global cache of earlier responses, and proposes at most
+max_spec_factor x match length tokens.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from specdecode_sim.suffixindex import ResponseCache, SuffixIndex
 
 
 class NgramIndex:
@@ -57,50 +58,28 @@ def ngram_proposal(index: NgramIndex, k: int, max_model_len: int) -> list[str]:
     return index.continuation(start, k)
 
 
-class SuffixCache:
-    """Responses of finished requests, FIFO-evicted, searchable like a request's history."""
-
-    def __init__(self, max_depth: int, max_cached_requests: int) -> None:
-        self.max_depth = max_depth
-        self.max_cached_requests = max_cached_requests
-        self._responses: deque[NgramIndex] = deque()
-
-    def add(self, response: list[str]) -> None:
-        """Remember one finished response (no-op when the global cache is disabled)."""
-        if self.max_cached_requests <= 0:
-            return
-        index = NgramIndex(1, self.max_depth)
-        index.extend(response)
-        self._responses.append(index)
-        while len(self._responses) > self.max_cached_requests:
-            self._responses.popleft()
-
-    def best(self, history: list[str]) -> tuple[int, NgramIndex, int] | None:
-        """Longest match over cached responses, most recent first."""
-        best: tuple[int, NgramIndex, int] | None = None
-        for index in reversed(self._responses):
-            found = index.match(history)
-            if found is not None and (best is None or found[0] > best[0]):
-                best = (found[0], index, found[1])
-        return best
-
-
 def suffix_proposal(
-    own: NgramIndex, cache: SuffixCache, k: int, max_spec_factor: float, max_model_len: int
+    own: SuffixIndex,
+    cache: ResponseCache,
+    k: int,
+    max_spec_factor: float,
+    max_model_len: int,
+    min_token_prob: float = 0.1,
 ) -> list[str]:
-    """Suffix decoding: longest match in own history or cached responses, length-scaled."""
-    k = min(k, max_model_len - len(own.tokens))
+    """Suffix decoding: the longer match of the request's own tree and the global cache,
+    speculating at most max_spec_factor x match length tokens (the method's rule)."""
+    history = own.tokens(0)
+    k = min(k, max_model_len - len(history))
     if k <= 0:
         return []
-    candidates: list[tuple[int, NgramIndex, int]] = []
-    found = own.match(own.tokens)
-    if found is not None:
-        candidates.append((found[0], own, found[1]))
-    cached = cache.best(own.tokens[-cache.max_depth :])
-    if cached is not None:
-        candidates.append(cached)
-    if not candidates:
+    context = list(history[-own.max_depth :])
+    best: tuple[int, SuffixIndex, int, int] | None = None
+    for index in (own, cache.index):
+        found = index.match(context, min_token_prob)
+        if found is not None and (best is None or found[0] > best[0]):
+            best = (found[0], index, found[1], found[2])
+    if best is None:
         return []
-    length, index, start = max(candidates, key=lambda c: c[0])
+    length, index, document, start = best
     budget = min(k, int(max_spec_factor * length))
-    return index.continuation(start, budget)
+    return list(index.tokens(document)[start : start + budget])

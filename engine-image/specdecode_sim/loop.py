@@ -1,22 +1,26 @@
-"""The asyncio side of the engine: a scaled clock, the step loop, per-request queues.
+"""The asyncio side of the engine: the step loop on a deadline timeline, per-request queues.
 
-Simulated time runs `1 / time_scale` times faster than the wall clock; step durations
-are slept for `duration x time_scale` wall seconds, and metrics record simulated
-seconds so histograms do not depend on the scale.
+Simulated time runs `1 / time_scale` times faster than the wall clock. Steps are placed
+on an absolute simulated timeline (clock.Timeline): a busy engine starts each step when
+the previous one ended and sleeps until that deadline, so the simulator's own CPU time
+does not leak into simulated latency; overruns are counted and logged. Metrics record
+simulated seconds so histograms do not depend on the scale.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
+from specdecode_sim.acceptance import temperature_factor
+from specdecode_sim.clock import SimClock, Timeline
 from specdecode_sim.engine import EngineCore
 from specdecode_sim.lookup import NgramIndex
 from specdecode_sim.metrics import EngineMetrics
 from specdecode_sim.protocol import ParsedRequest
 from specdecode_sim.request import Emission, SimRequest
+from specdecode_sim.suffixindex import SuffixIndex
 from specdecode_sim.textgen import (
     REPETITION,
     RepetitionProfile,
@@ -25,23 +29,7 @@ from specdecode_sim.textgen import (
     tokenize,
 )
 
-
-class SimClock:
-    """Simulated seconds since start, derived from a monotonic wall clock."""
-
-    def __init__(self, time_scale: float, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self.time_scale = time_scale
-        self._monotonic = monotonic
-        self._origin = monotonic()
-
-    def now(self) -> float:
-        """Simulated seconds elapsed."""
-        return (self._monotonic() - self._origin) / self.time_scale
-
-    async def sleep_until(self, simulated: float) -> None:
-        """Wait (in wall time) until the simulated clock reaches `simulated`."""
-        remaining = (simulated - self.now()) * self.time_scale
-        await asyncio.sleep(max(0.0, remaining))
+__all__ = ["EngineLoop", "SimClock", "Timeline"]
 
 
 class EngineLoop:
@@ -55,9 +43,11 @@ class EngineLoop:
         server_seed: int,
         default_workload: str,
         repetition: Mapping[str, RepetitionProfile] = REPETITION,
+        lag_budget_wall_s: float = 0.5,
     ) -> None:
         self.core = core
         self.clock = clock
+        self.timeline = Timeline(clock, lag_budget_wall_s)
         self.metrics = metrics
         self._server_seed = server_seed
         self._default_workload = default_workload
@@ -86,26 +76,30 @@ class EngineLoop:
         repetition = self._repetition[workload]
         spec = self.core.config.spec
         index: NgramIndex | None = None
-        if spec is not None and spec.method in ("ngram", "suffix"):
-            low, high = (
-                (spec.prompt_lookup_min, spec.prompt_lookup_max)
-                if spec.method == "ngram"
-                else (1, spec.suffix_max_depth)
-            )
-            index = NgramIndex(low, high)
+        history: SuffixIndex | None = None
+        if spec is not None and spec.method == "ngram":
+            index = NgramIndex(spec.prompt_lookup_min, spec.prompt_lookup_max)
             index.extend(prompt)
+        elif spec is not None and spec.method == "suffix":
+            history = SuffixIndex(spec.suffix_max_depth)
+            history.append(history.new_document(), prompt)
+        forced = self.core.config.acceptance.constant is not None
+        copy_factor = 1.0 if forced else temperature_factor(parsed.temperature, parsed.top_p)
         return SimRequest(
             request_id=request_id,
             prompt=prompt,
             max_tokens=max_tokens,
             workload=workload,
             arrival_ts=self.clock.now(),
-            stream=TokenStream(prompt, text_rng, repetition),
+            stream=TokenStream(prompt, text_rng, repetition, workload, copy_factor),
             natural_length=natural_output_length(random.Random(f"{base}|len"), repetition),
             rng=random.Random(f"{base}|accept|{parsed.prompt_text}"),
             ignore_eos=parsed.ignore_eos,
             stop=parsed.stop,
             lookup_index=index,
+            suffix_history=history,
+            temperature=parsed.temperature,
+            top_p=parsed.top_p,
         )
 
     def submit(self, request: SimRequest) -> asyncio.Queue[Emission]:
@@ -127,13 +121,16 @@ class EngineLoop:
         """Step forever; idle (no CPU) while nothing is queued or running."""
         while True:
             if not self.core.has_work():
+                self.timeline.idle()
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
-            report = self.core.step(self.clock.now())
+            report = self.core.step(self.timeline.next_start())
             if report is None or not (report.emissions or report.duration > 0):
+                self.timeline.idle()
                 await asyncio.sleep(0.001)
                 continue
+            self.timeline.finished(report.ended)
             await self.clock.sleep_until(report.ended)
             if self.metrics is not None:
                 self.metrics.record_step(report)

@@ -41,6 +41,7 @@ class ParsedRequest:
     ignore_eos: bool
     stop: tuple[str, ...]
     workload: str | None
+    top_p: float = 1.0
 
 
 def decode_body(raw: bytes) -> dict[str, Any]:
@@ -132,6 +133,11 @@ def parse_request(body: dict[str, Any], chat: bool, workload_header: str | None)
         temperature = 1.0
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature < 0:
         raise RequestError(f"temperature must be non-negative, got {temperature!r}.")
+    top_p = body.get("top_p", 1.0)
+    if top_p is None:
+        top_p = 1.0
+    if isinstance(top_p, bool) or not isinstance(top_p, int | float) or not 0 < top_p <= 1:
+        raise RequestError(f"top_p must be in (0, 1], got {top_p!r}.")
     workload = body.get("specdecode_workload", workload_header)
     if workload is not None and not isinstance(workload, str):
         raise RequestError("specdecode_workload: Input should be a valid string")
@@ -152,4 +158,5 @@ def parse_request(body: dict[str, Any], chat: bool, workload_header: str | None)
         ignore_eos=bool(ignore_eos),
         stop=_stop(body.get("stop")),
         workload=workload,
+        top_p=float(top_p),
     )

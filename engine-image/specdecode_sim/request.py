@@ -10,12 +10,15 @@ import random
 from dataclasses import dataclass, field
 
 from specdecode_sim.lookup import NgramIndex
+from specdecode_sim.suffixindex import SuffixIndex
 from specdecode_sim.textgen import TokenStream
 
 
-@dataclass
+@dataclass(eq=False)
 class SimRequest:
-    """One generation request from arrival to finish."""
+    """One generation request from arrival to finish (compared by identity: the engine
+    looks requests up in its running list every step, and a field-by-field comparison
+    of 64 requests cost more CPU than the whole step model)."""
 
     request_id: str
     prompt: list[str]
@@ -28,6 +31,9 @@ class SimRequest:
     ignore_eos: bool = False
     stop: tuple[str, ...] = ()
     lookup_index: NgramIndex | None = None
+    suffix_history: SuffixIndex | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
     output: list[str] = field(default_factory=list)
     num_computed: int = 0
     pending_draft: int = 0

@@ -75,6 +75,7 @@ def create_app(runtime: ServerRuntime) -> Starlette:
 
     async def metrics(_: Request) -> Response:
         body = runtime.engine.metrics.exposition() if runtime.engine.metrics else b""
+        body += runtime.engine.timeline.health.exposition()
         return Response(body, media_type=PROMETHEUS_CONTENT_TYPE)
 
     async def completions(request: Request) -> Response:

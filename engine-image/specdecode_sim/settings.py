@@ -45,6 +45,7 @@ class SimSettings:
     model_profile: str | None = None
     workload: str = "chat"
     time_scale: float = 1.0
+    clock_lag_budget_seconds: float = 0.5
     startup_seconds: float = 0.0
     warmup_seconds: float = 0.0
     bind_host: str | None = None
@@ -138,6 +139,9 @@ def load_settings(environ: Mapping[str, str]) -> SimSettings:
         model_profile=str(model_profile).lower() if model_profile is not None else None,
         workload=workload,
         time_scale=time_scale,
+        clock_lag_budget_seconds=_number(
+            "clock_lag_budget_seconds", values.get("clock_lag_budget_seconds", 0.5), 0
+        ),
         startup_seconds=_number("startup_seconds", values.get("startup_seconds", 0), 0),
         warmup_seconds=_number("warmup_seconds", values.get("warmup_seconds", 0), 0),
         bind_host=values.get("bind_host") or None,

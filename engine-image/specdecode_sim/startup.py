@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from specdecode_sim.acceptance import head_key
 from specdecode_sim.engine import EngineConfig, SpecPlan
 from specdecode_sim.profiles import (
     GIB,
@@ -61,7 +62,7 @@ def _profiles(model_path: str, settings: SimSettings) -> tuple[HardwareProfile, 
     return hardware, model
 
 
-def _spec_plan(config: SpeculativeConfig | None) -> SpecPlan | None:
+def _spec_plan(config: SpeculativeConfig | None, model: ModelProfile) -> SpecPlan | None:
     if config is None:
         return None
     assert config.method is not None
@@ -73,6 +74,9 @@ def _spec_plan(config: SpeculativeConfig | None) -> SpecPlan | None:
         suffix_max_depth=config.suffix_decoding_max_tree_depth,
         suffix_max_cached_requests=config.suffix_decoding_max_cached_requests,
         suffix_max_spec_factor=config.suffix_decoding_max_spec_factor,
+        suffix_min_token_prob=config.suffix_decoding_min_token_prob,
+        head=head_key(config.method, config.model, model.name),
+        draft_tensor_parallel_size=config.draft_tensor_parallel_size,
     )
 
 
@@ -145,7 +149,7 @@ def build_plan(args: argparse.Namespace, settings: SimSettings) -> EnginePlan:
         max_num_seqs=args.max_num_seqs or (1024 if big_gpu else 256),
         max_num_batched_tokens=args.max_num_batched_tokens or (8192 if big_gpu else 2048),
         kv_capacity_tokens=capacity,
-        spec=_spec_plan(spec),
+        spec=_spec_plan(spec, model),
         acceptance=settings.acceptance,
         latency_spike_probability=settings.faults.latency_spike_probability,
         latency_spike_seconds=settings.faults.latency_spike_seconds,

@@ -1,14 +1,26 @@
-"""Engine step time from hardware and model: a roofline with a fixed overhead.
+"""Engine step time from hardware and model: a partly overlapped roofline plus overheads.
 
-    t_mem  = (weight bytes read / TP + KV bytes read / TP) / (HBM bandwidth x mem_eff)
+    t_mem  = (weight bytes read / TP + KV bytes read / TP) / (bandwidth x mem_eff)
     t_comp = (2 x active params x tokens + 4 x layers x hidden x sum(tokens x context))
              / (peak BF16 FLOPs x compute_eff x TP)
-    step   = max(t_mem, t_comp) + step overhead + per-sequence overhead x seqs
+    step   = max(t_mem, t_comp) + (1 - overlap) x min(t_mem, t_comp)
+             + step overhead + per-sequence overhead x seqs
              + TP all-reduce latency x 2 x layers (TP > 1)
+             + spec step overhead (when the step verifies drafts)
 
-tokens = decode sequences x (1 + drafted tokens) + prefill tokens in the step. For MoE
-the weights read grow with the experts the step's tokens touch. Draft cost (draft.py)
-is added on top. Pure functions: unit-tested without a clock.
+tokens = decode sequences x (1 + drafted tokens) + prefill tokens in the step. Verifying
+k extra tokens per sequence therefore costs compute time even while the step is
+memory-bound (the published per-chunk ITL rises 6-33 % at concurrency 10 on an L40S).
+
+MoE (expert activation, `expert_fraction_touched`): tokens do not route uniformly at
+random. Consecutive tokens of one sequence reuse experts (the verify window of a draft
+is consecutive tokens: each token after the first draws a fresh expert set with
+probability 1 - MOE_SEQUENCE_LOCALITY), and routing is skewed (a quarter of the experts
+takes half of the assignments). So speculation at concurrency 1 touches few extra
+experts, while at higher concurrency the batch already touches most experts and the
+extra verify tokens cost expert compute, which on small devices runs at poor
+efficiency when each expert sees few tokens (moe_tile_tokens). Draft cost (draft.py) is
+added on top. Pure functions: unit-tested without a clock.
 """
 
 from __future__ import annotations
@@ -29,6 +41,8 @@ class StepShape:
     prefill_tokens: int
     kv_tokens_read: int
     attention_token_context: float
+    prefill_sequences: int = 0
+    speculative: bool = False
 
     @property
     def tokens(self) -> int:
@@ -36,28 +50,68 @@ class StepShape:
         return self.verified_tokens + self.prefill_tokens
 
 
-def weight_bytes_read(model: ModelProfile, tokens: int) -> float:
+MOE_SEQUENCE_LOCALITY = 0.85
+MOE_HOT_EXPERT_SHARE = 0.25
+MOE_HOT_ROUTING_SHARE = 0.5
+
+
+def independent_routings(shape: StepShape) -> float:
+    """Tokens that route independently: one per sequence plus the non-repeating rest."""
+    sequences = shape.decode_sequences + shape.prefill_sequences
+    tokens = shape.tokens
+    if sequences <= 0:
+        return float(max(tokens, 1))
+    return sequences + max(tokens - sequences, 0) * (1.0 - MOE_SEQUENCE_LOCALITY)
+
+
+def expert_fraction_touched(model: ModelProfile, routings: float) -> float:
+    """Expected share of experts a step's routings touch, with skewed popularity."""
+    experts, top_k = model.num_experts, model.experts_per_token
+    touched = 0.0
+    for expert_share, routing_share in (
+        (MOE_HOT_EXPERT_SHARE, MOE_HOT_ROUTING_SHARE),
+        (1.0 - MOE_HOT_EXPERT_SHARE, 1.0 - MOE_HOT_ROUTING_SHARE),
+    ):
+        group = experts * expert_share
+        per_draw = min(1.0, top_k * routing_share / group)
+        touched += group * (1.0 - (1.0 - per_draw) ** routings)
+    return touched / experts
+
+
+def weight_bytes_read(model: ModelProfile, shape_or_tokens: StepShape | int) -> float:
     """Dense weights always; MoE experts only as far as this step's tokens route to them."""
     if model.num_experts <= 0 or model.expert_params <= 0:
         return model.weight_bytes
-    untouched_per_token = 1.0 - model.experts_per_token / model.num_experts
-    touched_fraction = 1.0 - untouched_per_token ** max(tokens, 1)
+    if isinstance(shape_or_tokens, int):
+        routings = float(max(shape_or_tokens, 1))
+    else:
+        routings = independent_routings(shape_or_tokens)
+    touched = expert_fraction_touched(model, routings)
     dense = model.total_params - model.expert_params
-    return (dense + model.expert_params * touched_fraction) * model.bytes_per_param
+    return (dense + model.expert_params * touched) * model.bytes_per_param
 
 
 def memory_seconds(hw: HardwareProfile, model: ModelProfile, tp: int, shape: StepShape) -> float:
-    """Time to stream weights and KV from HBM once."""
+    """Time to stream weights and KV from memory once."""
     kv_bytes = shape.kv_tokens_read * model.kv_bytes_per_token
-    read = (weight_bytes_read(model, shape.tokens) + kv_bytes) / tp
+    read = (weight_bytes_read(model, shape) + kv_bytes) / tp
     return read / (hw.hbm_bandwidth_bytes_per_s * hw.memory_efficiency)
 
 
 def compute_seconds(hw: HardwareProfile, model: ModelProfile, tp: int, shape: StepShape) -> float:
-    """Matmul plus attention FLOPs at the efficient compute rate."""
-    flops = 2.0 * model.active_params * shape.tokens
-    flops += 4.0 * model.num_layers * model.hidden_size * shape.attention_token_context
-    return flops / (hw.bf16_flops * hw.compute_efficiency * tp)
+    """Matmul plus attention FLOPs at the efficient compute rate (MoE: tile waste)."""
+    rate = hw.bf16_flops * hw.compute_efficiency * tp
+    flops = 4.0 * model.num_layers * model.hidden_size * shape.attention_token_context
+    if model.num_experts > 0 and model.expert_params > 0:
+        per_token_expert = model.expert_params * model.experts_per_token / model.num_experts
+        dense = model.active_params - per_token_expert
+        touched = expert_fraction_touched(model, independent_routings(shape))
+        per_expert = shape.tokens * model.experts_per_token / max(touched * model.num_experts, 1)
+        utilisation = min(1.0, per_expert / hw.moe_tile_tokens)
+        expert_seconds = 2.0 * per_token_expert * shape.tokens / (rate * utilisation)
+        return (2.0 * dense * shape.tokens + flops) / rate + expert_seconds
+    flops += 2.0 * model.active_params * shape.tokens
+    return flops / rate
 
 
 def target_step_seconds(
@@ -66,10 +120,14 @@ def target_step_seconds(
     """Duration of one target-model forward pass (verify + prefill chunks)."""
     if shape.tokens <= 0:
         return 0.0
-    roofline = max(memory_seconds(hw, model, tp, shape), compute_seconds(hw, model, tp, shape))
+    memory = memory_seconds(hw, model, tp, shape)
+    compute = compute_seconds(hw, model, tp, shape)
+    roofline = max(memory, compute) + (1.0 - hw.overlap) * min(memory, compute)
     overhead = hw.step_overhead_s + hw.per_sequence_overhead_s * shape.decode_sequences
     if tp > 1:
         overhead += hw.tp_allreduce_s_per_layer * 2 * model.num_layers
+    if shape.speculative:
+        overhead += hw.spec_step_overhead_s
     return roofline + overhead
 
 
@@ -91,4 +149,5 @@ def decode_shape(concurrency: int, drafted: int, context_len: int) -> StepShape:
         prefill_tokens=0,
         kv_tokens_read=concurrency * context_len,
         attention_token_context=float(concurrency * per_seq * context_len),
+        speculative=drafted > 0,
     )

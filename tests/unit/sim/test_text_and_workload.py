@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from specdecode_sim.lookup import NgramIndex, SuffixCache, ngram_proposal, suffix_proposal
+from specdecode_sim.lookup import NgramIndex, ngram_proposal, suffix_proposal
+from specdecode_sim.suffixindex import ResponseCache, SuffixIndex
 from specdecode_sim.textgen import REPETITION, TokenStream, detokenize, tokenize
 from specdecode_sim.workload import infer_workload, resolve_workload
 
@@ -57,10 +58,10 @@ def test_ngram_proposal_continues_the_latest_match() -> None:
 
 
 def test_suffix_proposal_uses_cached_responses_and_scales_with_match() -> None:
-    cache = SuffixCache(max_depth=8, max_cached_requests=2)
+    cache = ResponseCache(max_depth=8, max_cached_requests=2)
     cache.add(["the", "quick", "brown", "fox", "jumps", "over"])
-    own = NgramIndex(1, 8)
-    own.extend(["say", "the", "quick", "brown"])
+    own = SuffixIndex(8)
+    own.append(own.new_document(), ["say", "the", "quick", "brown"])
     assert suffix_proposal(own, cache, k=5, max_spec_factor=1.0, max_model_len=100) == [
         "fox",
         "jumps",

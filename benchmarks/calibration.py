@@ -1,0 +1,205 @@
+"""Calibration suite: the published side-by-side study, re-run through the simulator.
+
+Starts one simulator per configuration (`specdecode-sim serve ...`, configured only by
+the vLLM flags and SPECDECODE_SIM_GPU / SPECDECODE_SIM_TIME_SCALE), drives it like
+`vllm bench serve` (closed loop, concurrency 10, streamed chat completions, max 1,024
+output tokens, greedy, identical requests for every method) and prints measured vs
+published output tok/s, mean TPOT, mean per-chunk ITL and speedup, with ratios, per row
+of calibration.md. Latencies are client-side wall times divided by the time scale;
+`overruns` is the simulator's own clock-overrun counter (0 = the clock did not slip).
+
+    .venv/bin/python benchmarks/calibration.py [--time-scale 0.1] [--requests 120]
+    .venv/bin/python benchmarks/calibration.py --in-process   # engine core, no HTTP (fast)
+
+Workloads and published figures: benchmarks/calibration_workloads.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine-image"))
+
+from calibration_client import ClientRecord, run_http
+from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies
+
+from specdecode_sim.cliargs import parse_cli
+from specdecode_sim.engine import EngineCore
+from specdecode_sim.loop import EngineLoop
+from specdecode_sim.protocol import parse_request
+from specdecode_sim.settings import load_settings
+from specdecode_sim.startup import build_plan
+
+CONCURRENCY = 10
+
+
+@dataclass
+class Measured:
+    """One configuration's client-side figures, in simulated seconds."""
+
+    tokens: int
+    duration: float
+    tpot: list[float] = field(default_factory=list)
+    itl: list[float] = field(default_factory=list)
+    chunks: int = 0
+    chunk_tokens: int = 0
+    overruns: float = 0.0
+
+    @property
+    def chunk_mean(self) -> float:
+        """Mean tokens per streamed chunk after the first (tokens per engine step)."""
+        return self.chunk_tokens / max(self.chunks, 1)
+
+    @property
+    def throughput(self) -> float:
+        """Output tokens per simulated second."""
+        return self.tokens / self.duration
+
+
+def _summarise(records: list[ClientRecord], duration: float, overruns: float) -> Measured:
+    """Throughput over the full closed loop (until the last request is sent, so the
+    study's 1,000-request runs, nearly free of a draining tail, are what it compares to);
+    TPOT per request; ITL per chunk."""
+    window = max(record.sent for record in records)
+    emitted = sum(
+        tokens
+        for record in records
+        for stamp, tokens in zip(record.chunk_times, record.chunk_tokens, strict=False)
+        if stamp <= window
+    )
+    measured = Measured(emitted, window, overruns=overruns)
+    for record in records:
+        times = record.chunk_times
+        if record.tokens > 1 and len(times) > 1:
+            measured.tpot.append((times[-1] - times[0]) / (record.tokens - 1))
+        measured.itl.extend(b - a for a, b in itertools.pairwise(times))
+        measured.chunks += max(len(times) - 1, 0)
+        measured.chunk_tokens += sum(record.chunk_tokens[1:])
+    return measured
+
+
+class _FakeClock:
+    time_scale = 1.0
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+
+def run_in_process(engine: Engine, bodies: list[dict[str, Any]]) -> Measured:
+    """Closed loop through the engine core in simulated time (no HTTP, no wall clock)."""
+    args = parse_cli(engine.argv(8000))
+    plan = build_plan(args, load_settings({"SPECDECODE_SIM_GPU": engine.gpu}))
+    core = EngineCore(plan.engine)
+    clock = _FakeClock()
+    loop = EngineLoop(core, clock, None, plan.engine.seed, "chat", plan.repetition)  # type: ignore[arg-type]
+    pending = list(reversed(bodies))
+    records: dict[str, ClientRecord] = {}
+    outstanding = 0
+    while pending or core.has_work():
+        while outstanding < CONCURRENCY and pending:
+            body = pending.pop()
+            parsed = parse_request(body, True, None)
+            request_id = f"r{len(records)}"
+            request = loop.build_request(request_id, parsed, str(parsed.workload), 1024)
+            request.arrival_ts = clock.t
+            records[request_id] = ClientRecord(clock.t)
+            core.add(request)
+            outstanding += 1
+        report = core.step(clock.t)
+        if report is None:
+            break
+        clock.t = report.ended
+        for emission in report.emissions:
+            record = records[emission.request.request_id]
+            if emission.tokens:
+                record.chunk_times.append(report.ended)
+                record.chunk_tokens.append(len(emission.tokens))
+                record.tokens += len(emission.tokens)
+            if emission.finish_reason is not None:
+                outstanding -= 1
+    return _summarise(list(records.values()), clock.t, 0.0)
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ratio(measured: float, published: float | None) -> str:
+    return "-" if not published else f"{measured / published:.2f}"
+
+
+def main() -> int:
+    """Run every block and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-scale", type=float, default=0.1)
+    parser.add_argument("--requests", type=int, default=120)
+    parser.add_argument("--in-process", action="store_true")
+    parser.add_argument("--only", default="", help="substring of 'block/workload' to run")
+    options = parser.parse_args()
+    mode = "in-process" if options.in_process else f"HTTP, time scale {options.time_scale}"
+    print(f"calibration: {options.requests} requests per row, concurrency {CONCURRENCY}, {mode}")
+    print(
+        "| model / GPU | workload | method | tok/s sim | tok/s pub | TPOT ms sim | TPOT ms pub "
+        "| ITL ms sim | ITL ms pub | tokens/chunk | speedup sim | speedup pub | ratio | overruns |"
+    )
+    print("|---" * 14 + "|")
+    worst = 0.0
+    order_ok = True
+    for (block, workload), published in PUBLISHED.items():
+        if options.only and options.only not in f"{block}/{workload}":
+            continue
+        bodies = request_bodies(workload, options.requests)
+        results: dict[str, Measured] = {}
+        for method in published:
+            engine = BLOCKS[block][method]
+            started = time.monotonic()
+            if options.in_process:
+                results[method] = run_in_process(engine, bodies)
+            else:
+                env = {**os.environ, "SPECDECODE_SIM_GPU": engine.gpu}
+                env["SPECDECODE_SIM_TIME_SCALE"] = str(options.time_scale)
+                records, duration, overruns = asyncio.run(
+                    run_http(engine.argv, env, bodies, CONCURRENCY, options.time_scale)
+                )
+                results[method] = _summarise(records, duration, overruns)
+            print(
+                f"  ({block} {workload} {method}: {time.monotonic() - started:.1f} s wall)",
+                file=sys.stderr,
+            )
+        base = results["none"].throughput
+        for method, (tps, tpot, itl, speedup) in published.items():
+            m = results[method]
+            sim_speedup = m.throughput / base
+            ratio = sim_speedup / speedup
+            worst = max(worst, abs(ratio - 1.0))
+            print(
+                f"| {block} | {workload} | {method} | {m.throughput:.0f} | {tps:.0f} "
+                f"| {statistics.fmean(m.tpot) * 1000:.2f} | {_fmt(tpot, 2)} "
+                f"| {statistics.fmean(m.itl) * 1000:.1f} | {_fmt(itl)} "
+                f"| {m.chunk_mean:.2f} "
+                f"| {sim_speedup:.2f} | {speedup:.2f} | {ratio:.2f} | {m.overruns:.0f} |"
+            )
+        published_order = sorted(published, key=lambda name: published[name][3])
+        simulated_order = sorted(published, key=lambda name: results[name].throughput)
+        if published_order != simulated_order:
+            order_ok = False
+            print(f"  ordering differs in {block} {workload}: simulated {simulated_order}")
+    print(f"worst speedup deviation: {worst * 100:.1f} %; published ordering kept: {order_ok}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
