@@ -21,7 +21,6 @@ USERS_FILTER = {
 }
 SIM_ENV = [
     {"name": "SPECDECODE_SIM_GPU", "value": "H100"},
-    {"name": "SPECDECODE_SIM_TIME_SCALE", "value": "10"},
     {"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.85"},
 ]
 
