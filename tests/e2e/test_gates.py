@@ -29,7 +29,10 @@ EAGLE3 = {
 }
 
 
-def sim_env(acceptance: float, gpu: str = "H100") -> list[dict[str, str]]:
+def sim_env(acceptance: float, gpu: str = "L40S") -> list[dict[str, str]]:
+    """Engines simulated on an L40S: its steps (20-70 ms) are long enough that this 2-core
+    machine's load clients keep their timestamp delay under 5 % of the judged P99, which a
+    look checks (H100 steps of ~8 ms at 32 streams saturate the machine: Inconclusive)."""
     return [
         {"name": "SPECDECODE_SIM_GPU", "value": gpu},
         {"name": "SPECDECODE_SIM_ACCEPTANCE", "value": str(acceptance)},
@@ -50,18 +53,22 @@ def stage(name: str, concurrency: int, gate: dict[str, Any]) -> dict[str, Any]:
 ACCEPTANCE_GATE = {"name": "alpha", "type": "Acceptance", "minAlpha": 0.55}
 
 
-def latency_gate(tolerance: float) -> dict[str, Any]:
+def latency_gate(tolerance: float, definition: str) -> dict[str, Any]:
     return {
         "name": "p99-itl",
         "type": "TailLatency",
         "quantile": 0.99,
         "tolerance": tolerance,
-        "itlDefinition": "PerToken",
+        "itlDefinition": definition,
     }
 
 
 def gated_rollout(
-    acceptance: float, production_concurrency: int = 32, tolerance: float = 0.25, **spec: Any
+    acceptance: float,
+    production_concurrency: int = 32,
+    tolerance: float = 0.5,
+    definition: str = "PerChunk",
+    **spec: Any,
 ) -> dict[str, Any]:
     """The simulator example with automated gates and the given engine behaviour."""
     patch = {
@@ -72,7 +79,11 @@ def gated_rollout(
                 "progressDeadlineSeconds": 180,
                 "stages": [
                     stage("acceptance", 4, ACCEPTANCE_GATE),
-                    stage("tail-latency", production_concurrency, latency_gate(tolerance)),
+                    stage(
+                        "tail-latency",
+                        production_concurrency,
+                        latency_gate(tolerance, definition),
+                    ),
                 ],
             },
             **spec,
@@ -141,14 +152,17 @@ def test_low_acceptance_is_rolled_back_by_the_acceptance_gate(
 def test_compute_bound_production_concurrency_is_rolled_back_by_tail_latency(
     rollout: Callable[[str], Rollout],
 ) -> None:
-    """Good acceptance, but at concurrency 128 a 70B model on 4 H100s is compute-bound:
-    verifying k+1 tokens per sequence makes every candidate step far longer."""
+    """Good acceptance, but at concurrency 64 a 70B model on 4 L40S is compute-heavy: the
+    verify of k+1 tokens per sequence adds its compute to every step (the L40S overlaps
+    none of it), so a step whose drafts are all rejected, the P99 per-token gap, is ~1.4x
+    a plain step: a 10 % per-token tolerance rolls it back."""
     r = rollout("llama70b")
     r.apply(
         gated_rollout(
             acceptance=0.85,
-            production_concurrency=128,
+            production_concurrency=64,
             tolerance=0.10,
+            definition="PerToken",
             model={
                 "name": "meta-llama/Llama-3.3-70B-Instruct",
                 "servedModelName": "llama-3.3-70b-instruct",
