@@ -40,8 +40,13 @@ def sim_command(*args: str) -> list[str]:
 
 
 def sim_env(**overrides: str) -> dict[str, str]:
-    """Environment without inherited SPECDECODE_SIM_* knobs, plus overrides."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECDECODE_SIM_")}
+    """Environment without inherited SPECDECODE_SIM_* knobs or SPECDECODE_VLLM_VERSION
+    (the pinned release unless overridden), plus overrides."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SPECDECODE_SIM_") and k != "SPECDECODE_VLLM_VERSION"
+    }
     env["PYTHONPATH"] = str(REPO / "engine-image")
     env.update(overrides)
     return env
