@@ -4,12 +4,14 @@ vLLM's message where the table has one."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 import yaml
 from simtesting import REPO
 
+from specdecode_sim.cli import main
 from specdecode_sim.releases import Release, every_supported_release
 from specdecode_sim.specconfig import (
     SpeculativeConfigError,
@@ -56,3 +58,16 @@ def test_the_table_covers_refusals_and_silent_drops() -> None:
     """The comparison above can fail both ways: rows expect every verdict somewhere."""
     seen = {row["verdict"] for case in TABLE["cases"] for row in case["vllm"]}
     assert seen == {"accept", "ignore", "refuse"}
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=lambda release: release.version)
+def test_eagle3_on_a_mistral_target_exits_at_start(
+    release: Release, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the e2e test of a crash-looping candidate relies on, in every release."""
+    monkeypatch.setenv("SPECDECODE_VLLM_VERSION", release.version)
+    config = {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+              "num_speculative_tokens": 3}  # fmt: skip
+    argv = ["serve", "mistralai/Mistral-7B-Instruct-v0.3", "--speculative-config"]
+    assert main([*argv, json.dumps(config)]) == 1
+    assert "Eagle3 is only supported for" in capsys.readouterr().err
