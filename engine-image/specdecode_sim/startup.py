@@ -78,10 +78,12 @@ def _spec_plan(config: SpeculativeConfig | None, model: ModelProfile) -> SpecPla
     if config is None:
         return None
     assert config.method is not None
+    # ngram_gpu (0.18+) proposes what ngram proposes, on the GPU: simulated as ngram.
+    method = "ngram" if config.method == "ngram_gpu" else config.method
     return SpecPlan(
         schedule=tuple(config.num_speculative_tokens_per_batch_size or ()),
         synthetic_rates=_synthetic_rates(config),
-        method=config.method,
+        method=method,
         num_speculative_tokens=config.num_speculative_tokens,
         prompt_lookup_min=config.prompt_lookup_min or 5,
         prompt_lookup_max=config.prompt_lookup_max or 5,
@@ -89,7 +91,7 @@ def _spec_plan(config: SpeculativeConfig | None, model: ModelProfile) -> SpecPla
         suffix_max_cached_requests=config.suffix_decoding_max_cached_requests,
         suffix_max_spec_factor=config.suffix_decoding_max_spec_factor,
         suffix_min_token_prob=config.suffix_decoding_min_token_prob,
-        head=head_key(config.method, config.model, model.name),
+        head=head_key(method, config.model, model.name),
         draft_tensor_parallel_size=config.draft_tensor_parallel_size,
     )
 

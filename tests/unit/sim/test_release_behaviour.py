@@ -206,3 +206,22 @@ def test_ignore_speculative_still_refuses_a_bad_config(
     bad = json.dumps({"method": "eagle3", "num_speculative_tokens": 3})
     assert main(["serve", LLAMA_8B, "--speculative-config", bad]) == 1
     assert "without speculative model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"method": "ngram_gpu", "num_speculative_tokens": 3},
+        {"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 4},
+        {"method": "dspark", "num_speculative_tokens": 4},
+    ],
+    ids=lambda config: str(config["method"]),
+)
+def test_newer_methods_start_and_draft(config: dict[str, object]) -> None:
+    spec = _plan(config, SPECDECODE_VLLM_VERSION="0.25.0").engine.spec
+    assert spec is not None
+    core = make_core(spec, acceptance=0.6)
+    core.add(make_request(core, 0, "the cat sat on the mat " * 20, max_tokens=100))
+    reports = run(core)
+    drafts, _, _, _ = spec_totals(reports)
+    assert drafts > 0 and all(report.duration > 0 for report in reports)
