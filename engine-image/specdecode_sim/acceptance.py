@@ -35,6 +35,8 @@ __all__ = [
     "expected_tokens_for_curve",
     "expected_tokens_per_step",
     "head_key",
+    "rates_for_mean_length",
+    "synthetic_conditional",
     "temperature_factor",
 ]
 
@@ -144,3 +146,29 @@ def expected_draft_acceptance_rate(conditional: tuple[float, ...]) -> float:
     if not conditional:
         return 0.0
     return (expected_tokens_for_curve(conditional) - 1.0) / len(conditional)
+
+
+def rates_for_mean_length(length: float, k: int) -> tuple[float, ...]:
+    """`synthetic_acceptance_length` as per-position rates: the constant conditional a
+    whose mean tokens per step (1 - a^(k+1)) / (1 - a) equals `length` (bisection),
+    position i accepted with probability a^(i+1). vLLM's own spreading over positions
+    is not modelled; the mean, which the operator measures, is exact."""
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        if expected_tokens_per_step(middle, k) < length:
+            low = middle
+        else:
+            high = middle
+    alpha = (low + high) / 2
+    return tuple(alpha ** (position + 1) for position in range(k))
+
+
+def synthetic_conditional(rates: tuple[float, ...], positions: int) -> tuple[float, ...]:
+    """Conditional acceptance per position from unconditional rates r_i (non-increasing):
+    a_i = r_i / r_(i-1), so position i is accepted in a fraction r_i of drafts."""
+    conditional, previous = [], 1.0
+    for rate in rates[:positions]:
+        conditional.append(rate / previous if previous > 0 else 0.0)
+        previous = rate
+    return tuple(conditional)

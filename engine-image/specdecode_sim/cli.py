@@ -21,10 +21,10 @@ from specdecode_sim.clock import SimClock
 from specdecode_sim.engine import EngineCore
 from specdecode_sim.loop import EngineLoop
 from specdecode_sim.metrics import EngineMetrics
+from specdecode_sim.releases import ReleaseError, release_from_env
 from specdecode_sim.server import ServerRuntime, create_app
 from specdecode_sim.settings import SettingsError, SimSettings, load_settings
 from specdecode_sim.startup import EnginePlan, StartupError, build_plan
-from specdecode_sim.version import IMITATED_VLLM_VERSION
 
 
 def _die(code: int) -> None:
@@ -49,6 +49,7 @@ async def serve(plan: EnginePlan, settings: SimSettings) -> None:
             plan.served_names[0],
             plan.engine.max_model_len,
             spec.num_speculative_tokens if spec else None,
+            settings.release,
         )
         if plan.log_stats
         else None
@@ -72,6 +73,7 @@ async def serve(plan: EnginePlan, settings: SimSettings) -> None:
         warmup_seconds=settings.warmup_seconds,
         faults=settings.faults,
         api_keys=plan.api_keys,
+        vllm_version=settings.release.version,
         exit_process=_die,
         fault_rng=random.Random(f"faults:{plan.engine.seed}"),
     )
@@ -99,7 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the process exit status."""
     args = parse_cli(list(sys.argv[1:] if argv is None else argv))
     if args.version:
-        print(IMITATED_VLLM_VERSION)
+        try:
+            print(release_from_env(os.environ).version)
+        except ReleaseError as error:
+            print(f"specdecode-sim: {error}", file=sys.stderr)
+            return 1
         return 0
     if args.subcommand != "serve":
         print("usage: vllm serve [model_tag] [options]", file=sys.stderr)
@@ -114,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error.rendered, file=sys.stderr)
         return 1
     print(
-        f"INFO specdecode-sim imitating vLLM {IMITATED_VLLM_VERSION}: model={plan.model_path} "
+        f"INFO specdecode-sim imitating vLLM {settings.release.version}"
+        f"{' (speculative config validated, then ignored)' if settings.ignore_speculative else ''}"
+        f": model={plan.model_path} "
         f"gpu={plan.engine.hardware.name} tp={plan.engine.tensor_parallel_size} "
         f"spec={plan.engine.spec} kv_tokens={plan.engine.kv_capacity_tokens} "
         f"time_scale={settings.time_scale} on {plan.host}:{plan.port}",

@@ -4,6 +4,8 @@
   LM head; EAGLE-3 uses a reduced draft vocabulary), memory-bound at low batch:
   t = max(head bytes / BW, 2 x head params x batch / FLOPs) + launch overhead.
 - medusa: one pass of k heads; mlp_speculator: k small MLP stages.
+- dflash / dspark (0.20+ / 0.25+): drafters that propose all k positions in one forward of
+  a head-sized model (an assumption: no published cost figures were used).
 - draft_model: k forward passes of the draft model's own step (steptime.py).
 - ngram / suffix: CPU lookups, microseconds per sequence.
 """
@@ -59,6 +61,9 @@ def draft_seconds(
         vocab_fraction = EAGLE3_DRAFT_VOCAB_FRACTION if reduced else 1.0
         head_params = target.layer_params + target.lm_head_params * vocab_fraction
         return k * _small_forward_seconds(hw, head_params, bpp, batch, tp)
+    if method in ("dflash", "dspark"):
+        head_params = target.layer_params + target.lm_head_params
+        return _small_forward_seconds(hw, head_params, bpp, batch * k, tp)
     if method == "medusa":
         heads = k * target.hidden_size * target.hidden_size + target.lm_head_params
         return _small_forward_seconds(hw, heads, bpp, batch, tp)

@@ -6,6 +6,9 @@ vLLM V1 in outline: running requests first (each decode verifies 1 + drafted tok
 then prefill chunks, then admission from the FIFO waiting queue while the token budget
 (max_num_batched_tokens), max_num_seqs and the KV cache allow. When the KV cache is
 full the newest running request is preempted and recomputed later.
+Drafts for the next step are proposed with k from the per-batch-size schedule (0.24+)
+for the running batch (k = 0: a plain step); `rejection_sample_method: synthetic` (0.20+)
+replaces the acceptance model with the configured per-position rates.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from specdecode_sim.acceptance import LOOKUP_METHODS, draw_accepted
+from specdecode_sim.acceptance import LOOKUP_METHODS, draw_accepted, synthetic_conditional
 from specdecode_sim.draft import draft_seconds
 from specdecode_sim.engineconfig import EngineConfig, SpecPlan
 from specdecode_sim.lookup import ngram_proposal, suffix_proposal
@@ -38,6 +41,8 @@ class EngineCore:
             spec.suffix_max_depth if spec else 24,
             spec.suffix_max_cached_requests if spec and suffix else 0,
         )
+        # k of the drafts proposed last (what the next step verifies and pays for).
+        self.k_in_use = spec.tokens_for_batch(1) if spec else 0
 
     def add(self, request: SimRequest) -> None:
         """Queue a new request."""
@@ -139,6 +144,9 @@ class EngineCore:
             if request.num_computed >= request.prefill_target:
                 self._emit(request, 1, end, report)
                 request.num_computed = request.total_tokens - 1
+        if config.spec is not None:
+            self.k_in_use = config.spec.tokens_for_batch(len(self.running))
+            report.speculative_tokens_in_use = self.k_in_use
         for request in self.running:
             if request.prefill_done:
                 self._propose(request)
@@ -175,7 +183,7 @@ class EngineCore:
                 config.model,
                 config.tensor_parallel_size,
                 len(decodes),
-                config.spec.num_speculative_tokens,
+                self.k_in_use,
                 context,
                 draft_tp=config.spec.draft_tensor_parallel_size,
                 head=config.spec.head,
@@ -197,7 +205,10 @@ class EngineCore:
         spec = self.config.spec
         accepted = 0
         if spec is not None and drafted > 0:
-            if spec.method in LOOKUP_METHODS:
+            if spec.synthetic_rates is not None:
+                conditional = synthetic_conditional(spec.synthetic_rates, drafted)
+                accepted = draw_accepted(request.rng, conditional)
+            elif spec.method in LOOKUP_METHODS:
                 truth = request.stream.peek(drafted)
                 for proposed, actual in zip(
                     request.pending_proposal[:drafted], truth, strict=False
@@ -270,7 +281,7 @@ class EngineCore:
         if spec is None:
             return
         room = self.config.max_model_len - request.total_tokens - 1
-        k = max(0, min(spec.num_speculative_tokens, room))
+        k = max(0, min(self.k_in_use, room))
         if spec.method == "ngram" and request.lookup_index is not None:
             request.pending_proposal = ngram_proposal(
                 request.lookup_index, k, self.config.max_model_len

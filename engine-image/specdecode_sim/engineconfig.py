@@ -22,6 +22,21 @@ class SpecPlan:
     suffix_min_token_prob: float = 0.1
     head: str | None = None  # acceptance.head_key: which trained head the table uses
     draft_tensor_parallel_size: int | None = None
+    # num_speculative_tokens_per_batch_size (0.24+): sorted inclusive (start, end, k).
+    schedule: tuple[tuple[int, int, int], ...] = ()
+    # rejection_sample_method: synthetic (0.20+): P(position i accepted), non-increasing.
+    synthetic_rates: tuple[float, ...] | None = None
+
+    def tokens_for_batch(self, batch_size: int) -> int:
+        """k for a running batch of this size: the schedule's range that holds it (a size
+        in no range, a gap or beyond the last, drafts nothing: our assumption), else the
+        configured num_speculative_tokens."""
+        if not self.schedule:
+            return self.num_speculative_tokens
+        for start, end, k in self.schedule:
+            if start <= batch_size <= end:
+                return k
+        return 0
 
 
 @dataclass(frozen=True)

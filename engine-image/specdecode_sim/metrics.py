@@ -1,15 +1,19 @@
-"""Prometheus metrics with vLLM 0.11.2's V1 names, types, labels and buckets.
+"""Prometheus metrics with vLLM V1's names, types, labels and buckets, per release.
 
 Own registry (no global state). Labels `model_name` (first served name) and `engine`
 ("0"). Spec-decode counters only exist when a speculative config is set, as in vLLM.
-0.11.x still exports the deprecated `vllm:time_per_output_token_seconds` alongside
-`vllm:inter_token_latency_seconds` (same samples: one per engine step per request).
+Up to 0.14 vLLM still exports the deprecated `vllm:time_per_output_token_seconds`
+alongside `vllm:inter_token_latency_seconds` (same samples: one per engine step per
+request); 0.15 removed it. Every other series is the same across 0.11.2-0.33.x.
+The simulator adds `specdecode_sim_speculative_tokens_in_use` (the k of the last step,
+which follows the batch size under `num_speculative_tokens_per_batch_size`).
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from specdecode_sim.releases import PINNED_VLLM_VERSION, Release, parse_release
 from specdecode_sim.request import SimRequest, StepReport
 
 TTFT_BUCKETS = (
@@ -44,7 +48,14 @@ def one_two_five_buckets(max_value: int) -> list[float]:
 class EngineMetrics:
     """The engine's metrics; `record_step` is called once per engine step."""
 
-    def __init__(self, model_name: str, max_model_len: int, num_spec_tokens: int | None) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        max_model_len: int,
+        num_spec_tokens: int | None,
+        release: Release | None = None,
+    ) -> None:
+        release = release or parse_release(PINNED_VLLM_VERSION)
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ["model_name", "engine"]
         values = (model_name, "0")
@@ -131,12 +142,16 @@ class EngineMetrics:
             "Histogram of time to first token in seconds.",
             TTFT_BUCKETS,
         ).labels(*values)
-        self.tpot_deprecated = histogram(
-            "vllm:time_per_output_token_seconds",
-            "Histogram of time per output token in seconds."
-            "DEPRECATED: Use vllm:inter_token_latency_seconds instead.",
-            ITL_BUCKETS,
-        ).labels(*values)
+        self.tpot_deprecated = (
+            histogram(
+                "vllm:time_per_output_token_seconds",
+                "Histogram of time per output token in seconds."
+                "DEPRECATED: Use vllm:inter_token_latency_seconds instead.",
+                ITL_BUCKETS,
+            ).labels(*values)
+            if release.exports_time_per_output_token
+            else None
+        )
         self.itl = histogram(
             "vllm:inter_token_latency_seconds",
             "Histogram of inter-token latency in seconds.",
@@ -173,8 +188,14 @@ class EngineMetrics:
             REQUEST_LATENCY_BUCKETS,
         ).labels(*values)
         self.spec: SpecDecodeCounters | None = None
+        self.k_in_use: Gauge | None = None
         if num_spec_tokens is not None:
             self.spec = SpecDecodeCounters(reg, labels, values, num_spec_tokens)
+            self.k_in_use = gauge(
+                "specdecode_sim_speculative_tokens_in_use",
+                "Simulator only: speculative tokens per draft in the last step (0 = plain).",
+            ).labels(*values)
+            self.k_in_use.set(num_spec_tokens)
 
     def record_step(self, report: StepReport) -> None:
         """Scheduler and iteration stats of one step, then finished requests."""
@@ -186,6 +207,8 @@ class EngineMetrics:
         self.prefix_queries.inc(report.prompt_tokens)
         self.generation_tokens.inc(report.generation_tokens)
         self.iteration_tokens.observe(report.prompt_tokens + report.generation_tokens)
+        if self.k_in_use is not None and report.speculative_tokens_in_use is not None:
+            self.k_in_use.set(report.speculative_tokens_in_use)
         if report.spec is not None and self.spec is not None:
             self.spec.observe(
                 report.spec.drafts,
@@ -201,7 +224,8 @@ class EngineMetrics:
                 self.params_n.observe(1)
             elif emission.inter_token_latency is not None:
                 self.itl.observe(emission.inter_token_latency)
-                self.tpot_deprecated.observe(emission.inter_token_latency)
+                if self.tpot_deprecated is not None:
+                    self.tpot_deprecated.observe(emission.inter_token_latency)
         for request in report.finished:
             self.record_finished(request, report.ended)
 

@@ -107,6 +107,7 @@ class StepReport:
     running: int = 0
     waiting: int = 0
     kv_usage: float = 0.0
+    speculative_tokens_in_use: int | None = None  # k proposed for the next step (spec only)
 
     @property
     def ended(self) -> float:

@@ -23,10 +23,10 @@ from starlette.routing import Route
 from specdecode_sim import wire
 from specdecode_sim.loop import EngineLoop
 from specdecode_sim.protocol import ParsedRequest, RequestError, decode_body, parse_request
+from specdecode_sim.releases import PINNED_VLLM_VERSION
 from specdecode_sim.request import Emission
 from specdecode_sim.settings import Faults
 from specdecode_sim.textgen import detokenize, tokenize
-from specdecode_sim.version import IMITATED_VLLM_VERSION
 from specdecode_sim.workload import resolve_workload
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -45,6 +45,7 @@ class ServerRuntime:
     faults: Faults
     api_keys: list[str]
     exit_process: Callable[[int], None]
+    vllm_version: str = PINNED_VLLM_VERSION  # what GET /version answers (the imitated release)
     fault_rng: random.Random = field(default_factory=lambda: random.Random(0))
     accepted_requests: int = 0
     created: int = field(default_factory=lambda: int(time.time()))
@@ -64,7 +65,7 @@ def create_app(runtime: ServerRuntime) -> Starlette:
         return Response(status_code=200 if ready else 503)
 
     async def version(_: Request) -> Response:
-        return JSONResponse({"version": IMITATED_VLLM_VERSION})
+        return JSONResponse({"version": runtime.vllm_version})
 
     async def models(_: Request) -> Response:
         return JSONResponse(

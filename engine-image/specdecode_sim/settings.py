@@ -18,6 +18,13 @@ from typing import Any
 
 from specdecode_sim.acceptance import WORKLOAD_CLASSES, AcceptanceModel, PositionCurve
 from specdecode_sim.profiles import HARDWARE, MODELS
+from specdecode_sim.releases import (
+    PINNED_VLLM_VERSION,
+    Release,
+    ReleaseError,
+    parse_release,
+    release_from_env,
+)
 
 PREFIX = "SPECDECODE_SIM_"
 
@@ -54,6 +61,10 @@ class SimSettings:
     model_overrides: Mapping[str, Any] = field(default_factory=dict)
     repetition_overrides: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     faults: Faults = field(default_factory=Faults)
+    # SPECDECODE_VLLM_VERSION (no SIM_ prefix: the operator sets it on every engine pod).
+    release: Release = field(default_factory=lambda: parse_release(PINNED_VLLM_VERSION))
+    # A/A control: validate the speculative config, then decode plainly.
+    ignore_speculative: bool = False
 
 
 def _number(name: str, value: Any, low: float, high: float | None = None) -> float:
@@ -111,8 +122,21 @@ def _read_profile_file(path: str) -> dict[str, Any]:
     return loaded
 
 
+def _flag(name: str, value: Any) -> bool:
+    text = str(value if value is not None else "").strip().lower()
+    if text in ("", "0", "false", "no"):
+        return False
+    if text in ("1", "true", "yes"):
+        return True
+    raise SettingsError(f"{PREFIX}{name.upper()}={value!r}: use 1 or 0")
+
+
 def load_settings(environ: Mapping[str, str]) -> SimSettings:
     """Merge the profile file and the environment into validated settings."""
+    try:
+        release = release_from_env(environ)
+    except ReleaseError as error:
+        raise SettingsError(str(error)) from error
     values: dict[str, Any] = {}
     if profile_path := environ.get(f"{PREFIX}PROFILE"):
         values.update(_read_profile_file(profile_path))
@@ -149,6 +173,8 @@ def load_settings(environ: Mapping[str, str]) -> SimSettings:
         hardware_overrides=dict(values.get("hardware", {})),
         model_overrides=dict(values.get("model", {})),
         repetition_overrides=_repetition(values.get("repetition", {})),
+        release=release,
+        ignore_speculative=_flag("ignore_speculative", values.get("ignore_speculative")),
         faults=Faults(
             crash_after_requests=_optional_int(
                 "crash_after_requests", values.get("crash_after_requests")

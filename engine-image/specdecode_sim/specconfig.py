@@ -1,41 +1,30 @@
-"""`--speculative-config` validation, following vLLM 0.11.2's SpeculativeConfig.
+"""`--speculative-config` validation, following the imitated release's SpeculativeConfig.
 
 Same field names, types and constraints as vLLM's pydantic dataclass (so pydantic
 produces the same error text), then the same post-init rules: method aliases, which
 methods need a draft `model`, n-gram window defaults and ordering, suffix ranges,
-draft tensor-parallel size, draft max_model_len, EAGLE-3 target families. Unknown keys
-are ignored (pydantic dataclass default in 0.11.x). Things vLLM learns from the draft
-model's HF config (n_predict, model_type) are assumed from the method instead.
+draft tensor-parallel size, draft max_model_len, EAGLE-3 target families, the synthetic
+acceptance rules (0.20+) and the per-batch-size schedule (0.24+). What differs between
+releases (which methods, fields and values exist; unknown keys dropped up to 0.15 and
+refused from 0.16; draft_model from 0.15) comes from releases.py and is checked first
+(specprecheck.py). Things vLLM learns from the draft model's HF config (n_predict,
+model_type) are assumed from the method instead.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass as plain_dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import Field, SkipValidation, ValidationError
 from pydantic.dataclasses import dataclass
 
-SpeculativeMethod = Literal[
-    "ngram",
-    "medusa",
-    "mlp_speculator",
-    "draft_model",
-    "suffix",
-    "eagle",
-    "eagle3",
-    "deepseek_mtp",
-    "mimo_mtp",
-    "glm4_moe_mtp",
-    "ernie_mtp",
-    "qwen3_next_mtp",
-    "longcat_flash_mtp",
-    "mtp",
-    "pangu_ultra_moe_mtp",
-]
-# Every multi-token-prediction spelling vLLM accepts (all, and only they, end in "mtp").
-MTP_ALIASES = tuple(method for method in get_args(SpeculativeMethod) if method.endswith("mtp"))
+from specdecode_sim.releases import MTP_ALIASES, PINNED_VLLM_VERSION, Release, parse_release
+from specdecode_sim.specprecheck import check_release_fields
+from specdecode_sim.specrules import check_schedule, check_synthetic
+
+MODEL_BASED = ("eagle", "eagle3", "medusa", "mlp_speculator", "mtp", "draft_model", "dflash")
 EAGLE3_TARGET_FAMILIES = ("llama", "qwen", "minicpm", "gpt_oss")
 DRAFT_MODEL_UNSUPPORTED = (
     "Draft model speculative decoding is not supported yet. Please consider using "
@@ -60,7 +49,7 @@ class SpeculativeConfig:
     enforce_eager: bool | None = None
     num_speculative_tokens: int = Field(default=None, gt=0)  # type: ignore[assignment]
     model: str | None = None
-    method: SpeculativeMethod | None = None
+    method: str | None = None  # the release's Literal is checked in specprecheck.py
     draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
     quantization: str | None = None
     max_model_len: int | None = Field(default=None, ge=1)
@@ -76,15 +65,24 @@ class SpeculativeConfig:
     suffix_decoding_max_cached_requests: int = 10000
     suffix_decoding_max_spec_factor: float = 1.0
     suffix_decoding_min_token_prob: float = 0.1
+    # Fields of later releases (absent keys when the release lacks them: precheck).
+    parallel_drafting: bool = False
+    rejection_sample_method: str | None = None
+    synthetic_acceptance_rates: list[float] | None = None
+    synthetic_acceptance_length: float | None = None
+    draft_sample_method: str | None = None
+    num_speculative_tokens_per_batch_size: list[tuple[int, int, int]] | None = None
+    release: SkipValidation[Release] = None  # type: ignore[assignment]
+    ignored_keys: SkipValidation[tuple[str, ...]] = ()  # dropped silently (0.11-0.15)
 
     def __post_init__(self) -> None:
         """vLLM's post-init: resolve the method and check method-specific rules."""
         if self.method in MTP_ALIASES:
             self.method = "mtp"
         if self.model is None and self.num_speculative_tokens is not None:
-            if self.method == "mtp":
+            if self.method in ("mtp", "dspark"):  # dspark: weights inside the target
                 self.model = self.target.model
-            elif self.method in ("ngram", "[ngram]"):
+            elif self.method in ("ngram", "[ngram]", "ngram_gpu"):
                 self.model = "ngram"
             elif self.method == "suffix":
                 self.model = "suffix"
@@ -94,7 +92,7 @@ class SpeculativeConfig:
                 )
         if self.method is None and self.model in ("ngram", "[ngram]"):
             self.method = "ngram"
-        if self.method == "ngram":
+        if self.method in ("ngram", "ngram_gpu"):
             self._resolve_ngram_window()
         elif self.method == "suffix":
             self._validate_suffix()
@@ -145,7 +143,7 @@ class SpeculativeConfig:
     def _resolve_model_based(self) -> None:
         assert self.model is not None
         lowered = self.model.lower()
-        if self.method in ("eagle", "eagle3", "medusa", "mlp_speculator", "mtp"):
+        if self.method in (*MODEL_BASED, "dspark"):
             pass
         elif "eagle-" in lowered:
             self.method = "eagle"
@@ -153,6 +151,8 @@ class SpeculativeConfig:
             self.method = "eagle3"
         else:
             self.method = "draft_model"
+            if self.release.runs_draft_model:
+                return self._resolve_model_based()
             raise NotImplementedError(
                 "Speculative decoding with draft model is not supported yet. Please consider "
                 "using other speculative decoding methods such as ngram, medusa, eagle, or mtp."
@@ -187,6 +187,16 @@ class SpeculativeConfig:
                 f"Got self.target_model_config.hf_text_config.model_type="
                 f"'{self.target.model_type}'"
             )
+        check_synthetic(
+            self.rejection_sample_method,
+            self.synthetic_acceptance_rates,
+            self.synthetic_acceptance_length,
+            self.num_speculative_tokens,
+        )
+        if self.num_speculative_tokens_per_batch_size is not None:
+            self.num_speculative_tokens_per_batch_size = check_schedule(
+                self.num_speculative_tokens_per_batch_size, self.num_speculative_tokens
+            )
 
 
 class SpeculativeConfigError(Exception):
@@ -197,22 +207,39 @@ class SpeculativeConfigError(Exception):
         self.rendered = rendered
 
 
-def build_speculative_config(raw: Any, target: TargetModel) -> SpeculativeConfig | None:
-    """Validate the parsed `--speculative-config` JSON the way `vllm serve` does at start."""
+def build_speculative_config(
+    raw: Any, target: TargetModel, release: Release | None = None
+) -> SpeculativeConfig | None:
+    """Validate the parsed `--speculative-config` JSON the way `vllm serve` of `release`
+    does at start. Keys the release does not know and drops silently (up to 0.15) are
+    listed in the result's `ignored_keys`."""
     if raw is None:
         return None
-    if isinstance(raw, dict) and raw.get("method") == "draft_model":
-        raise SpeculativeConfigError(f"NotImplementedError: {DRAFT_MODEL_UNSUPPORTED}")
+    release = release or parse_release(PINNED_VLLM_VERSION)
     if not isinstance(raw, dict):
         raise SpeculativeConfigError(
             "TypeError: vllm.config.speculative.SpeculativeConfig() argument after ** "
             f"must be a mapping, not {type(raw).__name__}"
         )
+    kept, ignored, refusal = check_release_fields(raw, release, _FIELD_NAMES)
+    if refusal is not None:
+        raise SpeculativeConfigError(refusal)
+    if kept.get("method") == "draft_model" and not release.runs_draft_model:
+        raise SpeculativeConfigError(f"NotImplementedError: {DRAFT_MODEL_UNSUPPORTED}")
     try:
-        return SpeculativeConfig(**{**raw, "target": target})
+        return SpeculativeConfig(
+            **{**kept, "target": target, "release": release, "ignored_keys": tuple(ignored)}
+        )
     except ValidationError as error:
         raise SpeculativeConfigError(
             f"pydantic_core._pydantic_core.ValidationError: {error}"
         ) from error
     except (NotImplementedError, ValueError, SyntaxError, TypeError) as error:
         raise SpeculativeConfigError(f"{type(error).__name__}: {error}") from error
+
+
+_FIELD_NAMES = frozenset(SpeculativeConfig.__dataclass_fields__) - {
+    "target",
+    "release",
+    "ignored_keys",
+}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from specdecode_sim.acceptance import head_key
+from specdecode_sim.acceptance import head_key, rates_for_mean_length
 from specdecode_sim.engine import EngineConfig, SpecPlan
 from specdecode_sim.profiles import (
     GIB,
@@ -62,12 +62,28 @@ def _profiles(model_path: str, settings: SimSettings) -> tuple[HardwareProfile, 
     return hardware, model
 
 
+def _synthetic_rates(config: SpeculativeConfig) -> tuple[float, ...] | None:
+    if config.rejection_sample_method != "synthetic":
+        return None
+    if config.synthetic_acceptance_rates is not None:
+        return tuple(config.synthetic_acceptance_rates)
+    if config.synthetic_acceptance_length is not None:
+        return rates_for_mean_length(
+            config.synthetic_acceptance_length, config.num_speculative_tokens
+        )
+    return None
+
+
 def _spec_plan(config: SpeculativeConfig | None, model: ModelProfile) -> SpecPlan | None:
     if config is None:
         return None
     assert config.method is not None
+    # ngram_gpu (0.18+) proposes what ngram proposes, on the GPU: simulated as ngram.
+    method = "ngram" if config.method == "ngram_gpu" else config.method
     return SpecPlan(
-        method=config.method,
+        schedule=tuple(config.num_speculative_tokens_per_batch_size or ()),
+        synthetic_rates=_synthetic_rates(config),
+        method=method,
         num_speculative_tokens=config.num_speculative_tokens,
         prompt_lookup_min=config.prompt_lookup_min or 5,
         prompt_lookup_max=config.prompt_lookup_max or 5,
@@ -75,7 +91,7 @@ def _spec_plan(config: SpeculativeConfig | None, model: ModelProfile) -> SpecPla
         suffix_max_cached_requests=config.suffix_decoding_max_cached_requests,
         suffix_max_spec_factor=config.suffix_decoding_max_spec_factor,
         suffix_min_token_prob=config.suffix_decoding_min_token_prob,
-        head=head_key(config.method, config.model, model.name),
+        head=head_key(method, config.model, model.name),
         draft_tensor_parallel_size=config.draft_tensor_parallel_size,
     )
 
@@ -135,7 +151,7 @@ def build_plan(args: argparse.Namespace, settings: SimSettings) -> EnginePlan:
         )
     target = TargetModel(model_path, model.model_type, tp, max_len)
     try:
-        spec = build_speculative_config(args.speculative_config, target)
+        spec = build_speculative_config(args.speculative_config, target, settings.release)
     except Exception as error:
         raise StartupError(getattr(error, "rendered", str(error))) from error
     capacity = _check_memory(hardware, model, tp, utilization, max_len)
@@ -149,7 +165,8 @@ def build_plan(args: argparse.Namespace, settings: SimSettings) -> EnginePlan:
         max_num_seqs=args.max_num_seqs or (1024 if big_gpu else 256),
         max_num_batched_tokens=args.max_num_batched_tokens or (8192 if big_gpu else 2048),
         kv_capacity_tokens=capacity,
-        spec=_spec_plan(spec, model),
+        # The A/A knob: the config was validated like vLLM does, then decoding is plain.
+        spec=None if settings.ignore_speculative else _spec_plan(spec, model),
         acceptance=settings.acceptance,
         latency_spike_probability=settings.faults.latency_spike_probability,
         latency_spike_seconds=settings.faults.latency_spike_seconds,

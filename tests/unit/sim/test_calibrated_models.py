@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_engine_core import make_core, make_request, run, spec_totals
+from simtesting import make_core, make_request, run, spec_totals
 
 from specdecode_sim.acceptance import (
     AcceptanceModel,

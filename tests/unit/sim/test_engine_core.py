@@ -7,13 +7,11 @@ import itertools
 import random
 
 import pytest
+from simtesting import make_core, make_request, run, spec_totals
 
-from specdecode_sim.acceptance import AcceptanceModel
-from specdecode_sim.engine import EngineConfig, EngineCore, SpecPlan
-from specdecode_sim.lookup import NgramIndex
-from specdecode_sim.profiles import HARDWARE, MODELS
-from specdecode_sim.request import SimRequest, StepReport
-from specdecode_sim.textgen import REPETITION, TokenStream, repetition_table, tokenize
+from specdecode_sim.engine import EngineCore, SpecPlan
+from specdecode_sim.request import SimRequest
+from specdecode_sim.textgen import TokenStream, repetition_table
 
 pytestmark = pytest.mark.unit
 
@@ -24,82 +22,6 @@ CODE_PROMPT = " ".join(
 
 
 UNIQUE_WORDS = " ".join(f"w{i}" for i in range(400))  # every n-gram occurs once
-
-
-def make_core(
-    spec: SpecPlan | None = None,
-    acceptance: float | None = None,
-    max_num_seqs: int = 64,
-    kv_capacity_tokens: int = 400_000,
-) -> EngineCore:
-    return EngineCore(
-        EngineConfig(
-            hardware=HARDWARE["H100"],
-            model=MODELS["llama-3.1-8b"],
-            tensor_parallel_size=1,
-            max_model_len=8192,
-            max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=8192,
-            kv_capacity_tokens=kv_capacity_tokens,
-            spec=spec,
-            acceptance=AcceptanceModel(constant=acceptance),
-        )
-    )
-
-
-def make_request(
-    core: EngineCore, index: int, prompt: str, workload: str = "chat", max_tokens: int = 64
-) -> SimRequest:
-    tokens = tokenize(prompt)
-    lookup = None
-    spec = core.config.spec
-    if spec is not None and spec.method == "ngram":
-        lookup = NgramIndex(spec.prompt_lookup_min, spec.prompt_lookup_max)
-        lookup.extend(tokens)
-    return SimRequest(
-        request_id=f"r{index}",
-        prompt=tokens,
-        max_tokens=max_tokens,
-        workload=workload,
-        arrival_ts=0.0,
-        stream=TokenStream(tokens, random.Random(f"text{index}"), REPETITION[workload]),
-        natural_length=10**9,
-        rng=random.Random(f"accept{index}"),
-        ignore_eos=True,
-        lookup_index=lookup,
-    )
-
-
-def run(core: EngineCore) -> list[StepReport]:
-    reports: list[StepReport] = []
-    now = 0.0
-    for _ in range(100_000):
-        report = core.step(now)
-        if report is None:
-            return reports
-        reports.append(report)
-        now = report.ended
-    raise AssertionError("engine did not drain")
-
-
-def spec_totals(reports: list[StepReport]) -> tuple[int, int, int, list[int]]:
-    drafts = draft_tokens = accepted = 0
-    per_position: list[int] = []
-    for report in reports:
-        if report.spec is None:
-            continue
-        drafts += report.spec.drafts
-        draft_tokens += report.spec.draft_tokens
-        accepted += report.spec.accepted_tokens
-        per_position = [
-            a + b
-            for a, b in zip(
-                per_position or [0] * len(report.spec.accepted_per_position),
-                report.spec.accepted_per_position,
-                strict=True,
-            )
-        ]
-    return drafts, draft_tokens, accepted, per_position
 
 
 def test_max_num_seqs_bounds_the_batch_and_the_rest_waits() -> None:

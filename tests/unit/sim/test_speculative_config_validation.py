@@ -1,4 +1,5 @@
-"""`--speculative-config` fails at start exactly where vLLM 0.11.2 fails, with its message."""
+"""`--speculative-config` fails at start exactly where vLLM 0.11.2 fails, with its message
+(SPECDECODE_VLLM_VERSION=0.11.2; every release: test_speculative_versions_table.py)."""
 
 from __future__ import annotations
 
@@ -234,6 +235,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(sim_env()):
         if key.startswith("SPECDECODE_SIM_"):
             monkeypatch.delenv(key)
+    monkeypatch.setenv("SPECDECODE_VLLM_VERSION", "0.11.2")
 
 
 def test_the_table_is_big_enough() -> None:
@@ -257,7 +259,9 @@ def test_valid_config_passes_validation(case: str, config: object, extra: list[s
     from specdecode_sim.settings import load_settings
     from specdecode_sim.startup import build_plan
 
-    plan = build_plan(parse_cli(_argv(config, extra)), load_settings({}))
+    plan = build_plan(
+        parse_cli(_argv(config, extra)), load_settings({"SPECDECODE_VLLM_VERSION": "0.11.2"})
+    )
     assert plan.engine.spec is not None, case
 
 

@@ -1,19 +1,80 @@
 """The real engine image, its version file, the simulator image's label and the operator's
-pinned release agree; the simulator imitates a release the operator supports."""
+pinned release agree; the simulator's copy of the release facts matches the operator's
+(operator/specdecode/api/vllm_versions.py, loaded by file path: importing it as
+`specdecode.api.vllm_versions` would run the pydantic models of `specdecode/api`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
+from types import ModuleType
 
 import pytest
 from simtesting import REPO
 
-from specdecode.api.vllm_versions import PINNED_VLLM_VERSION, is_supported
-from specdecode_sim.version import IMITATED_VLLM_VERSION
+from specdecode_sim import releases
 
 pytestmark = pytest.mark.unit
 
 ENGINE = REPO / "engine-image"
+
+
+def _operator_facts() -> ModuleType:
+    path = REPO / "operator/specdecode/api/vllm_versions.py"
+    spec = importlib.util.spec_from_file_location("operator_vllm_versions", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while decorating
+    spec.loader.exec_module(module)
+    return module
+
+
+FACTS = _operator_facts()
+
+
+def _span(span: object) -> tuple[int, int]:
+    return (span.first, span.last)  # type: ignore[attr-defined]
+
+
+def test_simulator_release_table_matches_the_operators() -> None:
+    assert releases.PINNED_VLLM_VERSION == FACTS.PINNED_VLLM_VERSION
+    assert releases.OLDEST_SUPPORTED == FACTS.OLDEST_SUPPORTED
+    assert releases.NEWEST_MINOR == FACTS.NEWEST_MINOR
+    assert releases.SUPPORTED_RANGE_TEXT == FACTS.SUPPORTED_RANGE_TEXT
+    assert {m: _span(s) for m, s in releases.METHODS.items()} == {
+        m: _span(f.span) for m, f in FACTS.METHODS.items()
+    } | {"draft_model": (11, 33)}  # in the Literal from 0.11; runs from 0.15 (below)
+    assert _span(releases.DRAFT_MODEL_RUNS) == _span(FACTS.METHODS["draft_model"].span)
+    assert {f: _span(s) for f, s in releases.FIELDS.items()} == {
+        f: _span(s) for f, s in FACTS.FIELDS.items()
+    }
+    simulator_values = {
+        field: {value: _span(span) for value, span in values.items()}
+        for field, values in releases.FIELD_VALUES.items()
+    }
+    simulator_values["rejection_sample_method"]["synthetic"] = (20, 33)  # 0.19: docstring
+    assert simulator_values == {
+        field: {value: _span(span) for value, span in values.items()}
+        for field, values in FACTS.FIELD_VALUES.items()
+    }
+    assert _span(releases.UNKNOWN_KEYS_REJECTED) == _span(FACTS.UNKNOWN_KEYS_REJECTED)
+    assert _span(releases.TIME_PER_OUTPUT_TOKEN_METRIC) == _span(
+        FACTS.METRICS["time_per_output_token"].span
+    )
+
+
+@pytest.mark.parametrize("version", ["0.11.2", "0.15.1", "0.33.0", "0.33.7"])
+def test_every_supported_release_is_accepted(version: str) -> None:
+    assert FACTS.is_supported(version)
+    assert releases.parse_release(version).version == version
+
+
+@pytest.mark.parametrize("version", ["0.11.1", "0.10.2", "0.34.0", "1.0.0", "0.33", "latest"])
+def test_unsupported_releases_are_refused_like_the_operator(version: str) -> None:
+    assert not FACTS.is_supported(version)
+    with pytest.raises(releases.ReleaseError, match=r"0\.11\.2 to 0\.33\.x"):
+        releases.parse_release(version)
 
 
 def test_version_file_dockerfile_and_simulator_agree() -> None:
@@ -24,10 +85,9 @@ def test_version_file_dockerfile_and_simulator_agree() -> None:
     # Dockerfile); a digest, when present, is a full sha256.
     digests = [line.split("@", 1)[1] for line in from_lines if "@" in line]
     assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", digest) for digest in digests), digests
-    assert pinned == PINNED_VLLM_VERSION
-    # The simulator is being taught every supported release (it will answer /version with
-    # the release the operator selected); until then it must imitate a supported one.
-    assert is_supported(IMITATED_VLLM_VERSION)
+    assert pinned == FACTS.PINNED_VLLM_VERSION == releases.PINNED_VLLM_VERSION
+    # Without SPECDECODE_VLLM_VERSION the simulator imitates the pinned release.
+    assert releases.release_from_env({}).version == pinned
     assert f'io.specdecode.vllm-version="{pinned}"' in (ENGINE / "Dockerfile.sim").read_text()
 
 
