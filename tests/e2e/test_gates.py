@@ -106,7 +106,7 @@ def test_eagle3_with_high_acceptance_is_promoted(
     rollout: Callable[[str], Rollout], cluster: LocalCluster, running_operator: OperatorProcess
 ) -> None:
     r = rollout("llama")
-    r.apply(gated_rollout(acceptance=0.85))
+    r.apply(gated_rollout(acceptance=0.85, production_concurrency=16))
     status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=480)
     assert status["phase"] == "Promoted", r.describe()
     alpha = gate(status, "acceptance", "alpha")
@@ -114,7 +114,9 @@ def test_eagle3_with_high_acceptance_is_promoted(
     # per-token acceptance 0.85, k=3: alpha = (0.85 + 0.85^2 + 0.85^3) / 3 = 0.729
     assert alpha["lowerBound"] >= 0.55 and abs(alpha["value"] - 0.729) < 0.08
     itl = gate(status, "tail-latency", "p99-itl")
-    assert itl["verdict"] == "Successful" and itl["upperBound"] <= 1.25
+    # Per-chunk P99 rises with every method (the verify step costs compute: +25 % in the
+    # published 8B/L40S study); the default 50 % tolerance judges stalls, not averages.
+    assert itl["verdict"] == "Successful" and itl["upperBound"] <= 1.5
     assert itl["baselineValue"] > 0 and itl["candidateValue"] > 0
     # vLLM's own per-step histogram, read from Prometheus, is reported next to it.
     assert itl["serverBaselineValue"] > 0 and itl["serverCandidateValue"] > 0
@@ -219,3 +221,28 @@ def test_a_candidate_that_crashes_is_rolled_back(rollout: Callable[[str], Rollou
     assert status["phase"] == "RolledBack", r.describe()
     assert degraded(status)["reason"] == "CandidateCrashed"
     assert "Eagle3 is only supported for" in status["message"]
+
+
+def test_an_a_a_pair_at_concurrency_64_passes_its_tail_latency_gate(
+    rollout: Callable[[str], Rollout],
+) -> None:
+    """The instrument's own control: a candidate whose engine decodes exactly as the
+    baseline (the simulator validates the EAGLE-3 config, then ignores it) must pass a
+    P99 chunk-gap gate at production concurrency, on engines and clients at real time.
+    GB10-profile engines (80 ms steps) keep 64 streams per side within this machine."""
+    r = rollout("llama")
+    manifest = gated_rollout(acceptance=0.85, production_concurrency=64, tolerance=0.25)
+    aa_env = [
+        {"name": "SPECDECODE_SIM_GPU", "value": "GB10"},
+        {"name": "SPECDECODE_SIM_IGNORE_SPECULATIVE", "value": "1"},
+    ]
+    manifest["spec"]["engine"]["env"] = aa_env
+    tail = manifest["spec"]["analysis"]["stages"][1]
+    manifest["spec"]["analysis"]["stages"] = [{**tail, "maxDurationSeconds": 300}]
+    manifest["spec"]["analysis"]["progressDeadlineSeconds"] = 300
+    r.apply(manifest)
+    status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=600)
+    assert status["phase"] == "Promoted", r.describe()
+    itl = gate(status, "tail-latency", "p99-itl")
+    assert itl["verdict"] == "Successful" and itl["upperBound"] <= 1.25
+    assert 0.9 <= itl["value"] <= 1.1, itl
