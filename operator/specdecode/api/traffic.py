@@ -40,13 +40,13 @@ class LoadGeneratorSpec(KubeModel):
         description="Image with `specdecode-load`; default: the operator's own image.",
     )
     chunks_per_second_per_process: int = Field(
-        default=3200,
+        default=2800,
         ge=100,
         le=1_000_000,
         description="Streamed chunks per second one measuring process is sized for. A "
-        "process handles ~27 us of CPU per chunk (benchmarks/instrument.py: ~37,000 "
+        "process spends ~35 us of CPU per chunk (benchmarks/instrument.py: ~29,000 "
         "chunks/s per core), but one engine step delivers every stream's chunk at once, so "
-        "the last of a burst of 32 is ~1 ms late: 3,200 = 32 streams at 10 ms steps.",
+        "the last of a burst of 28 is ~1 ms late: 2,800 = 28 streams at 10 ms steps.",
     )
     assumed_step_seconds: float = Field(
         default=0.01,

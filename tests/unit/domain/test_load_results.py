@@ -161,12 +161,12 @@ def test_a_lagging_client_makes_the_look_inconclusive_not_a_verdict() -> None:
 
 @pytest.mark.parametrize(
     ("concurrency", "rate", "pods", "processes"),
-    [(4, None, 1, 1), (64, None, 1, 2), (256, None, 2, 4), (4096, None, 16, 4), (None, 2.0, 1, 1)],
+    [(4, None, 1, 1), (64, None, 1, 3), (256, None, 3, 4), (4096, None, 16, 4), (None, 2.0, 1, 1)],
 )
 def test_load_is_sized_from_the_expected_chunk_rate(
     concurrency: int | None, rate: float | None, pods: int, processes: int
 ) -> None:
-    generator = LoadGeneratorSpec()  # 3,200 chunks/s per process, 10 ms steps, 4 per pod
+    generator = LoadGeneratorSpec()  # 2,800 chunks/s per process, 10 ms steps, 4 per pod
     shape = size_load(generator, concurrency, rate, max_tokens=256)
     assert (shape.pods_per_side, shape.processes_per_pod) == (pods, processes)
 
