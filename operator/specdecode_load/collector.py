@@ -14,35 +14,8 @@ from collections.abc import Callable, Iterable
 
 from specdecode.domain.load_report import Gap
 from specdecode.domain.observations import LatencyBlock
-from specdecode.domain.sketch import Sketch
 
 DROPPED_REASON = "report buffer full: oldest blocks dropped (--max-blocks)"
-
-
-def merge_blocks(first: LatencyBlock, second: LatencyBlock) -> LatencyBlock:
-    """Two workers' (or shards') blocks of the same span as one."""
-
-    def both(a: Sketch, b: Sketch) -> Sketch:
-        total = a.copy()
-        total.merge(b)
-        return total
-
-    return LatencyBlock(
-        start=first.start,
-        seconds=first.seconds,
-        per_chunk_itl=both(first.per_chunk_itl, second.per_chunk_itl),
-        per_token_itl=both(first.per_token_itl, second.per_token_itl),
-        time_per_output_token=both(first.time_per_output_token, second.time_per_output_token),
-        time_to_first_token=both(first.time_to_first_token, second.time_to_first_token),
-        client_delay=both(first.client_delay, second.client_delay),
-        requests_ok=first.requests_ok + second.requests_ok,
-        requests_failed=first.requests_failed + second.requests_failed,
-        output_tokens=first.output_tokens + second.output_tokens,
-        chunks=first.chunks + second.chunks,
-        merged_chunks=first.merged_chunks + second.merged_chunks,
-        accepted=first.accepted.plus(second.accepted),
-        last_error=second.last_error or first.last_error,
-    )
 
 
 class Collector:
@@ -90,7 +63,7 @@ class Collector:
     def add(self, worker: int, block: LatencyBlock) -> None:
         """A worker shipped a closed block."""
         pending = self._pending.get(block.start)
-        self._pending[block.start] = block if pending is None else merge_blocks(pending, block)
+        self._pending[block.start] = block if pending is None else pending.plus(block)
         if worker in self._latest:
             self._latest[worker] = max(self._latest[worker], block.start)
         self._complete()
