@@ -195,11 +195,19 @@ def test_operator_killed_mid_analysis_continues_where_it_was(
 
     running_operator.kill()
     running_operator.start()
-    after = r.wait(
-        lambda s: s if s.get("observedGeneration") else None,
-        timeout=30,
-        message="status readable after restart",
-    )
+
+    def reconciled_by_the_new_process() -> bool:
+        # The fresh process's own metrics start at zero: a count means it has reconciled
+        # (the status written before the kill proves nothing about the new process).
+        text = running_operator.metrics_text()
+        return any(
+            line.startswith('specdecode_operator_reconcile_duration_seconds_count{outcome="ok"}')
+            and float(line.split()[-1]) > 0
+            for line in text.splitlines()
+        )
+
+    wait_for(reconciled_by_the_new_process, timeout=60, message="a reconcile after restart")
+    after = r.status()
     assert after["phase"] == "Analyzing"
     assert after["analysisStartedAt"] == before["analysisStartedAt"]
     assert {role: d["metadata"]["uid"] for role, d in r.deployments().items()} == uids
