@@ -19,6 +19,7 @@ from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess
 from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
+from localcluster.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -120,8 +121,13 @@ def test_eagle3_with_high_acceptance_is_promoted(
     assert itl["baselineValue"] > 0 and itl["candidateValue"] > 0
     # vLLM's own per-step histogram, read from Prometheus, is reported next to it.
     assert itl["serverBaselineValue"] > 0 and itl["serverCandidateValue"] > 0
-    production = r.pods("production")
-    assert speculative_arg(engine_cmdline(cluster, production[0])) == EAGLE3
+
+    def production_runs_the_candidate() -> bool:
+        # Promoted is the decision; the production pod rolls to it right after.
+        pods = r.pods("production")
+        return len(pods) == 1 and speculative_arg(engine_cmdline(cluster, pods[0])) == EAGLE3
+
+    wait_for(production_runs_the_candidate, timeout=120, message="production rolled")
     # The operator's own /metrics says the same, for dashboards and alerts.
     metrics = {
         f"{family.name}{sorted(sample.labels.items())}": sample.value

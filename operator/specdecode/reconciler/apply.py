@@ -71,11 +71,26 @@ def next_reconcile_in(runtime: Runtime, decision: Decision) -> float:
 async def commit_status(
     runtime: Runtime, ref: RolloutRef, old: SpecDecodeRolloutStatus, decision: Decision
 ) -> None:
-    """Post the decision's Events, then write its status if it changed (guarded)."""
+    """Write the decision's status if it changed (guarded), then post its Events.
+
+    Status first: a decision computed from a stale copy is refused by the guarded write
+    (409, `StaleRollout`) before any of its Events exists, so a transition decided twice
+    (a hand-over, a restart, a watch lagging our own write) is announced once. The cost is
+    at-most-once: a crash between the write and the post loses that Event, never doubles it.
+    """
     new = decision.status
     target = EventTarget(
         ref.namespace, ref.name, ref.uid, ref.resource_version, transition_origin(ref, old, new)
     )
+    if new != old:
+        version = ref.resource_version or None
+        written = await asyncio.to_thread(
+            patch_status, runtime.kube, ref.namespace, ref.name, new, version
+        )
+        # Until the watch delivers our write, the live copy (still at `version`) is stale.
+        # A write the server found to be a no-op keeps the version: nothing to wait for.
+        if version and written and written != version:
+            runtime.superseded[ref.key] = version
     for position, event in enumerate(decision.events):
         await asyncio.to_thread(
             post_event,
@@ -87,15 +102,6 @@ async def commit_status(
             event.message,
             runtime.settings.identity,
         )
-    if new != old:
-        version = ref.resource_version or None
-        written = await asyncio.to_thread(
-            patch_status, runtime.kube, ref.namespace, ref.name, new, version
-        )
-        # Until the watch delivers our write, the live copy (still at `version`) is stale.
-        # A write the server found to be a no-op keeps the version: nothing to wait for.
-        if version and written and written != version:
-            runtime.superseded[ref.key] = version
     runtime.metrics.observe(ref.namespace, ref.name, old, new)
 
 
