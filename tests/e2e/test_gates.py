@@ -128,7 +128,8 @@ def test_eagle3_with_high_acceptance_is_promoted(
         return len(pods) == 1 and speculative_arg(engine_cmdline(cluster, pods[0])) == EAGLE3
 
     wait_for(production_runs_the_candidate, timeout=120, message="production rolled")
-    # The operator's own /metrics says the same, for dashboards and alerts.
+    # The operator's own /metrics says the same, for dashboards and alerts; per-stage
+    # series live only while their stage runs, so a finished analysis leaves no stale gate.
     metrics = {
         f"{family.name}{sorted(sample.labels.items())}": sample.value
         for family in text_string_to_metric_families(running_operator.metrics_text())
@@ -137,10 +138,9 @@ def test_eagle3_with_high_acceptance_is_promoted(
     }
     labels = [("namespace", r.namespace), ("rollout", r.name)]
     assert metrics[f"specdecode_rollout_phase{sorted([*labels, ('phase', 'Promoted')])}"] == 1
-    verdict = [*labels, ("gate", "alpha"), ("stage", "acceptance"), ("verdict", "Successful")]
-    assert metrics[f"specdecode_gate_verdict{sorted(verdict)}"] == 1
-    alpha_value = [*labels, ("bound", "value"), ("stage", "acceptance")]
-    assert metrics[f"specdecode_alpha{sorted(alpha_value)}"] == pytest.approx(alpha["value"])
+    assert metrics[f"specdecode_rollout_phase{sorted([*labels, ('phase', 'Analyzing')])}"] == 0
+    stage_series = [key for key in metrics if "('stage', " in key]
+    assert stage_series == [], stage_series
 
 
 def test_low_acceptance_is_rolled_back_by_the_acceptance_gate(
