@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specdecode.api.status import GateVerdict
-from specdecode.domain.observations import MetricError
+from specdecode.domain.observations import LatencySamples, MetricError
 from specdecode.domain.stats import Interval
 
 
@@ -83,3 +83,13 @@ def judge_at_most(interval: Interval, threshold: float) -> GateVerdict:
     if interval.lower > threshold:
         return GateVerdict.FAILED
     return GateVerdict.INCONCLUSIVE
+
+
+def incomplete_window(threshold: float, *sides: LatencySamples | None) -> Measurement | None:
+    """Inconclusive when a side's load window is incomplete (a load shard did not answer).
+
+    Why one place: every client-side gate must refuse to judge what the remaining shards
+    saw below the stage's load (see `load_window`).
+    """
+    why = next((side.incomplete for side in sides if side is not None and side.incomplete), None)
+    return None if why is None else Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)

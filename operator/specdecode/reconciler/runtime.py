@@ -25,8 +25,9 @@ from specdecode.settings import OperatorSettings
 class Runtime:
     """Clients and per-rollout locks of one operator process.
 
-    `http` reaches only the operator's own load pods (reports, endpoint updates), never an
-    engine: the shadow load runs in those pods.
+    `http` carries the operator's own small requests: load-pod reports and endpoint
+    updates, and one `GET /version` per engine pod. Never inference traffic: the shadow
+    load runs in the load pods.
     """
 
     settings: OperatorSettings

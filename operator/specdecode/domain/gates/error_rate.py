@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from specdecode.api.gate_spec import GateSpec, GateType
 from specdecode.api.status import GateVerdict
-from specdecode.domain.gate_measures import Measurement, judge_at_most, judged, metric_error
+from specdecode.domain.gate_measures import (
+    Measurement,
+    incomplete_window,
+    judge_at_most,
+    judged,
+    metric_error,
+)
 from specdecode.domain.gates.registry import Look, register
 from specdecode.domain.observations import MetricError, StageObservations
 from specdecode.domain.stats import wilson_interval
@@ -25,8 +31,8 @@ class ErrorRateGate:
         candidate = seen.candidate_latency
         if isinstance(candidate, MetricError):
             return metric_error(candidate)
-        if candidate is not None and candidate.incomplete is not None:
-            return Measurement(GateVerdict.INCONCLUSIVE, candidate.incomplete, threshold=threshold)
+        if (unjudged := incomplete_window(threshold, candidate)) is not None:
+            return unjudged
         total = 0 if candidate is None else candidate.requests_ok + candidate.requests_failed
         needed = gate.effective_min_samples
         failed = 0 if candidate is None else candidate.requests_failed

@@ -17,7 +17,13 @@ import math
 from specdecode.api.gate_spec import GateSpec, GateType
 from specdecode.api.status import GateVerdict
 from specdecode.domain.clustered import block_quantile
-from specdecode.domain.gate_measures import Measurement, judge_at_least, judged, metric_error
+from specdecode.domain.gate_measures import (
+    Measurement,
+    incomplete_window,
+    judge_at_least,
+    judged,
+    metric_error,
+)
 from specdecode.domain.gates.registry import Look, register
 from specdecode.domain.gates.tail_latency import log_ratio_interval
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
@@ -40,8 +46,8 @@ class SpeedupGate:
                 return metric_error(side)
         if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
             return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
-        if (why := baseline.incomplete or candidate.incomplete) is not None:
-            return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
+        if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
+            return unjudged
         base = block_quantile(
             [b.time_per_output_token for b in baseline.blocks],
             baseline.time_per_output_token,

@@ -33,6 +33,7 @@ from specdecode.api.status import GateVerdict
 from specdecode.domain.clustered import BlockQuantile, block_quantile, t_critical
 from specdecode.domain.gate_measures import (
     Measurement,
+    incomplete_window,
     judge_at_most,
     judged,
     metric_error,
@@ -119,8 +120,8 @@ def measure_client_tail(
             return metric_error(side)
     if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
         return Measurement(GateVerdict.INCONCLUSIVE, "no latency samples yet", threshold=threshold)
-    if (why := baseline.incomplete or candidate.incomplete) is not None:
-        return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
+    if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
+        return unjudged
     definition = gate.effective_itl_definition
     label = f"P{q * 100:g} {definition.value} ITL"
     base_blocks, base_all = side_blocks(baseline, definition)
