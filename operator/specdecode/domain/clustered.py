@@ -59,13 +59,21 @@ def ratio_of_sums(
 
 
 def _share_above(blocks: Sequence[Sketch], index: int, total: int) -> tuple[float, float, int]:
-    """Share of weight in buckets above `index`, its cluster-robust variance, tail blocks."""
-    above = [sum(c for i, c in b.counts.items() if i > index) for b in blocks]
+    """Share of weight above the quantile, its cluster-robust variance, tail blocks.
+
+    The quantile's own bucket counts half (mid-distribution convention): with tied values,
+    as when a plain engine's steps are all alike, a side's whole median can sit in one
+    bucket; counting only buckets strictly above would then see no weight above it and
+    no spread to estimate, and the bound would never close. Tail blocks still count only
+    blocks with weight strictly above (what a P99 needs before it is trusted).
+    """
+    strictly_above = [sum(c for i, c in b.counts.items() if i > index) for b in blocks]
+    above = [a + b.counts.get(index, 0) / 2 for a, b in zip(strictly_above, blocks, strict=True)]
     share = sum(above) / total
     residual = sum((a - share * b.total) ** 2 for a, b in zip(above, blocks, strict=True))
     count = len(blocks)
     variance = count / (count - 1) * residual / (total * total)
-    return share, variance, sum(1 for a in above if a > 0)
+    return share, variance, sum(1 for a in strictly_above if a > 0)
 
 
 @dataclass(frozen=True)

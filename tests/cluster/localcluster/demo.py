@@ -45,7 +45,7 @@ from specdecode.report import gate_table
 
 ENDINGS = {"Promoted", "RolledBack", "Failed"}
 EXPECTED = {"promote": "Promoted", "rollback": "RolledBack", "mirror": "Promoted"}
-WEAK_DRAFT_HEAD = [{"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.35"}]
+WEAK_DRAFT_HEAD = [{"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.2"}]  # alpha 0.08 at k=3
 DEMO_TIMEOUT_SECONDS = 900
 
 

@@ -33,7 +33,7 @@ from specdecode.domain.stats import (
 
 pytestmark = pytest.mark.unit
 
-ALPHA = GateSpec(name="alpha", type=GateType.ACCEPTANCE)
+ALPHA = GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55)
 LOOK = LookPlan(measured_seconds=300, max_seconds=600)  # a first look half-way
 P99 = GateSpec(
     name="p99", type=GateType.TAIL_LATENCY, tolerance=0.10, itl_definition=ItlDefinition.PER_TOKEN

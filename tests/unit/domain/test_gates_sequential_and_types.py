@@ -197,12 +197,46 @@ def test_accepted_length_passes_a_long_proposal_method_that_alpha_would_fail() -
     seen = _suffix_like()
     plan = LookPlan(300, 600, method=SpeculativeMethod.SUFFIX)
     length = evaluate_gate(GateSpec(name="t", type=GateType.ACCEPTED_LENGTH), seen, None, T0, plan)
-    alpha = evaluate_gate(GateSpec(name="a", type=GateType.ACCEPTANCE), seen, None, T0, plan)
+    # alpha 0.5 under the 0.55 threshold in circulation, yet 3.7 tokens per step
+    strict = GateSpec(name="a", type=GateType.ACCEPTANCE, min_alpha=0.55)
+    alpha = evaluate_gate(strict, seen, None, T0, plan)
     assert length.verdict is GateVerdict.SUCCESSFUL
     assert length.value == pytest.approx(1 + 8 / 3, rel=0.05)
     assert length.stream_value == pytest.approx(length.value)
     assert length.units == 200 and "200 requests" in length.reason
     assert alpha.verdict is GateVerdict.FAILED
+
+
+def test_accepted_length_judges_every_step_not_only_the_drafting_ones() -> None:
+    """vLLM counts a draft only when a lookup proposed something: a suffix run whose
+    lookups mostly miss shows 4 tokens per drafting step in its counters, while the stream
+    gets 1.2 per step. The gate judges the stream (the control, the counters, would pass)."""
+    rng = random.Random(3)
+    per_request = []
+    for _ in range(120):
+        steps = rng.randint(60, 120)
+        # one step in 15 drafts and gets 3 accepted tokens; the rest propose nothing
+        per_request.append((steps, sum(3 if rng.random() < 1 / 15 else 0 for _ in range(steps))))
+    moments = AcceptedMoments.of(per_request)
+    drafting_steps = moments.accepted / 3
+    counts = AcceptanceCounts(
+        drafts=drafting_steps,
+        draft_tokens=8 * drafting_steps,
+        accepted_tokens=moments.accepted,
+        requests=120,
+    )
+    block = LatencyBlock(start=0.0, seconds=2.0, accepted=moments)
+    seen = StageObservations(
+        stage_name="s",
+        candidate_acceptance=counts,
+        candidate_latency=LatencySamples(blocks=(block,), shards=1),
+    )
+    plan = LookPlan(300, 600, method=SpeculativeMethod.SUFFIX)
+    result = evaluate_gate(GateSpec(name="t", type=GateType.ACCEPTED_LENGTH), seen, None, T0, plan)
+    assert result.mean_acceptance_length == pytest.approx(4.0)  # the counters: would pass
+    assert result.value == pytest.approx(1.2, abs=0.03)
+    assert result.verdict is GateVerdict.FAILED
+    assert "counters say 4.00 tokens per drafting step" in result.reason
 
 
 def test_acceptance_says_when_streamed_chunks_and_counters_disagree() -> None:
@@ -236,3 +270,43 @@ def test_without_streamed_chunks_the_acceptance_bound_says_it_assumes_a_correlat
     )
     assert "assumed intra-request correlation" in result.reason
     assert result.stream_value is None
+
+
+def test_a_median_of_tied_values_still_gets_a_finite_bound() -> None:
+    """A plain engine's steps can be all alike, so every request of the baseline has the
+    same TPOT: one bucket holds the whole median. The bound must still close (it did not
+    while only buckets strictly above the quantile counted as its tail)."""
+    rng = random.Random(5)
+    tied = [Sketch.of([0.080] * 3) for _ in range(30)]
+    spread = [
+        Sketch.of([rng.lognormvariate(math.log(0.055), 0.2) for _ in range(3)]) for _ in range(30)
+    ]
+    merged_tied, merged_spread = Sketch(), Sketch()
+    for block in tied:
+        merged_tied.merge(block)
+    for block in spread:
+        merged_spread.merge(block)
+    baseline = block_quantile(tied, merged_tied, 0.5)
+    candidate = block_quantile(spread, merged_spread, 0.5)
+    assert baseline is not None and candidate is not None
+    assert baseline.tail_clusters == 0  # no weight strictly above the tied median
+    low, high = baseline.log_bounds(2.0)
+    assert math.isfinite(low) and math.isfinite(high)
+    assert math.exp(low) <= 0.080 <= math.exp(high) and math.exp(high) / math.exp(low) < 1.05
+    plan = LookPlan(300, 600)
+    seen = StageObservations(
+        stage_name="s",
+        baseline_latency=LatencySamples(
+            blocks=tuple(_tpot_block(i, b) for i, b in enumerate(tied)), shards=1
+        ),
+        candidate_latency=LatencySamples(
+            blocks=tuple(_tpot_block(i, b) for i, b in enumerate(spread)), shards=1
+        ),
+    )
+    result = evaluate_gate(GateSpec(name="s", type=GateType.SPEEDUP), seen, None, T0, plan)
+    assert result.verdict is GateVerdict.SUCCESSFUL, result.reason
+    assert result.value == pytest.approx(0.080 / 0.055, rel=0.15)
+
+
+def _tpot_block(index: int, tpot: Sketch) -> LatencyBlock:
+    return LatencyBlock(start=2.0 * index, seconds=2.0, time_per_output_token=tpot)

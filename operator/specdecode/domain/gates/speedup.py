@@ -61,7 +61,9 @@ class SpeedupGate:
         needed = gate.effective_min_samples
         slower = None
         if base is not None and cand is not None and min(base.clusters, cand.clusters) >= needed:
-            slower = log_ratio_interval(cand, base, look.error, MIN_BLOCKS_EITHER_SIDE)
+            slower = log_ratio_interval(
+                cand, base, look.error, MIN_BLOCKS_EITHER_SIDE, every_block_informs=True
+            )
         requests = min(baseline.time_per_output_token.total, candidate.time_per_output_token.total)
         if base is None or cand is None or slower is None:
             blocks = 0 if base is None or cand is None else min(base.clusters, cand.clusters)

@@ -62,15 +62,25 @@ def side_blocks(samples: LatencySamples, definition: ItlDefinition) -> tuple[lis
 
 
 def log_ratio_interval(
-    candidate: BlockQuantile, baseline: BlockQuantile, error: float, min_tail_blocks: int
+    candidate: BlockQuantile,
+    baseline: BlockQuantile,
+    error: float,
+    min_tail_blocks: int,
+    every_block_informs: bool = False,
 ) -> Interval | None:
     """candidate / baseline with MOVER bounds at `error`; None when too few tail blocks.
 
     MOVER (the method of variance estimates recovery): each side's own asymmetric bounds
     give the distance from its estimate, and the two distances add in quadrature, so the
     ratio bound is as wide as the sides' errors combined, not their sum (Bonferroni).
+    `every_block_informs`: for a central quantile (the median) every block has weight on
+    both sides of it, so the degrees of freedom are the blocks, not the tail blocks (with
+    tied values no weight need lie strictly above a median).
     """
-    tails = min(candidate.tail_clusters, baseline.tail_clusters)
+    if every_block_informs:
+        tails = min(candidate.clusters, baseline.clusters)
+    else:
+        tails = min(candidate.tail_clusters, baseline.tail_clusters)
     if tails < min_tail_blocks:
         return None
     z = NormalDist().inv_cdf(1.0 - error) if error > 0 else math.inf
