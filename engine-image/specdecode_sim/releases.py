@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 PINNED_VLLM_VERSION = "0.33.0"  # engine-image/VLLM_VERSION (checked by a unit test)
 VERSION_ENV = "SPECDECODE_VLLM_VERSION"
+IMAGE_VERSION_ENV = "SPECDECODE_SIM_IMAGE_VLLM_VERSION"
 OLDEST_SUPPORTED = (0, 11, 2)
 NEWEST_MINOR = 33
 SUPPORTED_RANGE_TEXT = "0.11.2 to 0.33.x"
@@ -151,8 +152,15 @@ def parse_release(version: str) -> Release:
 
 
 def release_from_env(environ: Mapping[str, str]) -> Release:
-    """SPECDECODE_VLLM_VERSION (set by the operator on every engine pod), else the pin."""
-    raw = environ.get(VERSION_ENV, "").strip()
+    """The release this engine is: SPECDECODE_SIM_IMAGE_VLLM_VERSION, else
+    SPECDECODE_VLLM_VERSION (set by the operator on every engine pod), else the pin.
+
+    Why the first: a real image is the release it was built from, whatever a rollout
+    declares; the simulator otherwise becomes what the operator declares, so an image whose
+    tag and contents disagree (the case the operator's /version check exists for) needs
+    its own knob.
+    """
+    raw = environ.get(IMAGE_VERSION_ENV, "").strip() or environ.get(VERSION_ENV, "").strip()
     return parse_release(raw or PINNED_VLLM_VERSION)
 
 

@@ -58,16 +58,15 @@ def scheduled_rollout() -> dict[str, Any]:
         {"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.8"},
     ]
     spec["speculative"] = SCHEDULED_EAGLE3
-    tail = {"name": "p99-itl", "type": "TailLatency"}
+    # Speedup gates only: on GB10 steps a P99 gate needs minutes for its 30 blocks holding
+    # tail samples (tests/e2e/test_verdicts.py judges tails); this test is about k.
     spec["analysis"] = {
         "intervalSeconds": 5,
         "stages": [
             short_stage("k4", 4, [{"name": "alpha", "type": "Acceptance"}]),
-            short_stage("k2", 16, [tail, {"name": "tpot-speedup", "type": "Speedup"}]),
+            short_stage("k2", 16, [{"name": "tpot-speedup", "type": "Speedup"}]),
             # speculation off: it must cost nothing next to the baseline
-            short_stage(
-                "off", 48, [tail, {"name": "no-loss", "type": "Speedup", "minSpeedup": 0.9}]
-            ),
+            short_stage("off", 48, [{"name": "no-loss", "type": "Speedup", "minSpeedup": 0.9}]),
         ],
     }
     return manifest
@@ -151,10 +150,12 @@ def test_an_engine_answering_another_release_makes_the_rollout_degraded(
 ) -> None:
     r = rollout("mismatch")
     manifest: dict[str, Any] = copy.deepcopy(load_example())
-    # the engine is told to be 0.32.0 while the image tag (and so the rollout) says 0.33.0
+    # the image tag (and so the rollout) says 0.33.0; the engine inside is 0.32.0, as an
+    # image whose tag and contents disagree (the operator's own SPECDECODE_VLLM_VERSION
+    # is the declared release, and a user's copy of it is dropped)
     manifest["spec"]["engine"]["env"] = [
         {"name": "SPECDECODE_SIM_GPU", "value": "L40S"},
-        {"name": "SPECDECODE_VLLM_VERSION", "value": "0.32.0"},
+        {"name": "SPECDECODE_SIM_IMAGE_VLLM_VERSION", "value": "0.32.0"},
     ]
     manifest["spec"]["analysis"]["manual"] = True
     r.apply(manifest)

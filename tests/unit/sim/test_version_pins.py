@@ -109,3 +109,11 @@ def test_sim_image_is_pinned_and_non_root() -> None:
     assert re.search(r"^USER\s+10001$", text, re.M)
     assert "/usr/local/bin/vllm" in text
     assert re.search(r'^ENTRYPOINT \["vllm", "serve"\]$', text, re.M)  # as vllm/vllm-openai
+
+
+def test_an_image_knob_makes_the_engine_another_release_than_declared() -> None:
+    """The stand-in for an image whose tag and contents disagree: the engine is what the
+    image says, not what the operator declared (so the operator's /version check can fire)."""
+    environ = {"SPECDECODE_VLLM_VERSION": "0.33.0", "SPECDECODE_SIM_IMAGE_VLLM_VERSION": "0.32.0"}
+    assert releases.release_from_env(environ).version == "0.32.0"
+    assert releases.release_from_env({"SPECDECODE_VLLM_VERSION": "0.30.0"}).version == "0.30.0"
