@@ -230,7 +230,9 @@ class SpecDecodeTuningSpec(KubeModel):
             problems.append(BUDGET_MESSAGE)
         limit = max_num_seqs(self.model.extra_args)
         if limit is not None and max(self.loads()) > limit:
-            problems.append(f"concurrencyLadder: {max(self.loads())} exceeds --max-num-seqs {limit}")
+            problems.append(
+                f"concurrencyLadder: {max(self.loads())} exceeds --max-num-seqs {limit}"
+            )
         _raise(problems)
         return self
 
