@@ -140,7 +140,7 @@ class TrialSpec(KubeModel):
         "this long.",
     )
     tolerance: float = Field(
-        default=0.02,
+        default=0.05,
         ge=0,
         le=0.5,
         description="Speedups closer than this (relative) count as a tie: a trial stops "

@@ -1,11 +1,12 @@
 """The trial plan: which cells run for the next look, under the parallelism and GPU budget.
 
-Trials advance in rounds of trial.lookSeconds. Slots (budget.maxParallelTrials) go to the
-cells with the fewest looks first (then cells already running, whose engines are warm,
-then lower loads, then search-space order): elimination needs every survivor at a load
-measured before it can drop any, so breadth comes before depth. A cell that sits out a
-round gives its engines back and pays the warmup again when it resumes, so the parallel
-cap holds for engines, not only for looks. A round the remaining GPU-seconds cannot pay
+Trials advance in rounds of trial.lookSeconds. Slots (budget.maxParallelTrials) go first
+to cells never measured (lowest load first, then search-space order): elimination needs
+every survivor at a load measured before it can drop any, so the first look is breadth
+first. After that, cells already running keep their slot (their engines are warm) until
+they stop, then the cells with the fewest looks resume. A cell that sits out a round
+gives its engines back and pays the warmup again when it resumes, so the parallel cap
+holds for engines, not only for looks; this order pays it at most twice per cell. A round the remaining GPU-seconds cannot pay
 is not started: the tuning then reports what it has.
 GPU-seconds of a look: 2 engines (baseline and candidate) x gpusPerReplica x seconds.
 """
@@ -73,9 +74,10 @@ def next_round(
         return Round((), 0.0, True, "every load decided")
     order = {c: i for i, c in enumerate(configs)}
 
-    def priority(key: CellKey) -> tuple[int, bool, int, int]:
+    def priority(key: CellKey) -> tuple[int, bool, int, int, int]:
         state = cells.get(key, CellState(key))
-        return (len(state.look_times), not state.active, key.load, order[key.config])
+        looks = len(state.look_times)
+        return (min(looks, 1), not state.active, looks, key.load, order[key.config])
 
     chosen: list[CellKey] = []
     cost = 0.0
