@@ -15,7 +15,9 @@ normal around the truth with sd `block_sd(c)` (fewer requests per block at low l
 0.30 / sqrt(1 + c/4), i.e. 0.27 at c = 1 and 0.07 at c = 64; an assumption sized so a
 600-second stage bounds a speedup to about +-3 %, as the gates' stages do). The domain
 gets the mean and its standard error over all blocks so far and bounds them at the
-critical value the run hands out (`TuningRun.begin_look`).
+critical value the run hands out (`TuningRun.begin_look`). The P99 tail ratio is centred
+on the step's slowdown (a chunk waits one step) with 2.5x the median's spread, drawn per
+look; the accepted length is the truth with a fixed +-3 % band (nothing ranks on it).
 """
 
 from __future__ import annotations
@@ -80,6 +82,11 @@ def tokens_and_verified(scenario: Scenario, config: SpeculativeConfig) -> tuple[
 
 def true_ratio(scenario: Scenario, config: SpeculativeConfig, load: int) -> float:
     """TPOT speedup of `config` at concurrency `load`, from the physics."""
+    return true_ratios(scenario, config, load)[0]
+
+
+def true_ratios(scenario: Scenario, config: SpeculativeConfig, load: int) -> tuple[float, float]:
+    """TPOT speedup, and the step's slowdown (a chunk's gap: the tail ratio's centre)."""
     hw, model = HARDWARE[scenario.hardware], MODELS[scenario.model]
     plain = target_step_seconds(hw, model, scenario.tp, decode_shape(load, 0, CONTEXT))
     tokens, verified = tokens_and_verified(scenario, config)
@@ -92,7 +99,7 @@ def true_ratio(scenario: Scenario, config: SpeculativeConfig, load: int) -> floa
     step = step_with(whole) + (verified - whole) * (step_with(whole + 1) - step_with(whole))
     k = config.num_speculative_tokens
     step += draft_seconds(config.method.value, hw, model, scenario.tp, load, k, CONTEXT)
-    return plain / (step / tokens)
+    return plain / (step / tokens), step / plain
 
 
 def block_sd(load: int) -> float:
@@ -134,15 +141,19 @@ class SimulatedTuning:
     rng: random.Random
     run: TuningRun = field(init=False)
     truth: dict[CellKey, float] = field(init=False)
+    tail_truth: dict[CellKey, float] = field(init=False)
     blocks: dict[CellKey, CellBlocks] = field(default_factory=dict)
+    accepted: dict[str, float] = field(init=False)
 
     def __post_init__(self) -> None:
         self.run = TuningRun.start(self.spec)
-        self.truth = {
-            CellKey(c.fingerprint(), load): true_ratio(self.scenario, c, load)
-            for c in self.spec.configs()
-            for load in self.spec.loads()
-        }
+        self.truth, self.tail_truth, self.accepted = {}, {}, {}
+        for config in self.spec.configs():
+            tokens, _ = tokens_and_verified(self.scenario, config)
+            self.accepted[config.fingerprint()] = tokens
+            for load in self.spec.loads():
+                key = CellKey(config.fingerprint(), load)
+                self.truth[key], self.tail_truth[key] = true_ratios(self.scenario, config, load)
 
     def measure(self, key: CellKey, z: float, seconds: int) -> CellMeasurement:
         """One more look at a cell: its blocks so far, bounded at critical value z."""
@@ -152,9 +163,14 @@ class SimulatedTuning:
         )
         mean, se = blocks.estimate()
         speedup = log_interval(mean, se, blocks.count, z)
-        tail = log_interval(0.0, 0.05, blocks.count, z)  # constraints not exercised here
+        # The P99 chunk gap: centred on the step's slowdown, 2.5x the median's spread.
+        tail_se = 2.5 * se
+        tail_noise = self.rng.gauss(0.0, tail_se)
+        tail = log_interval(math.log(self.tail_truth[key]) + tail_noise, tail_se, blocks.count, z)
+        length = self.accepted[key.config]
+        accepted = Interval(length, length * 0.97, length * 1.03, blocks.count)
         errors = Interval(0.0, 0.0, 0.01, blocks.count)
-        return CellMeasurement(speedup, speedup, speedup, tail, errors)
+        return CellMeasurement(speedup, speedup, speedup, tail, errors, accepted_length=accepted)
 
     def finish(self) -> TuningRun:
         """Run rounds until the plan is done."""

@@ -124,9 +124,11 @@ def markdown(report: TuningReport) -> str:
     for w in report.winners:
         name = "plain decoding" if w.config == NONE else report.labels[w.config]
         lines.append(f"| {w.low}-{w.high} | {name} | {_text(w.objective)} | {w.decided} |")
-    lines += ["", "| family | weighted score | schedule |", "|---|---|---|"]
+    lines += ["", "| family | weighted score | best k per load (0: plain decoding) |"]
+    lines.append("|---|---|---|")
     for family in report.families:
-        lines.append(f"| {family.family} | {family.score:.3f} | {list(family.best)} |")
+        ks = ", ".join(str(k) for _, k, _ in family.best)
+        lines.append(f"| {family.family} | {family.score:.3f} | {ks} |")
     schedule = "not supported by this vLLM release" if report.schedule is None else report.schedule
     lines += [
         "",
