@@ -173,7 +173,8 @@ def print_truth(scenario: Scenario) -> None:
     sim = SimulatedTuning(scenario, spec, random.Random(0))
     for config in spec.configs():
         ratios = [sim.truth[CellKey(config.fingerprint(), load)] for load in spec.loads()]
-        label = f"{config.method.value} k={config.num_speculative_tokens} {config.prompt_lookup_max or ''}"
+        lookup = config.prompt_lookup_max or ""
+        label = f"{config.method.value} k={config.num_speculative_tokens} {lookup}"
         print(f"  {label:<20} " + " ".join(f"{r:.3f}" for r in ratios))
 
 
