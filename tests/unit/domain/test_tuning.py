@@ -10,12 +10,12 @@ import random
 from xml.etree import ElementTree
 
 import pytest
-from tuning_sim import Scenario, SimulatedTuning, best_at, block_sd, picked_ratio
+from tuning_sim import Scenario, SimulatedTuning, pick_right, point_picks
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.tuning_status import MAX_BANDS, SpecDecodeTuningStatus
-from specdecode.domain.tuning.cells import NONE, CellKey, CellState, look_critical
+from specdecode.domain.tuning.cells import CellKey, CellState, look_critical
 from specdecode.domain.tuning.recommend import band_weights, bands, break_even
 from specdecode.domain.tuning.render import markdown, sparklines, svg, to_json
 from specdecode.domain.tuning.report import build_report, status_summary
@@ -52,26 +52,6 @@ def synthetic(seed: int, truth: dict[int, list[float]], **spec: object) -> Simul
     return sim
 
 
-def picks_right(sim: SimulatedTuning, picks: dict[int, str], tolerance: float) -> bool:
-    return all(
-        picked_ratio(sim.truth, config, load) >= best_at(sim.truth, load) * (1 - tolerance)
-        for load, config in picks.items()
-    )
-
-
-def one_look_point_picks(sim: SimulatedTuning, rng: random.Random) -> dict[int, str]:
-    """The control: every cell one look long, the best point estimate wins (no bounds)."""
-    blocks = sim.spec.trial.look_seconds // 2
-    picks = {}
-    for load in sim.spec.loads():
-        estimates = {NONE: 1.0}
-        for config in sim.run.configs:
-            noise = sum(rng.gauss(0.0, block_sd(load)) for _ in range(blocks)) / blocks
-            estimates[config] = sim.truth[CellKey(config, load)] * math.exp(noise)
-        picks[load] = max(estimates, key=lambda c: estimates[c])
-    return picks
-
-
 # A gap of 6 % at c = 1 (beyond the 5 % tolerance), a loser that is no better than plain
 # decoding at c = 4, and a config that is worse everywhere.
 GAPPED = {1: [1.15, 1.08, 0.80], 4: [1.00, 1.12, 0.80]}
@@ -84,9 +64,9 @@ def test_elimination_picks_right_at_its_error_where_point_estimates_do_not() -> 
         sim = synthetic(seed, GAPPED)
         run = sim.finish()
         picks = {v.load: v.leader for v in run.standing().loads}
-        wrong += not picks_right(sim, picks, sim.spec.trial.tolerance)
-        control = one_look_point_picks(sim, random.Random(10_000 + seed))
-        control_wrong += not picks_right(sim, control, sim.spec.trial.tolerance)
+        wrong += not pick_right(sim, picks)
+        control = point_picks(sim, sim.spec.trial.look_seconds, random.Random(10_000 + seed))
+        control_wrong += not pick_right(sim, control)
     assert wrong / reps <= sim.spec.trial.error
     assert control_wrong / reps >= 0.15  # the control fails: without bounds, noise picks
 

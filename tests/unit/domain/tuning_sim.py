@@ -144,6 +144,7 @@ class SimulatedTuning:
     tail_truth: dict[CellKey, float] = field(init=False)
     blocks: dict[CellKey, CellBlocks] = field(default_factory=dict)
     accepted: dict[str, float] = field(init=False)
+    noise_scale: float = 1.0  # multiplies block_sd: how savings depend on the noise
 
     def __post_init__(self) -> None:
         self.run = TuningRun.start(self.spec)
@@ -158,9 +159,8 @@ class SimulatedTuning:
     def measure(self, key: CellKey, z: float, seconds: int) -> CellMeasurement:
         """One more look at a cell: its blocks so far, bounded at critical value z."""
         blocks = self.blocks.setdefault(key, CellBlocks())
-        blocks.add(
-            self.rng, math.log(self.truth[key]), block_sd(key.load), seconds // BLOCK_SECONDS
-        )
+        sd = block_sd(key.load) * self.noise_scale
+        blocks.add(self.rng, math.log(self.truth[key]), sd, seconds // BLOCK_SECONDS)
         mean, se = blocks.estimate()
         speedup = log_interval(mean, se, blocks.count, z)
         # The P99 chunk gap: centred on the step's slowdown, 2.5x the median's spread.
@@ -183,11 +183,42 @@ class SimulatedTuning:
                 self.run.record(key, self.measure(key, critical[key], self.spec.trial.look_seconds))
 
 
-def best_at(truth: dict[CellKey, float], load: int) -> float:
-    """The true best ratio at a load (plain decoding counts as 1)."""
-    return max([1.0, *(r for k, r in truth.items() if k.load == load)])
+def pick_right(sim: SimulatedTuning, picks: dict[int, str]) -> bool:
+    """Every load's pick within trial.tolerance of the true best that meets maxTailRatio.
+
+    The same tolerance applies to the constraint: a pick whose true tail ratio is within
+    it of the maximum counts as meeting it (no bound can tell those apart either).
+    """
+    tolerance = sim.spec.trial.tolerance
+    limit = sim.spec.constraints.max_tail_ratio
+    for load, config in picks.items():
+        feasible = [
+            r for k, r in sim.truth.items() if k.load == load and sim.tail_truth[k] <= limit
+        ]
+        best = max([1.0, *feasible])
+        if config == NONE:
+            ratio, tail = 1.0, 1.0
+        else:
+            ratio, tail = sim.truth[CellKey(config, load)], sim.tail_truth[CellKey(config, load)]
+        if ratio < best * (1 - tolerance) or tail > limit * (1 + tolerance):
+            return False
+    return True
 
 
-def picked_ratio(truth: dict[CellKey, float], config: str, load: int) -> float:
-    """The true ratio of what was picked (1 for plain decoding)."""
-    return 1.0 if config == NONE else truth[CellKey(config, load)]
+def point_picks(sim: SimulatedTuning, seconds: int, rng: random.Random) -> dict[int, str]:
+    """The references: every cell `seconds` long, the best point estimate whose tail-ratio
+    point estimate meets the maximum wins (no bounds, no early stop)."""
+    blocks = seconds // BLOCK_SECONDS
+    limit = sim.spec.constraints.max_tail_ratio
+    picks = {}
+    for load in sim.spec.loads():
+        best, best_value = NONE, 1.0
+        se = block_sd(load) * sim.noise_scale / math.sqrt(blocks)
+        for config in sim.run.configs:
+            key = CellKey(config, load)
+            value = sim.truth[key] * math.exp(rng.gauss(0.0, se))
+            tail = sim.tail_truth[key] * math.exp(rng.gauss(0.0, 2.5 * se))
+            if value > best_value and tail <= limit:
+                best, best_value = config, value
+        picks[load] = best
+    return picks

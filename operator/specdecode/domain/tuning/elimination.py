@@ -11,7 +11,10 @@ A load is *decided* once the leader (highest point estimate among the survivors)
 to within the tolerance: every other survivor's upper bound <= leader's lower bound x
 (1 + tolerance); or once every survivor there has run trial.maxSeconds. Because all bounds
 hold at once with probability >= 1 - error (`cells`), a decided leader is within the
-tolerance of the true best with that probability.
+tolerance of the true best with that probability. Constraints: only cells that surely meet
+them may dominate, and a load is decided only once its leader surely meets them; a load
+that runs out of trial time instead takes the best point estimate among cells whose point
+estimates meet them (plain decoding if none does).
 
 The control that shows why the bounds matter (tests/unit/tuning): ranking on point
 estimates after a look or two picks a worse config far more often than the error.
@@ -75,6 +78,34 @@ def _objective(state: CellState) -> Interval:
     return seen.objective if seen is not None else Interval(math.nan, 0.0, math.inf, 0)
 
 
+def confirmed(state: CellState, constraints: Constraints) -> bool:
+    """Whether a cell surely meets every constraint (plain decoding always does)."""
+    if state.key.config == NONE:
+        return True
+    seen = state.measurement
+    if seen is None:
+        return False
+    floor = constraints.min_alpha
+    return (
+        seen.tail_ratio.upper <= constraints.max_tail_ratio
+        and seen.error_rate.upper <= constraints.max_error_rate
+        and (floor is None or seen.alpha is None or seen.alpha.lower >= floor)
+    )
+
+
+def _plausible(state: CellState, constraints: Constraints) -> bool:
+    """Whether a cell's point estimates meet the constraints (how an undecided load ends)."""
+    seen = state.measurement
+    if state.key.config == NONE:
+        return True
+    if seen is None:
+        return False
+    return (
+        seen.tail_ratio.value <= constraints.max_tail_ratio
+        and seen.error_rate.value <= constraints.max_error_rate
+    )
+
+
 def judge(
     configs: Sequence[str],
     loads: Sequence[int],
@@ -83,7 +114,12 @@ def judge(
     tolerance: float,
     max_seconds: float,
 ) -> Standing:
-    """The standing of every config at every load, from the cells' latest looks."""
+    """The standing of every config at every load, from the cells' latest looks.
+
+    Only cells that surely meet the constraints may dominate others: a faster cell whose
+    tail ratio is still uncertain could turn out infeasible, and what it dominated would
+    then have been the winner.
+    """
     retired: set[CellKey] = set()
     verdicts = []
     for load in loads:
@@ -91,30 +127,39 @@ def judge(
         states[NONE] = CellState(CellKey(NONE, load))
         feasible = {c: s for c, s in states.items() if infeasible(s, constraints) is None}
         retired |= {CellKey(c, load) for c in states if c not in feasible}
-        best_lower = max(_objective(s).lower for s in feasible.values())
+        best_lower = max(
+            _objective(s).lower for s in feasible.values() if confirmed(s, constraints)
+        )
         survivors = {c: s for c, s in feasible.items() if _objective(s).upper >= best_lower}
         retired |= {CellKey(c, load) for c in feasible if c not in survivors}
-        verdicts.append(_verdict(load, survivors, tolerance, max_seconds))
+        verdicts.append(_verdict(load, survivors, constraints, tolerance, max_seconds))
     dropped = frozenset(c for c in configs if all(CellKey(c, load) in retired for load in loads))
     return Standing(tuple(verdicts), dropped, frozenset(retired))
 
 
 def _verdict(
-    load: int, survivors: Mapping[str, CellState], tolerance: float, max_seconds: float
+    load: int,
+    survivors: Mapping[str, CellState],
+    constraints: Constraints,
+    tolerance: float,
+    max_seconds: float,
 ) -> LoadVerdict:
-    measured = {c: s for c, s in survivors.items() if c == NONE or s.measurement is not None}
-    leader = max(measured, key=lambda c: (_objective(measured[c]).value, c == NONE))
-    lead = _objective(measured[leader])
-    unmeasured = len(measured) < len(survivors)
+    candidates = {c: s for c, s in survivors.items() if _plausible(s, constraints)}
+    leader = max(candidates, key=lambda c: (_objective(candidates[c]).value, c == NONE))
+    lead = _objective(candidates[leader])
+    unmeasured = any(c != NONE and s.measurement is None for c, s in survivors.items())
     others = [_objective(s) for c, s in survivors.items() if c != leader]
     separated = all(o.upper <= lead.lower * (1 + tolerance) for o in others)
+    sure = confirmed(survivors[leader], constraints)
     exhausted = all(s.seconds >= max_seconds for c, s in survivors.items() if c != NONE)
     if unmeasured:
         decided, reason = False, "not every survivor measured yet"
-    elif separated:
+    elif separated and sure:
         decided, reason = True, f"leader known to within {tolerance:.0%}"
     elif exhausted:
         decided, reason = True, "every survivor ran trial.maxSeconds: leader by point estimate"
+    elif not sure:
+        decided, reason = False, "the leader's constraints are not yet confirmed"
     else:
         decided, reason = False, f"{len(survivors)} survivors not yet separated"
     return LoadVerdict(load, leader, lead, tuple(sorted(survivors)), decided, reason)
