@@ -15,7 +15,7 @@ from tuning_sim import Scenario, SimulatedTuning, pick_right, point_picks
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.tuning_status import MAX_BANDS, SpecDecodeTuningStatus
-from specdecode.domain.tuning.cells import CellKey, CellState, look_critical
+from specdecode.domain.tuning.cells import NONE, CellKey, CellState, look_critical
 from specdecode.domain.tuning.recommend import band_weights, bands, break_even
 from specdecode.domain.tuning.render import markdown, sparklines, svg, to_json
 from specdecode.domain.tuning.report import build_report, status_summary
@@ -151,6 +151,9 @@ def test_schedule_turns_speculation_off_above_break_even_and_passes_the_rules() 
     assert report.schedule[0][0] == 1
     assert report.schedule[-1][2] == 0  # 128 and above: plain decoding wins
     assert any(k > 0 for _, _, k in report.schedule)
+    for winner in report.winners:  # the schedule agrees with the winners, band by band
+        k = next(k for lo, hi, k in report.schedule if lo <= winner.load <= hi)
+        assert (k == 0) == (winner.config == NONE)
     patch = report.rollout_patch["spec"]
     assert isinstance(patch, dict)
     config = SpeculativeConfig.model_validate(patch["speculative"])

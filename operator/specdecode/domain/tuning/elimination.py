@@ -93,7 +93,7 @@ def confirmed(state: CellState, constraints: Constraints) -> bool:
     )
 
 
-def _plausible(state: CellState, constraints: Constraints) -> bool:
+def plausible(state: CellState, constraints: Constraints) -> bool:
     """Whether a cell's point estimates meet the constraints (how an undecided load ends)."""
     seen = state.measurement
     if state.key.config == NONE:
@@ -144,7 +144,7 @@ def _verdict(
     tolerance: float,
     max_seconds: float,
 ) -> LoadVerdict:
-    candidates = {c: s for c, s in survivors.items() if _plausible(s, constraints)}
+    candidates = {c: s for c, s in survivors.items() if plausible(s, constraints)}
     leader = max(candidates, key=lambda c: (_objective(candidates[c]).value, c == NONE))
     lead = _objective(candidates[leader])
     unmeasured = any(c != NONE and s.measurement is None for c, s in survivors.items())

@@ -27,7 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from specdecode.api.speculative import SpeculativeConfig
+from specdecode.api.tuning import Constraints
 from specdecode.domain.tuning.cells import NONE, CellKey, CellState
+from specdecode.domain.tuning.elimination import infeasible, plausible
 
 
 @dataclass(frozen=True)
@@ -84,16 +86,16 @@ def band_weights(
     running: Mapping[int, float] | None,
     production: int | None,
 ) -> list[float]:
-    """Share of production time in each band (sums to 1)."""
+    """Share of production time in each band (sums to 1). `running` is a histogram of
+    `vllm:num_requests_running` samples over a window (concurrency -> weight); the adapter
+    that reads it from Prometheus is not built yet."""
     ranges = bands(loads, max_batch)
     if running:
         raw = [sum(w for c, w in running.items() if lo <= max(c, 1) <= hi) for lo, hi in ranges]
         if sum(raw) > 0:
             return [w / sum(raw) for w in raw]
     if production is not None:
-        return [
-            1.0 if production in (lo, hi) or lo <= production <= hi else 0.0 for lo, hi in ranges
-        ]
+        return [1.0 if lo <= production <= hi else 0.0 for lo, hi in ranges]
     return [1.0 / len(loads)] * len(loads)
 
 
@@ -119,9 +121,12 @@ def score_families(
     loads: Sequence[int],
     cells: Mapping[CellKey, CellState],
     weights: Sequence[float],
+    constraints: Constraints,
 ) -> list[FamilyScore]:
-    """Every family's schedule and score, best first. Dropped configs count at their point
-    estimates where measured (they lost somewhere, not necessarily everywhere)."""
+    """Every family's schedule and score, best first. A config counts at a load at its
+    point estimate when it may meet the constraints there (not surely infeasible, point
+    estimates within them); dropped configs count too: losing to another family somewhere
+    does not make them a family's worst k."""
     by_family: dict[str, list[SpeculativeConfig]] = {}
     for config in configs:
         by_family.setdefault(family_of(config), []).append(config)
@@ -130,7 +135,9 @@ def score_families(
         best: list[tuple[str, int, float]] = []
         singles: dict[str, list[float]] = {}
         for load in loads:
-            ratios = {c.fingerprint(): _point(cells, c.fingerprint(), load) for c in members}
+            ratios = {
+                c.fingerprint(): _point(cells, c.fingerprint(), load, constraints) for c in members
+            }
             top = max(members, key=lambda c: ratios[c.fingerprint()])
             value = ratios[top.fingerprint()]
             best.append(
@@ -152,10 +159,14 @@ def score_families(
     return sorted(scores, key=lambda s: -s.score)
 
 
-def _point(cells: Mapping[CellKey, CellState], config: str, load: int) -> float:
+def _point(
+    cells: Mapping[CellKey, CellState], config: str, load: int, constraints: Constraints
+) -> float:
     state = cells.get(CellKey(config, load))
     if state is None or state.measurement is None:
         return 0.0  # never measured: it cannot be recommended there
+    if infeasible(state, constraints) is not None or not plausible(state, constraints):
+        return 0.0
     return state.measurement.objective.value
 
 

@@ -118,7 +118,7 @@ def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> 
     max_batch = max_num_seqs(spec.model.extra_args) or DEFAULT_MAX_BATCH
     ranges = bands(loads, max_batch)
     weights = band_weights(loads, max_batch, running, spec.production_concurrency)
-    families = score_families(configs, loads, run.cells, weights)
+    families = score_families(configs, loads, run.cells, weights, spec.constraints)
     with_schedule = field_exists(SCHEDULE_FIELD, spec.engine.effective_vllm_version)
     rows = []
     for config in configs:
