@@ -16,7 +16,8 @@ repetition is right when every load is. The references pick among configs whose
 tail-ratio point estimate meets the maximum. Columns: GPU-
 seconds (median over repetitions) and the share of repetitions right at every load.
 
-    PYTHONPATH=engine-image:tests/unit/domain .venv/bin/python benchmarks/tuning.py [--reps N]
+    .venv/bin/python benchmarks/tuning.py [--reps N] [--tolerance T ...] [--noise X ...]
+        [--truth] [--example N [--svg FILE]]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from tuning_sim import (  # noqa: E402
 )
 
 from specdecode.domain.tuning.cells import CellKey  # noqa: E402
-from specdecode.domain.tuning.render import markdown  # noqa: E402
+from specdecode.domain.tuning.render import markdown, svg  # noqa: E402
 from specdecode.domain.tuning.report import build_report  # noqa: E402
 
 EAGLE3_8B = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
@@ -101,6 +102,7 @@ def main() -> int:
         "--noise", type=float, action="append", help="block noise multiplier (repeatable)"
     )
     parser.add_argument("--example", type=int, default=None, help="print scenario N's report")
+    parser.add_argument("--svg", type=Path, default=None, help="write the example's SVG here")
     args = parser.parse_args()
     started = time.monotonic()
     print(
@@ -138,7 +140,10 @@ def run_scenario(
         full_oks += pick_right(sim, point_picks(sim, spec.trial.max_seconds, rng))
         look_oks += pick_right(sim, point_picks(sim, spec.trial.look_seconds, rng))
         if rep == 0 and args.example == index:
-            print(markdown(build_report(run)))
+            report = build_report(run)
+            print(markdown(report))
+            if args.svg is not None:
+                args.svg.write_text(svg(report))
     if args.truth:
         print_truth(scenario)
     exhaustive = sim.run.exhaustive_gpu_seconds()
