@@ -12,7 +12,6 @@ The CRD is generated from these models (`crdgen`); CEL rules live in `tuning_rul
 
 from __future__ import annotations
 
-import itertools
 from enum import StrEnum
 from typing import Annotated
 
@@ -20,17 +19,17 @@ from pydantic import Field, model_validator
 
 from specdecode.api.base import KubeModel
 from specdecode.api.rollout import GROUP, SPEC_RULES, VERSION
-from specdecode.api.speculative import SpeculativeConfig, SpeculativeMethod
-from specdecode.api.speculative_rules import MAX_SPECULATIVE_TOKENS, SCHEDULE
+from specdecode.api.speculative import SpeculativeConfig
+from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.traffic import TrafficSpec
 from specdecode.api.tuning_rules import (
     BUDGET_MESSAGE,
-    SEARCH_SPACE_RULES,
     SPEC_RULES_TUNING,
     TRIAL_RULES,
     budget_pays_one_look,
     max_num_seqs,
 )
+from specdecode.api.tuning_space import MAX_EXPANDED, SearchGrid, SearchSpace, raise_problems
 from specdecode.api.tuning_status import SpecDecodeTuningStatus
 from specdecode.api.workload import EngineSpec, GpuPoolSpec, ModelSpec
 
@@ -40,13 +39,9 @@ SINGULAR = "specdecodetuning"
 SHORT_NAMES = ("sdt",)
 API_VERSION = f"{GROUP}/{VERSION}"
 
-MAX_CANDIDATES = 32  # explicit configs
-MAX_GRIDS = 8
-MAX_EXPANDED = 64  # configs after expanding the grids: bounds trials and the report
 MAX_LADDER = 12
 DEFAULT_LADDER = (1, 4, 16, 64)
 Concurrency = Annotated[int, Field(ge=1, le=4096)]
-DraftLength = Annotated[int, Field(ge=1, le=MAX_SPECULATIVE_TOKENS)]
 
 
 class Objective(StrEnum):
@@ -54,75 +49,6 @@ class Objective(StrEnum):
 
     MINIMISE_TPOT = "MinimiseTPOT"  # median time per output token (latency users feel)
     MAXIMISE_THROUGHPUT = "MaximiseThroughput"  # output tokens per second of the engine
-
-
-class SearchGrid(KubeModel):
-    """One method (and draft) crossed with lists of k and, for n-gram methods, lookup sizes."""
-
-    method: SpeculativeMethod = Field(description="Drafting method, as speculative.method.")
-    model: str | None = Field(
-        default=None, min_length=1, max_length=256, description="Draft model or head."
-    )
-    num_speculative_tokens: list[DraftLength] = Field(
-        min_length=1, max_length=MAX_SPECULATIVE_TOKENS, description="k values to try."
-    )
-    prompt_lookup_max: list[Annotated[int, Field(ge=1, le=64)]] = Field(
-        default_factory=list,
-        max_length=8,
-        description="ngram, ngram_gpu: longest n-gram values to try (empty: vLLM's default).",
-    )
-    draft_tensor_parallel_size: int | None = Field(
-        default=None, ge=1, le=16, description="As speculative.draft_tensor_parallel_size."
-    )
-
-    @model_validator(mode="after")
-    def _unique_values(self) -> SearchGrid:
-        for name, values in (
-            ("numSpeculativeTokens", self.num_speculative_tokens),
-            ("promptLookupMax", self.prompt_lookup_max),
-        ):
-            if len(set(values)) != len(values):
-                raise ValueError(f"grid {name}: duplicate values")
-        return self
-
-    def expand(self) -> list[SpeculativeConfig]:
-        """Every config of the grid, validated as a rollout's speculative config would be."""
-        lookups: list[int | None] = list(self.prompt_lookup_max) or [None]
-        configs = []
-        for k, lookup in itertools.product(self.num_speculative_tokens, lookups):
-            wire: dict[str, object] = {"method": self.method.value, "num_speculative_tokens": k}
-            for key, value in (
-                ("model", self.model),
-                ("prompt_lookup_max", lookup),
-                ("draft_tensor_parallel_size", self.draft_tensor_parallel_size),
-            ):
-                if value is not None:
-                    wire[key] = value
-            configs.append(SpeculativeConfig.model_validate(wire))
-        return configs
-
-
-class SearchSpace(KubeModel):
-    """The configs to compare: explicit candidates plus expanded grids (at least one)."""
-
-    candidates: list[SpeculativeConfig] = Field(
-        default_factory=list,
-        max_length=MAX_CANDIDATES,
-        description="Configs as speculative would take them (without "
-        f"{SCHEDULE}: the tuning derives it).",
-    )
-    grids: list[SearchGrid] = Field(
-        default_factory=list, max_length=MAX_GRIDS, description="Method x k grids."
-    )
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> SearchSpace:
-        _raise(SEARCH_SPACE_RULES.violations(self.to_wire()))
-        return self
-
-    def expanded(self) -> list[SpeculativeConfig]:
-        """Candidates, then each grid's configs, in order (duplicates are refused)."""
-        return [*self.candidates, *(c for grid in self.grids for c in grid.expand())]
 
 
 class TrialSpec(KubeModel):
@@ -155,7 +81,7 @@ class TrialSpec(KubeModel):
 
     @model_validator(mode="after")
     def _look_fits(self) -> TrialSpec:
-        _raise(TRIAL_RULES.violations(self.to_wire()))
+        raise_problems(TRIAL_RULES.violations(self.to_wire()))
         return self
 
 
@@ -233,7 +159,7 @@ class SpecDecodeTuningSpec(KubeModel):
             problems.append(
                 f"concurrencyLadder: {max(self.loads())} exceeds --max-num-seqs {limit}"
             )
-        _raise(problems)
+        raise_problems(problems)
         return self
 
     def loads(self) -> list[int]:
@@ -255,11 +181,6 @@ class SpecDecodeTuningSpec(KubeModel):
         if config is not None:
             wire["speculative"] = config.to_wire()
         return wire
-
-
-def _raise(problems: list[str]) -> None:
-    if problems:
-        raise ValueError("; ".join(problems))
 
 
 def _search_space_problems(spec: SpecDecodeTuningSpec) -> list[str]:

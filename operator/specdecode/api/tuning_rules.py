@@ -5,7 +5,8 @@
   re-bound from `self.speculative` to a loop variable over `searchSpace.candidates`, so
   the same expression trees render the CEL and evaluate in Python (`rules`). Grid entries
   can only be checked once expanded: the model does that (`tuning._search_space_problems`).
-- The ladder must ascend strictly; a trial's look must fit in its maximum length.
+- The ladder must ascend strictly; a trial's look must fit in its maximum length; traffic
+  must be Prompts (a trial holds a concurrency; mirrored live traffic cannot).
 - The budget must pay for one trial's first look: 2 engines x gpusPerReplica x (warmup +
   look seconds). The rules DSL has no multiplication, so this one is CEL text mirrored
   by a Python check (`budget_pays_one_look`), as `validations.CelRule`s are elsewhere.
@@ -128,6 +129,11 @@ TRIAL_RULES = RuleSet(
 )
 SPEC_RULES_TUNING = RuleSet(
     (
+        Rule(
+            Binary("==", at("traffic.source"), lit("Prompts")),
+            "traffic.source must be Prompts: a trial sets its own concurrency",
+            ".traffic.source",
+        ),
         _ladder_ascends(),
         _no_schedule_in_candidates(),
         *(_per_candidate(rule) for rule in SPEC_RULES.rules),

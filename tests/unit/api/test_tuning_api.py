@@ -111,6 +111,12 @@ INVALID = [
         True,
     ),
     (
+        "mirrored traffic",
+        spec_with(traffic={"source": "Mirror", "httpRoute": "r"}),
+        "traffic.source must be Prompts",
+        True,
+    ),
+    (
         "look longer than a trial",
         spec_with(trial={"lookSeconds": 120, "maxSeconds": 60}),
         "lookSeconds must be <= trial.maxSeconds",
