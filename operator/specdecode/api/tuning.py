@@ -18,6 +18,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from specdecode.api.base import KubeModel
+from specdecode.api.gate_spec import GATE_DEFAULTS
 from specdecode.api.rollout import GROUP, SPEC_RULES, VERSION
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import SCHEDULE
@@ -88,14 +89,21 @@ class TrialSpec(KubeModel):
 class Constraints(KubeModel):
     """What a config must also satisfy at a load to be allowed to win there."""
 
+    # The gates' defaults, so a tuning recommends what a default rollout would promote.
     max_tail_ratio: float = Field(
-        default=1.5, gt=0, description="Most candidate/baseline P99 inter-chunk latency."
+        default=1.0 + float(GATE_DEFAULTS["tolerance"]),  # type: ignore[arg-type]
+        gt=0,
+        description="Most candidate/baseline P99 inter-chunk latency (default: 1 + the "
+        "TailLatency gate's default tolerance).",
     )
     min_alpha: float | None = Field(
         default=None, ge=0, le=1, description="Draft acceptance floor (fixed-k methods)."
     )
     max_error_rate: float = Field(
-        default=0.01, ge=0, le=1, description="Most failed requests allowed."
+        default=float(GATE_DEFAULTS["max_error_rate"]),  # type: ignore[arg-type]
+        ge=0,
+        le=1,
+        description="Most failed requests allowed (default: the ErrorRate gate's).",
     )
 
 

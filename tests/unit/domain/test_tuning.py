@@ -92,7 +92,7 @@ def test_a_config_that_breaks_the_tail_constraint_never_wins() -> None:
         sim = synthetic(seed, GAPPED)
         fastest = sim.run.configs[0]
         for load in sim.run.loads:
-            sim.tail_truth[CellKey(fastest, load)] = 2.5  # above maxTailRatio 1.5
+            sim.tail_truth[CellKey(fastest, load)] = 2.5  # above maxTailRatio 2.0
         run = sim.finish()
         assert all(v.leader != fastest for v in run.standing().loads)
 
