@@ -5,8 +5,8 @@ acceptance at concurrency 4, then P99 chunk stalls and TPOT speedup at 32, 30 s 
 60-600 s per stage, a look every 15 s) on simulated engines (each draft head's calibrated
 acceptance per workload class), when the operator's load pods replay a built-in prompt set
 of that class, then:
-- suffix decoding on code (alpha ~0.5 with long proposals, 1.36x TPOT at 32 streams) and
-  EAGLE-3 on chat (alpha ~0.29 at k = 3, 1.24x) are promoted;
+- suffix decoding on code (1.6 tokens per streamed step, 1.7x TPOT at 32 streams) and
+  EAGLE-3 on chat (alpha ~0.29 at k = 3) are promoted;
 - EAGLE-3 on translation (alpha ~0.09) and a weak head (an EAGLE-3 checkpoint loaded as
   `method: eagle`, alpha ~0.06) are rolled back by a Failed gate, not by running out of
   time.
@@ -14,8 +14,7 @@ GB10-profile engines (80 ms steps): on L40S steps (P99 chunk gap ~33 ms at 32 st
 2-core machine's load clients reach a 2.2 ms P99 timestamp delay, over the 5 % a look
 allows, and the tail gate is rightly Inconclusive. GB10 keeps the study's orderings
 (in-process, 32 streams: suffix 1.37x and EAGLE-3 0.94x on code; EAGLE-3 1.33x on chat)
-with stalls of 160-480 ms. The two rollbacks run at once (concurrency 4); the promotions
-one at a time.
+with P99 stalls of 110-480 ms.
 """
 
 from __future__ import annotations
@@ -37,8 +36,9 @@ pytestmark = pytest.mark.e2e
 
 EAGLE3_HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
 TERMINAL = ("Promoted", "RolledBack", "Failed")
-# Both stages at their default length can take up to 2 x 630 s; these finish in 3-5 min.
-VERDICT_TIMEOUT = 720
+# Both stages at their default length can take up to 2 x 630 s; on GB10 steps the tail gate
+# needs about 4 minutes for its 30 blocks holding P99 samples, so a promotion takes ~8.
+VERDICT_TIMEOUT = 900
 
 
 def default_stages_rollout(workload: str, speculative: dict[str, Any]) -> dict[str, Any]:
@@ -70,56 +70,75 @@ def summary(name: str, status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def promoted_with_paying_tail(r: Rollout, name: str) -> dict[str, dict[str, Any]]:
-    """Wait for the verdict; assert Promoted with speedup and a longer but tolerated stall."""
-    status = r.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
-    print(summary(name, status))
-    assert status["phase"] == "Promoted", r.describe()
-    gates = gates_of(status)
-    speedup = gates["tail-latency/tpot-speedup"]
-    assert speedup["verdict"] == "Successful" and speedup["lowerBound"] >= 1.0
-    itl = gates["tail-latency/p99-itl"]
-    assert itl["verdict"] == "Successful" and itl["upperBound"] <= 2.0
-    # a paying method lengthens the P99 chunk gap: the gate saw it, and it fit
-    assert itl["value"] > 1.0
-    return gates
-
-
-def test_default_stages_promote_suffix_decoding_on_code(
-    rollout: Callable[[str], Rollout],
-) -> None:
-    """One rollout at a time: two at 32 streams a side saturate this 2-core machine's load
-    clients (their P99 timestamp delay passes 5 % of the P99 judged), which the looks say."""
-    r = rollout("suffix-code")
-    # vLLM defaults k to the tree depth (24); the CRD caps k at 16, as examples/ use 8
-    r.apply(default_stages_rollout("code", {"method": "suffix", "num_speculative_tokens": 8}))
-    gates = promoted_with_paying_tail(r, "suffix on code")
-    # suffix is judged on tokens per step, not alpha (its gate list is method-aware)
-    assert "acceptance/alpha" not in gates
-    length = gates["acceptance/tokens-per-step"]
-    assert length["verdict"] == "Successful" and length["lowerBound"] >= 1.3
-
-
-def test_default_stages_promote_eagle3_on_chat(
+@pytest.mark.timeout(1200)
+def test_default_stages_judge_each_method_on_its_workload(
     rollout: Callable[[str], Rollout], cluster: LocalCluster, running_operator: OperatorProcess
 ) -> None:
-    r = rollout("eagle3-chat")
-    config = {"method": "eagle3", "model": EAGLE3_HEAD, "num_speculative_tokens": 3}
-    r.apply(default_stages_rollout("chat", config))
-    gates = promoted_with_paying_tail(r, "eagle3 on chat")
-    assert "acceptance/tokens-per-step" not in gates
-    alpha = gates["acceptance/alpha"]
+    """All four at once: on GB10 steps this machine's load clients keep their timestamp
+    delay within what each look allows (a look would say "saturated" otherwise)."""
+    eagle3 = {"method": "eagle3", "model": EAGLE3_HEAD, "num_speculative_tokens": 3}
+    # An EAGLE-3 checkpoint under `method: eagle` (one layer's features instead of three):
+    # the study's 1.02x row, here on chat.
+    misloaded = {"method": "eagle", "model": EAGLE3_HEAD, "num_speculative_tokens": 3}
+    # vLLM defaults suffix k to the tree depth (24); the CRD caps k at 16; examples/ use 8
+    suffix = {"method": "suffix", "num_speculative_tokens": 8}
+    rollouts = {
+        "suffix-code": ("code", suffix, "Promoted"),
+        "eagle3-chat": ("chat", eagle3, "Promoted"),
+        "eagle3-translation": ("translation", eagle3, "RolledBack"),
+        "weak-head": ("chat", misloaded, "RolledBack"),
+    }
+    handles = {name: rollout(name) for name in rollouts}
+    for name, (workload, config, _) in rollouts.items():
+        handles[name].apply(default_stages_rollout(workload, config))
+    statuses = {}
+    for name, r in handles.items():
+        statuses[name] = r.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
+        print(summary(name, statuses[name]))
+    for name, (_, _, expected) in rollouts.items():
+        assert statuses[name]["phase"] == expected, handles[name].describe()
+
+    # Promoted: judged on what pays for the method, and it paid at production load.
+    for name in ("suffix-code", "eagle3-chat"):
+        gates = gates_of(statuses[name])
+        speedup = gates["tail-latency/tpot-speedup"]
+        assert speedup["verdict"] == "Successful" and speedup["lowerBound"] >= 1.0
+        itl = gates["tail-latency/p99-itl"]
+        assert itl["verdict"] == "Successful" and itl["upperBound"] <= 2.0
+        # a paying method lengthens the P99 chunk gap: the gate saw it, and it fit
+        assert itl["value"] > 1.0
+    suffix_gates = gates_of(statuses["suffix-code"])
+    assert "not judged for suffix" in suffix_gates["acceptance/alpha"]["reason"]
+    length = suffix_gates["acceptance/tokens-per-step"]
+    # judged on every streamed step (~1.6), not vLLM's drafting steps only (~4.5)
+    assert length["verdict"] == "Successful" and length["lowerBound"] >= 1.3
+    assert length["value"] < 2.5, length
+    eagle3_gates = gates_of(statuses["eagle3-chat"])
+    assert "not judged for eagle3" in eagle3_gates["acceptance/tokens-per-step"]["reason"]
+    alpha = eagle3_gates["acceptance/alpha"]
     # the calibrated chat head: per-position 0.51, 0.48, 0.46 -> alpha 0.29 at k = 3
     assert alpha["verdict"] == "Successful" and 0.2 <= alpha["lowerBound"] <= alpha["value"]
     assert abs(alpha["value"] - 0.287) < 0.06, alpha
-    itl = gates["tail-latency/p99-itl"]
     # vLLM's own per-step histogram, read from Prometheus, is reported next to it.
+    itl = eagle3_gates["tail-latency/p99-itl"]
     assert itl["serverBaselineValue"] > 0 and itl["serverCandidateValue"] > 0
+
+    # Rolled back by a Failed gate at the acceptance stage, not by running out of time.
+    for name in ("eagle3-translation", "weak-head"):
+        status = statuses[name]
+        degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+        assert degraded["reason"] == "GateFailed", degraded
+        alpha = gates_of(status)["acceptance/alpha"]
+        assert alpha["verdict"] == "Failed" and alpha["upperBound"] < 0.2, alpha
+        assert "acceptance/alpha" in status["message"]
+        assert status.get("stableSpeculative") is None
+
+    promoted = handles["eagle3-chat"]
 
     def production_runs_the_candidate() -> bool:
         # Promoted is the decision; the production pod rolls to it right after.
-        pods = r.pods("production")
-        return len(pods) == 1 and speculative_arg(engine_cmdline(cluster, pods[0])) == config
+        pods = promoted.pods("production")
+        return len(pods) == 1 and speculative_arg(engine_cmdline(cluster, pods[0])) == eagle3
 
     wait_for(production_runs_the_candidate, timeout=120, message="production rolled")
     # The operator's /metrics says the same, for dashboards and alerts; per-stage series
@@ -128,39 +147,10 @@ def test_default_stages_promote_eagle3_on_chat(
         f"{family.name}{sorted(sample.labels.items())}": sample.value
         for family in text_string_to_metric_families(running_operator.metrics_text())
         for sample in family.samples
-        if sample.labels.get("namespace") == r.namespace
+        if sample.labels.get("namespace") == promoted.namespace
     }
-    labels = [("namespace", r.namespace), ("rollout", r.name)]
+    labels = [("namespace", promoted.namespace), ("rollout", promoted.name)]
     assert metrics[f"specdecode_rollout_phase{sorted([*labels, ('phase', 'Promoted')])}"] == 1
     assert metrics[f"specdecode_rollout_phase{sorted([*labels, ('phase', 'Analyzing')])}"] == 0
     stage_series = [key for key in metrics if "('stage', " in key]
     assert stage_series == [], stage_series
-
-
-def test_default_stages_roll_back_eagle3_on_translation_and_a_weak_head(
-    rollout: Callable[[str], Rollout],
-) -> None:
-    translation, weak = rollout("eagle3-translation"), rollout("weak-head")
-    translation.apply(
-        default_stages_rollout(
-            "translation",
-            {"method": "eagle3", "model": EAGLE3_HEAD, "num_speculative_tokens": 3},
-        )
-    )
-    # An EAGLE-3 checkpoint under `method: eagle` (one layer's features instead of three):
-    # the study's 1.02x row, here on chat.
-    weak.apply(
-        default_stages_rollout(
-            "chat", {"method": "eagle", "model": EAGLE3_HEAD, "num_speculative_tokens": 3}
-        )
-    )
-    for r, name in ((translation, "eagle3 on translation"), (weak, "weak head on chat")):
-        status = r.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
-        print(summary(name, status))
-        assert status["phase"] == "RolledBack", r.describe()
-        degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
-        assert degraded["reason"] == "GateFailed", degraded
-        alpha = gates_of(status)["acceptance/alpha"]
-        assert alpha["verdict"] == "Failed" and alpha["upperBound"] < 0.2, alpha
-        assert "acceptance/alpha" in status["message"]
-        assert status.get("stableSpeculative") is None
