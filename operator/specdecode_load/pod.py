@@ -129,6 +129,7 @@ class Pod:
             output_tokens=self.output_tokens, cap_reached=self.cap_reached,
             waiting_for=None if self.endpoints else NO_ENDPOINTS,
             gaps=self.collector.gaps_since(since), blocks=self.collector.blocks_since(since),
+            endpoints=tuple(endpoint.url for endpoint in self.endpoints),
         )  # fmt: skip
         return {**report_to_wire(report), "stage": c.stage, "plan": c.plan}
 

@@ -12,15 +12,9 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
 from specdecode.api.base import KubeModel
-from specdecode.api.gate_spec import (
-    MIRROR_GATES_MESSAGE,
-    GateSpec,
-    GateType,
-    ItlDefinition,
-    LabelName,
-    mirror_can_judge,
-)
+from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, LabelName
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.traffic import TrafficSourceType, TrafficSpec
 
@@ -71,10 +65,7 @@ class StageSpec(KubeModel):
 
     @model_validator(mode="after")
     def _one_load_shape(self) -> StageSpec:
-        if self.concurrency is not None and self.request_rate is not None:
-            raise ValueError(f"stage {self.name}: set exactly one of concurrency or requestRate")
-        if self.max_duration_seconds < self.min_duration_seconds:
-            raise ValueError(f"stage {self.name}: maxDurationSeconds must be >= minDurationSeconds")
+        STAGE_RULES.enforce(self.to_wire())
         names = [gate.name for gate in self.gates]
         if len(names) != len(set(names)):
             raise ValueError(f"stage {self.name}: gates: names must be unique")
@@ -150,30 +141,19 @@ class AnalysisSpec(KubeModel):
         names = [stage.name for stage in self.stages]
         if len(names) != len(set(names)):
             raise ValueError("analysis.stages: names must be unique")
+        ANALYSIS_RULES.enforce(self.to_wire())
         if self.traffic.source is TrafficSourceType.MIRROR:
             return self._with_mirror_gates()
-        for stage in self.stages:
-            if stage.concurrency is None and stage.request_rate is None:
-                raise ValueError(
-                    f"stage {stage.name}: set exactly one of concurrency or requestRate "
-                    "(the load of Prompts traffic)"
-                )
         return self
 
     def _with_mirror_gates(self) -> AnalysisSpec:
         """Mirror traffic: only server-side measures exist; TailLatency reads vLLM's histogram.
 
         Why: mirrored responses go to the gateway, never to the operator, so client-side
-        timings, speedup and error counts cannot be measured. An unset itlDefinition means
-        ServerStep here (the only ITL there is), so the default stages work unchanged.
+        timings, speedup and error counts cannot be measured (ANALYSIS_RULES refuse the
+        gates that need them). An unset itlDefinition means ServerStep here (the only ITL
+        there is), so the default stages work unchanged.
         """
-        for stage in self.stages:
-            for gate in stage.gates:
-                if not mirror_can_judge(gate):
-                    raise ValueError(
-                        f"analysis.stages: stage {stage.name}, gate {gate.name}: "
-                        + MIRROR_GATES_MESSAGE
-                    )
         stages = [
             stage.model_copy(
                 update={"gates": [_server_step_by_default(gate) for gate in stage.gates]}

@@ -1,11 +1,13 @@
-"""Generate the SpecDecodeRollout CRD from the pydantic models, or check it has not drifted.
+"""Generate the CRDs (SpecDecodeRollout, SpecDecodeTuning) from the pydantic models, or check
+they have not drifted.
 
     python -m specdecode.api.crdgen --write   # make crds
     python -m specdecode.api.crdgen --check   # make verify-crds: exit 1 with a diff on drift
 
 The same YAML goes to `crds/` (for kubectl users) and to the Helm chart's `crds/` folder,
 so the two can never disagree. Schema conversion lives in `schema.py`, CEL rules in
-`validations.py`; this module only assembles the CustomResourceDefinition and writes it.
+`validations.py` (and `tuning_rules.py`); this module only assembles each
+CustomResourceDefinition (one `CrdKind` per resource) and writes it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import difflib
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +25,14 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, NoDefault
 from pydantic_core import core_schema
 
-from specdecode.api import rollout
+from specdecode.api import rollout, tuning
 from specdecode.api.schema import Extension, Schema, StructuralSchemaConverter
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.api.tuning_rules import extend_tuning_definition
+from specdecode.api.tuning_status import SpecDecodeTuningStatus
 from specdecode.api.validations import (
     ROOT_RULES,
+    CelRule,
     extend_definition,
     extend_status_definition,
 )
@@ -46,6 +52,63 @@ PRINTER_COLUMNS = (
     ("Candidate", "string", ".status.candidateFingerprint", "Config under analysis.", 1),
     ("Age", "date", ".metadata.creationTimestamp", "", 0),
 )
+TUNING_PRINTER_COLUMNS = (
+    ("Phase", "string", ".status.phase", "Tuning phase.", 0),
+    ("Configs-Left", "integer", ".status.configsLeft", "Configs not yet eliminated.", 0),
+    ("GPU-Seconds", "number", ".status.gpuSeconds", "GPU-seconds spent.", 0),
+    ("Report", "string", ".status.reportConfigMap", "ConfigMap with the report.", 1),
+    ("Age", "date", ".metadata.creationTimestamp", "", 0),
+)
+
+
+@dataclass(frozen=True)
+class CrdKind:
+    """What differs between the operator's resources; everything else is shared."""
+
+    kind: str
+    plural: str
+    singular: str
+    short_names: tuple[str, ...]
+    description: str
+    spec_model: type[BaseModel]
+    status_model: type[BaseModel]
+    extend_spec: Extension
+    root_rules: tuple[CelRule, ...]
+    printer_columns: tuple[tuple[str, str, str, str, int], ...]
+
+    @property
+    def file_name(self) -> str:
+        """`<group>_<plural>.yaml`, as kubebuilder names CRD files."""
+        return f"{rollout.GROUP}_{self.plural}.yaml"
+
+
+ROLLOUT_KIND = CrdKind(
+    rollout.KIND,
+    rollout.PLURAL,
+    rollout.SINGULAR,
+    rollout.SHORT_NAMES,
+    "SpecDecodeRollout rolls a vLLM speculative-decoding config out to a "
+    "production Deployment, after shadow analysis gates on acceptance and tail latency.",
+    rollout.SpecDecodeRolloutSpec,
+    SpecDecodeRolloutStatus,
+    extend_definition,
+    ROOT_RULES,
+    PRINTER_COLUMNS,
+)
+TUNING_KIND = CrdKind(
+    tuning.KIND,
+    tuning.PLURAL,
+    tuning.SINGULAR,
+    tuning.SHORT_NAMES,
+    "SpecDecodeTuning finds the best speculative-decoding config for a traffic at each "
+    "load of a concurrency ladder, and the per-batch-size k schedule vLLM should run.",
+    tuning.SpecDecodeTuningSpec,
+    SpecDecodeTuningStatus,
+    extend_tuning_definition,
+    (),
+    TUNING_PRINTER_COLUMNS,
+)
+KINDS = (ROLLOUT_KIND, TUNING_KIND)
 
 
 class FactoryDefaults(GenerateJsonSchema):
@@ -95,11 +158,10 @@ def structural_schema(
     return converter.convert(drop_defaults=drop_defaults)
 
 
-def open_api_schema() -> Schema:
+def open_api_schema(crd_kind: CrdKind = ROLLOUT_KIND) -> Schema:
     """The `openAPIV3Schema` of the one served version."""
-    return {
-        "description": "SpecDecodeRollout rolls a vLLM speculative-decoding config out to a "
-        "production Deployment, after shadow analysis gates on acceptance and tail latency.",
+    schema: Schema = {
+        "description": crd_kind.description,
         "type": "object",
         "required": ["spec"],
         "properties": {
@@ -107,18 +169,20 @@ def open_api_schema() -> Schema:
                 "description": "Versioned schema of this object (specdecode.io/v1alpha1).",
                 "type": "string",
             },
-            "kind": {"description": "SpecDecodeRollout.", "type": "string"},
+            "kind": {"description": f"{crd_kind.kind}.", "type": "string"},
             "metadata": {"type": "object"},
-            "spec": structural_schema(rollout.SpecDecodeRolloutSpec, extend_definition),
+            "spec": structural_schema(crd_kind.spec_model, crd_kind.extend_spec),
             "status": structural_schema(
-                SpecDecodeRolloutStatus, extend_status_definition, drop_defaults=True
+                crd_kind.status_model, extend_status_definition, drop_defaults=True
             ),
         },
-        "x-kubernetes-validations": [rule.to_schema() for rule in ROOT_RULES],
     }
+    if crd_kind.root_rules:
+        schema["x-kubernetes-validations"] = [rule.to_schema() for rule in crd_kind.root_rules]
+    return schema
 
 
-def custom_resource_definition() -> dict[str, Any]:
+def custom_resource_definition(crd_kind: CrdKind = ROLLOUT_KIND) -> dict[str, Any]:
     """The whole CustomResourceDefinition object."""
     columns = [
         {
@@ -128,24 +192,24 @@ def custom_resource_definition() -> dict[str, Any]:
             **({"description": text} if text else {}),
             **({"priority": priority} if priority else {}),
         }
-        for name, kind, path, text, priority in PRINTER_COLUMNS
+        for name, kind, path, text, priority in crd_kind.printer_columns
     ]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"{rollout.PLURAL}.{rollout.GROUP}",
+            "name": f"{crd_kind.plural}.{rollout.GROUP}",
             "labels": {"app.kubernetes.io/part-of": "specdecode-operator"},
         },
         "spec": {
             "group": rollout.GROUP,
             "scope": "Namespaced",
             "names": {
-                "kind": rollout.KIND,
-                "listKind": f"{rollout.KIND}List",
-                "plural": rollout.PLURAL,
-                "singular": rollout.SINGULAR,
-                "shortNames": list(rollout.SHORT_NAMES),
+                "kind": crd_kind.kind,
+                "listKind": f"{crd_kind.kind}List",
+                "plural": crd_kind.plural,
+                "singular": crd_kind.singular,
+                "shortNames": list(crd_kind.short_names),
                 "categories": ["specdecode"],
             },
             "versions": [
@@ -155,17 +219,17 @@ def custom_resource_definition() -> dict[str, Any]:
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": columns,
-                    "schema": {"openAPIV3Schema": open_api_schema()},
+                    "schema": {"openAPIV3Schema": open_api_schema(crd_kind)},
                 }
             ],
         },
     }
 
 
-def render_crd_yaml() -> str:
+def render_crd_yaml(crd_kind: CrdKind = ROLLOUT_KIND) -> str:
     """The generated file's exact text (deterministic: same models, same bytes)."""
     body = yaml.dump(
-        custom_resource_definition(),
+        custom_resource_definition(crd_kind),
         Dumper=_NoAliasDumper,
         sort_keys=False,
         width=100,
@@ -181,19 +245,26 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
-def output_paths(repo_root: Path) -> tuple[Path, Path]:
-    """Where the CRD lives: `crds/` and the Helm chart's `crds/`."""
+def output_paths(repo_root: Path, crd_kind: CrdKind = ROLLOUT_KIND) -> tuple[Path, Path]:
+    """Where a CRD lives: `crds/` and the Helm chart's `crds/`."""
     return (
-        repo_root / "crds" / CRD_FILE_NAME,
-        repo_root / "charts" / "specdecode-operator" / "crds" / CRD_FILE_NAME,
+        repo_root / "crds" / crd_kind.file_name,
+        repo_root / "charts" / "specdecode-operator" / "crds" / crd_kind.file_name,
     )
 
 
 def drift(repo_root: Path) -> list[str]:
     """Unified diffs of every output that differs from what the models generate."""
-    wanted = render_crd_yaml()
     diffs = []
-    for path in output_paths(repo_root):
+    for crd_kind in KINDS:
+        diffs += _drift_of(repo_root, crd_kind)
+    return diffs
+
+
+def _drift_of(repo_root: Path, crd_kind: CrdKind) -> list[str]:
+    wanted = render_crd_yaml(crd_kind)
+    diffs = []
+    for path in output_paths(repo_root, crd_kind):
         current = path.read_text() if path.exists() else ""
         if current != wanted:
             lines = difflib.unified_diff(
@@ -219,11 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repo-root", type=Path, default=_default_repo_root())
     args = parser.parse_args(argv)
     if args.write:
-        text = render_crd_yaml()
-        for path in output_paths(args.repo_root):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            print(f"wrote {path}")
+        for crd_kind in KINDS:
+            text = render_crd_yaml(crd_kind)
+            for path in output_paths(args.repo_root, crd_kind):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                print(f"wrote {path}")
         return 0
     diffs = drift(args.repo_root)
     for diff in diffs:

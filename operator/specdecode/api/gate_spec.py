@@ -3,7 +3,7 @@
 Which fields each gate type may set (`GATE_FIELDS`), their defaults (`GATE_DEFAULTS`, the
 one place they are defined: the field descriptions, hence `kubectl explain`, quote them and
 the domain reads them through `GateSpec.setting`) and which gates Mirror traffic can judge
-(`mirror_can_judge`) live here too, since the CRD's CEL rules are generated from them.
+(`analysis_rules.mirror_judges`) live here too; `GATE_RULES` are written once from them.
 Why type-specific fields stay unset rather than defaulted in the schema: the API server
 would write a default into every gate, and a field set on a type it does not apply to is
 rejected.
@@ -15,8 +15,10 @@ from enum import StrEnum
 from typing import Annotated
 
 from pydantic import Field, StringConstraints, model_validator
+from pydantic.alias_generators import to_camel
 
 from specdecode.api.base import KubeModel
+from specdecode.api.rules import Binary, Has, Rule, RuleSet, at, implies, lit
 from specdecode.api.speculative import SpeculativeMethod
 
 # Gate and stage names appear in status, Events and metric labels: a DNS-1123 label.
@@ -178,12 +180,7 @@ class GateSpec(KubeModel):
 
     @model_validator(mode="after")
     def _fields_fit_type(self) -> GateSpec:
-        allowed = GATE_FIELDS[self.type]
-        every_specific = set().union(*GATE_FIELDS.values())
-        misplaced = sorted(f for f in every_specific - allowed if getattr(self, f) is not None)
-        if misplaced:
-            fields = ", ".join(misplaced)
-            raise ValueError(f"gate {self.name}: {fields} do not apply to type {self.type}")
+        GATE_RULES.enforce(self.to_wire())
         return self
 
     def setting(self, field: str) -> object:
@@ -221,7 +218,7 @@ class GateSpec(KubeModel):
         return not self.methods or method in self.methods
 
 
-# The type-specific fields each gate type may set; the CRD's CEL rules mirror this table.
+# The type-specific fields each gate type may set; GATE_RULES are generated from this table.
 GATE_FIELDS: dict[GateType, frozenset[str]] = {
     GateType.ACCEPTANCE: frozenset({"min_alpha", "min_draft_tokens", "min_samples"}),
     GateType.ACCEPTED_LENGTH: frozenset({"min_accepted_length", "min_samples"}),
@@ -231,22 +228,21 @@ GATE_FIELDS: dict[GateType, frozenset[str]] = {
 }
 
 
-MIRROR_GATES_MESSAGE = (
-    "traffic source Mirror: mirrored responses never reach the operator, so only "
-    "Acceptance gates and TailLatency gates with itlDefinition ServerStep can be judged, "
-    "besides AcceptedLength gates (a Speedup gate is kept but not judged)"
-)
-
-
-def mirror_can_judge(gate: GateSpec) -> bool:
-    """Whether a gate is allowed with Mirror traffic (a Speedup gate is skipped there).
-
-    Why Speedup is allowed: the default stages carry one, and a CRD default cannot depend
-    on the traffic source; the domain reports it as not judged under Mirror.
-    """
-    if gate.type in (GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH, GateType.SPEEDUP):
-        return True
-    return gate.type is GateType.TAIL_LATENCY and gate.itl_definition in (
-        None,
-        ItlDefinition.SERVER_STEP,
+def _field_fits_type(field: str) -> Rule:
+    types = sorted(gate_type.value for gate_type in GateType if field in GATE_FIELDS[gate_type])
+    wire = to_camel(field)
+    return Rule(
+        implies(Has(at(wire)), Binary("in", at("type"), lit(types))),
+        f"gate {wire} applies only to type {' or '.join(types)}",
+        f".{wire}",
+        "FieldValueForbidden",
     )
+
+
+# One rule per type-specific field: it may be set only on the types that use it (written
+# once, `rules`: GateSpec enforces them and the CRD carries them as CEL).
+# A field every type may set (minSamples) needs no rule.
+_SOME_TYPES_ONLY = frozenset().union(*GATE_FIELDS.values()) - frozenset.intersection(
+    *GATE_FIELDS.values()
+)
+GATE_RULES = RuleSet(tuple(_field_fits_type(field) for field in sorted(_SOME_TYPES_ONLY)))

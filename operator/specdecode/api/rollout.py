@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.base import KubeModel
-from specdecode.api.rules import RuleSet
+from specdecode.api.rules import Binary, Rule, RuleSet, all_of, at, lit, matches, size
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.api.version_rules import draft_fits_target_rules, spec_rules
@@ -37,6 +37,19 @@ NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # Rules that join spec fields: the speculative config against the vLLM release and the
 # target model (written once: `rules`; the CRD renders the same rules as CEL).
 SPEC_RULES = RuleSet((*spec_rules(), *draft_fits_target_rules()))
+# Rules on the whole object (only these may read `self.metadata.name`), written once.
+ROOT_RULES = RuleSet(
+    (
+        Rule(
+            all_of(
+                Binary("<=", size(at("metadata.name")), lit(MAX_NAME_LENGTH)),
+                matches(at("metadata.name"), NAME_PATTERN.pattern),
+            ),
+            f"metadata.name must be a DNS-1035 label of at most {MAX_NAME_LENGTH} characters "
+            "(children append -candidate)",
+        ),
+    )
+)
 
 
 class SpecDecodeRolloutSpec(KubeModel):
@@ -80,15 +93,11 @@ class SpecDecodeRollout(KubeModel):
     @field_validator("metadata")
     @classmethod
     def _name_fits_children(cls, metadata: dict[str, object]) -> dict[str, object]:
-        name = metadata.get("name")
-        if isinstance(name, str) and not rollout_name_ok(name):
-            raise ValueError(
-                f"metadata.name must be a DNS-1035 label of at most {MAX_NAME_LENGTH} "
-                "characters (children append -candidate)"
-            )
+        if isinstance(metadata.get("name"), str):  # unset: generateName, or not yet created
+            ROOT_RULES.enforce({"metadata": metadata})
         return metadata
 
 
 def rollout_name_ok(name: str) -> bool:
     """Whether `<name>-candidate` is still a valid Service name."""
-    return len(name) <= MAX_NAME_LENGTH and NAME_PATTERN.fullmatch(name) is not None
+    return not ROOT_RULES.violations({"metadata": {"name": name}})

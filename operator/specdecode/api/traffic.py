@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from specdecode.api.base import KubeModel
+from specdecode.api.rules import Binary, Expr, Has, Not, Rule, RuleSet, all_of, at, implies, lit
 
 
 class ConfigMapKeyRef(KubeModel):
@@ -150,19 +151,7 @@ class TrafficSpec(KubeModel):
 
     @model_validator(mode="after")
     def _source_fields(self) -> TrafficSpec:
-        if self.config_map_ref is not None and self.secret_ref is not None:
-            raise ValueError("traffic: set at most one of configMapRef and secretRef")
-        if self.source is TrafficSourceType.MIRROR and not self.http_route:
-            raise ValueError("traffic: source Mirror needs httpRoute")
-        if self.source is TrafficSourceType.PROMPTS and self.http_route:
-            raise ValueError("traffic: httpRoute applies only to source Mirror")
-        if self.source is TrafficSourceType.MIRROR:
-            set_fields = [to_camel(f) for f in PROMPTS_ONLY_FIELDS if getattr(self, f) is not None]
-            if set_fields:
-                raise ValueError(
-                    f"traffic: {', '.join(set_fields)} apply only to source Prompts "
-                    "(Mirror traffic is live; mirrorPercent bounds its cost)"
-                )
+        TRAFFIC_RULES.enforce(self.to_wire())
         return self
 
 
@@ -172,4 +161,46 @@ PROMPTS_ONLY_FIELDS = (
     "secret_ref",
     "max_requests_per_stage",
     "max_output_tokens_per_stage",
+)
+
+
+def _source_is(source: TrafficSourceType) -> Expr:
+    return Binary("==", at("source"), lit(source.value))
+
+
+def _prompts_only(field: str) -> Rule:
+    wire = to_camel(field)
+    return Rule(
+        implies(_source_is(TrafficSourceType.MIRROR), Not(Has(at(wire)))),
+        f"traffic: {wire} applies only to source Prompts (Mirror traffic is live; "
+        "mirrorPercent bounds its cost)",
+        f".{wire}",
+        "FieldValueForbidden",
+    )
+
+
+# Which fields each source needs or forbids, written once (`rules`): TrafficSpec enforces
+# them and the CRD carries them as CEL.
+TRAFFIC_RULES = RuleSet(
+    (
+        Rule(
+            Not(all_of(Has(at("configMapRef")), Has(at("secretRef")))),
+            "traffic: set at most one of configMapRef and secretRef",
+            ".secretRef",
+            "FieldValueForbidden",
+        ),
+        Rule(
+            implies(_source_is(TrafficSourceType.MIRROR), Has(at("httpRoute"))),
+            "traffic: source Mirror needs httpRoute",
+            ".httpRoute",
+            "FieldValueRequired",
+        ),
+        Rule(
+            implies(_source_is(TrafficSourceType.PROMPTS), Not(Has(at("httpRoute")))),
+            "traffic: httpRoute applies only to source Mirror",
+            ".httpRoute",
+            "FieldValueForbidden",
+        ),
+        *(_prompts_only(field) for field in PROMPTS_ONLY_FIELDS),
+    )
 )

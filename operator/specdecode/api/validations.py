@@ -1,34 +1,35 @@
-"""Cross-field rules the API server enforces, as CEL (`x-kubernetes-validations`).
+"""Where the cross-field rules go in the CRD (`x-kubernetes-validations`).
 
-The speculative, engine, model and GPU-pool rules are written once (`rules.Rule`, in the
-modules of their models): the models evaluate them and this module only places them in
-the CRD. The others are still CEL text here beside a pydantic validator that mirrors
-them, so `kubectl apply` refuses what the operator would refuse, with a message that names
-the field; tests/unit/api checks both against one table.
-Rules are keyed by the model class name (the `$defs` name in pydantic's JSON schema);
-`self` is that object. Every list and string a rule touches has maxItems/maxLength in the
-models, so the API server's CEL cost estimate stays far below its limits.
+Every rule is written once (`rules.Rule`, in the module of its model, from the facts it
+rests on): the models enforce it in their validators and this module only places it in the
+CRD, keyed by the model class name (the `$defs` name in pydantic's JSON schema; `self` is
+that object). tests/unit/api evaluates every rule the CRD carries with cel-python and
+compares each verdict with Python's. Every list and string a rule touches has
+maxItems/maxLength in the models, so the API server's CEL cost estimate stays far below
+its limits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic.alias_generators import to_camel
-
-from specdecode.api.gate_spec import GATE_FIELDS, MIRROR_GATES_MESSAGE, GateType
-from specdecode.api.rollout import MAX_NAME_LENGTH, NAME_PATTERN, SPEC_RULES
+from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
+from specdecode.api.gate_spec import GATE_RULES
+from specdecode.api.rollout import ROOT_RULES as ROOT_RULE_SET
+from specdecode.api.rollout import SPEC_RULES
 from specdecode.api.rules import Rule
 from specdecode.api.speculative import RULES as SPECULATIVE_RULES
-from specdecode.api.traffic import PROMPTS_ONLY_FIELDS
+from specdecode.api.traffic import TRAFFIC_RULES
 from specdecode.api.workload import ENGINE_RULES, GPU_POOL_RULES, MODEL_RULES
 
 
 @dataclass(frozen=True)
 class CelRule:
-    """One `x-kubernetes-validations` entry."""
+    """An `x-kubernetes-validations` entry written as CEL text, for a rule the `rules` DSL
+    cannot express (its Python twin is then a hand-written check, tested against it). The
+    rollout's CRD has none; other resources' rule tables may."""
 
     rule: str
     message: str
@@ -45,112 +46,20 @@ class CelRule:
         return entry
 
 
-def _cel_list(values: Iterable[str]) -> str:
-    return "[" + ", ".join(f"'{value}'" for value in sorted(values)) + "]"
-
-
-def _gate_rules() -> tuple[CelRule, ...]:
-    """One rule per type-specific field: it may be set only on the types that use it."""
-    every_field = sorted(set().union(*GATE_FIELDS.values()))
-    rules = []
-    for field in every_field:
-        types = [gate_type.value for gate_type in GateType if field in GATE_FIELDS[gate_type]]
-        wire = to_camel(field)
-        rules.append(
-            CelRule(
-                f"!has(self.{wire}) || self.type in {_cel_list(types)}",
-                f"gate {wire} applies only to type {' or '.join(sorted(types))}",
-                f".{wire}",
-                "FieldValueForbidden",
-            )
-        )
-    return tuple(rules)
-
-
-def _analysis_rules() -> tuple[CelRule, ...]:
-    """Rules that join the traffic source with the stages it must feed."""
-    server_side = (
-        "g.type in ['Acceptance', 'AcceptedLength', 'Speedup'] || (g.type == 'TailLatency' && "
-        "(!has(g.itlDefinition) || g.itlDefinition == 'ServerStep'))"
-    )
-    return (
-        CelRule(
-            "self.traffic.source == 'Mirror' || "
-            "self.stages.all(s, has(s.concurrency) || has(s.requestRate))",
-            "stage: set exactly one of concurrency or requestRate (the load of Prompts traffic)",
-            ".stages",
-            "FieldValueRequired",
-        ),
-        CelRule(
-            f"self.traffic.source != 'Mirror' || self.stages.all(s, s.gates.all(g, {server_side}))",
-            MIRROR_GATES_MESSAGE,
-            ".stages",
-        ),
-    )
-
-
-# Rules written once (`rules.Rule`: the models evaluate the same objects) and rules still
-# kept as CEL text beside a pydantic validator (`CelRule`).
-RULES: Mapping[str, tuple[CelRule | Rule, ...]] = {
+RULES: Mapping[str, tuple[Rule | CelRule, ...]] = {
     "SpeculativeConfig": tuple(SPECULATIVE_RULES.rules),
     "SpecDecodeRolloutSpec": tuple(SPEC_RULES.rules),
     "ModelSpec": tuple(MODEL_RULES.rules),
     "GpuPoolSpec": tuple(GPU_POOL_RULES.rules),
     "EngineSpec": tuple(ENGINE_RULES.rules),
-    "StageSpec": (
-        CelRule(
-            "!(has(self.concurrency) && has(self.requestRate))",
-            "stage: set exactly one of concurrency or requestRate",
-            ".concurrency",
-        ),
-        CelRule(
-            "self.maxDurationSeconds >= self.minDurationSeconds",
-            "stage: maxDurationSeconds must be >= minDurationSeconds",
-            ".maxDurationSeconds",
-        ),
-    ),
-    "GateSpec": _gate_rules(),
-    "AnalysisSpec": _analysis_rules(),
-    "TrafficSpec": (
-        CelRule(
-            "!(has(self.configMapRef) && has(self.secretRef))",
-            "traffic: set at most one of configMapRef and secretRef",
-            ".secretRef",
-            "FieldValueForbidden",
-        ),
-        CelRule(
-            "self.source != 'Mirror' || has(self.httpRoute)",
-            "traffic: source Mirror needs httpRoute",
-            ".httpRoute",
-            "FieldValueRequired",
-        ),
-        CelRule(
-            "self.source != 'Prompts' || !has(self.httpRoute)",
-            "traffic: httpRoute applies only to source Mirror",
-            ".httpRoute",
-            "FieldValueForbidden",
-        ),
-        *(
-            CelRule(
-                f"self.source != 'Mirror' || !has(self.{to_camel(field)})",
-                f"traffic: {to_camel(field)} apply only to source Prompts",
-                f".{to_camel(field)}",
-                "FieldValueForbidden",
-            )
-            for field in PROMPTS_ONLY_FIELDS
-        ),
-    ),
+    "StageSpec": tuple(STAGE_RULES.rules),
+    "GateSpec": tuple(GATE_RULES.rules),
+    "AnalysisSpec": tuple(ANALYSIS_RULES.rules),
+    "TrafficSpec": tuple(TRAFFIC_RULES.rules),
 }
 
 # Rules on the whole object: only these may read `self.metadata.name`.
-ROOT_RULES = (
-    CelRule(
-        f"self.metadata.name.size() <= {MAX_NAME_LENGTH} && "
-        f"self.metadata.name.matches('{NAME_PATTERN.pattern}')",
-        f"metadata.name must be a DNS-1035 label of at most {MAX_NAME_LENGTH} characters "
-        "(children append -candidate)",
-    ),
-)
+ROOT_RULES: tuple[Rule | CelRule, ...] = tuple(ROOT_RULE_SET.rules)
 
 # Lists whose items are unique by name: the API server rejects duplicates itself.
 LIST_MAP_KEYS: Mapping[str, Mapping[str, str]] = {

@@ -61,14 +61,17 @@ def ratio_of_sums(
 def _share_above(blocks: Sequence[Sketch], index: int, total: int) -> tuple[float, float, int]:
     """Share of weight above the quantile, its cluster-robust variance, tail blocks.
 
-    The quantile's own bucket counts half (mid-distribution convention): with tied values,
-    as when a plain engine's steps are all alike, a side's whole median can sit in one
-    bucket; counting only buckets strictly above would then see no weight above it and
-    no spread to estimate, and the bound would never close. Tail blocks still count only
-    blocks with weight strictly above (what a P99 needs before it is trusted).
+    When no weight lies strictly above the quantile's bucket, that bucket counts half
+    (mid-distribution convention): with tied values, as when a plain engine's steps are
+    all alike, a side's whole median can sit in one bucket, and without this there would
+    be no spread to estimate and the bound would never close. Otherwise only buckets
+    strictly above count (the statistics `benchmarks/gates.py` measured). Tail blocks
+    count only blocks with weight strictly above (what a P99 needs before it is trusted).
     """
     strictly_above = [sum(c for i, c in b.counts.items() if i > index) for b in blocks]
-    above = [a + b.counts.get(index, 0) / 2 for a, b in zip(strictly_above, blocks, strict=True)]
+    above = strictly_above
+    if not any(strictly_above):
+        above = [b.counts.get(index, 0) / 2 for b in blocks]
     share = sum(above) / total
     residual = sum((a - share * b.total) ** 2 for a, b in zip(above, blocks, strict=True))
     count = len(blocks)

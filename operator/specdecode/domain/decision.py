@@ -76,3 +76,5 @@ class Decision:
     traffic: TrafficPlan | None = None
     events: tuple[Event, ...] = ()
     clear_action: bool = False  # the specdecode.io/action annotation was acted on
+    # When time alone next changes the decision (`cadence.next_timed_event`); None: unknown.
+    wake_at: datetime | None = None

@@ -11,9 +11,15 @@ GET /v1/report?since=<unix seconds> answers with the blocks that start at or aft
     {"schema": 1, "side": "candidate", "shard": 0, "shards": 1, "processes": 2,
      "bootTime": ..., "firstBootTime": ..., "restarts": 0, "blockSeconds": 2.0,
      "sent": 812, "outputTokens": 201344, "capReached": false, "waitingFor": null,
+     "endpoints": ["http://10.2.0.7:8000"],
      "gaps": [{"from": ..., "to": ..., "reason": "load container restarted"}],
      "blocks": [{"start": ..., "seconds": 2.0, "perChunkItl": {"offset": -740,
                  "counts": [...]}, ..., "accepted": {"requests": 3, ...}}]}
+
+`endpoints` echoes the engine URLs the pod sends to now (its start-up `--endpoint`s, or
+the last list the operator pushed), so the operator pushes only when they differ. A pod
+of an older image omits the key: `LoadReport.endpoints` is then None and the operator
+falls back to comparing with the pod's start-up arguments.
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ class LoadReport:
     waiting_for: str | None = None
     processes: int = 1
     first_boot_time: float | None = None
+    endpoints: tuple[str, ...] | None = None  # None: the pod does not say (older image)
 
 
 def block_to_wire(block: LatencyBlock) -> dict[str, Any]:
@@ -151,6 +158,7 @@ def report_to_wire(report: LoadReport) -> dict[str, Any]:
         "waitingFor": report.waiting_for,
         "gaps": [{"from": g.start, "to": g.end, "reason": g.reason} for g in report.gaps],
         "blocks": [block_to_wire(b) for b in report.blocks],
+        **({} if report.endpoints is None else {"endpoints": list(report.endpoints)}),
     }
 
 
@@ -177,6 +185,7 @@ def report_from_wire(data: Mapping[str, Any]) -> LoadReport:
                 Gap(float(g["from"]), float(g["to"]), str(g["reason"])) for g in data["gaps"]
             ),
             blocks=tuple(block_from_wire(b) for b in data["blocks"]),
+            endpoints=_endpoints(data.get("endpoints")),
         )
     except KeyError as missing:
         raise ReportError(f"load report: missing {missing}") from missing
@@ -184,6 +193,14 @@ def report_from_wire(data: Mapping[str, Any]) -> LoadReport:
         if isinstance(error, ReportError):
             raise
         raise ReportError(f"load report: {error}") from error
+
+
+def _endpoints(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(url, str) for url in value):
+        raise ReportError(f"load report: endpoints must be a list of URLs, got {value!r}")
+    return tuple(value)
 
 
 def _count(value: Any, key: str) -> int:

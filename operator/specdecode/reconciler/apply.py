@@ -33,6 +33,9 @@ from specdecode.reconciler.runtime import Runtime
 # Phases in which time alone can change the decision (looks, warm-ups, deadlines): the
 # loop wakes at the analysis clock. Elsewhere only a change can, and a watch event says so.
 CLOCKED_PHASES = frozenset({Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PROMOTING})
+# Wake this long after a timed event: the stage's comparisons are strict (`now >
+# measure_from`), and the loop's timer and the wall clock differ by a few milliseconds.
+WAKE_SLACK_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -59,13 +62,18 @@ class RolloutRef:
 def next_reconcile_in(runtime: Runtime, decision: Decision) -> float:
     """Seconds until the rollout must be looked at again without any event.
 
-    The analysis clock (`reconcile_interval_seconds`) while time drives the phase; the
-    slow resync otherwise, which only repairs what a missed watch event could have hidden.
+    While time drives the phase: the decision's next timed event when it has one (an
+    analysis: its next look, warm-up or duration end, `cadence.next_timed_event`), else
+    the operator's clock (`reconcile_interval_seconds`). The slow resync otherwise, which
+    only repairs what a missed watch event could have hidden.
     """
     settings = runtime.settings
-    if decision.status.phase in CLOCKED_PHASES:
+    if decision.status.phase not in CLOCKED_PHASES:
+        return settings.resync_seconds
+    if decision.wake_at is None:
         return settings.reconcile_interval_seconds
-    return settings.resync_seconds
+    until = (decision.wake_at - runtime.clock.now()).total_seconds()
+    return min(max(until, 0.0) + WAKE_SLACK_SECONDS, settings.resync_seconds)
 
 
 async def commit_status(

@@ -70,15 +70,21 @@ def _current(pods: Sequence[LoadPod], plan: TrafficPlan) -> list[LoadPod]:
 
 async def read_windows(
     runtime: Runtime,
+    rollout: str,
     plan: TrafficPlan,
     pods: Sequence[LoadPod],
     since: float,
     now: float,
 ) -> tuple[LatencySamples | MetricError | None, LatencySamples | MetricError | None]:
-    """(baseline, candidate) windows of the stage run from its load pods' reports."""
+    """(baseline, candidate) windows of the stage run from its load pods' reports.
+
+    Each report's echo of the engine endpoints its pod uses is kept for `sync_load_pods`
+    (`rollout` is the rollout's "namespace/name").
+    """
     current = _current(pods, plan)
+    echoed = runtime.load_endpoints.setdefault(rollout, {})
     windows = await asyncio.gather(
-        *(_side(runtime, plan, side, current, since, now) for side in SIDES)
+        *(_side(runtime, plan, side, current, since, now, echoed) for side in SIDES)
     )
     return windows[0], windows[1]
 
@@ -90,6 +96,7 @@ async def _side(
     pods: Sequence[LoadPod],
     since: float,
     now: float,
+    echoed: dict[str, tuple[str, ...]],
 ) -> LatencySamples | MetricError | None:
     by_shard = {pod.shard: pod for pod in pods if pod.side == side.value}
     reports: list[LoadReport] = []
@@ -101,11 +108,15 @@ async def _side(
             missing.append(f"shard {shard} has no running load pod")
             continue
         try:
-            reports.append(await fetch_report(runtime.http, url, since))
+            report = await fetch_report(runtime.http, url, since)
         except ReportUnavailable as why:
             missing.append(f"load pod {pod.name} did not answer ({why})")
+            continue
         except ReportError as error:
             return MetricError(LOAD_SOURCE, f"load pod {pod.name}: {error}")
+        reports.append(report)
+        if report.endpoints is not None:
+            echoed[pod.name] = report.endpoints
     if not reports:
         return None  # nothing measured yet (pods starting), not an incomplete window
     return side_window(side.value, reports, missing, since, now)
@@ -132,6 +143,7 @@ async def sync_load_pods(
     key = f"{owner.namespace}/{owner.name}"
     if wanted is None or spec is None:
         runtime.endpoints_pushed_at.pop(key, None)
+        runtime.load_endpoints.pop(key, None)
         return
     running = _current(pods, wanted)
     last = runtime.endpoints_pushed_at.get(key)
@@ -150,7 +162,30 @@ async def sync_load_pods(
     if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
         for wanted_pod in absent:
             await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
+    await _push_changed_endpoints(runtime, key, running, endpoints)
+
+
+async def _push_changed_endpoints(
+    runtime: Runtime,
+    rollout: str,
+    running: Sequence[LoadPod],
+    endpoints: dict[ChildRole, list[str]],
+) -> None:
+    """Push each running pod its side's endpoints where they differ from those it uses.
+
+    What a pod uses is its report's echo (kept by `read_windows`, updated here after a
+    push it took); a pod whose reports do not echo (an older image) is compared with its
+    start-up arguments, so it is pushed the list again at every refresh once it changed.
+    """
+    echoed = runtime.load_endpoints.setdefault(rollout, {})
+    names = {pod.name for pod in running}
+    for gone in [name for name in echoed if name not in names]:
+        del echoed[gone]
     for pod in running:
         urls = endpoints.get(ChildRole(pod.side), [])
-        if pod.report_url is not None and tuple(urls) != pod.endpoints:
-            await push_endpoints(runtime.http, pod.report_url, urls)
+        in_use = echoed.get(pod.name, pod.endpoints)
+        if pod.report_url is None or tuple(urls) == in_use:
+            continue
+        taken = await push_endpoints(runtime.http, pod.report_url, urls)
+        if taken and pod.name in echoed:
+            echoed[pod.name] = tuple(urls)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from specdecode.adapters.metrics import EngineSelector
 from specdecode.adapters.render import child_name
 from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.cadence import next_timed_event
 from specdecode.domain.decision import Decision
 from specdecode.domain.effects import traffic_plan
 from specdecode.domain.invalid import decide_invalid_spec
@@ -108,6 +110,7 @@ async def reconcile(
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
+    decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
     await _apply(runtime, ref, spec, status, decision, action)
     return decision
 
@@ -170,7 +173,7 @@ async def _observe_stage(
     baseline: LatencySamples | MetricError | None = None
     candidate: LatencySamples | MetricError | None = None
     if plan is not None and uses_load_pods(spec):
-        baseline, candidate = await read_windows(runtime, plan, pods, since, now)
+        baseline, candidate = await read_windows(runtime, ref.key, plan, pods, since, now)
     server_step_itl = None
     if any(gate.type is GateType.TAIL_LATENCY for gate in stage_spec.gates):
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)

@@ -47,6 +47,9 @@ class Runtime:
     # When each rollout's load pods were last told the engine endpoints (monotonic seconds):
     # discovery runs once per refresh interval, not on every reconcile.
     endpoints_pushed_at: dict[str, float] = field(default_factory=dict)
+    # Per rollout, the engine endpoints each load pod said it uses (its report's echo, or
+    # what we pushed since): endpoints are pushed only where they differ (reconciler/load.py).
+    load_endpoints: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
     # the one request the operator sends an engine (reconciler/engine_version.py).
     engine_versions: EngineVersions = field(default_factory=EngineVersions)
@@ -85,6 +88,7 @@ class Runtime:
         self._locks.pop(key, None)
         self.superseded.pop(key, None)
         self.endpoints_pushed_at.pop(key, None)
+        self.load_endpoints.pop(key, None)
         self.wakeups.unregister(key)
         self.metrics.forget(namespace, name)
 

@@ -1,58 +1,133 @@
-"""Each rule written once (`specdecode.api.rules`) gives the same verdict as Python and as
-its rendered CEL (cel-python), rule by rule, over the version table's configs and the
-examples: the models and the API server cannot drift apart."""
+"""Every rule the CRD carries is a rule written once (`specdecode.api.rules`), and gives the
+same verdict in Python and as its rendered CEL (cel-python), rule by rule, on every object
+the rule applies to in a corpus: the examples, the vLLM version table, the invalid-input
+table and a few boundary objects. The rules are found by walking the generated CRD, so a
+rule added anywhere (hand-written CEL included) is covered or fails here."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+import copy
+from collections.abc import Iterator
+from typing import Any
 
 import celpy
 import pytest
 import yaml
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
+from sdr_crd_checker import apply_defaults
 
 from localcluster.manifests import REPO as REPO_ROOT
-from localcluster.manifests import load_example
-from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.rollout import SPEC_RULES
+from localcluster.manifests import load_example, load_invalid_cases, merged
+from specdecode.api import vllm_versions as facts
+from specdecode.api.crdgen import custom_resource_definition
 from specdecode.api.rules import Rule
-from specdecode.api.speculative import RULES as SPECULATIVE_RULES
-from specdecode.api.workload import ENGINE_RULES, MODEL_RULES
+from specdecode.api.schema import walk
+from specdecode.api.validations import ROOT_RULES, RULES
+from specdecode.api.workload import RESERVED_ENGINE_FLAGS
 
 pytestmark = pytest.mark.unit
 
+SCHEMA: dict[str, Any] = custom_resource_definition()["spec"]["versions"][0]["schema"][
+    "openAPIV3Schema"
+]
 TABLE = yaml.safe_load((REPO_ROOT / "tests/data/speculative-versions.yaml").read_text())
-BASE = load_example(REPO_ROOT / TABLE["base"])
 VERSIONS = ("0.14.1", "0.20.2", "0.33.0")
-
-
-def _specs() -> list[dict[str, Any]]:
-    """Wire-form specs (defaults applied by the models), valid or not."""
-    specs = []
-    for example in sorted((REPO_ROOT / "examples").rglob("*.yaml")):
-        specs.append(SpecDecodeRolloutSpec.model_validate(load_example(example)["spec"]))
-    wire: list[dict[str, Any]] = [cast("dict[str, Any]", spec.to_wire()) for spec in specs]
-    base = wire[0]
-    for case in TABLE["cases"]:
-        for version in VERSIONS:
-            engine = {**base["engine"], "vllmVersion": version}
-            wire.append({**base, "engine": engine, "speculative": case["config"]})
-    wire.append({**base, "engine": {**base["engine"], "image": "x/vllm-openai:v0.9.2"}})
-    wire.append({**base, "model": {**base["model"], "extraArgs": ["--port=1", "--seed"]}})
-    return wire
-
-
-SPECS = _specs()
-RULE_TARGETS: list[tuple[str, Rule, str | None]] = [
-    *((f"speculative:{r.message}", r, "speculative") for r in SPECULATIVE_RULES.rules),
-    *((f"spec:{r.message}", r, None) for r in SPEC_RULES.rules),
-    *((f"engine:{r.message}", r, "engine") for r in ENGINE_RULES.rules),
-    *((f"model:{r.message}", r, "model") for r in MODEL_RULES.rules),
+MIRROR = {"source": "Mirror", "httpRoute": "llm"}
+# Objects near the boundaries the tables do not reach (each rule must hold and break).
+BOUNDARY_PATCHES: list[dict[str, Any]] = [
+    {"spec": {"speculative": None}},
+    {"spec": {"model": {"extraArgs": sorted(RESERVED_ENGINE_FLAGS)}}},
+    {"spec": {"speculative": {"num_speculative_tokens_per_batch_size": [[0, 8, 3]]}}},
+    *(
+        {"spec": {"speculative": {"method": method, "model": None if needs else "m/draft"}}}
+        for method, needs in ((m, f.needs_model) for m, f in facts.METHODS.items())
+        if needs is not None
+    ),
+    *(
+        {"spec": {"engine": {"vllmVersion": version}, "speculative": {field: value}}}
+        for field, values in facts.FIELD_VALUES.items()
+        for value in values
+        for version in VERSIONS
+    ),
+    {"spec": {"analysis": {"traffic": {**MIRROR, "secretRef": {"name": "p", "key": "k"}}}}},
+    {"spec": {"analysis": {"traffic": {**MIRROR, "maxRequestsPerStage": 10}}}},
+    {"spec": {"analysis": {"traffic": {**MIRROR, "maxOutputTokensPerStage": 10}}}},
+    {"spec": {"analysis": {"stages": [{"name": "s", "requestRate": 2.0}]}}},
+    {"spec": {"analysis": {"traffic": MIRROR, "stages": [{"name": "m"}]}}},
+    *(
+        {"spec": {"analysis": {"stages": [{"name": "s", "concurrency": 1, "gates": [gate]}]}}}
+        for gate in (
+            {"name": "g", "type": "ErrorRate", "itlDefinition": "PerToken"},
+            {"name": "g", "type": "TailLatency", "maxErrorRate": 0.1},
+            {"name": "g", "type": "Speedup", "minAcceptedLength": 2.0},
+            {"name": "g", "type": "Speedup", "minAlpha": 0.5},
+            {"name": "g", "type": "ErrorRate", "minDraftTokens": 10},
+            {"name": "g", "type": "Acceptance", "minSpeedup": 1.1},
+            {"name": "g", "type": "Acceptance", "quantile": 0.9},
+            {"name": "g", "type": "Acceptance", "speedupMetric": "Throughput"},
+            {"name": "g", "type": "AcceptedLength", "minAcceptedLength": 2.0},
+            {"name": "g", "type": "Speedup", "minSpeedup": 1.1, "speedupMetric": "Throughput"},
+            {"name": "g", "type": "ErrorRate", "maxErrorRate": 0.1},
+        )
+    ),
 ]
 
 
-def _cel_holds(program: Any, obj: dict[str, Any]) -> bool:
+def _corpus() -> list[dict[str, Any]]:
+    """Whole objects as the API server would hold them (CRD defaults applied)."""
+    base = load_example()
+    objects = [load_example(path) for path in sorted((REPO_ROOT / "examples").rglob("*.yaml"))]
+    for case in TABLE["cases"]:
+        for version in VERSIONS:
+            patch = {"spec": {"engine": {"vllmVersion": version}, "speculative": None}}
+            objects.append(merged(merged(base, patch), {"spec": {"speculative": case["config"]}}))
+    objects += [case.obj for case in load_invalid_cases()]
+    objects += [merged(base, patch) for patch in BOUNDARY_PATCHES]
+    return [apply_defaults(SCHEMA, copy.deepcopy(obj)) for obj in objects]
+
+
+def _values_at(value: Any, path: str) -> Iterator[Any]:
+    """The values at a schema path such as `.spec.analysis.stages[*].gates[*]`."""
+    if not path:
+        yield value
+        return
+    if path.startswith("[*]"):
+        if isinstance(value, list):
+            for item in value:
+                yield from _values_at(item, path[3:])
+        return
+    name, _, rest = path[1:].partition(".")
+    rest = "." + rest if rest else ""
+    if "[*]" in name:
+        name, _, tail = name.partition("[*]")
+        rest = "[*]" + tail + rest
+    if isinstance(value, dict) and name in value:
+        yield from _values_at(value[name], rest)
+
+
+def _crd_rules() -> list[tuple[str, dict[str, str]]]:
+    found: list[tuple[str, dict[str, str]]] = []
+    walk(
+        SCHEMA,
+        lambda path, node: found.extend(
+            (path, entry) for entry in node.get("x-kubernetes-validations", [])
+        ),
+    )
+    return found
+
+
+CORPUS = _corpus()
+CRD_RULES = _crd_rules()
+WRITTEN_ONCE: dict[str, Rule] = {
+    rule.check.cel(): rule
+    for rules in (*RULES.values(), ROOT_RULES)
+    for rule in rules
+    if isinstance(rule, Rule)
+}
+
+
+def _cel_holds(program: Any, obj: Any) -> bool:
     try:
         result = program.evaluate({"self": json_to_cel(obj)})
     except CELEvalError:
@@ -60,14 +135,22 @@ def _cel_holds(program: Any, obj: dict[str, Any]) -> bool:
     return not isinstance(result, CELEvalError) and bool(result)
 
 
+def test_the_crd_carries_every_rule_and_only_those() -> None:
+    assert sorted(entry["rule"] for _, entry in CRD_RULES) == sorted(WRITTEN_ONCE)
+
+
 @pytest.mark.parametrize(
-    ("name", "rule", "node"), RULE_TARGETS, ids=[t[0][:60] for t in RULE_TARGETS]
+    ("path", "entry"), CRD_RULES, ids=[f"{p or '.'}:{e['message'][:50]}" for p, e in CRD_RULES]
 )
-def test_python_and_cel_agree(name: str, rule: Rule, node: str | None) -> None:
-    candidates = [spec if node is None else spec.get(node) for spec in SPECS]
-    objects: list[dict[str, Any]] = [obj for obj in candidates if isinstance(obj, dict)]
+def test_python_and_cel_agree(path: str, entry: dict[str, str]) -> None:
+    rule = WRITTEN_ONCE.get(entry["rule"])
+    assert rule is not None, "hand-written CEL: write it as a rules.Rule"
+    assert rule.to_schema() == entry
+    objects = [value for obj in CORPUS for value in _values_at(obj, path)]
     environment = celpy.Environment()
-    program = environment.program(environment.compile(rule.check.cel()))
+    program = environment.program(environment.compile(entry["rule"]))
     verdicts = [(rule.holds(obj), _cel_holds(program, obj)) for obj in objects]
-    assert all(python == cel for python, cel in verdicts)
-    assert any(python for python, _ in verdicts)  # never a rule that refuses everything
+    disagree = [obj for obj, (python, cel) in zip(objects, verdicts, strict=True) if python != cel]
+    assert not disagree, disagree[:2]
+    assert any(python for python, _ in verdicts), "no object in the corpus passes this rule"
+    assert not all(python for python, _ in verdicts), "no object in the corpus breaks it"

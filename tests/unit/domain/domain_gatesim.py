@@ -27,6 +27,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from functools import lru_cache
 
 from specdecode.api import (
     AnalysisSpec,
@@ -117,6 +118,30 @@ def _itl_pool(size: int, seed: int, tail_sigma: float = 0.5) -> tuple[float, ...
     )
 
 
+def busy_steps_per_second(tail_sigma: float = 0.5) -> int:
+    """Steps a continuously busy engine takes per second: 1 / the pool's mean step time.
+
+    Why: a closed-loop load at concurrency b keeps every one of b requests in every decode
+    step, so the engine never idles; simulating fewer steps per second than this leaves
+    the engine idle most of the time, which no real stage at that concurrency does.
+    """
+    pool = ITL_POOL if tail_sigma == 0.5 else _itl_pool(50_000, 8, tail_sigma)
+    return round(len(pool) / sum(pool))
+
+
+@lru_cache(maxsize=8)
+def _request_pool(jitter: float, max_tokens: int) -> tuple[tuple[float, float, int], ...]:
+    """Per-request draws in bucket units: (jitter, jitter - log tokens, tokens), seeded."""
+    rng = random.Random(9)
+    draws = []
+    for _ in range(1 << 17):
+        log_jitter = rng.gauss(0, jitter) if jitter else 0.0
+        tokens = rng.randint(1, max_tokens) if max_tokens > 1 else 1
+        chunk_offset = log_jitter / LOG_GAMMA - 1e-12
+        draws.append((chunk_offset, (log_jitter - math.log(tokens)) / LOG_GAMMA - 1e-12, tokens))
+    return tuple(draws)
+
+
 # Sampling from one large fixed pool is fast and keeps the true quantile ratio exact (the
 # candidate draws from the same pool, scaled).
 ITL_POOL = _itl_pool(200_000, seed=7)
@@ -183,13 +208,17 @@ class AcceptanceSource:
 class LatencySource:
     """Both engines' ITL in 2-second blocks, as the load pods report them.
 
-    Each engine takes `steps_per_second` steps; a step's duration comes from ITL_POOL (the
-    candidate's scaled by `ratio`, and both by `drift`(t) if given) and is recorded once
-    per request of the batch (`batch` chunks that share it: dependent samples), each with
-    its own multiplicative jitter (log-sd `jitter`). Each chunk carries 1..`max_tokens`
-    tokens (the same law on both sides), so the per-token ITL is gap / tokens weighted by
-    tokens; the true ratio of both ITL quantiles is exactly `ratio`. Each block also holds
-    one TPOT per request that ended in it (the block's mean step time, jittered 5 %).
+    Each engine takes `steps_per_second` steps (default: `samples_per_second / batch`; a
+    busy engine takes 1 / mean step time, `busy_steps_per_second`); a step's duration comes
+    from ITL_POOL (the candidate's scaled by `ratio`, and both by `drift`(t) if given) and is
+    recorded once per request of the batch (`batch` chunks that share it: dependent
+    samples), each with its own multiplicative jitter (log-sd `jitter`). Each chunk carries
+    1..`max_tokens` tokens (the same law on both sides), so the per-token ITL is gap / tokens
+    weighted by tokens; the true ratio of both ITL quantiles is exactly `ratio`. Each block
+    also holds one TPOT per request that ended in it (the block's mean step time, jittered
+    5 %). A request's jitter and tokens come from a fixed seeded pool (`_request_pool`), a
+    contiguous run of it per step from a random start: steps stay independent, and a batch
+    of 128 costs a tenth of drawing each request afresh.
     """
 
     def __init__(
@@ -202,16 +231,18 @@ class LatencySource:
         max_tokens: int = 1,
         drift: float = 0.0,
         tail_sigma: float = 0.5,
+        steps_per_second: int | None = None,
     ):
         self.ratio = ratio
         self.rng = rng
         self.rate = samples_per_second
         self.batch = batch
-        self.steps_per_second = max(1, round(samples_per_second / batch))
+        self.pool = ITL_POOL if tail_sigma == 0.5 else _itl_pool(50_000, 8, tail_sigma)
+        self.steps_per_second = steps_per_second or max(1, round(samples_per_second / batch))
         self.jitter = jitter
         self.max_tokens = max_tokens
+        self.requests = _request_pool(jitter, max_tokens) if batch > 1 else None
         self.drift = drift
-        self.pool = ITL_POOL if tail_sigma == 0.5 else _itl_pool(50_000, 8, tail_sigma)
         self.clock = 0
         self.blocks: tuple[list[LatencyBlock], list[LatencyBlock]] = ([], [])
         self.merged = tuple({name: Sketch() for name in MERGED} for _ in range(2))
@@ -232,6 +263,9 @@ class LatencySource:
         steps = rng.choices(self.pool, k=self.steps_per_second)
         for step in steps:
             log_step = math.log(step * scale)
+            if self.requests is not None:
+                self._one_step(chunk, token, log_step / LOG_GAMMA)
+                continue
             for _ in range(self.batch):
                 log_gap = log_step + (rng.gauss(0, self.jitter) if self.jitter else 0.0)
                 i = math.ceil(log_gap / LOG_GAMMA - 1e-12)
@@ -242,6 +276,17 @@ class LatencySource:
         mean_step = scale * sum(steps) / len(steps)
         for _ in range(max(1, self.batch // 8)):  # requests ending this second
             block.time_per_output_token.add(mean_step * math.exp(rng.gauss(0, 0.05)))
+
+    def _one_step(self, chunk: dict[int, int], token: dict[int, int], base: float) -> None:
+        """One step recorded by every request of the batch: a run of the request pool."""
+        assert self.requests is not None
+        start = int(self.rng.random() * (len(self.requests) - self.batch))
+        ceil = math.ceil
+        for chunk_offset, token_offset, tokens in self.requests[start : start + self.batch]:
+            i = ceil(base + chunk_offset)
+            chunk[i] = chunk.get(i, 0) + 1
+            j = ceil(base + token_offset)
+            token[j] = token.get(j, 0) + tokens
 
     def observe(self) -> StageObservations:
         return StageObservations(

@@ -116,6 +116,18 @@ def test_endpoint_push_reaches_every_worker_and_bad_input_is_400(tmp_path: Path)
     assert pod.handle("GET", "/healthz", b"") == (200, {"status": "ok"})
 
 
+def test_the_report_echoes_the_endpoints_in_use_from_start_up_then_from_a_push(
+    tmp_path: Path,
+) -> None:
+    started = config(tmp_path, "--endpoint", "http://10.0.0.1:8000")
+    pod = Pod(parse_config(started))
+    assert report_from_wire(pod.report(0.0)).endpoints == ("http://10.0.0.1:8000",)
+    pod.handle("POST", "/v1/endpoints", b'{"urls": ["http://10.0.0.9:8000/"]}')
+    assert report_from_wire(pod.report(0.0)).endpoints == ("http://10.0.0.9:8000",)
+    bare = Pod(parse_config(config(tmp_path / "bare")))
+    assert report_from_wire(bare.report(0.0)).endpoints == ()  # none: said, not unknown
+
+
 def test_restart_reports_a_gap_and_continues_the_budget(tmp_path: Path) -> None:
     first = Pod(parse_config(config(tmp_path)))
     first.progress = {0: (30, 300, False), 1: (30, 300, False)}

@@ -1,0 +1,191 @@
+"""The SpecDecodeTuning rules the API server enforces (CEL), written once where possible.
+
+- Each explicit candidate must fit the engine's vLLM release and the target exactly as a
+  rollout's `speculative` must: the rollout's version rules (`rollout.SPEC_RULES`) are
+  re-bound from `self.speculative` to a loop variable over `searchSpace.candidates`, so
+  the same expression trees render the CEL and evaluate in Python (`rules`). Grid entries
+  can only be checked once expanded: the model does that (`tuning._search_space_problems`).
+- The ladder must ascend strictly; a trial's look must fit in its maximum length; traffic
+  must be Prompts (a trial holds a concurrency; mirrored live traffic cannot).
+- The budget must pay for one trial's first look: 2 engines x gpusPerReplica x (warmup +
+  look seconds). The rules DSL has no multiplication, so this one is CEL text mirrored
+  by a Python check (`budget_pays_one_look`), as `validations.CelRule`s are elsewhere.
+- `--max-num-seqs` in model.extraArgs bounds the ladder: Python only (`max_num_seqs`),
+  since parsing a flag's value from a string list is beyond the DSL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from specdecode.api.rollout import SPEC_RULES
+from specdecode.api.rules import (
+    Binary,
+    Cond,
+    Expr,
+    Has,
+    Index,
+    Not,
+    Ref,
+    Rule,
+    RuleSet,
+    at,
+    every,
+    implies,
+    lit,
+    size,
+)
+from specdecode.api.speculative_rules import SCHEDULE
+from specdecode.api.validations import CelRule, extend_definition
+
+MAX_LADDER_INDEX = 12  # = tuning.MAX_LADDER (the loop bound of the ascending rule)
+LADDER_MESSAGE = "concurrencyLadder must be strictly ascending"
+BUDGET_MESSAGE = (
+    "budget.maxGpuSeconds must pay for one trial's first look: "
+    "2 x gpuPool.gpusPerReplica x (trial.warmupSeconds + trial.lookSeconds)"
+)
+BUDGET_CEL = (
+    "self.budget.maxGpuSeconds >= 2 * self.gpuPool.gpusPerReplica * "
+    "(self.trial.warmupSeconds + self.trial.lookSeconds)"
+)
+CANDIDATES = at("searchSpace.candidates")
+_SPECULATIVE = Ref("self", ("speculative",))
+
+
+def _rebind(expr: Expr) -> Expr:
+    """`self.speculative.x` -> `c.x`; `has(self.speculative)` -> true (the loop has one)."""
+    if isinstance(expr, Has) and expr.ref == _SPECULATIVE:
+        return lit(True)
+    if isinstance(expr, Ref):
+        if expr.root == "self" and expr.path[:1] == ("speculative",):
+            return Ref("c", expr.path[1:])
+        return expr
+    changes: dict[str, object] = {}
+    for field in dataclasses.fields(expr):  # type: ignore[arg-type]
+        value = getattr(expr, field.name)
+        if isinstance(value, Expr):
+            changes[field.name] = _rebind(value)
+        elif isinstance(value, tuple) and value and isinstance(value[0], Expr):
+            changes[field.name] = tuple(_rebind(item) for item in value)
+    return dataclasses.replace(expr, **changes)  # type: ignore[type-var]
+
+
+def _per_candidate(rule: Rule) -> Rule:
+    check = implies(Has(CANDIDATES), every(CANDIDATES, "c", _rebind(rule.check)))
+    return Rule(check, f"searchSpace.candidates: {rule.message}", ".searchSpace.candidates")
+
+
+def _ladder_ascends() -> Rule:
+    ladder = at("concurrencyLadder")
+    i = Ref("i")
+    following = Binary("+", i, lit(1))
+    return Rule(
+        every(
+            lit(list(range(MAX_LADDER_INDEX - 1))),
+            "i",
+            implies(
+                Binary("<", following, size(ladder)),
+                Binary("<", Index(ladder, i), Index(ladder, following)),
+            ),
+        ),
+        LADDER_MESSAGE,
+        ".concurrencyLadder",
+    )
+
+
+def _no_schedule_in_candidates() -> Rule:
+    return Rule(
+        implies(Has(CANDIDATES), every(CANDIDATES, "c", Not(Has(Ref("c", (SCHEDULE,)))))),
+        f"searchSpace.candidates: {SCHEDULE} is derived by the tuning, not searched",
+        ".searchSpace.candidates",
+        "FieldValueForbidden",
+    )
+
+
+def _count(ref: Ref) -> Expr:
+    return Cond(Has(ref), size(ref), lit(0))
+
+
+SEARCH_SPACE_RULES = RuleSet(
+    (
+        Rule(
+            Binary(">=", Binary("+", _count(at("candidates")), _count(at("grids"))), lit(1)),
+            "searchSpace: name at least one candidate or grid",
+            None,
+            "FieldValueRequired",
+        ),
+    )
+)
+TRIAL_RULES = RuleSet(
+    (
+        Rule(
+            Binary("<=", at("lookSeconds"), at("maxSeconds")),
+            "trial.lookSeconds must be <= trial.maxSeconds",
+            ".lookSeconds",
+        ),
+    )
+)
+SPEC_RULES_TUNING = RuleSet(
+    (
+        Rule(
+            Binary("==", at("traffic.source"), lit("Prompts")),
+            "traffic.source must be Prompts: a trial sets its own concurrency",
+            ".traffic.source",
+        ),
+        _ladder_ascends(),
+        _no_schedule_in_candidates(),
+        *(_per_candidate(rule) for rule in SPEC_RULES.rules),
+    )
+)
+# Integer lists whose items must be unique: the API server refuses duplicates itself.
+SET_LISTS = {
+    "SearchGrid": ("numSpeculativeTokens", "promptLookupMax"),
+    "SpecDecodeTuningSpec": ("concurrencyLadder",),
+}
+
+
+def budget_pays_one_look(gpus_per_replica: int, warmup: int, look: int, budget: int) -> bool:
+    """The Python side of BUDGET_CEL."""
+    return budget >= 2 * gpus_per_replica * (warmup + look)
+
+
+def max_num_seqs(extra_args: Sequence[str]) -> int | None:
+    """The `--max-num-seqs` the engine is started with, if model.extraArgs sets it."""
+    for index, arg in enumerate(extra_args):
+        value: str | None = None
+        if arg.startswith("--max-num-seqs="):
+            value = arg.split("=", 1)[1]
+        elif arg == "--max-num-seqs" and index + 1 < len(extra_args):
+            value = extra_args[index + 1]
+        if value is not None and value.isdigit():
+            return int(value)
+    return None
+
+
+# Rules keyed by the model class name (`$defs`), as `validations.RULES` keys the rollout's.
+TUNING_RULES: dict[str, tuple[Rule | CelRule, ...]] = {
+    "SearchSpace": tuple(SEARCH_SPACE_RULES.rules),
+    "TrialSpec": tuple(TRIAL_RULES.rules),
+    "SpecDecodeTuningSpec": (
+        *SPEC_RULES_TUNING.rules,
+        CelRule(BUDGET_CEL, BUDGET_MESSAGE, ".budget.maxGpuSeconds"),
+    ),
+}
+
+
+def extend_tuning_definition(def_name: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema.Extension` for the tuning's spec: shared models keep the rollout's rules."""
+    if def_name not in TUNING_RULES and def_name not in SET_LISTS:
+        return extend_definition(def_name, node)
+    extra: dict[str, Any] = {}
+    if def_name in SET_LISTS:
+        properties = dict(node["properties"])
+        for name in SET_LISTS[def_name]:
+            properties[name] = {**properties[name], "x-kubernetes-list-type": "set"}
+        extra["properties"] = properties
+    rules = TUNING_RULES.get(def_name, ())
+    if rules:
+        extra["x-kubernetes-validations"] = [rule.to_schema() for rule in rules]
+    return extra

@@ -1,0 +1,54 @@
+"""When time alone next changes an analysis: the wake-up of the rollout's reconcile loop.
+
+Why: gates look every `analysis.intervalSeconds`, and a stage's warm-up, minimum and
+maximum durations end at fixed instants. Waking the loop at a fixed operator clock instead
+would make the looks land on that clock (an interval of 7 s looked every 10 s, 1 s every
+5 s) and spend reconciles on passes where nothing can have changed. Everything else that
+changes a decision (children, pods, the action annotation, the spec) arrives as a watch
+event and wakes the loop by itself.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.stages import last_evaluated
+
+
+def next_timed_event(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+) -> datetime | None:
+    """The first instant after `now` at which the Analyzing phase must be decided again.
+
+    The candidates: the end of the current stage's warm-up, its next look (an interval
+    after the last one, or the end of the warm-up if it has not looked yet) and the ends
+    of its minimum and maximum durations. A candidate at or before `now` has been acted
+    on by the decision just made (a look due now was taken). None when the phase is not
+    Analyzing, the stage has not started, or nothing is left: the caller keeps its own
+    clock then.
+    """
+    index = status.current_stage_index
+    if status.phase is not Phase.ANALYZING or index is None:
+        return None
+    if index >= len(status.stages) or index >= len(spec.analysis.stages):
+        return None
+    stage, stage_spec = status.stages[index], spec.analysis.stages[index]
+    start = stage.measure_from
+    if start is None:
+        return None
+    last_look = last_evaluated(stage)
+    next_look = start if last_look is None else last_look + _seconds(spec.analysis.interval_seconds)
+    candidates = (
+        start,
+        next_look,
+        start + _seconds(stage_spec.min_duration_seconds),
+        start + _seconds(stage_spec.max_duration_seconds),
+    )
+    future = [instant for instant in candidates if instant > now]
+    return min(future) if future else None
+
+
+def _seconds(seconds: float) -> timedelta:
+    return timedelta(seconds=seconds)

@@ -1,0 +1,1 @@
+"""Tuning: successive elimination of speculative configs over a concurrency ladder (pure)."""

@@ -1,0 +1,165 @@
+"""Successive elimination: which configs can still win at which load, and which loads are
+decided.
+
+At each load, plain decoding (`NONE`, speedup exactly 1) competes with every config. A
+cell is *dominated* when its objective's upper bound lies below the best lower bound at
+its load (another config, or plain decoding, is surely better there) and *infeasible*
+when a constraint is surely broken (P99 tail ratio's lower bound above the maximum, the
+error rate's lower bound above the maximum, alpha's upper bound below the floor). A
+config dominated or infeasible at every load is *dropped*: none of its cells runs again.
+A load is *decided* once the leader (highest point estimate among the survivors) is known
+to within the tolerance: every other survivor's upper bound <= leader's lower bound x
+(1 + tolerance); or once every survivor there has run trial.maxSeconds. Because all bounds
+hold at once with probability >= 1 - error (`cells`), a decided leader is within the
+tolerance of the true best with that probability. Constraints: only cells that surely meet
+them may dominate, and a load is decided only once its leader surely meets them; a load
+that runs out of trial time instead takes the best point estimate among cells whose point
+estimates meet them (plain decoding if none does).
+
+The control that shows why the bounds matter (tests/unit/tuning): ranking on point
+estimates after a look or two picks a worse config far more often than the error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from specdecode.api.tuning import Constraints
+from specdecode.domain.stats import Interval
+from specdecode.domain.tuning.cells import NONE, CellKey, CellState, exact
+
+
+@dataclass(frozen=True)
+class LoadVerdict:
+    """The state of one load of the ladder."""
+
+    load: int
+    leader: str  # config fingerprint or NONE
+    leader_objective: Interval
+    survivors: tuple[str, ...]  # may still win here (NONE included when it may)
+    decided: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Everything the plan and the report need from the evidence so far."""
+
+    loads: tuple[LoadVerdict, ...]
+    dropped: frozenset[str]
+    retired: frozenset[CellKey]  # dominated or infeasible: no more looks
+
+    def verdict(self, load: int) -> LoadVerdict:
+        """The verdict of one load."""
+        return next(v for v in self.loads if v.load == load)
+
+
+def infeasible(state: CellState, constraints: Constraints) -> str | None:
+    """Why a cell surely breaks a constraint, or None."""
+    seen = state.measurement
+    if seen is None:
+        return None
+    if seen.tail_ratio.lower > constraints.max_tail_ratio:
+        return f"P99 tail ratio >= {seen.tail_ratio.lower:.2f} > {constraints.max_tail_ratio}"
+    if seen.error_rate.lower > constraints.max_error_rate:
+        return f"error rate >= {seen.error_rate.lower:.3f} > {constraints.max_error_rate}"
+    floor = constraints.min_alpha
+    if floor is not None and seen.alpha is not None and seen.alpha.upper < floor:
+        return f"alpha <= {seen.alpha.upper:.2f} < {floor}"
+    return None
+
+
+def _objective(state: CellState) -> Interval:
+    if state.key.config == NONE:
+        return exact(1.0)
+    seen = state.measurement
+    return seen.objective if seen is not None else Interval(math.nan, 0.0, math.inf, 0)
+
+
+def confirmed(state: CellState, constraints: Constraints) -> bool:
+    """Whether a cell surely meets every constraint (plain decoding always does)."""
+    if state.key.config == NONE:
+        return True
+    seen = state.measurement
+    if seen is None:
+        return False
+    floor = constraints.min_alpha
+    return (
+        seen.tail_ratio.upper <= constraints.max_tail_ratio
+        and seen.error_rate.upper <= constraints.max_error_rate
+        and (floor is None or seen.alpha is None or seen.alpha.lower >= floor)
+    )
+
+
+def plausible(state: CellState, constraints: Constraints) -> bool:
+    """Whether a cell's point estimates meet the constraints (how an undecided load ends)."""
+    seen = state.measurement
+    if state.key.config == NONE:
+        return True
+    if seen is None:
+        return False
+    return (
+        seen.tail_ratio.value <= constraints.max_tail_ratio
+        and seen.error_rate.value <= constraints.max_error_rate
+    )
+
+
+def judge(
+    configs: Sequence[str],
+    loads: Sequence[int],
+    cells: Mapping[CellKey, CellState],
+    constraints: Constraints,
+    tolerance: float,
+    max_seconds: float,
+) -> Standing:
+    """The standing of every config at every load, from the cells' latest looks.
+
+    Only cells that surely meet the constraints may dominate others: a faster cell whose
+    tail ratio is still uncertain could turn out infeasible, and what it dominated would
+    then have been the winner.
+    """
+    retired: set[CellKey] = set()
+    verdicts = []
+    for load in loads:
+        states = {c: cells.get(CellKey(c, load), CellState(CellKey(c, load))) for c in configs}
+        states[NONE] = CellState(CellKey(NONE, load))
+        feasible = {c: s for c, s in states.items() if infeasible(s, constraints) is None}
+        retired |= {CellKey(c, load) for c in states if c not in feasible}
+        best_lower = max(
+            _objective(s).lower for s in feasible.values() if confirmed(s, constraints)
+        )
+        survivors = {c: s for c, s in feasible.items() if _objective(s).upper >= best_lower}
+        retired |= {CellKey(c, load) for c in feasible if c not in survivors}
+        verdicts.append(_verdict(load, survivors, constraints, tolerance, max_seconds))
+    dropped = frozenset(c for c in configs if all(CellKey(c, load) in retired for load in loads))
+    return Standing(tuple(verdicts), dropped, frozenset(retired))
+
+
+def _verdict(
+    load: int,
+    survivors: Mapping[str, CellState],
+    constraints: Constraints,
+    tolerance: float,
+    max_seconds: float,
+) -> LoadVerdict:
+    candidates = {c: s for c, s in survivors.items() if plausible(s, constraints)}
+    leader = max(candidates, key=lambda c: (_objective(candidates[c]).value, c == NONE))
+    lead = _objective(candidates[leader])
+    unmeasured = any(c != NONE and s.measurement is None for c, s in survivors.items())
+    others = [_objective(s) for c, s in survivors.items() if c != leader]
+    separated = all(o.upper <= lead.lower * (1 + tolerance) for o in others)
+    sure = confirmed(survivors[leader], constraints)
+    exhausted = all(s.seconds >= max_seconds for c, s in survivors.items() if c != NONE)
+    if unmeasured:
+        decided, reason = False, "not every survivor measured yet"
+    elif separated and sure:
+        decided, reason = True, f"leader known to within {tolerance:.0%}"
+    elif exhausted:
+        decided, reason = True, "every survivor ran trial.maxSeconds: leader by point estimate"
+    elif not sure:
+        decided, reason = False, "the leader's constraints are not yet confirmed"
+    else:
+        decided, reason = False, f"{len(survivors)} survivors not yet separated"
+    return LoadVerdict(load, leader, lead, tuple(sorted(survivors)), decided, reason)

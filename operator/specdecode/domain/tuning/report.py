@@ -1,0 +1,190 @@
+"""The tuning's report: one typed structure, built once from a run, rendered elsewhere.
+
+`render` turns it into JSON and Markdown (the report ConfigMap's two keys; the reconciler
+that writes the ConfigMap is not built yet), sparklines and SVG; `status_summary` keeps
+only the bounded part for status, so the resource stays small whatever the search space.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from specdecode.api.tuning_rules import max_num_seqs
+from specdecode.api.tuning_status import BandWinner, SpecDecodeTuningStatus, TuningPhase
+from specdecode.api.vllm_versions import field_exists
+from specdecode.domain.stats import Interval
+from specdecode.domain.tuning.cells import CellKey
+from specdecode.domain.tuning.recommend import (
+    BreakEven,
+    FamilyScore,
+    band_weights,
+    bands,
+    break_even,
+    rollout_patch,
+    schedule,
+    score_families,
+)
+from specdecode.domain.tuning.run import TuningRun
+
+DEFAULT_MAX_BATCH = 4096  # the last band's end when --max-num-seqs is not set
+SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A figure and its bounds, rounded for the report."""
+
+    value: float
+    lower: float
+    upper: float
+
+    @classmethod
+    def of(cls, interval: Interval | None) -> Bounds | None:
+        """None for a figure not measured."""
+        if interval is None or math.isnan(interval.value):
+            return None
+        return cls(round(interval.value, 4), round(interval.lower, 4), round(interval.upper, 4))
+
+    def text(self) -> str:
+        """`1.234 [1.200, 1.270]`."""
+        return f"{self.value:.3f} [{self.lower:.3f}, {self.upper:.3f}]"
+
+
+@dataclass(frozen=True)
+class CellRow:
+    """One config at one load."""
+
+    config: str
+    load: int
+    seconds: float
+    objective: Bounds | None
+    tpot_speedup: Bounds | None
+    throughput_ratio: Bounds | None
+    tail_ratio: Bounds | None
+    alpha: Bounds | None
+    accepted_length: Bounds | None
+    dropped: bool
+
+
+@dataclass(frozen=True)
+class Winner:
+    """The leader of one band."""
+
+    low: int
+    high: int
+    load: int
+    config: str  # fingerprint or NONE
+    objective: Bounds | None
+    decided: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class TuningReport:
+    """Everything the tuning found."""
+
+    objective: str
+    loads: tuple[int, ...]
+    labels: Mapping[str, str]  # fingerprint -> "method k=.."
+    configs: Mapping[str, Mapping[str, object]]  # fingerprint -> speculative config (wire)
+    rows: tuple[CellRow, ...]
+    break_even: Mapping[str, BreakEven]
+    winners: tuple[Winner, ...]
+    band_weights: tuple[float, ...]
+    families: tuple[FamilyScore, ...]
+    schedule: list[list[int]] | None  # None: the release has no per-batch-size schedule
+    rollout_patch: Mapping[str, object]
+    gpu_seconds: float
+    exhaustive_gpu_seconds: float
+    looks: int
+    dropped: tuple[str, ...]
+    done: bool
+
+
+def _label(wire: Mapping[str, object]) -> str:
+    extra = f" lookup={wire['prompt_lookup_max']}" if "prompt_lookup_max" in wire else ""
+    return f"{wire['method']} k={wire['num_speculative_tokens']}{extra}"
+
+
+def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> TuningReport:
+    """The report of a run; `running` is production's running-request histogram
+    (concurrency -> share of time), which weights the loads for the one config to roll out."""
+    spec = run.spec
+    configs = spec.configs()
+    loads = run.loads
+    standing = run.standing()
+    max_batch = max_num_seqs(spec.model.extra_args) or DEFAULT_MAX_BATCH
+    ranges = bands(loads, max_batch)
+    weights = band_weights(loads, max_batch, running, spec.production_concurrency)
+    families = score_families(configs, loads, run.cells, weights, spec.constraints)
+    with_schedule = field_exists(SCHEDULE_FIELD, spec.engine.effective_vllm_version)
+    rows = []
+    for config in configs:
+        fingerprint = config.fingerprint()
+        for load in loads:
+            state = run.cells.get(CellKey(fingerprint, load))
+            m = state.measurement if state is not None else None
+            rows.append(
+                CellRow(
+                    fingerprint,
+                    load,
+                    0.0 if state is None else state.seconds,
+                    Bounds.of(m.objective if m else None),
+                    Bounds.of(m.tpot_speedup if m else None),
+                    Bounds.of(m.throughput_ratio if m else None),
+                    Bounds.of(m.tail_ratio if m else None),
+                    Bounds.of(m.alpha if m else None),
+                    Bounds.of(m.accepted_length if m else None),
+                    fingerprint in standing.dropped,
+                )
+            )
+    winners = tuple(
+        Winner(lo, hi, v.load, v.leader, Bounds.of(v.leader_objective), v.decided, v.reason)
+        for (lo, hi), v in zip(ranges, standing.loads, strict=True)
+    )
+    return TuningReport(
+        objective=spec.objective.value,
+        loads=loads,
+        labels={c.fingerprint(): _label(c.to_wire()) for c in configs},
+        configs={c.fingerprint(): c.to_wire() for c in configs},
+        rows=tuple(rows),
+        break_even={
+            c.fingerprint(): break_even(c.fingerprint(), loads, run.cells) for c in configs
+        },
+        winners=winners,
+        band_weights=tuple(round(w, 4) for w in weights),
+        families=tuple(families),
+        schedule=schedule(families[0].best, ranges) if with_schedule else None,
+        rollout_patch=rollout_patch(families[0], configs, ranges, with_schedule),
+        gpu_seconds=round(run.gpu_seconds, 1),
+        exhaustive_gpu_seconds=run.exhaustive_gpu_seconds(),
+        looks=run.looks,
+        dropped=tuple(sorted(standing.dropped)),
+        done=run.next_round().done,
+    )
+
+
+def status_summary(report: TuningReport, config_map: str | None) -> SpecDecodeTuningStatus:
+    """The bounded status a tuning writes (winners, schedule, counters, the ConfigMap)."""
+    winners = [
+        BandWinner(
+            min_concurrency=w.low,
+            max_concurrency=w.high,
+            config=w.config,
+            speedup="" if w.objective is None else w.objective.text(),
+        )
+        for w in report.winners
+    ]
+    return SpecDecodeTuningStatus(
+        phase=TuningPhase.SUCCEEDED if report.done else TuningPhase.RUNNING,
+        message="every load decided or the budget spent" if report.done else "trials running",
+        configs=len(report.configs),
+        configs_left=len(report.configs) - len(report.dropped),
+        trials_run=report.looks,
+        gpu_seconds=report.gpu_seconds,
+        winners=winners,
+        schedule=report.schedule or [],
+        report_config_map=config_map,
+    )

@@ -1,0 +1,102 @@
+"""A tuning in progress: the cells, the budget spent, and the next round (pure state).
+
+The reconciler (not built yet) will keep this in the report ConfigMap between reconciles
+and feed it each look's measurements from the load pods; the benchmark and the tests feed
+it simulated ones. Nothing here knows where measurements come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specdecode.api.tuning import SpecDecodeTuningSpec
+from specdecode.domain.tuning.cells import CellKey, CellMeasurement, CellState, look_critical
+from specdecode.domain.tuning.elimination import Standing, judge
+from specdecode.domain.tuning.plan import Round, look_cost, next_round
+
+
+@dataclass
+class TuningRun:
+    """Cells measured so far for one spec, by config fingerprint (search-space order)."""
+
+    spec: SpecDecodeTuningSpec
+    configs: tuple[str, ...]
+    cells: dict[CellKey, CellState] = field(default_factory=dict)
+    gpu_seconds: float = 0.0
+    looks: int = 0
+
+    @classmethod
+    def start(cls, spec: SpecDecodeTuningSpec) -> TuningRun:
+        """A run over the spec's expanded search space and ladder."""
+        return cls(spec, tuple(c.fingerprint() for c in spec.configs()))
+
+    @property
+    def loads(self) -> tuple[int, ...]:
+        """The ladder, production concurrency merged in."""
+        return tuple(self.spec.loads())
+
+    def standing(self) -> Standing:
+        """Elimination over the looks so far."""
+        trial = self.spec.trial
+        return judge(
+            self.configs,
+            self.loads,
+            self.cells,
+            self.spec.constraints,
+            trial.tolerance,
+            trial.max_seconds,
+        )
+
+    def next_round(self) -> Round:
+        """The cells to measure next (empty and done when decided or out of budget)."""
+        trial, budget = self.spec.trial, self.spec.budget
+        return next_round(
+            self.configs,
+            self.loads,
+            self.cells,
+            self.standing(),
+            max_parallel=budget.max_parallel_trials,
+            budget_left=budget.max_gpu_seconds - self.gpu_seconds,
+            gpus_per_replica=self.spec.gpu_pool.gpus_per_replica,
+            warmup=trial.warmup_seconds,
+            look=trial.look_seconds,
+            max_seconds=trial.max_seconds,
+        )
+
+    def begin_look(self, planned: Round) -> dict[CellKey, float]:
+        """Charge a round and return each cell's critical value for its coming look."""
+        trial = self.spec.trial
+        critical = {}
+        for key, state in self.cells.items():
+            if key not in planned.cells:
+                state.active = False
+        for key in planned.cells:
+            state = self.cells.setdefault(key, CellState(key))
+            price = look_cost(
+                state, self.spec.gpu_pool.gpus_per_replica, trial.warmup_seconds, trial.look_seconds
+            )
+            state.gpu_seconds += price
+            self.gpu_seconds += price
+            state.seconds += trial.look_seconds
+            state.look_times = (*state.look_times, state.seconds)
+            state.active = True
+            critical[key] = look_critical(
+                trial.error, self.cell_count, state.look_times, trial.max_seconds
+            )
+        self.looks += len(planned.cells)
+        return critical
+
+    def record(self, key: CellKey, measurement: CellMeasurement) -> None:
+        """A look's measurement, at the critical value `begin_look` gave."""
+        self.cells[key].measurement = measurement
+
+    @property
+    def cell_count(self) -> int:
+        """Cells the error is split over."""
+        return len(self.configs) * len(self.loads)
+
+    def exhaustive_gpu_seconds(self) -> float:
+        """What running every cell for trial.maxSeconds would cost (the comparison)."""
+        trial = self.spec.trial
+        per_cell = 2 * self.spec.gpu_pool.gpus_per_replica
+        return self.cell_count * per_cell * (trial.warmup_seconds + trial.max_seconds)
