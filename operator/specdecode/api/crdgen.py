@@ -26,6 +26,7 @@ from pydantic.json_schema import GenerateJsonSchema, NoDefault
 from pydantic_core import core_schema
 
 from specdecode.api import rollout, tuning
+from specdecode.api.rules import Rule
 from specdecode.api.schema import Extension, Schema, StructuralSchemaConverter
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.api.tuning_rules import extend_tuning_definition
@@ -73,7 +74,7 @@ class CrdKind:
     spec_model: type[BaseModel]
     status_model: type[BaseModel]
     extend_spec: Extension
-    root_rules: tuple[CelRule, ...]
+    root_rules: tuple[Rule | CelRule, ...]
     printer_columns: tuple[tuple[str, str, str, str, int], ...]
 
     @property

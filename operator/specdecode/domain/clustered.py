@@ -69,7 +69,7 @@ def _share_above(blocks: Sequence[Sketch], index: int, total: int) -> tuple[floa
     count only blocks with weight strictly above (what a P99 needs before it is trusted).
     """
     strictly_above = [sum(c for i, c in b.counts.items() if i > index) for b in blocks]
-    above = strictly_above
+    above: list[float] = [float(a) for a in strictly_above]
     if not any(strictly_above):
         above = [b.counts.get(index, 0) / 2 for b in blocks]
     share = sum(above) / total
