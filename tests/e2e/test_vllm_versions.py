@@ -160,8 +160,8 @@ def test_an_engine_answering_another_release_makes_the_rollout_degraded(
     manifest["spec"]["analysis"]["manual"] = True
     r.apply(manifest)
 
-    def degraded() -> dict[str, Any] | None:
-        conditions = r.status().get("conditions", [])
+    def degraded(status: dict[str, Any]) -> dict[str, Any] | None:
+        conditions = status.get("conditions", [])
         found = next((c for c in conditions if c["type"] == "Degraded"), None)
         return found if found and found.get("reason") == "VllmVersionMismatch" else None
 
