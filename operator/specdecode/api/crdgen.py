@@ -76,6 +76,8 @@ class CrdKind:
     extend_spec: Extension
     root_rules: tuple[Rule | CelRule, ...]
     printer_columns: tuple[tuple[str, str, str, str, int], ...]
+    # Whether the Helm chart ships it: not a kind no controller acts on yet.
+    in_chart: bool = True
 
     @property
     def file_name(self) -> str:
@@ -108,6 +110,7 @@ TUNING_KIND = CrdKind(
     extend_tuning_definition,
     (),
     TUNING_PRINTER_COLUMNS,
+    in_chart=False,  # until the trial runner exists; `kubectl apply -f crds/` to try it
 )
 KINDS = (ROLLOUT_KIND, TUNING_KIND)
 
@@ -246,12 +249,12 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
-def output_paths(repo_root: Path, crd_kind: CrdKind = ROLLOUT_KIND) -> tuple[Path, Path]:
-    """Where a CRD lives: `crds/` and the Helm chart's `crds/`."""
-    return (
-        repo_root / "crds" / crd_kind.file_name,
-        repo_root / "charts" / "specdecode-operator" / "crds" / crd_kind.file_name,
-    )
+def output_paths(repo_root: Path, crd_kind: CrdKind = ROLLOUT_KIND) -> tuple[Path, ...]:
+    """Where a CRD lives: `crds/`, and the Helm chart's `crds/` if the chart ships it."""
+    repo_copy = repo_root / "crds" / crd_kind.file_name
+    if not crd_kind.in_chart:
+        return (repo_copy,)
+    return (repo_copy, repo_root / "charts" / "specdecode-operator" / "crds" / crd_kind.file_name)
 
 
 def drift(repo_root: Path) -> list[str]:

@@ -39,7 +39,15 @@ def next_timed_event(
     if start is None:
         return None
     last_look = last_evaluated(stage)
-    next_look = start if last_look is None else last_look + _seconds(spec.analysis.interval_seconds)
+    interval = _seconds(spec.analysis.interval_seconds)
+    if last_look is not None:
+        next_look = last_look + interval
+    elif start > now:
+        next_look = start
+    else:
+        # Measuring, yet no look recorded (nothing to judge yet, e.g. the load pods had no
+        # whole block): try again an interval on, not only at the minimum duration.
+        next_look = now + interval
     candidates = (
         start,
         next_look,

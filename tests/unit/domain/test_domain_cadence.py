@@ -104,3 +104,16 @@ def test_no_timed_event_outside_analyzing() -> None:
     deploying = run(spec, status_in(spec, "Deploying"), observe(), 0).status
     assert deploying.phase is Phase.DEPLOYING
     assert next_timed_event(spec, deploying, at(0)) is None
+
+
+def test_a_stage_with_nothing_to_judge_yet_is_looked_at_again_an_interval_on() -> None:
+    """The load pods may have no whole block at the end of the warm-up: no look is
+    recorded then, and the next must come an interval later, not at the minimum duration
+    (which left status without load figures until the verdict)."""
+    spec = make_spec(
+        stages=[acceptance_stage(min_duration_seconds=60, max_duration_seconds=300)],
+        interval_seconds=3,
+    )
+    status = analyzing(spec)
+    assert last_evaluated(status.stages[0]) is None
+    assert next_timed_event(spec, status, at(31)) == at(34)
