@@ -8,6 +8,11 @@
 - retry (RolledBack, Failed): a new analysis of the same desired config.
 An action that does not apply in the current phase, or an unknown value, is still consumed
 (`clear_action`), with a Warning Event saying why, so a stale annotation never fires later.
+Except its own echo: promote found in Promoting (the phase a promote enters; a gated
+promotion passes through it too, and a promote asked then is fulfilled). The status write
+that acted on it lands before the annotation is cleared, so an operator stopped in between
+meets the annotation again on restart: it is consumed silently, since the action did
+happen (a Warning each restart was a duplicate announcement).
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ RETRYABLE = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 
 def _ignored(status: SpecDecodeRolloutStatus, reason: str, message: str) -> Step:
     return Step(status, (Event(reason, message, EventType.WARNING),), clear_action=True)
+
+
+def _echo_of_itself(wanted: str, status: SpecDecodeRolloutStatus) -> bool:
+    """The annotation of an action this status already carries out (see the docstring)."""
+    return wanted == "promote" and status.phase is Phase.PROMOTING
 
 
 def _promote(status: SpecDecodeRolloutStatus, now: datetime) -> Step:
@@ -66,6 +76,8 @@ def apply_action(
         allowed = ", ".join(ACTIONS)
         message = f"{ACTION_ANNOTATION}={action!r} is not one of {allowed}; ignored"
         return _ignored(status, "UnknownAction", message)
+    if _echo_of_itself(wanted, status):
+        return Step(status, (), clear_action=True)
     if wanted == "promote" and phase in PROMOTABLE:
         step = _promote(status, now)
     elif wanted == "abort" and phase in ABORTABLE:

@@ -64,6 +64,10 @@ def test_action_in_phase(action: str, phase: str) -> None:
     decision = run(SPEC, status, _observations_for(phase, action), 1)
     assert decision.clear_action is True
     expected = EXPECTED[action].get(phase)
+    if action == "promote" and phase == "Promoting":
+        # its own echo after a restart between the status write and the clear: no Warning
+        assert decision.status.phase.value == phase and decision.events == ()
+        return
     if expected is None:
         assert decision.status.phase.value == phase
         assert decision.events[0].reason == "ActionIgnored"
