@@ -18,7 +18,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import httpx
 import pytest
 
 from localcluster.handle import LocalCluster
@@ -73,30 +72,24 @@ def scheduled_rollout() -> dict[str, Any]:
 
 
 def mean_k_during(
-    prometheus_url: str, namespace: str, start: datetime, end: datetime
+    cluster: LocalCluster, namespace: str, start: datetime, end: datetime
 ) -> tuple[float, float]:
     """(draft tokens per draft, drafts per second) of the candidate over [start, end]."""
     seconds = max(int((end - start).total_seconds()), 1)
     selector = f'namespace="{namespace}"'  # only the candidate drafts
 
-    def query(expression: str) -> float:
-        response = httpx.get(
-            f"{prometheus_url}/api/v1/query",
-            params={"query": expression, "time": end.timestamp()},
-            timeout=10,
-        )
-        result = response.json()["data"]["result"]
+    def query(metric: str) -> float:
+        expression = f"sum(increase({metric}{{{selector}}}[{seconds}s]))"
+        result = cluster.prometheus_query(expression, at=end.timestamp())
         return float(result[0]["value"][1]) if result else 0.0
 
-    drafts = query(f"sum(increase(vllm:spec_decode_num_drafts_total{{{selector}}}[{seconds}s]))")
-    tokens = query(
-        f"sum(increase(vllm:spec_decode_num_draft_tokens_total{{{selector}}}[{seconds}s]))"
-    )
+    drafts = query("vllm:spec_decode_num_drafts_total")
+    tokens = query("vllm:spec_decode_num_draft_tokens_total")
     return (tokens / drafts if drafts else 0.0), drafts / seconds
 
 
 def test_a_per_batch_size_schedule_is_analysed_and_k_follows_the_load(
-    rollout: Callable[[str], Rollout], prometheus_url: str
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:
     r = rollout("scheduled")
     r.apply(scheduled_rollout())
@@ -111,9 +104,9 @@ def test_a_per_batch_size_schedule_is_analysed_and_k_follows_the_load(
             datetime.fromisoformat(stage["finishedAt"]),
         )
 
-    k_low, _ = mean_k_during(prometheus_url, r.namespace, *window("k4"))
-    k_mid, mid_rate = mean_k_during(prometheus_url, r.namespace, *window("k2"))
-    _, off_rate = mean_k_during(prometheus_url, r.namespace, *window("off"))
+    k_low, _ = mean_k_during(cluster, r.namespace, *window("k4"))
+    k_mid, mid_rate = mean_k_during(cluster, r.namespace, *window("k2"))
+    _, off_rate = mean_k_during(cluster, r.namespace, *window("off"))
     print(f"draft tokens per draft: {k_low:.2f} at 4 streams, {k_mid:.2f} at 16; ", end="")
     print(f"drafts/s at 48 streams: {off_rate:.2f}")
     # a running batch briefly falls below 9 as requests finish and refill: mostly k = 2

@@ -126,12 +126,16 @@ class LocalCluster:
         self.state.pids[prometheus.COMPONENT] = child.pid
         self.state.save(self.paths)
 
-    def prometheus_query(self, promql: str) -> list[dict[str, Any]]:
-        """Instant query; the ``data.result`` list of Prometheus' HTTP API."""
+    def prometheus_query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        """Instant query (now, or at unix time `at`); the ``data.result`` list of
+        Prometheus' HTTP API."""
         import json
         import urllib.parse
 
-        url = f"{self.prometheus_url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        params: dict[str, str] = {"query": promql}
+        if at is not None:
+            params["time"] = str(at)
+        url = f"{self.prometheus_url}/api/v1/query?{urllib.parse.urlencode(params)}"
         with urllib.request.urlopen(url, timeout=5) as reply:
             body = json.loads(reply.read())
         result: list[dict[str, Any]] = body["data"]["result"]
