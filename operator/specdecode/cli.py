@@ -22,6 +22,7 @@ from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.leadership import elector_for, run_when_leading
 from specdecode.handlers.lifecycle import register_lifecycle_handlers
 from specdecode.handlers.rollouts import register_rollout_handlers
+from specdecode.handlers.tunings import register_tuning_handlers
 from specdecode.handlers.watches import register_watches
 from specdecode.settings import OperatorSettings
 
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # kopf's login reads it from there
     logging.getLogger("kopf.objects").addFilter(_QuietSuccesses())
+    if not args.verbose:  # one line per load-pod report or engine request: DEBUG only
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     metrics = OperatorMetrics()  # served from the start: a standby is scraped too
     if settings.metrics_port:
         metrics.serve(settings.metrics_host, settings.metrics_port)
@@ -91,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     register_lifecycle_handlers(registry, settings, args.kubeconfig, metrics)
     register_watches(registry)
     register_rollout_handlers(registry)
+    register_tuning_handlers(registry)
     liveness = os.environ.get("SPECDECODE_LIVENESS_ENDPOINT")
 
     async def run_operator(stop_flag: asyncio.Event | None = None) -> None:

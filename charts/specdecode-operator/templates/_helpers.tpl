@@ -66,6 +66,16 @@ The rules the operator needs in every namespace it serves, derived from its code
 - apiGroups: ["specdecode.io"]
   resources: ["specdecoderollouts/status"]
   verbs: ["patch"]
+# Tunings; `apply: true` starts (creates, or patches) the winner's rollout.
+- apiGroups: ["specdecode.io"]
+  resources: ["specdecodetunings"]
+  verbs: ["list", "watch", "patch"]
+- apiGroups: ["specdecode.io"]
+  resources: ["specdecodetunings/status"]
+  verbs: ["patch"]
+- apiGroups: ["specdecode.io"]
+  resources: ["specdecoderollouts"]
+  verbs: ["create"]
 # Children: watched (the operator's cache), written only where they differ.
 - apiGroups: ["apps"]
   resources: ["deployments"]
@@ -82,6 +92,10 @@ The rules the operator needs in every namespace it serves, derived from its code
 - apiGroups: [""]
   resources: ["configmaps", "secrets"]
   verbs: ["get"]
+# A tuning's report and trial-data ConfigMaps (server-side apply; removed when done).
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -40,18 +40,25 @@ DEPLOYMENT_PROGRESS_SLACK_SECONDS = 600
 
 @dataclass(frozen=True)
 class Owner:
-    """The rollout that owns the children: their namespace and owner reference."""
+    """What children are named and labelled after, and the object that owns them.
+
+    For a rollout both are the rollout. A tuning's trial names its children after the
+    trial (`<trial>-baseline`, `<trial>-candidate`, labelled `specdecode.io/rollout:
+    <trial>`) while the tuning owns them: `kind` and `owner_name` say so.
+    """
 
     name: str
     namespace: str
     uid: str
+    kind: str = KIND
+    owner_name: str | None = None  # the owning object's name when it differs from `name`
 
     def reference(self) -> dict[str, Any]:
-        """The controller owner reference: deleting the rollout deletes every child."""
+        """The controller owner reference: deleting the owner deletes every child."""
         return {
             "apiVersion": API_VERSION,
-            "kind": KIND,
-            "name": self.name,
+            "kind": self.kind,
+            "name": self.owner_name or self.name,
             "uid": self.uid,
             "controller": True,
             "blockOwnerDeletion": True,

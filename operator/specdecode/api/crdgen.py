@@ -110,7 +110,6 @@ TUNING_KIND = CrdKind(
     extend_tuning_definition,
     (),
     TUNING_PRINTER_COLUMNS,
-    in_chart=False,  # until the trial runner exists; `kubectl apply -f crds/` to try it
 )
 KINDS = (ROLLOUT_KIND, TUNING_KIND)
 

@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 
 from specdecode.api.base import KubeModel
 from specdecode.api.gate_spec import GATE_DEFAULTS
-from specdecode.api.rollout import GROUP, SPEC_RULES, VERSION
+from specdecode.api.rollout import GROUP, SPEC_RULES, VERSION, SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.traffic import TrafficSpec
@@ -189,6 +189,11 @@ class SpecDecodeTuningSpec(KubeModel):
         if config is not None:
             wire["speculative"] = config.to_wire()
         return wire
+
+    def trial_spec(self, config: SpeculativeConfig) -> SpecDecodeRolloutSpec:
+        """The rollout spec one trial's engines and load pods are rendered from."""
+        wire = {**self.rollout_wire(config), "analysis": {"traffic": self.traffic.to_wire()}}
+        return SpecDecodeRolloutSpec.model_validate(wire)
 
 
 def _search_space_problems(spec: SpecDecodeTuningSpec) -> list[str]:

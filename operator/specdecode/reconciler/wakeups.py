@@ -18,6 +18,17 @@ class Wakeups:
 
     def __init__(self) -> None:
         self._flags: dict[str, asyncio.Event] = {}
+        self._followers: dict[str, str] = {}
+
+    def follow(self, key: str, target: str) -> None:
+        """Route wake-ups of `key` to `target`: a tuning's trial ("namespace/trial", the
+        key its children are labelled with) wakes the tuning's loop."""
+        self._followers[key] = target
+
+    def unfollow(self, target: str) -> None:
+        """Forget every key routed to `target` (its loop stopped)."""
+        for key in [k for k, t in self._followers.items() if t == target]:
+            del self._followers[key]
 
     def register(self, key: str) -> None:
         """Start tracking a rollout ("namespace/name"); set, so its first pass runs at once."""
@@ -30,7 +41,7 @@ class Wakeups:
 
     def wake(self, key: str) -> bool:
         """Ask for a reconcile of `key` as soon as its loop is free; False if unknown."""
-        flag = self._flags.get(key)
+        flag = self._flags.get(self._followers.get(key, key))
         if flag is None:
             return False
         flag.set()

@@ -20,26 +20,29 @@ from localcluster.process import ComponentFailed, start_component, stop_processe
 from localcluster.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
-CRD_FILE = REPO / "crds" / "specdecode.io_specdecoderollouts.yaml"
-CRD_NAME = "specdecoderollouts.specdecode.io"
+CRD_FILES = tuple(sorted((REPO / "crds").glob("specdecode.io_*.yaml")))
+CRD_NAMES = ("specdecoderollouts.specdecode.io", "specdecodetunings.specdecode.io")
+CRD_NAME = CRD_NAMES[0]  # the rollout's
 COMPONENT = "operator"
 
 
 def install_crds(cluster: LocalCluster, timeout: float = 60.0) -> None:
-    """Apply the generated CRD and wait until the API server serves it."""
-    result = cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
-    if result.returncode != 0:
-        raise RuntimeError(f"applying {CRD_FILE.name} failed: {result.stderr.strip()}")
-    wait_for(
-        lambda: (
-            cluster.kubectl(
-                "wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=5s"
-            ).returncode
-            == 0
-        ),
-        timeout=timeout,
-        message=f"CRD {CRD_NAME} Established",
-    )
+    """Apply the generated CRDs and wait until the API server serves them."""
+    for crd_file in CRD_FILES:
+        result = cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd_file))
+        if result.returncode != 0:
+            raise RuntimeError(f"applying {crd_file.name} failed: {result.stderr.strip()}")
+    for name in CRD_NAMES:
+        wait_for(
+            lambda name=name: (
+                cluster.kubectl(
+                    "wait", "--for=condition=Established", f"crd/{name}", "--timeout=5s"
+                ).returncode
+                == 0
+            ),
+            timeout=timeout,
+            message=f"CRD {name} Established",
+        )
 
 
 @dataclass

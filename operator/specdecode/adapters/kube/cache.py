@@ -106,6 +106,17 @@ class ClusterView:
             return pods
         return [p for p in pods if labels_of(p).get(COMPONENT_LABEL) == component]
 
+    def labelled_with_prefix(self, namespace: str, prefix: str) -> set[str]:
+        """Rollout-label values starting with `prefix` that label a Deployment, Service or
+        Pod of the namespace (a tuning's trials: whatever the spec or state says, what
+        exists can be cleaned up). A scan of the index keys, in memory."""
+        found: set[str] = set()
+        for index in (self.deployments, self.services, self.pods):
+            for key in list(index):
+                if key[0] == namespace and key[1].startswith(prefix) and index[key]:
+                    found.add(key[1])
+        return found
+
     def namespace_routes(self, namespace: str) -> list[JsonObject]:
         """Every HTTPRoute of the namespace."""
         return _under(self.routes, namespace)

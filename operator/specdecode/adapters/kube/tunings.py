@@ -1,0 +1,141 @@
+"""Reading and writing what a SpecDecodeTuning owns: its status, report and trial data.
+
+- The report ConfigMap `<tuning>-report` holds `report.json`, `report.md`, `report.svg`
+  (what users and the kubectl plugin read) and `state.json` (the runner's progress, so a
+  restarted operator resumes the round it was in). Written by server-side apply, only when
+  a key changed.
+- A trial's blocks ConfigMap `<trial>-blocks` keeps the 2-second blocks of a cell's
+  measuring runs that ended (a cell paused by the plan gives its engines back; when it
+  resumes, its earlier blocks still count), gzip-compressed in `binaryData`.
+- `apply: true`: the winner as a SpecDecodeRollout named after the tuning, created, or its
+  `spec.speculative` patched when the user's rollout of that name exists.
+Everything is owned by the tuning (deleting it deletes them), except the rollout it starts.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes.client import ApiException
+
+from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.render import Owner
+from specdecode.api import GROUP, PLURAL, VERSION
+from specdecode.api import KIND as ROLLOUT_KIND
+from specdecode.api.tuning import PLURAL as TUNING_PLURAL
+from specdecode.api.tuning_status import SpecDecodeTuningStatus
+from specdecode.domain.load_report import block_from_wire, block_to_wire
+from specdecode.domain.observations import LatencyBlock
+
+REPORT_SUFFIX = "-report"
+BLOCKS_SUFFIX = "-blocks"
+
+
+def report_name(tuning: str) -> str:
+    """The report ConfigMap of a tuning."""
+    return f"{tuning}{REPORT_SUFFIX}"
+
+
+def blocks_name(trial: str) -> str:
+    """The ConfigMap keeping a trial cell's blocks of runs that ended."""
+    return f"{trial}{BLOCKS_SUFFIX}"
+
+
+def read_config_map(clients: KubeClients, namespace: str, name: str) -> dict[str, Any] | None:
+    """The ConfigMap's `data` and `binaryData` (decoded), or None if absent."""
+    try:
+        found = clients.core.read_namespaced_config_map(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    data: dict[str, Any] = dict(found.data or {})
+    for key, encoded in (found.binary_data or {}).items():
+        data[key] = base64.b64decode(encoded)
+    return data
+
+
+def apply_config_map(
+    clients: KubeClients,
+    owner: Owner,
+    name: str,
+    data: Mapping[str, str],
+    manager: str,
+    binary: Mapping[str, bytes] | None = None,
+) -> None:
+    """Create or update the ConfigMap (server-side apply: the operator owns these keys)."""
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": owner.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "specdecode-operator"},
+            "ownerReferences": [owner.reference()],
+        },
+        "data": dict(data),
+    }
+    if binary:
+        body["binaryData"] = {k: base64.b64encode(v).decode() for k, v in binary.items()}
+    clients.server_side_apply(body, manager)
+
+
+def delete_config_map(clients: KubeClients, namespace: str, name: str) -> None:
+    """Delete a ConfigMap (absent is fine)."""
+    try:
+        clients.core.delete_namespaced_config_map(name, namespace)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+
+
+def pack_blocks(sides: Mapping[str, list[LatencyBlock]]) -> bytes:
+    """Blocks per side as gzip-compressed JSON."""
+    wire = {side: [block_to_wire(b) for b in blocks] for side, blocks in sides.items()}
+    return gzip.compress(json.dumps(wire, separators=(",", ":")).encode())
+
+
+def unpack_blocks(raw: bytes) -> dict[str, list[LatencyBlock]]:
+    """The inverse of `pack_blocks`."""
+    wire = json.loads(gzip.decompress(raw))
+    return {side: [block_from_wire(b) for b in blocks] for side, blocks in wire.items()}
+
+
+def patch_tuning_status(
+    clients: KubeClients, namespace: str, name: str, status: SpecDecodeTuningStatus
+) -> None:
+    """Replace the tuning's status (the runner is its only writer; absent tuning: no-op)."""
+    body = {"status": status.model_dump(mode="json", by_alias=True)}
+    try:
+        clients.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, TUNING_PLURAL, name, body
+        )
+    except ApiException as error:
+        if error.status != 404:
+            raise
+
+
+def start_rollout(clients: KubeClients, namespace: str, name: str, spec: Mapping[str, Any]) -> str:
+    """Create the rollout, or patch the recommended `speculative` into the existing one.
+
+    Returns what was done ("created" or "patched"), for the Event.
+    """
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": ROLLOUT_KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": dict(spec),
+    }
+    try:
+        clients.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+        return "created"
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    patch = {"spec": {"speculative": spec.get("speculative")}}
+    clients.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, patch)
+    return "patched"

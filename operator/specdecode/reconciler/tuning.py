@@ -1,0 +1,210 @@
+"""One reconcile of one SpecDecodeTuning: resume the run, advance its round, report.
+
+1. parse the spec (an invalid one is Failed with the reason, and its trials are removed);
+2. resume the progress from the report ConfigMap's `state.json` (a new generation starts
+   afresh: a changed spec is a new question);
+3. advance the round (`domain.tuning.rounds`): engines of the round's cells, their load
+   pods once both are Ready, each look when due (measured by `domain.tuning.measure`);
+   when every cell of the round has looked, plan the next round, pausing cells that are
+   not in it (their engines go; their blocks stay in the trial's blocks ConfigMap);
+4. write the state, the report (JSON, Markdown, SVG) and the bounded status, each only
+   when it changed; when done: remove every trial, and with `apply: true` start the gated
+   rollout of the winner.
+Every step is idempotent: a reconcile stopped anywhere is completed by the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from specdecode.adapters.kube.tunings import (
+    apply_config_map,
+    patch_tuning_status,
+    read_config_map,
+    report_name,
+    start_rollout,
+)
+from specdecode.adapters.render import DEPLOYMENT_PROGRESS_SLACK_SECONDS
+from specdecode.adapters.render_trials import trial_prefix
+from specdecode.api.tuning import SpecDecodeTuningSpec
+from specdecode.api.tuning_status import SpecDecodeTuningStatus, TuningPhase
+from specdecode.domain.tuning import rounds
+from specdecode.domain.tuning.measure import measure_cell
+from specdecode.domain.tuning.progress import Progress, from_json, to_json
+from specdecode.domain.tuning.render import markdown, svg
+from specdecode.domain.tuning.render import to_json as report_json
+from specdecode.domain.tuning.report import build_report, status_summary
+from specdecode.domain.tuning.run import TuningRun
+from specdecode.reconciler import trials
+from specdecode.reconciler.runtime import Runtime
+
+STATE_KEY = "state.json"
+# How long past the engine's own start-up timeout a trial may wait for its engines (GPUs
+# held by other trials or teams) before the tuning fails: the Deployment progress slack.
+ENGINE_WAIT_SLACK_SECONDS = DEPLOYMENT_PROGRESS_SLACK_SECONDS
+TERMINAL = frozenset({TuningPhase.SUCCEEDED, TuningPhase.FAILED})
+
+
+TuningRef = trials.TuningIdentity
+
+
+def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeTuningStatus:
+    """The stored status, or a fresh one if absent or unreadable."""
+    try:
+        return SpecDecodeTuningStatus.model_validate(dict(raw or {}))
+    except ValidationError:
+        return SpecDecodeTuningStatus()
+
+
+async def reconcile_tuning(
+    runtime: Runtime, ref: TuningRef, raw_spec: Mapping[str, Any], raw_status: Mapping[str, Any]
+) -> float | None:
+    """Advance the tuning; seconds until time alone needs another pass (None: events only)."""
+    status = parse_status(raw_status)
+    try:
+        spec = SpecDecodeTuningSpec.model_validate(dict(raw_spec))
+    except ValidationError as error:
+        await _remove_trials(runtime, ref, keep=set())
+        failed = SpecDecodeTuningStatus(
+            phase=TuningPhase.FAILED,
+            message=_validation_message(error),
+            observed_generation=ref.generation,
+        )
+        await _write_status(runtime, ref, status, failed)
+        return None
+    if status.phase in TERMINAL and status.observed_generation == ref.generation:
+        await _remove_trials(runtime, ref, keep=set())
+        return None
+    stored = await asyncio.to_thread(
+        read_config_map, runtime.kube, ref.namespace, report_name(ref.name)
+    )
+    stored = stored or {}
+    fresh = status.observed_generation != ref.generation
+    progress = None if fresh else from_json(spec, stored.get(STATE_KEY))
+    progress = progress or Progress(TuningRun.start(spec))
+    now = runtime.clock.now().timestamp()
+    failure = await _advance(runtime, ref, spec, progress, now)
+    report = build_report(progress.run)
+    summary = status_summary(report, report_name(ref.name))
+    done = progress.finished_at is not None
+    if failure is not None:
+        phase, message = TuningPhase.FAILED, failure
+    elif done:
+        phase = TuningPhase.SUCCEEDED
+        message = f"done: {report.winners[-1].reason}" if report.winners else "done"
+        if spec.apply:
+            verb = await asyncio.to_thread(
+                start_rollout,
+                runtime.kube,
+                ref.namespace,
+                ref.name,
+                _winner_rollout(spec, report.rollout_patch),
+            )
+            message += f"; SpecDecodeRollout {ref.name} {verb} with the winner"
+    else:
+        waiting = [c.note for c in progress.round.values() if c.note]
+        phase = TuningPhase.RUNNING
+        message = f"round {progress.rounds}: " + (waiting[0] if waiting else "trials running")
+    new = summary.model_copy(
+        update={"phase": phase, "message": message[:1000], "observed_generation": ref.generation}
+    )
+    contents = {
+        STATE_KEY: to_json(progress),
+        "report.json": report_json(report),
+        "report.md": markdown(report),
+        "report.svg": svg(report),
+    }
+    if any(stored.get(k) != v for k, v in contents.items()):
+        await asyncio.to_thread(
+            apply_config_map,
+            runtime.kube,
+            ref.owner,
+            report_name(ref.name),
+            contents,
+            runtime.settings.field_manager,
+        )
+    if failure is not None or done:
+        await _remove_trials(runtime, ref, keep=set())
+    else:  # trials of an older generation, or of cells the plan paused before a restart
+        await _remove_trials(runtime, ref, {ref.trial(k) for k in progress.round}, progress)
+    await _write_status(runtime, ref, status, new)
+    return None if failure is not None or done else rounds.next_wake(progress, now)
+
+
+async def _advance(
+    runtime: Runtime, ref: TuningRef, spec: SpecDecodeTuningSpec, progress: Progress, now: float
+) -> str | None:
+    """Move the round on as far as now allows; the reason the tuning fails, if it does."""
+    configs = {c.fingerprint(): c for c in spec.configs()}
+    for _ in range(2):  # a round that just ended starts the next one in the same pass
+        if not progress.round_done():
+            break
+        started = rounds.start_round(progress, now)
+        for key in started.stopped:
+            await trials.remove(runtime, ref.namespace, ref.trial(key))
+        if started.done:
+            return None
+    for key, cell in progress.round.items():
+        trial = trials.Trial.of(ref, spec, configs, key)
+        runtime.wakeups.follow(f"{ref.namespace}/{trial.name}", ref.key)
+        engines = await trials.ensure_engines(runtime, trial)
+        where = f"{trial.config.to_cli_json()} at concurrency {key.load}"
+        if engines.crashed is not None:
+            return f"{where}: {engines.crashed}"
+        if engines.ready:
+            rounds.engines_ready(progress, key, now)
+        elif cell.load_from is None:
+            cell.note = f"waiting for the engines of {trial.name}" + (
+                f" ({engines.waiting})" if engines.waiting else ""
+            )
+            waited = now - (progress.round_started_at or now)
+            if waited > spec.engine.startup_timeout_seconds + ENGINE_WAIT_SLACK_SECONDS:
+                return f"{where}: engines not Ready after {waited:.0f} s ({cell.note})"
+        await trials.run_load(runtime, trial, cell)
+    for key in rounds.due(progress, now):
+        trial = trials.Trial.of(ref, spec, configs, key)
+        cell = progress.round[key]
+        window = await trials.look(runtime, trial, cell, now)
+        measured = measure_cell(window, cell.critical, trial.config.method)
+        rounds.record(progress, key, measured, now)
+        if not isinstance(measured, str):
+            await trials.keep_blocks(runtime, trial, window)
+    return None
+
+
+async def _remove_trials(
+    runtime: Runtime, ref: TuningRef, keep: set[str], progress: Progress | None = None
+) -> None:
+    """Remove every trial of the tuning the cache shows, except `keep`; the blocks of a
+    cell of `progress` stay (a paused cell resumes with them)."""
+    measured = {ref.trial(k) for k in progress.run.cells} if progress is not None else set()
+    for name in runtime.cluster.labelled_with_prefix(ref.namespace, trial_prefix(ref.name)) - keep:
+        await trials.remove(runtime, ref.namespace, name, keep_data=name in measured)
+
+
+async def _write_status(
+    runtime: Runtime,
+    ref: TuningRef,
+    old: SpecDecodeTuningStatus,
+    new: SpecDecodeTuningStatus,
+) -> None:
+    if new != old:
+        await asyncio.to_thread(patch_tuning_status, runtime.kube, ref.namespace, ref.name, new)
+
+
+def _winner_rollout(spec: SpecDecodeTuningSpec, patch: Mapping[str, Any]) -> dict[str, Any]:
+    """The rollout `apply: true` starts: the tuning's model, engine and traffic, the winner."""
+    wire = spec.rollout_wire(None)
+    wire["speculative"] = dict(patch.get("spec") or {}).get("speculative")
+    wire["analysis"] = {"traffic": spec.traffic.to_wire()}
+    return wire
+
+
+def _validation_message(error: ValidationError) -> str:
+    """Pydantic's errors as one line per field, with the spec's paths."""
+    lines = [f"spec.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
+    return "; ".join(lines)[:1000]
