@@ -16,6 +16,8 @@ from specdecode.domain.tuning.report import TuningReport
 
 # (config fingerprint, its label, concurrency, bound): one speedup series of a tuning
 CellLabels = tuple[str, str, str, str]
+# The dashboard groups speedup by `label` (legend) and `concurrency` (x axis): see its test.
+SPEEDUP_LABELS = ("namespace", "tuning", "config", "label", "concurrency", "bound")
 
 
 class TuningMetrics:
@@ -27,7 +29,7 @@ class TuningMetrics:
             "specdecode_tuning_speedup",
             "The objective ratio (speculative over plain decoding) of one config at one "
             "concurrency, its point estimate and bounds (bound = value, lower, upper).",
-            [*labels, "config", "label", "concurrency", "bound"],
+            SPEEDUP_LABELS,
             registry=registry,
         )
         self.gpu_seconds = Gauge(
