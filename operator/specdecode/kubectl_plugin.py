@@ -1,5 +1,6 @@
-"""`kubectl specdecode`: a rollout's gate table at a glance, the promote/abort/retry actions,
-and a tuning's status and report (`kubectl specdecode tuning [NAME]`, in `kubectl_tuning`).
+"""`kubectl specdecode`: rollout gate tables, promote/abort/retry, and tunings with their reports.
+
+Rollouts live here; `kubectl specdecode tuning [NAME]` is in `kubectl_tuning`.
 
 kubectl finds any executable named `kubectl-specdecode` on PATH and runs it for
 `kubectl specdecode ...`; it passes no flags of its own, so this follows kubectl's

@@ -61,7 +61,7 @@ def show(target: Target, args: argparse.Namespace, now: datetime) -> str:
     document = {"tuning": tuning, "report": None if report is None else _plain(report)}
     where = f"{target.namespace}/{config_map}"
     text = render(document, args.output, lambda: tuning_text(tuning, report, where, now))
-    return text + written
+    return text + written if args.output == "table" else text  # JSON/YAML stay parseable
 
 
 def _list(target: Target, args: argparse.Namespace, now: datetime) -> str:
@@ -107,13 +107,16 @@ def _plain(report: TuningReport) -> object:
     return json.loads(to_json(report))
 
 
-def winners_text(status: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    """`1-8 eagle3 k=3, 9-4096 none`: the winner per band in one cell."""
-    return ", ".join(
-        f"{w.get('minConcurrency')}-{w.get('maxConcurrency')} "
-        + labels.get(str(w.get("config")), str(w.get("config")))
-        for w in status.get("winners") or []
-    )
+def winners_text(status: Mapping[str, Any]) -> str:
+    """`1-2 413731e92d, 3-90 2930c6bf41, 91-4096 none`: adjacent bands with one winner merged."""
+    merged: list[list[Any]] = []  # [low, high, config]
+    for w in status.get("winners") or []:
+        low, high, config = w.get("minConcurrency"), w.get("maxConcurrency"), w.get("config")
+        if merged and merged[-1][2] == config:
+            merged[-1][1] = high
+        else:
+            merged.append([low, high, config])
+    return ", ".join(f"{low}-{high} {config}" for low, high, config in merged)
 
 
 def list_table(tunings: Sequence[Mapping[str, Any]], all_namespaces: bool, now: datetime) -> str:
@@ -127,7 +130,7 @@ def list_table(tunings: Sequence[Mapping[str, Any]], all_namespaces: bool, now: 
             str(status.get("phase") or "Pending"),
             f"{status.get('configsLeft', 0)}/{status.get('configs', 0)}",
             f"{float(status.get('gpuSeconds') or 0):.0f}",
-            winners_text(status, {})[:60] or "-",
+            winners_text(status)[:60] or "-",
             age(meta.get("creationTimestamp"), now),
         ]
         rows.append(([str(meta.get("namespace", ""))] if all_namespaces else []) + row)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client import ApiException
 
@@ -180,7 +181,7 @@ def test_list_shows_configs_left_spend_winners_and_age() -> None:
     rows = plugin(["tuning"], tuning("llama-tune"), fresh, tuning("x", "other")).splitlines()
     assert rows[0].split() == ["NAME", "PHASE", "CONFIGS", "GPU-SECONDS", "WINNERS", "AGE"]
     assert rows[1].split()[:4] == ["llama-tune", "Succeeded", "1/2", "5760"]
-    assert f"1-4 {EAGLE}, 5-45 {EAGLE}, 46-4096 none" in rows[1] and rows[1].endswith("3h")
+    assert f"1-45 {EAGLE}, 46-4096 none" in rows[1] and rows[1].endswith("3h")
     assert rows[2].split() == ["fresh", "Pending", "0/0", "0", "-", "3h"]
     assert len(rows) == 3  # the other namespace's tuning is not listed
     wide = plugin(["tuning", "-A"], tuning("llama-tune"), tuning("x", "other")).splitlines()
@@ -240,6 +241,14 @@ def test_svg_writes_the_reports_own_picture(tmp_path: Path) -> None:
         == WITH_REPORT[("serving", "llama-tune-report")]["report.svg"]
     )
     assert text.endswith(f"wrote {picture}: objective ratio against concurrency, 2 configs")
+    picture.unlink()
+    as_json = plugin(
+        ["tuning", "llama-tune", "--svg", str(picture), "-o", "json"],
+        tuning("llama-tune"),
+        config_maps=WITH_REPORT,
+    )
+    assert json.loads(as_json)["report"] is not None  # still parseable: no "wrote" line
+    assert picture.read_text() == svg(REPORT)
 
 
 def test_json_output_is_the_object_and_the_report() -> None:
@@ -248,6 +257,7 @@ def test_json_output_is_the_object_and_the_report() -> None:
     assert out["tuning"] == item
     assert report_from_json(json.dumps(out["report"])) == REPORT
     assert json.loads(plugin(["tuning", "llama-tune", "-o", "json"], item))["report"] is None
+    assert yaml.safe_load(plugin(["tuning", "llama-tune", "-o", "yaml"], item))["tuning"] == item
 
 
 def test_the_config_map_the_status_names_is_read() -> None:
