@@ -1,39 +1,45 @@
-"""`kubectl specdecode`: a rollout's gate table at a glance, and the promote/abort/retry actions.
+"""`kubectl specdecode`: rollout gate tables, promote/abort/retry, and tunings with their reports.
+
+Rollouts live here; `kubectl specdecode tuning [NAME]` is in `kubectl_tuning`.
 
 kubectl finds any executable named `kubectl-specdecode` on PATH and runs it for
 `kubectl specdecode ...`; it passes no flags of its own, so this follows kubectl's
 conventions itself: `--kubeconfig` (else KUBECONFIG, else ~/.kube/config), `--context`,
-`-n/--namespace` (else the context's namespace, else "default"), `-A` for list, and
+`-n/--namespace` (else the context's namespace, else "default"), `-A` for lists, and
 `-o table|json|yaml`. Actions only set the `specdecode.io/action` annotation; the operator
 acts on it once and removes it, exactly as for `kubectl annotate` or an Argo CD action.
-Exit codes: 0 done, 1 the API said no (missing rollout, CRD not installed, forbidden), 2 usage.
+Exit codes: 0 done, 1 the API said no (missing object, CRD not installed, forbidden) or a
+report could not be read, 2 usage.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-import yaml
-from kubernetes import client, config
 from kubernetes.client import ApiException
-from kubernetes.config import ConfigException
 
+from specdecode import kubectl_tuning
 from specdecode.api import ACTION_ANNOTATION, ACTIONS, GROUP, PLURAL, VERSION
+from specdecode.api.tuning import PLURAL as TUNING_PLURAL
+from specdecode.kubectl_common import (
+    OUTPUTS,
+    PluginError,
+    Target,
+    age,
+    as_object,
+    columns,
+    connect,
+    explain,
+    render,
+)
 from specdecode.report import gate_table
 
 RESOURCE = f"{PLURAL}.{GROUP}"
-OUTPUTS = ("table", "json", "yaml")
 LIST_COLUMNS = ("NAME", "PHASE", "STAGE", "VERDICT", "ALPHA", "ITL-RATIO", "AGE", "MESSAGE")
-
-
-class PluginError(Exception):
-    """A failure to report in one line with exit code 1 (never a traceback)."""
 
 
 def _flags(top_level: bool) -> argparse.ArgumentParser:
@@ -65,68 +71,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for action in ACTIONS:
         sub = commands.add_parser(action, help=f"set {ACTION_ANNOTATION}={action}", parents=[flags])
         sub.add_argument("name")
+    kubectl_tuning.add_command(commands, flags)
     return parser.parse_args(argv)
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where to talk to: an authenticated client and the namespace kubectl would use."""
-
-    api: client.CustomObjectsApi
-    namespace: str
-
-
-def connect(kubeconfig: str | None, context: str | None, namespace: str | None) -> Target:
-    """Load the kubeconfig like kubectl does (in-cluster config when there is none)."""
-    try:
-        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context
-        )
-        contexts, active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig
-        )
-        if context is not None:
-            active = next((c for c in contexts if c["name"] == context), active)
-        default_namespace = (active or {}).get("context", {}).get("namespace") or "default"
-    except (ConfigException, FileNotFoundError) as error:
-        if kubeconfig is not None or context is not None:
-            raise PluginError(f"cannot load kubeconfig: {error}") from error
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except ConfigException as incluster_error:
-            raise PluginError(f"no kubeconfig and not in a pod: {error}") from incluster_error
-        api_client, default_namespace = client.ApiClient(), "default"
-    return Target(client.CustomObjectsApi(api_client), namespace or default_namespace)
-
-
-def explain(error: ApiException, namespace: str, name: str | None) -> PluginError:
-    """Turn an API error into the sentence a user needs (missing object vs missing CRD)."""
-    try:
-        body = json.loads(error.body or "{}")
-    except (TypeError, ValueError):
-        body = {}
-    details = body.get("details") or {} if isinstance(body, dict) else {}
-    if error.status == 404 and details.get("kind") == PLURAL:
-        return PluginError(f'{RESOURCE} "{name}" not found in namespace "{namespace}"')
-    if error.status == 404:
-        return PluginError(
-            f"the server doesn't have the resource {RESOURCE}: is the CRD installed? "
-            "(helm install specdecode-operator charts/specdecode-operator)"
-        )
-    reason = body.get("message") if isinstance(body, dict) else None
-    return PluginError(f"{error.status} {error.reason}: {reason or error.body}")
-
-
-def age(timestamp: object, now: datetime) -> str:
-    """kubectl-style age: 45s, 12m, 3h, 2d."""
-    if not isinstance(timestamp, str):
-        return "-"
-    started = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    seconds = max(0, int((now - started).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def status_text(rollout: Mapping[str, Any], now: datetime) -> str:
@@ -153,60 +99,34 @@ def list_table(rollouts: Sequence[Mapping[str, Any]], all_namespaces: bool, now:
             str(status.get("message") or "")[:60],
         ]
         rows.append(([str(meta.get("namespace", ""))] if all_namespaces else []) + row)
-    if len(rows) == 1:
-        return "No resources found"
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
+    return columns(rows)
 
 
-def render(value: Any, output: str, table: Callable[[], str]) -> str:
-    """The requested output format of an object (or list) from the API server."""
-    if output == "json":
-        return json.dumps(value, indent=2, sort_keys=True)
-    if output == "yaml":
-        return yaml.safe_dump(value, sort_keys=False).rstrip()
-    return table()
-
-
-def _as_object(value: object) -> dict[str, Any]:
-    """The client returns custom objects as plain JSON dicts (typed `object`)."""
-    if not isinstance(value, dict):
-        raise PluginError(f"unexpected answer from the API server: {type(value).__name__}")
-    return value
-
-
-def _list(
-    api: client.CustomObjectsApi, args: argparse.Namespace, namespace: str, now: datetime
-) -> str:
+def _list(target: Target, args: argparse.Namespace, now: datetime) -> str:
+    api, namespace = target.api, target.namespace
     if args.all_namespaces:
-        found = _as_object(api.list_cluster_custom_object(GROUP, VERSION, PLURAL))
+        found = as_object(api.list_cluster_custom_object(GROUP, VERSION, PLURAL))
     else:
-        found = _as_object(api.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL))
+        found = as_object(api.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL))
     items = found.get("items") or []
     return render(found, args.output, lambda: list_table(items, args.all_namespaces, now))
 
 
-def _get(
-    api: client.CustomObjectsApi, args: argparse.Namespace, namespace: str, now: datetime
-) -> str:
-    rollout = _as_object(
-        api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, args.name)
+def _get(target: Target, args: argparse.Namespace, now: datetime) -> str:
+    rollout = as_object(
+        target.api.get_namespaced_custom_object(GROUP, VERSION, target.namespace, PLURAL, args.name)
     )
     return render(rollout, args.output, lambda: status_text(rollout, now))
 
 
-def _act(
-    api: client.CustomObjectsApi, args: argparse.Namespace, namespace: str, now: datetime
-) -> str:
+def _act(target: Target, args: argparse.Namespace, now: datetime) -> str:
     del now
     patch = {"metadata": {"annotations": {ACTION_ANNOTATION: args.command}}}
-    rollout = _as_object(
-        api.patch_namespaced_custom_object(
+    rollout = as_object(
+        target.api.patch_namespaced_custom_object(
             GROUP,
             VERSION,
-            namespace,
+            target.namespace,
             PLURAL,
             args.name,
             patch,
@@ -218,23 +138,29 @@ def _act(
     return render(rollout, args.output, lambda: summary)
 
 
-Command = Callable[[client.CustomObjectsApi, argparse.Namespace, str, datetime], str]
+Command = Callable[[Target, argparse.Namespace, datetime], str]
 COMMANDS: dict[str, Command] = {
     "list": _list,
     "get": _get,
     "status": _get,
     **{action: _act for action in ACTIONS},
+    "tuning": kubectl_tuning.show,
 }
+
+
+def execute(target: Target, args: argparse.Namespace, now: datetime) -> str:
+    """The text a parsed command line prints against `target`; PluginError on failure."""
+    try:
+        return COMMANDS[args.command](target, args, now)
+    except ApiException as error:
+        plural = TUNING_PLURAL if args.command == "tuning" else PLURAL
+        raise explain(error, target.namespace, getattr(args, "name", None), plural) from error
 
 
 def run(args: argparse.Namespace, out: TextIO, now: datetime) -> None:
     """Do what the parsed command line asks; raise PluginError on failure."""
     target = connect(args.kubeconfig, args.context, args.namespace)
-    try:
-        text = COMMANDS[args.command](target.api, args, target.namespace, now)
-    except ApiException as error:
-        raise explain(error, target.namespace, getattr(args, "name", None)) from error
-    out.write(text + "\n")
+    out.write(execute(target, args, now) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

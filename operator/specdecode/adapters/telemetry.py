@@ -5,14 +5,18 @@ a second bookkeeping), on a registry owned by the Runtime rather than the global
 Per-stage series exist only for the stage in progress: a finished stage's, and a deleted
 rollout's, are removed, so a dashboard never shows a stale verdict as current. The
 operator's own health for on-call: reconcile durations by outcome and API requests by verb.
+Tunings have their own gauges (`tuning_metrics`), set from each report the runner writes.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from specdecode.adapters.tuning_metrics import TuningMetrics
 from specdecode.api.gate_spec import GateType
 from specdecode.api.status import GateResult, GateVerdict, Phase, SpecDecodeRolloutStatus
+from specdecode.api.tuning_status import SpecDecodeTuningStatus
+from specdecode.domain.tuning.report import TuningReport
 
 ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)
 RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -94,6 +98,17 @@ class OperatorMetrics:
             ["verb"],
             registry=self.registry,
         )
+        self.tunings = TuningMetrics(self.registry)
+
+    def tuning_reported(
+        self, namespace: str, name: str, report: TuningReport, status: SpecDecodeTuningStatus
+    ) -> None:
+        """A tuning's report was written: its speedup per cell, GPU-seconds, configs left."""
+        self.tunings.reported(namespace, name, report, status)
+
+    def tuning_forgotten(self, namespace: str, name: str) -> None:
+        """A tuning was deleted: every series of it goes."""
+        self.tunings.forgotten(namespace, name)
 
     def count_request(self, verb: str) -> None:
         """One request to the API server (called by the Kubernetes client for each)."""

@@ -89,7 +89,7 @@ def derived_from_code() -> Rules:
     for key, verbs in KOPF.items():
         needed[key].update(verbs)
     for path in OPERATOR_SOURCE.rglob("*.py"):
-        if path.name == "kubectl_plugin.py":  # runs as the user, not the operator
+        if path.name.startswith("kubectl_"):  # the plugin runs as the user, not the operator
             continue
         source = path.read_text()
         for verb, kind, group in CLIENT_CALL.findall(source):

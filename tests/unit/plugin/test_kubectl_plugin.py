@@ -14,7 +14,8 @@ import pytest
 import yaml
 from kubernetes.client import ApiException
 
-from specdecode.kubectl_plugin import explain, list_table, parse_args, render, status_text
+from specdecode.kubectl_common import explain, render
+from specdecode.kubectl_plugin import list_table, parse_args, status_text
 
 pytestmark = pytest.mark.unit
 
