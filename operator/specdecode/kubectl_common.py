@@ -23,10 +23,10 @@ from specdecode.api import GROUP, PLURAL
 from specdecode.api.tuning import PLURAL as TUNING_PLURAL
 
 OUTPUTS = ("table", "json", "yaml")
-# How to get each CRD (the chart ships the rollout's; the tuning's is applied from crds/).
+# How to get each CRD: the chart ships both (an older release may lack the tuning's).
 INSTALL_HINT = {
     PLURAL: "helm install specdecode-operator charts/specdecode-operator",
-    TUNING_PLURAL: f"kubectl apply -f crds/{GROUP}_{TUNING_PLURAL}.yaml",
+    TUNING_PLURAL: f"kubectl apply -f crds/{GROUP}_{TUNING_PLURAL}.yaml (or upgrade the chart)",
 }
 
 

@@ -66,7 +66,10 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
         helm_ok(cluster, "lint", "--strict", str(CHART), *values)
     with_crds = rendered(cluster, "--include-crds")
     crds = of_kind(with_crds, "CustomResourceDefinition")
-    assert [crd["metadata"]["name"] for crd in crds] == ["specdecoderollouts.specdecode.io"]
+    assert [crd["metadata"]["name"] for crd in crds] == [
+        "specdecoderollouts.specdecode.io",
+        "specdecodetunings.specdecode.io",
+    ]
     docs = rendered(cluster)
     assert {d["kind"] for d in docs} == {
         "ServiceAccount",

@@ -85,8 +85,14 @@ async def tuning_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     runtime_of(memo).wakeups.wake(ref_of(body).key)
 
 
+async def tuning_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Forget the tuning's metric series; owner references delete what it created."""
+    runtime = runtime_of(memo)
+    runtime.metrics.tuning_forgotten(str(body.metadata.namespace), str(body.metadata.name))
+
+
 def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:
-    """Register the tuning's loop and its wake-up."""
+    """Register the tuning's loop, its wake-up and its deletion."""
     kopf.daemon(
         *RESOURCE,
         registry=registry,
@@ -95,3 +101,4 @@ def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:
         cancellation_timeout=5.0,
     )(tuning_loop)
     kopf.on.event(*RESOURCE, registry=registry, id="wake-tuning")(tuning_event)
+    kopf.on.delete(*RESOURCE, registry=registry, optional=True, id="forget-tuning")(tuning_deleted)

@@ -96,15 +96,16 @@ async def reconcile_tuning(
     elif done:
         phase = TuningPhase.SUCCEEDED
         message = f"done: {report.winners[-1].reason}" if report.winners else "done"
-        if spec.apply:
-            verb = await asyncio.to_thread(
+        if spec.apply and progress.applied is None:  # once: the state records it
+            progress.applied = await asyncio.to_thread(
                 start_rollout,
                 runtime.kube,
                 ref.namespace,
                 ref.name,
                 _winner_rollout(spec, report.rollout_patch),
             )
-            message += f"; SpecDecodeRollout {ref.name} {verb} with the winner"
+        if progress.applied is not None:
+            message += f"; SpecDecodeRollout {ref.name} {progress.applied} with the winner"
     else:
         waiting = [c.note for c in progress.round.values() if c.note]
         phase = TuningPhase.RUNNING
@@ -132,6 +133,7 @@ async def reconcile_tuning(
     else:  # trials of an older generation, or of cells the plan paused before a restart
         await _remove_trials(runtime, ref, {ref.trial(k) for k in progress.round}, progress)
     await _write_status(runtime, ref, status, new)
+    runtime.metrics.tuning_reported(ref.namespace, ref.name, report, new)
     return None if failure is not None or done else rounds.next_wake(progress, now)
 
 

@@ -55,6 +55,7 @@ class Progress:
     started_at: float | None = None
     finished_at: float | None = None
     round_started_at: float | None = None
+    applied: str | None = None  # `apply: true` done: "created" or "patched" (once)
 
     def round_done(self) -> bool:
         """Every cell of the round recorded its look (an empty round is done)."""
@@ -156,6 +157,7 @@ def to_json(progress: Progress) -> str:
         "startedAt": progress.started_at,
         "finishedAt": progress.finished_at,
         "roundStartedAt": progress.round_started_at,
+        "applied": progress.applied,
     }
     return json.dumps(document, sort_keys=True, allow_nan=True)
 
@@ -206,4 +208,5 @@ def from_json(spec: SpecDecodeTuningSpec, text: str | None) -> Progress | None:
         document.get("startedAt"),
         document.get("finishedAt"),
         document.get("roundStartedAt"),
+        document.get("applied"),
     )
