@@ -53,11 +53,12 @@ The rules the operator needs in every namespace it serves, derived from its code
 - specdecoderollouts/status: the operator writes the whole status with a merge patch.
 - deployments, services: children are server-side applied (patch; create when absent)
   and shadows are deleted; deployments (and pods) are listed to observe readiness.
-- pods: watched; the shadow-load pods of each analysis stage are created and deleted (the
-  operator sends no inference traffic itself).
-- endpointslices: listed to find the shadow engines' ready pod addresses.
+- pods: watched (also where the shadow engines' ready pods answer, for the load pods); the
+  shadow-load pods of each analysis stage are created and deleted (the operator sends no
+  inference traffic itself).
 - configmaps, secrets: `get` of the one prompt set a rollout names; never list or watch.
-- events: kopf posts core/v1 Events for transitions.
+- events: one core/v1 Event per transition, posted before the status write; deleted only
+  when that write is refused (409), so none announces a transition that never happened.
 */}}
 {{- define "specdecode-operator.namespacedRules" -}}
 - apiGroups: ["specdecode.io"]
@@ -86,9 +87,6 @@ The rules the operator needs in every namespace it serves, derived from its code
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "create", "delete"]
-- apiGroups: ["discovery.k8s.io"]
-  resources: ["endpointslices"]
-  verbs: ["list"]
 - apiGroups: [""]
   resources: ["configmaps", "secrets"]
   verbs: ["get"]
@@ -98,7 +96,7 @@ The rules the operator needs in every namespace it serves, derived from its code
   verbs: ["create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create"]
+  verbs: ["create", "delete"]
 # Mirror traffic: RequestMirror filters on the user's HTTPRoute (only ours are changed).
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes"]

@@ -1,12 +1,35 @@
 """Applying a decision: the one path every decision takes, the invalid-spec one included.
 
-Order matters for exactly-once effects across kills and stale copies:
-1. the transition's Events, named by the status they were computed from (a repeat after a
-   kill, or from a copy differing only in metadata, is refused as AlreadyExists);
-2. the status, guarded by that same version (a stale copy gets 409 and nothing else runs);
+Order, for exactly one Event per transition and no other effect of a stale copy:
+1. the transition's Events, named by the status it starts from (`adapters.kube.events`);
+2. the status, guarded by the resourceVersion it was computed from: the commit point.
+   Refused (409): the Events this attempt created are withdrawn, nothing else runs;
 3. children, route mirrors and the action annotation, each written only where the watched
    cache shows it differs, so an idle rollout sends no request at all.
 Each step is idempotent; a reconcile stopped between two of them is completed by the next.
+
+Why Events before the status, case by case:
+- A copy older than our own write: `runtime.superseded` refuses it in `reconcile` before
+  anything is sent.
+- Killed (or a request failed) after the Events, before the write: nothing is committed.
+  The next reconcile (after a restart: from kopf's fresh LIST) reads the same status,
+  computes the transition again under the same names, is refused (AlreadyExists) and
+  writes the status: one Event. (Status first lost that Event: at most once.)
+- 409, the rollout changed only in metadata (kopf's annotations, the action annotation)
+  or spec: this attempt's Events are withdrawn; the retry starts from the same status,
+  so the same transition creates them again (one Event, seen coming, going and coming
+  back by a watcher), and a different decision announces its own instead.
+- 409, the status itself changed (a hand edit; a leader that lost its Lease finishing a
+  request): this transition is never written from here; withdrawn, and the writer that
+  won announced its own transition before writing it.
+- A write failing otherwise (timeout, 5xx) may have landed: nothing is withdrawn. If it
+  landed, a repeat from the old copy is refused twice (AlreadyExists, then 409).
+- Leader hand-over: the standby watches nothing until it holds the Lease, then LISTs:
+  as a restart. A transition the old leader posted but did not write is a kill's repeat.
+What is left: a kill after the Events, before the write, whose repeat decides otherwise
+(a gate look seeing newer samples), or between a 409 and the withdrawal, leaves an Event
+of a transition never written; two writers deciding one transition at once (which the
+Lease excludes) could withdraw the winner's. Each needs a kill inside one API request.
 """
 
 from __future__ import annotations
@@ -21,8 +44,8 @@ from specdecode.adapters.kube.children import (
     shadows_to_delete,
     stale_objects,
 )
-from specdecode.adapters.kube.events import EventTarget, post_event
-from specdecode.adapters.kube.rollouts import clear_action, patch_status
+from specdecode.adapters.kube.events import EventTarget, post_event, withdraw_event
+from specdecode.adapters.kube.rollouts import StaleRollout, clear_action, patch_status
 from specdecode.adapters.render import Owner, render_children
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
@@ -79,28 +102,34 @@ def next_reconcile_in(runtime: Runtime, decision: Decision) -> float:
 async def commit_status(
     runtime: Runtime, ref: RolloutRef, old: SpecDecodeRolloutStatus, decision: Decision
 ) -> None:
-    """Write the decision's status if it changed (guarded), then post its Events.
+    """Post the decision's Events, then write its status if it changed (guarded).
 
-    Status first: a decision computed from a stale copy is refused by the guarded write
-    (409, `StaleRollout`) before any of its Events exists, so a transition decided twice
-    (a hand-over, a restart, a watch lagging our own write) is announced once. The cost is
-    at-most-once: a crash between the write and the post loses that Event, never doubles it.
+    Events first, so a transition whose status is written is announced even if the
+    operator dies right after the write; a write refused as stale (`StaleRollout`) takes
+    back the Events this attempt created (see the module docstring for every case).
     """
     new = decision.status
     target = EventTarget(
         ref.namespace, ref.name, ref.uid, ref.resource_version, transition_origin(ref, old, new)
     )
+    created = await _post_events(runtime, target, decision)
     if new != old:
-        version = ref.resource_version or None
-        written = await asyncio.to_thread(
-            patch_status, runtime.kube, ref.namespace, ref.name, new, version
-        )
-        # Until the watch delivers our write, the live copy (still at `version`) is stale.
-        # A write the server found to be a no-op keeps the version: nothing to wait for.
-        if version and written and written != version:
-            runtime.superseded[ref.key] = version
+        try:
+            await _write_status(runtime, ref, new)
+        except StaleRollout:
+            for position, reason in created:
+                await asyncio.to_thread(withdraw_event, runtime.kube, target, reason, position)
+            raise
+    runtime.metrics.observe(ref.namespace, ref.name, old, new)
+
+
+async def _post_events(
+    runtime: Runtime, target: EventTarget, decision: Decision
+) -> list[tuple[int, str]]:
+    """(position, reason) of the Events this call created (not those that existed)."""
+    created = []
     for position, event in enumerate(decision.events):
-        await asyncio.to_thread(
+        if await asyncio.to_thread(
             post_event,
             runtime.kube,
             target,
@@ -109,8 +138,21 @@ async def commit_status(
             event.reason,
             event.message,
             runtime.settings.identity,
-        )
-    runtime.metrics.observe(ref.namespace, ref.name, old, new)
+        ):
+            created.append((position, event.reason))
+    return created
+
+
+async def _write_status(runtime: Runtime, ref: RolloutRef, new: SpecDecodeRolloutStatus) -> None:
+    """The guarded status write; marks the copy it was computed from as superseded."""
+    version = ref.resource_version or None
+    written = await asyncio.to_thread(
+        patch_status, runtime.kube, ref.namespace, ref.name, new, version
+    )
+    # Until the watch delivers our write, the live copy (still at `version`) is stale.
+    # A write the server found to be a no-op keeps the version: nothing to wait for.
+    if version and written and written != version:
+        runtime.superseded[ref.key] = version
 
 
 def transition_origin(

@@ -6,6 +6,13 @@ other load pod of the rollout (an earlier stage, a re-run, an ended analysis) is
 A look asks every pod of the run for its blocks since the window began and combines them
 per side (`domain.load_window`). Nothing is kept between reconciles: a restarted operator
 finds the same pods, and they kept measuring while it was away.
+
+Load pods send to the engines' pod addresses, read from the watched pod cache
+(`adapters.kube.endpoints`): a pod being created gets the current ones; a running pod is
+pushed a side's list when it differs from the one its reports echo. An engine pod
+becoming Ready, or going, is a watch event that wakes the rollout, so no periodic lookup
+is needed; only a pod that does not echo (an older load image) is pushed again on a timer,
+since nothing else would tell that its container restarted with its start-up list.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from specdecode.adapters.kube.endpoints import ready_endpoints
+from specdecode.adapters.kube.endpoints import ready_engine_endpoints
 from specdecode.adapters.kube.load_pods import (
     LoadPod,
     create_pod,
@@ -24,7 +31,7 @@ from specdecode.adapters.kube.load_pods import (
 from specdecode.adapters.kube.prompt_source import read_prompt_text
 from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, plan_hash, render_load_pods
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
-from specdecode.adapters.render import Owner, child_name
+from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_report import LoadReport, ReportError
@@ -34,9 +41,9 @@ from specdecode.domain.prompts import PromptSourceError, parse_jsonl
 from specdecode.reconciler.runtime import Runtime
 
 LOAD_SOURCE = "shadow-load pods"
-# How often the engines' endpoints are looked up again while load pods run (an engine pod
-# that restarted gets a new address); pods being created always get fresh ones.
-ENDPOINT_REFRESH_SECONDS = 15.0
+# How often a load pod whose reports do not echo its endpoints is pushed them again once
+# they differ from its start-up arguments (we cannot see whether it still uses our push).
+UNECHOED_PUSH_SECONDS = 15.0
 
 
 def uses_load_pods(spec: SpecDecodeRolloutSpec | None) -> bool:
@@ -146,22 +153,15 @@ async def sync_load_pods(
         runtime.load_endpoints.pop(key, None)
         return
     running = _current(pods, wanted)
-    last = runtime.endpoints_pushed_at.get(key)
-    refresh = last is None or time.monotonic() - last >= ENDPOINT_REFRESH_SECONDS
-    if len(running) == 2 * wanted.shape.pods_per_side and not refresh:
-        return
-    endpoints = {
-        side: await asyncio.to_thread(
-            ready_endpoints, runtime.kube, owner.namespace, child_name(owner.name, side)
-        )
-        for side in SIDES
-    }
-    runtime.endpoints_pushed_at[key] = time.monotonic()
-    desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
-    absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
-    if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
-        for wanted_pod in absent:
-            await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
+    engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
+    port = spec.engine.port
+    endpoints = {side: ready_engine_endpoints(engines, side, port) for side in SIDES}
+    if len(running) < 2 * wanted.shape.pods_per_side:
+        desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
+        absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
+        if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
+            for wanted_pod in absent:
+                await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
     await _push_changed_endpoints(runtime, key, running, endpoints)
 
 
@@ -174,18 +174,25 @@ async def _push_changed_endpoints(
     """Push each running pod its side's endpoints where they differ from those it uses.
 
     What a pod uses is its report's echo (kept by `read_windows`, updated here after a
-    push it took); a pod whose reports do not echo (an older image) is compared with its
-    start-up arguments, so it is pushed the list again at every refresh once it changed.
+    push it took), so one change is one push. A pod without a known echo (an older image,
+    no report read since it started, or a push it did not take) is compared with its
+    start-up arguments and pushed at most once per `UNECHOED_PUSH_SECONDS`.
     """
     echoed = runtime.load_endpoints.setdefault(rollout, {})
     names = {pod.name for pod in running}
     for gone in [name for name in echoed if name not in names]:
         del echoed[gone]
+    last = runtime.endpoints_pushed_at.get(rollout)
+    unechoed_due = last is None or time.monotonic() - last >= UNECHOED_PUSH_SECONDS
     for pod in running:
-        urls = endpoints.get(ChildRole(pod.side), [])
-        in_use = echoed.get(pod.name, pod.endpoints)
-        if pod.report_url is None or tuple(urls) == in_use:
+        urls = tuple(endpoints.get(ChildRole(pod.side), []))
+        known = echoed.get(pod.name)
+        in_use = known if known is not None else pod.endpoints
+        if pod.report_url is None or urls == in_use or (known is None and not unechoed_due):
             continue
-        taken = await push_endpoints(runtime.http, pod.report_url, urls)
-        if taken and pod.name in echoed:
-            echoed[pod.name] = tuple(urls)
+        taken = await push_endpoints(runtime.http, pod.report_url, list(urls))
+        if taken and known is not None:
+            echoed[pod.name] = urls
+        else:  # unconfirmed: pushed again on the timer until its reports echo the list
+            echoed.pop(pod.name, None)
+            runtime.endpoints_pushed_at[rollout] = time.monotonic()

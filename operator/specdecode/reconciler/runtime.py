@@ -44,8 +44,8 @@ class Runtime:
     """Per rollout, the resourceVersion our last status write replaced: a copy of the
     rollout still at that version is stale (the watch has not delivered our write yet)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-    # When each rollout's load pods were last told the engine endpoints (monotonic seconds):
-    # discovery runs once per refresh interval, not on every reconcile.
+    # When each rollout's load pods without a known echo were last pushed the engine
+    # endpoints (monotonic seconds): such pushes repeat on a timer, not every reconcile.
     endpoints_pushed_at: dict[str, float] = field(default_factory=dict)
     # Per rollout, the engine endpoints each load pod said it uses (its report's echo, or
     # what we pushed since): endpoints are pushed only where they differ (reconciler/load.py).

@@ -61,6 +61,10 @@ class FakeClock:
         self.current += timedelta(seconds=seconds)
 
 
+class OperatorKilled(Exception):
+    """The operator process dying at an injected point (SIGKILL, in effect)."""
+
+
 class _Api:
     def __init__(self, kube: FakeKube, group: str) -> None:
         self._kube, self._group = kube, group
@@ -80,8 +84,12 @@ class FakeKube:
         self.events: dict[str, Any] = {}
         self.resource_version = itertools.count(100)
         self.current_version: str | None = None  # the rollout's version, if the test tracks it
+        self.status: dict[str, Any] | None = None  # the last status written
         self.fail_status_with: int | None = None
         self.status_writes_are_noops = False  # the server kept the version (nothing changed)
+        # "before": the process dies as it sends the status write (it never lands);
+        # "after": it dies as the answer arrives (the write landed, nothing after it ran).
+        self.die_at_status_write: str | None = None
         self.apps, self.core = _Api(self, "apps"), _Api(self, "core")
         self.custom, self.discovery = _Api(self, "custom"), _Api(self, "discovery")
         self.api = self.dynamic = None
@@ -101,9 +109,19 @@ class FakeKube:
             if name in self.events:
                 raise ApiException(status=409, reason="AlreadyExists")
             self.events[name] = args[1]
+        if method == "core.delete_namespaced_event" and self.events.pop(args[0], None) is None:
+            raise ApiException(status=404, reason="NotFound")
         return {}
 
     def _patch_status(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.die_at_status_write == "before":
+            raise OperatorKilled("before the status write")
+        answer = self._write_status(body)
+        if self.die_at_status_write == "after":
+            raise OperatorKilled("after the status write landed")
+        return answer
+
+    def _write_status(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.fail_status_with is not None:
             raise ApiException(status=self.fail_status_with, reason="injected")
         guard = (body.get("metadata") or {}).get("resourceVersion")
@@ -112,6 +130,7 @@ class FakeKube:
         if self.status_writes_are_noops:
             return {"metadata": {"resourceVersion": guard}}
         self.current_version = str(next(self.resource_version))
+        self.status = body["status"]
         return {"metadata": {"resourceVersion": self.current_version}}
 
     def verbs(self) -> list[str]:

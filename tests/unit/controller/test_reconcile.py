@@ -2,7 +2,8 @@
 
 What an SRE cares about: an idle rollout sends nothing; a reconcile writes only what
 differs; an invalid spec removes the shadows; a stale copy of the rollout writes nothing;
-a transition computed twice (a kill between its Event and its status write) posts one Event.
+a transition computed twice (a kill between its Event and its status write) posts one Event
+(more such cases in test_events_exactly_once).
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ async def test_a_write_the_server_found_unchanged_does_not_stall_the_rollout() -
 
 async def test_a_transition_computed_again_after_a_kill_posts_one_event() -> None:
     kube, cluster = FakeKube(), FakeCluster()
-    kube.fail_status_with = 500  # the status write fails: its decision announces nothing
+    kube.fail_status_with = 500  # the status write fails after the Event was posted
     with pytest.raises(ApiException):
         await reconcile(make_runtime(kube, cluster), ref("41"), raw_spec(EAGLE3), None, {})
     kube.fail_status_with = None
@@ -166,7 +167,7 @@ async def test_a_transition_computed_again_after_a_kill_posts_one_event() -> Non
     assert [e.reason for e in decision.events] == ["AnalysisStarted"]
     assert kube.event_reasons() == ["AnalysisStarted"]
     creates = [m for m, _, _ in kube.calls if m.endswith("create_namespaced_event")]
-    assert len(creates) == 1  # status first: the failed decision posted no Event at all
+    assert len(creates) == 2  # the control: it was tried twice, refused once
 
 
 async def test_a_transition_from_a_copy_older_than_kopfs_metadata_write_posts_one_event() -> None:

@@ -1,5 +1,6 @@
 """Fakes for the operator's side of the load pods: an API server keeping pods, the watched
-pod index it fills, Services' endpoint slices, load pods answering over a mock transport.
+pod index it fills (with the engine pods, whose addresses a test may move), load pods
+answering over a mock transport.
 """
 
 from __future__ import annotations
@@ -70,17 +71,15 @@ class WatchedPods(Mapping[tuple[str, str], list[dict[str, Any]]]):
         self.core = core
 
     def __getitem__(self, key: tuple[str, str]) -> list[dict[str, Any]]:
-        pods = [_running(p) for p in self.core.pods.values()]
-        found = [p for p in pods if p["metadata"]["labels"]["specdecode.io/rollout"] == key[1]]
-        if not found:
+        if key != ("team-a", "llama-8b"):
             raise KeyError(key)
-        return found
+        return [*(_running(p) for p in self.core.pods.values()), *engine_pods()]
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter([("team-a", "llama-8b")] if self.core.pods else [])
+        return iter([("team-a", "llama-8b")])
 
     def __len__(self) -> int:
-        return 1 if self.core.pods else 0
+        return 1
 
 
 def _running(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -92,27 +91,26 @@ def _running(manifest: dict[str, Any]) -> dict[str, Any]:
     return {**manifest, "status": status}
 
 
-LOOKUPS: list[str] = []
-
-
 # The engines' pod addresses per side; a test may move one (an engine pod restarted).
 ENGINE_IPS = {"baseline": "10.2.0.1", "candidate": "10.2.0.2"}
 
 
-def endpoint_slices(namespace: str, label_selector: str) -> Any:
-    LOOKUPS.append(label_selector)
-    service = label_selector.split("=")[1]
-    ip = ENGINE_IPS["baseline" if service.endswith("baseline") else "candidate"]
-    endpoint = SimpleNamespace(addresses=[ip], conditions=SimpleNamespace(ready=True))
-    return SimpleNamespace(
-        items=[SimpleNamespace(ports=[SimpleNamespace(port=8000)], endpoints=[endpoint])]
-    )
+def engine_pods() -> list[dict[str, Any]]:
+    """One Ready engine pod per shadow role, as the watch caches it."""
+    return [
+        {
+            "metadata": {
+                "name": f"llama-8b-{role}-0",
+                "labels": {"specdecode.io/rollout": "llama-8b", "specdecode.io/role": role},
+            },
+            "status": {"podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]},
+        }
+        for role, ip in ENGINE_IPS.items()
+    ]
 
 
 def runtime(core: FakeCore, handler: Any = None) -> Runtime:
-    kube = SimpleNamespace(
-        core=core, discovery=SimpleNamespace(list_namespaced_endpoint_slice=endpoint_slices)
-    )
+    kube = SimpleNamespace(core=core)  # no other API: endpoints come from the cache
     transport = httpx.MockTransport(handler or (lambda request: httpx.Response(404)))
     cluster = ClusterView()
     cluster.attach({}, {}, WatchedPods(core), {})

@@ -1,8 +1,11 @@
 """Engine endpoints are pushed to a load pod only when they differ from those it uses.
 
 A load pod echoes its endpoints in every report; the operator compares against the echo
-(and what it pushed since), so one change means one push, not one every refresh. A pod
-that does not echo (an older image) is compared with its start-up arguments, as before.
+(and what it pushed since), so one change means one push, not one every refresh. The
+engines' addresses come from the watched pod cache, so a change is pushed at the reconcile
+its watch event causes. A pod that does not echo (an older image) is compared with its
+start-up arguments and pushed again on a timer (`UNECHOED_PUSH_SECONDS`), not at every
+reconcile.
 """
 
 from __future__ import annotations
@@ -65,10 +68,15 @@ async def _started(pods: LoadPods) -> tuple[Runtime, FakeCore]:
     return rt, core
 
 
-async def _refresh(rt: Runtime) -> None:
-    """A reconcile after the refresh interval: endpoints are looked up again."""
-    rt.endpoints_pushed_at.clear()
+async def _reconcile(rt: Runtime) -> None:
+    """A reconcile moments after the last (e.g. the engine pod's watch event)."""
     await sync_load_pods(rt, OWNER, SPEC, PLAN, observe_load_pods(rt, "team-a", "llama-8b"))
+
+
+async def _refresh(rt: Runtime) -> None:
+    """A reconcile after the timer of pods without a known echo ran out."""
+    rt.endpoints_pushed_at.clear()
+    await _reconcile(rt)
 
 
 async def _look(rt: Runtime) -> None:
@@ -113,6 +121,51 @@ async def test_control_a_pod_that_does_not_echo_is_pushed_at_every_refresh() -> 
         await _refresh(rt)
         await _look(rt)
     assert [host for host, _ in pods.pushes] == ["10.1.1.1"] * 3
+
+
+async def test_a_moved_engine_is_pushed_at_the_next_reconcile_without_waiting() -> None:
+    pods = LoadPods(echo=True)
+    rt, _ = await _started(pods)
+    await _look(rt)
+    await _reconcile(rt)  # starts no timer: nothing differed
+    ENGINE_IPS["baseline"] = "10.2.0.7"  # the watch delivers the new engine pod
+    await _reconcile(rt)
+    assert pods.pushes == [("10.1.0.1", ["http://10.2.0.7:8000"])]
+
+
+async def test_a_pod_without_echo_is_pushed_on_the_timer_not_at_every_reconcile() -> None:
+    pods = LoadPods(echo=False)
+    rt, _ = await _started(pods)
+    await _look(rt)
+    ENGINE_IPS["candidate"] = "10.2.0.9"
+    for _ in range(3):
+        await _reconcile(rt)
+        await _look(rt)
+    assert len(pods.pushes) == 1
+    await _refresh(rt)
+    assert len(pods.pushes) == 2  # the control: once the timer ran out, pushed again
+
+
+async def test_a_push_the_pod_did_not_take_is_retried_on_the_timer() -> None:
+    pods = LoadPods(echo=True)
+    refused: list[str] = []
+
+    def refuse_pushes(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            refused.append(request.url.host)
+            return httpx.Response(503)
+        return pods(request)
+
+    core = FakeCore()
+    rt = runtime(core, refuse_pushes)
+    await sync_load_pods(rt, OWNER, SPEC, PLAN, [])
+    await _look(rt)
+    ENGINE_IPS["candidate"] = "10.2.0.9"
+    for _ in range(3):
+        await _reconcile(rt)
+    assert refused == ["10.1.1.1"]
+    await _refresh(rt)
+    assert refused == ["10.1.1.1"] * 2
 
 
 def test_the_echo_round_trips_and_its_absence_reads_as_unknown() -> None:

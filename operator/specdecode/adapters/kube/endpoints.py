@@ -1,27 +1,52 @@
-"""Where a Service's ready pods answer: EndpointSlices, read directly.
+"""Where an engine role's ready pods answer: read from the watched pod cache, not listed.
 
 The shadow driver sends requests to pod addresses rather than the Service's virtual IP, so
 it needs no kube-proxy (true of the local test cluster) and spreads load evenly itself.
+The addresses are those the role's Service would list as ready in its EndpointSlices: a
+shadow Service selects exactly `specdecode.io/rollout` + `specdecode.io/role`, on the
+engine port, and an endpoint is ready when its pod has an IP, is Ready and is not being
+deleted. The pods are already watched (`ClusterView.rollout_pods`), and a pod becoming
+Ready or going away wakes the rollout, so this costs no request at all.
 """
 
 from __future__ import annotations
 
-from specdecode.adapters.kube.client import KubeClients
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from specdecode.adapters.render import ROLE_LABEL
+from specdecode.domain.observations import ChildRole
 
 
-def ready_endpoints(clients: KubeClients, namespace: str, service: str) -> list[str]:
-    """Base URLs (`http://ip:port`) of the Service's ready endpoints, sorted."""
-    slices = clients.discovery.list_namespaced_endpoint_slice(
-        namespace, label_selector=f"kubernetes.io/service-name={service}"
-    )
-    urls: set[str] = set()
-    for endpoint_slice in slices.items:
-        ports = [p.port for p in endpoint_slice.ports or [] if p.port]
-        for endpoint in endpoint_slice.endpoints or []:
-            conditions = endpoint.conditions
-            if conditions is not None and conditions.ready is False:
-                continue
-            for address in endpoint.addresses or []:
-                host = f"[{address}]" if ":" in address else address
-                urls.update(f"http://{host}:{port}" for port in ports)
+def ready_engine_endpoints(
+    pods: Iterable[Mapping[str, Any]], role: ChildRole, port: int
+) -> list[str]:
+    """Base URLs (`http://ip:port`, IPv6 in brackets) of the role's ready pods, sorted."""
+    urls = {
+        f"http://{_host(pod)}:{port}"
+        for pod in pods
+        if _labels(pod).get(ROLE_LABEL) == role.value and _serving(pod)
+    }
     return sorted(urls)
+
+
+def _labels(pod: Mapping[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = (pod.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def _serving(pod: Mapping[str, Any]) -> bool:
+    """Has an address, is Ready, is not terminating: an EndpointSlice's ready endpoint."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    status = pod.get("status") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    return ready and bool(status.get("podIP"))
+
+
+def _host(pod: Mapping[str, Any]) -> str:
+    address = str((pod.get("status") or {}).get("podIP"))
+    return f"[{address}]" if ":" in address else address

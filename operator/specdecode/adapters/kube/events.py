@@ -1,4 +1,4 @@
-"""Kubernetes Events on a rollout, posted at most once per transition.
+"""Kubernetes Events on a rollout, one per transition: named so a repeat is refused.
 
 Each Event's name is derived from the rollout's uid, the transition's origin (a digest of
 the status it was computed from), the reason and its position in the decision. The same
@@ -7,6 +7,11 @@ write, or from a copy of the rollout that differs only in metadata, such as kopf
 finalizer or annotation writes) gets the same name, and the second create is refused as
 AlreadyExists: one Event, not two. (kopf's `kopf.event` names Events randomly, so it
 cannot tell a repeat from a new one.)
+
+Events are posted before the status write that commits their transition
+(`reconciler.apply.commit_status`); when that write is refused (409: the rollout changed
+since), the transition did not happen from here, and `withdraw_event` deletes the Events
+this attempt created, so none announces a transition that is never written.
 """
 
 from __future__ import annotations
@@ -52,7 +57,10 @@ def post_event(
     instance: str,
     now: datetime | None = None,
 ) -> bool:
-    """Create the Event; False if it already exists (a repeat of a posted transition)."""
+    """Create the Event; False if it already exists (a repeat of a posted transition).
+
+    Only a True answer means this call created it, and so may withdraw it.
+    """
     stamp = now or datetime.now(UTC).replace(microsecond=0)
     body = client.CoreV1Event(
         metadata=client.V1ObjectMeta(name=event_name(target, reason, position)),
@@ -81,3 +89,16 @@ def post_event(
             return False
         raise
     return True
+
+
+def withdraw_event(clients: KubeClients, target: EventTarget, reason: str, position: int) -> None:
+    """Delete an Event this attempt created, its transition refused by the status write.
+
+    A repeat of the same transition (from a fresher copy with the same status) creates it
+    again under the same name; gone already (404) is what was wanted.
+    """
+    try:
+        clients.core.delete_namespaced_event(event_name(target, reason, position), target.namespace)
+    except ApiException as error:
+        if error.status != 404:
+            raise
