@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from specdecode.adapters.kube.events import EventTarget, post_event
 from specdecode.adapters.kube.tunings import (
     apply_config_map,
     patch_tuning_status,
@@ -30,6 +31,7 @@ from specdecode.adapters.kube.tunings import (
 )
 from specdecode.adapters.render import DEPLOYMENT_PROGRESS_SLACK_SECONDS
 from specdecode.adapters.render_trials import trial_prefix
+from specdecode.api.tuning import KIND as TUNING_KIND
 from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.api.tuning_status import SpecDecodeTuningStatus, TuningPhase
 from specdecode.domain.tuning import rounds
@@ -194,8 +196,27 @@ async def _write_status(
     old: SpecDecodeTuningStatus,
     new: SpecDecodeTuningStatus,
 ) -> None:
-    if new != old:
-        await asyncio.to_thread(patch_tuning_status, runtime.kube, ref.namespace, ref.name, new)
+    """Write the status if it changed; a phase change is also an Event, named after the
+    generation and phase so a repeat (a stale copy, a restart) is refused, not doubled."""
+    if new == old:
+        return
+    await asyncio.to_thread(patch_tuning_status, runtime.kube, ref.namespace, ref.name, new)
+    if new.phase == old.phase and old.observed_generation == new.observed_generation:
+        return
+    target = EventTarget(
+        ref.namespace, ref.name, ref.uid, "", f"{ref.generation}/{new.phase}", TUNING_KIND
+    )
+    warning = new.phase is TuningPhase.FAILED
+    await asyncio.to_thread(
+        post_event,
+        runtime.kube,
+        target,
+        0,
+        "Warning" if warning else "Normal",
+        f"Tuning{new.phase.value}",
+        new.message,
+        runtime.settings.identity,
+    )
 
 
 def _winner_rollout(spec: SpecDecodeTuningSpec, patch: Mapping[str, Any]) -> dict[str, Any]:

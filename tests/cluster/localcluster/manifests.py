@@ -19,6 +19,18 @@ SIMULATOR_EXAMPLE = REPO / "examples" / "simulator" / "specdecode-rollout.yaml"
 INVALID_TABLE = REPO / "tests" / "data" / "invalid-rollouts.yaml"
 
 
+def rollout_examples() -> list[Path]:
+    """Every example file that holds a SpecDecodeRollout (tunings live beside them)."""
+    return sorted(
+        path
+        for path in (REPO / "examples").rglob("*.yaml")
+        if any(
+            document and document.get("kind") == "SpecDecodeRollout"
+            for document in yaml.safe_load_all(path.read_text())
+        )
+    )
+
+
 def load_example(path: Path = SIMULATOR_EXAMPLE) -> dict[str, Any]:
     """The first SpecDecodeRollout document of an example file."""
     for document in yaml.safe_load_all(path.read_text()):

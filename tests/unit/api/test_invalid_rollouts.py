@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from sdr_crd_checker import CrdChecker
 
 from localcluster.manifests import REPO as REPO_ROOT
-from localcluster.manifests import InvalidCase, load_example
+from localcluster.manifests import InvalidCase, load_example, rollout_examples
 from localcluster.manifests import load_invalid_cases as load_cases
 from specdecode.api import SpecDecodeRollout
 from specdecode.api.crdgen import output_paths
@@ -20,7 +20,7 @@ from specdecode.api.crdgen import output_paths
 pytestmark = pytest.mark.unit
 
 CASES = load_cases()
-EXAMPLES = sorted((REPO_ROOT / "examples").rglob("*.yaml"))
+EXAMPLES = rollout_examples()
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from celpy.evaluation import CELEvalError
 from sdr_crd_checker import apply_defaults
 
 from localcluster.manifests import REPO as REPO_ROOT
-from localcluster.manifests import load_example, load_invalid_cases, merged
+from localcluster.manifests import load_example, load_invalid_cases, merged, rollout_examples
 from specdecode.api import vllm_versions as facts
 from specdecode.api.crdgen import custom_resource_definition
 from specdecode.api.rules import Rule
@@ -77,7 +77,7 @@ BOUNDARY_PATCHES: list[dict[str, Any]] = [
 def _corpus() -> list[dict[str, Any]]:
     """Whole objects as the API server would hold them (CRD defaults applied)."""
     base = load_example()
-    objects = [load_example(path) for path in sorted((REPO_ROOT / "examples").rglob("*.yaml"))]
+    objects = [load_example(path) for path in rollout_examples()]
     for case in TABLE["cases"]:
         for version in VERSIONS:
             patch = {"spec": {"engine": {"vllmVersion": version}, "speculative": None}}

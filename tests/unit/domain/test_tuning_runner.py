@@ -140,3 +140,18 @@ def test_every_cell_key_of_the_round_names_a_configured_cell() -> None:
     rounds.start_round(progress, 0.0)
     fingerprints = {c.fingerprint() for c in SPEC.configs()}
     assert all(isinstance(k, CellKey) and k.config in fingerprints for k in progress.round)
+
+
+def test_the_tuning_example_is_a_valid_spec_with_a_trial_per_cell() -> None:
+    """examples/simulator/specdecode-tuning.yaml parses, and every cell's trial renders
+    a valid rollout spec (what the runner builds its engines and load pods from)."""
+    import yaml
+
+    from localcluster.manifests import REPO
+
+    document = yaml.safe_load((REPO / "examples/simulator/specdecode-tuning.yaml").read_text())
+    spec = SpecDecodeTuningSpec.model_validate(document["spec"])
+    for config in spec.configs():
+        trial = spec.trial_spec(config)
+        assert trial.speculative == config
+        assert trial.analysis.traffic == spec.traffic

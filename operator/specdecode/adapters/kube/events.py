@@ -31,13 +31,15 @@ COMPONENT = "specdecode-operator"
 
 @dataclass(frozen=True)
 class EventTarget:
-    """The rollout an Event is about, and where its transition came from."""
+    """The object an Event is about (a rollout, or a tuning), and where its transition
+    came from."""
 
     namespace: str
     name: str
     uid: str
     resource_version: str
     origin: str  # identifies the state the transition was computed from
+    kind: str = KIND
 
 
 def event_name(target: EventTarget, reason: str, position: int) -> str:
@@ -66,7 +68,7 @@ def post_event(
         metadata=client.V1ObjectMeta(name=event_name(target, reason, position)),
         involved_object=client.V1ObjectReference(
             api_version=API_VERSION,
-            kind=KIND,
+            kind=target.kind,
             name=target.name,
             namespace=target.namespace,
             uid=target.uid,
