@@ -85,7 +85,9 @@ class PrometheusRunningRequests:
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
             return MetricError(source=f"prometheus {self._url}", message=why(error))
 
-    def _histogram(self, engine: EngineSelector, start: datetime, end: datetime) -> dict[int, float]:
+    def _histogram(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> dict[int, float]:
         rows: list[dict[str, Any]] = self._client.custom_query_range(
             running_query(engine),
             start_time=start,
