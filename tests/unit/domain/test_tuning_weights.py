@@ -53,7 +53,7 @@ def test_the_report_names_what_weighted_the_bands() -> None:
     assert build_report(named, HIGH_LOAD).weights_source == (
         "production's vllm:num_requests_running over 7200 s (Deployment llama)"
     )
-    assert build_report(named, {}).weights_source == "uniform over the ladder"  # unknown
+    assert build_report(named, {}).weights_source == "nothing known (equal per band)"
     fallback = crossing_run(0, productionConcurrency=64).run
     assert build_report(fallback, {}).weights_source == "productionConcurrency 64"
     assert build_report(fallback, None).recommendation == "eagle3 k=1"

@@ -133,7 +133,7 @@ def markdown(report: TuningReport) -> str:
     lines += [
         "",
         f"Band weights: {list(report.band_weights)}",
-        f"Weighted by {report.weights_source}: {report.recommendation}; "
+        f"Weights from {report.weights_source}: recommends {report.recommendation}; "
         f"with equal weights: {report.uniform_recommendation}",
         f"Schedule (num_speculative_tokens_per_batch_size): {schedule}",
         "",

@@ -138,7 +138,7 @@ def _weights_source(
         return "production's running-request histogram"
     if spec.production_concurrency is not None:
         return f"productionConcurrency {spec.production_concurrency}"
-    return "uniform over the ladder"
+    return "nothing known (equal per band)"
 
 
 def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> TuningReport:
