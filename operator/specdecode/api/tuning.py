@@ -23,6 +23,7 @@ from specdecode.api.rollout import GROUP, SPEC_RULES, VERSION, SpecDecodeRollout
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.traffic import TrafficSpec
+from specdecode.api.tuning_production import ProductionSpec
 from specdecode.api.tuning_rules import (
     BUDGET_MESSAGE,
     SPEC_RULES_TUNING,
@@ -139,7 +140,14 @@ class SpecDecodeTuningSpec(KubeModel):
         description="Requests in flight per engine, strictly ascending.",
     )
     production_concurrency: Concurrency | None = Field(
-        default=None, description="Production's usual concurrency; added to the ladder."
+        default=None,
+        description="Production's usual concurrency; added to the ladder, and all the weight "
+        "when production's running-request histogram is not known.",
+    )
+    production: ProductionSpec | None = Field(
+        default=None,
+        description="Production's Deployment: its running-request histogram weights the "
+        "loads for the one config to roll out (else productionConcurrency, else equal).",
     )
     objective: Objective = Field(default=Objective.MINIMISE_TPOT, description="What wins.")
     constraints: Constraints = Field(default_factory=Constraints, description="Must-holds.")
@@ -234,6 +242,7 @@ __all__ = [
     "Budget",
     "Constraints",
     "Objective",
+    "ProductionSpec",
     "SearchGrid",
     "SearchSpace",
     "SpecDecodeTuning",

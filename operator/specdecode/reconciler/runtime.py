@@ -15,7 +15,14 @@ from specdecode.adapters.clock import Clock, SystemClock
 from specdecode.adapters.engine_version import EngineVersions
 from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import KubeClients
-from specdecode.adapters.metrics import AcceptanceSource, StepLatencySource, make_metric_source
+from specdecode.adapters.metrics import (
+    AcceptanceSource,
+    PrometheusRunningRequests,
+    RunningRequestsSource,
+    StepLatencySource,
+    UnknownRunningRequests,
+    make_metric_source,
+)
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.reconciler.wakeups import Wakeups
 from specdecode.settings import OperatorSettings
@@ -37,6 +44,8 @@ class Runtime:
     http: httpx.AsyncClient
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
+    running: RunningRequestsSource = field(default_factory=UnknownRunningRequests)
+    """Production's running-request histogram for a tuning's report (unknown by default)."""
     cluster: ClusterView = field(default_factory=ClusterView)
     """The watched children, pods and routes (kopf's indexes, attached by the handlers)."""
     wakeups: Wakeups = field(default_factory=Wakeups)
@@ -75,6 +84,9 @@ class Runtime:
             metrics=metrics,
             acceptance=prometheus,
             step_latency=prometheus,
+            running=PrometheusRunningRequests(
+                settings.prometheus_url, settings.prometheus_timeout_seconds
+            ),
             http=httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)),
         )
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from pydantic import ValidationError
-from sdr_crd_checker import CrdChecker
+from sdr_crd_checker import CrdChecker, apply_defaults
 
 from localcluster.manifests import REPO as REPO_ROOT
 from specdecode.api.crdgen import TUNING_KIND, custom_resource_definition, drift, output_paths
@@ -172,3 +172,32 @@ def test_crd_committed_and_rollout_crd_unchanged() -> None:
     assert crd["spec"]["names"]["shortNames"] == ["sdt"]
     resource = SpecDecodeTuning.model_validate(as_object(VALID))
     assert resource.status.phase.value == "Pending"
+
+
+def test_production_defaults_its_window_in_the_model_and_the_crd(checker: CrdChecker) -> None:
+    wire = spec_with(production={"deployment": "llama"})
+    spec = SpecDecodeTuningSpec.model_validate(wire)
+    assert spec.production is not None
+    assert (spec.production.deployment, spec.production.window_seconds) == ("llama", 3600)
+    assert spec.production_concurrency is None  # the fallback stays its own field
+    assert checker.errors(as_object(wire)) == []
+    server_default = apply_defaults(checker.schema, as_object(wire))
+    assert server_default["spec"]["production"]["windowSeconds"] == 3600
+
+
+@pytest.mark.parametrize(
+    ("production", "path"),
+    [
+        ({"deployment": "llama", "windowSeconds": 60}, "spec.production.windowSeconds"),
+        ({"deployment": "llama", "windowSeconds": 31 * 86400}, "spec.production.windowSeconds"),
+        ({"deployment": "llama.v2"}, "spec.production.deployment"),  # a dot: any pod matches
+        ({"windowSeconds": 3600}, "spec.production.deployment"),  # required
+    ],
+)
+def test_production_out_of_bounds_is_refused_by_model_and_crd(
+    checker: CrdChecker, production: dict[str, Any], path: str
+) -> None:
+    wire = spec_with(production=production)
+    with pytest.raises(ValidationError):
+        SpecDecodeTuningSpec.model_validate(wire)
+    assert [e.path for e in checker.errors(as_object(wire))] == [path]

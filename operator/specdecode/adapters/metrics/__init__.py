@@ -1,4 +1,5 @@
-"""Metric sources for the gates: one module per source behind the Protocols in `protocol`.
+"""Metric sources for the gates (and the tuning's production histogram, `running`): one
+module per source behind the Protocols in `protocol`.
 
 Chosen by `make_metric_source`, as Argo Rollouts picks a metric provider by name.
 """
@@ -9,8 +10,10 @@ from specdecode.adapters.metrics.prometheus import PrometheusMetrics
 from specdecode.adapters.metrics.protocol import (
     AcceptanceSource,
     EngineSelector,
+    RunningRequestsSource,
     StepLatencySource,
 )
+from specdecode.adapters.metrics.running import PrometheusRunningRequests, UnknownRunningRequests
 
 
 def make_metric_source(kind: str, url: str, timeout_seconds: float) -> PrometheusMetrics:
@@ -24,6 +27,9 @@ __all__ = [
     "AcceptanceSource",
     "EngineSelector",
     "PrometheusMetrics",
+    "PrometheusRunningRequests",
+    "RunningRequestsSource",
     "StepLatencySource",
+    "UnknownRunningRequests",
     "make_metric_source",
 ]

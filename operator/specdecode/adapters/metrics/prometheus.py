@@ -84,8 +84,10 @@ def parse_step_histogram(rows: list[dict[str, Any]], steps: float | None = None)
 MALFORMED = (ValueError, KeyError, IndexError, TypeError)
 
 
-def _why(error: Exception) -> str:
-    kind = "" if isinstance(error, ValueError) else f"malformed response ({type(error).__name__}) "
+def why(error: Exception) -> str:
+    """A MetricError's message: the error, marked when the answer had the wrong shape."""
+    shape = isinstance(error, MALFORMED) and not isinstance(error, ValueError)
+    kind = f"malformed response ({type(error).__name__}) " if shape else ""
     return f"{kind}{error}"[:500]
 
 
@@ -104,7 +106,7 @@ class PrometheusMetrics:
         try:
             return await asyncio.to_thread(self._query_all, engine, start, end)
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self._url}", message=_why(error))
+            return MetricError(source=f"prometheus {self._url}", message=why(error))
 
     async def step_itl_histogram(
         self, engine: EngineSelector, start: datetime, end: datetime
@@ -118,7 +120,7 @@ class PrometheusMetrics:
         try:
             return await asyncio.to_thread(self._step_histogram, engine, seconds, end)
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self._url}", message=_why(error))
+            return MetricError(source=f"prometheus {self._url}", message=why(error))
 
     def _step_histogram(self, engine: EngineSelector, seconds: int, end: datetime) -> StepHistogram:
         at = {"time": f"{end.timestamp():.3f}"}

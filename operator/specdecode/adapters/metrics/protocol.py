@@ -53,3 +53,20 @@ class StepLatencySource(Protocol):
         when the engine does not export it), for observations that share a step.
         """
         ...
+
+
+class RunningRequestsSource(Protocol):
+    """Production's running-request histogram, to weight a tuning's loads by reality."""
+
+    async def running_histogram(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> dict[int, float] | MetricError:
+        """Concurrency -> share of time over [start, end] of `vllm:num_requests_running`.
+
+        Why a histogram and not a mean: which config wins flips at its break-even, so a
+        mean of 8 made of half 1 and half 15 weighs the loads wrongly. Per engine (pod),
+        as the tuning's ladder is. Nothing to go by (no series, or idle throughout) is an
+        empty dict: unknown, and the tuning falls back; a failed backend is a
+        `MetricError`, never raised.
+        """
+        ...

@@ -87,8 +87,8 @@ def band_weights(
     production: int | None,
 ) -> list[float]:
     """Share of production time in each band (sums to 1). `running` is a histogram of
-    `vllm:num_requests_running` samples over a window (concurrency -> weight); the adapter
-    that reads it from Prometheus is not built yet."""
+    `vllm:num_requests_running` samples over a window (concurrency -> weight), read per
+    engine pod by `adapters.metrics.running`."""
     ranges = bands(loads, max_batch)
     if running:
         raw = [sum(w for c, w in running.items() if lo <= max(c, 1) <= hi) for lo, hi in ranges]

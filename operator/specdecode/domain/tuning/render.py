@@ -133,6 +133,8 @@ def markdown(report: TuningReport) -> str:
     lines += [
         "",
         f"Band weights: {list(report.band_weights)}",
+        f"Weights from {report.weights_source}: recommends {report.recommendation}; "
+        f"with equal weights: {report.uniform_recommendation}",
         f"Schedule (num_speculative_tokens_per_batch_size): {schedule}",
         "",
         "Rollout patch:",

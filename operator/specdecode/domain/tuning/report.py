@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.tuning_status import BandWinner, SpecDecodeTuningStatus, TuningPhase
 from specdecode.api.vllm_versions import field_exists
@@ -101,6 +102,10 @@ class TuningReport:
     looks: int
     dropped: tuple[str, ...]
     done: bool
+    # How the recommendation depends on production's distribution (defaults: older JSON).
+    weights_source: str = ""  # what weighted the bands (production's histogram, ...)
+    recommendation: str = ""  # the rollout patch's config in words
+    uniform_recommendation: str = ""  # what it would be with equal weights per band
 
 
 def _label(wire: Mapping[str, object]) -> str:
@@ -108,9 +113,39 @@ def _label(wire: Mapping[str, object]) -> str:
     return f"{wire['method']} k={wire['num_speculative_tokens']}{extra}"
 
 
+def _recommendation(patch: Mapping[str, object]) -> str:
+    spec = patch["spec"]
+    wire = spec.get("speculative") if isinstance(spec, Mapping) else None
+    if not isinstance(wire, Mapping):
+        return "plain decoding"
+    steps = wire.get(SCHEDULE_FIELD)
+    return _label(wire) + ("" if steps is None else f" schedule {steps}")
+
+
+def _weights_source(
+    spec: SpecDecodeTuningSpec, ranges: list[tuple[int, int]], running: Mapping[int, float] | None
+) -> str:
+    """What `band_weights` went by: the first of these that says anything about the bands."""
+    counted = any(
+        w > 0 and lo <= max(c, 1) <= hi for c, w in (running or {}).items() for lo, hi in ranges
+    )
+    if counted and spec.production is not None:
+        return (
+            f"production's vllm:num_requests_running over {spec.production.window_seconds} s "
+            f"(Deployment {spec.production.deployment})"
+        )
+    if counted:
+        return "production's running-request histogram"
+    if spec.production_concurrency is not None:
+        return f"productionConcurrency {spec.production_concurrency}"
+    return "nothing known (equal per band)"
+
+
 def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> TuningReport:
     """The report of a run; `running` is production's running-request histogram
-    (concurrency -> share of time), which weights the loads for the one config to roll out."""
+    (concurrency -> share of time), which weights the loads for the one config to roll out.
+    The report names what weighted them and what equal weights would have recommended, so a
+    reader sees whether the choice rests on the distribution."""
     spec = run.spec
     configs = spec.configs()
     loads = run.loads
@@ -120,6 +155,9 @@ def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> 
     weights = band_weights(loads, max_batch, running, spec.production_concurrency)
     families = score_families(configs, loads, run.cells, weights, spec.constraints)
     with_schedule = field_exists(SCHEDULE_FIELD, spec.engine.effective_vllm_version)
+    patch = rollout_patch(families[0], configs, ranges, with_schedule)
+    equal = [1.0 / len(loads)] * len(loads)
+    uniform = score_families(configs, loads, run.cells, equal, spec.constraints)[0]
     rows = []
     for config in configs:
         fingerprint = config.fingerprint()
@@ -157,12 +195,17 @@ def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> 
         band_weights=tuple(round(w, 4) for w in weights),
         families=tuple(families),
         schedule=schedule(families[0].best, ranges) if with_schedule else None,
-        rollout_patch=rollout_patch(families[0], configs, ranges, with_schedule),
+        rollout_patch=patch,
         gpu_seconds=round(run.gpu_seconds, 1),
         exhaustive_gpu_seconds=run.exhaustive_gpu_seconds(),
         looks=run.looks,
         dropped=tuple(sorted(standing.dropped)),
         done=run.next_round().done,
+        weights_source=_weights_source(spec, ranges, running),
+        recommendation=_recommendation(patch),
+        uniform_recommendation=_recommendation(
+            rollout_patch(uniform, configs, ranges, with_schedule)
+        ),
     )
 
 

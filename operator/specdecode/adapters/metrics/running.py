@@ -1,0 +1,108 @@
+"""Production's running-request histogram from Prometheus, to weight a tuning's ladder.
+
+A tuning measures each config per engine at fixed concurrencies; the one config it
+recommends depends on how often production's engines sit at each. The gauge
+`vllm:num_requests_running` is that concurrency, so a range query over a window samples it
+every `step` seconds and the histogram is the share of samples at each value.
+
+Per pod, never summed over pods: the ladder's loads are requests in flight *per engine*
+(a trial runs one engine pair), and a Deployment of four replicas at 16 each is four
+engines at 16, not one at 64. Series within one pod are summed (`sum by (pod)`): a pod
+exporting one series per model name or engine core is still one engine's batch. Each
+pod-sample counts once, so a busy replica and an idle one weigh the same per second.
+Idle samples (0 running) are left out: no token is produced then, so no config's speed
+matters; a window with no busy sample is an empty histogram, i.e. unknown (the tuning
+falls back to `productionConcurrency`), never an error. A failed backend is a MetricError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import datetime
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from specdecode.adapters.metrics.prometheus import MALFORMED, why
+from specdecode.adapters.metrics.protocol import EngineSelector
+from specdecode.domain.observations import MetricError
+
+RUNNING = "vllm:num_requests_running"
+MIN_STEP_SECONDS = 15  # a usual scrape interval: finer steps only repeat the same sample
+MAX_POINTS = 1000  # per pod: well under Prometheus' 11 000 points per series
+
+
+def running_query(engine: EngineSelector) -> str:
+    """Each pod's running requests (its series summed), one series per pod."""
+    selector = f'namespace="{engine.namespace}",pod=~"{engine.pod_regex}"'
+    return f"sum by (pod)({RUNNING}{{{selector}}})"
+
+
+def step_seconds(start: datetime, end: datetime) -> int:
+    """At most MAX_POINTS samples per pod over the window, never finer than MIN_STEP."""
+    window = max(0.0, (end - start).total_seconds())
+    return max(MIN_STEP_SECONDS, math.ceil(window / MAX_POINTS))
+
+
+def parse_running(rows: list[dict[str, Any]]) -> dict[int, float]:
+    """Matrix rows (one per pod) as concurrency -> share of busy pod-samples.
+
+    Values are rounded to whole requests (a gauge of a count; Prometheus answers floats);
+    NaN samples are skipped; a negative count is a malformed answer (ValueError).
+    """
+    counts: dict[int, int] = {}
+    for row in rows:
+        for _, text in row["values"]:
+            value = float(text)
+            if math.isnan(value):
+                continue
+            if value < 0:
+                raise ValueError(f"{RUNNING} is negative ({value}) for {row['metric']}")
+            concurrency = round(value)
+            if concurrency > 0:
+                counts[concurrency] = counts.get(concurrency, 0) + 1
+    total = sum(counts.values())
+    return {c: counts[c] / total for c in sorted(counts)}
+
+
+class PrometheusRunningRequests:
+    """`RunningRequestsSource` backed by a Prometheus server."""
+
+    def __init__(self, url: str, timeout_seconds: float) -> None:
+        self._url = url
+        self._timeout = timeout_seconds
+        self._client = PrometheusConnect(url=url, disable_ssl=True)
+
+    async def running_histogram(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> dict[int, float] | MetricError:
+        """Share of busy pod-samples per concurrency over [start, end]; {} when none."""
+        try:
+            return await asyncio.to_thread(self._histogram, engine, start, end)
+        except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
+            return MetricError(source=f"prometheus {self._url}", message=why(error))
+
+    def _histogram(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> dict[int, float]:
+        rows: list[dict[str, Any]] = self._client.custom_query_range(
+            running_query(engine),
+            start_time=start,
+            end_time=end,
+            step=f"{step_seconds(start, end)}s",
+            timeout=self._timeout,
+        )
+        return parse_running(rows)
+
+
+class UnknownRunningRequests:
+    """`RunningRequestsSource` that knows nothing: for runtimes built without Prometheus."""
+
+    async def running_histogram(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> dict[int, float] | MetricError:
+        """Always unknown (empty), so the tuning falls back to productionConcurrency."""
+        return {}
