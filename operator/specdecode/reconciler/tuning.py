@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -29,11 +30,13 @@ from specdecode.adapters.kube.tunings import (
     report_name,
     start_rollout,
 )
+from specdecode.adapters.metrics import EngineSelector
 from specdecode.adapters.render import DEPLOYMENT_PROGRESS_SLACK_SECONDS
 from specdecode.adapters.render_trials import trial_prefix
 from specdecode.api.tuning import KIND as TUNING_KIND
 from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.api.tuning_status import SpecDecodeTuningStatus, TuningPhase
+from specdecode.domain.observations import MetricError
 from specdecode.domain.tuning import rounds
 from specdecode.domain.tuning.measure import measure_cell
 from specdecode.domain.tuning.progress import Progress, from_json, to_json
@@ -90,7 +93,9 @@ async def reconcile_tuning(
     progress = progress or Progress(TuningRun.start(spec))
     now = runtime.clock.now().timestamp()
     failure = await _advance(runtime, ref, spec, progress, now)
-    report = build_report(progress.run)
+    # Production's distribution weights the final report (one range query, not one a look).
+    running = await _running_histogram(runtime, ref, spec) if progress.finished_at else None
+    report = build_report(progress.run, running)
     summary = status_summary(report, report_name(ref.name))
     done = progress.finished_at is not None
     if failure is not None:
@@ -178,6 +183,21 @@ async def _advance(
         if not isinstance(measured, str):
             await trials.keep_blocks(runtime, trial, window)
     return None
+
+
+async def _running_histogram(
+    runtime: Runtime, ref: TuningRef, spec: SpecDecodeTuningSpec
+) -> dict[int, float] | None:
+    """Production's running-request distribution over its window (`spec.production`), which
+    weights the ladder's bands for the one config to roll out; None when unknown (the
+    report then says which weights it used instead)."""
+    if spec.production is None:
+        return None
+    end = runtime.clock.now()
+    start = end - timedelta(seconds=spec.production.window_seconds)
+    engine = EngineSelector(ref.namespace, spec.production.deployment)
+    histogram = await runtime.running.running_histogram(engine, start, end)
+    return None if isinstance(histogram, MetricError) else histogram
 
 
 async def _remove_trials(
