@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from specdecode.api.tuning import Constraints
 from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import NONE, CellKey, CellState, exact
+from specdecode.domain.tuning.compare import Gaps
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class LoadVerdict:
     survivors: tuple[str, ...]  # may still win here (NONE included when it may)
     decided: bool
     reason: str
+    settled: tuple[str, ...] = ()  # survivors known to be at most the tolerance above the leader
 
 
 @dataclass(frozen=True)
@@ -127,12 +129,15 @@ def judge(
         states[NONE] = CellState(CellKey(NONE, load))
         feasible = {c: s for c, s in states.items() if infeasible(s, constraints) is None}
         retired |= {CellKey(c, load) for c in states if c not in feasible}
-        best_lower = max(
-            _objective(s).lower for s in feasible.values() if confirmed(s, constraints)
-        )
-        survivors = {c: s for c, s in feasible.items() if _objective(s).upper >= best_lower}
+        gaps = Gaps(feasible)
+        sure = [c for c, s in feasible.items() if confirmed(s, constraints)]
+        survivors = {
+            c: s
+            for c, s in feasible.items()
+            if not any(gaps.upper(c, d) < 0 for d in sure if d != c)
+        }
         retired |= {CellKey(c, load) for c in feasible if c not in survivors}
-        verdicts.append(_verdict(load, survivors, constraints, tolerance, max_seconds))
+        verdicts.append(_verdict(load, survivors, gaps, constraints, tolerance, max_seconds))
     dropped = frozenset(c for c in configs if all(CellKey(c, load) in retired for load in loads))
     return Standing(tuple(verdicts), dropped, frozenset(retired))
 
@@ -140,6 +145,7 @@ def judge(
 def _verdict(
     load: int,
     survivors: Mapping[str, CellState],
+    gaps: Gaps,
     constraints: Constraints,
     tolerance: float,
     max_seconds: float,
@@ -148,10 +154,13 @@ def _verdict(
     leader = max(candidates, key=lambda c: (_objective(candidates[c]).value, c == NONE))
     lead = _objective(candidates[leader])
     unmeasured = any(c != NONE and s.measurement is None for c, s in survivors.items())
-    others = [_objective(s) for c, s in survivors.items() if c != leader]
-    separated = all(o.upper <= lead.lower * (1 + tolerance) for o in others)
+    within = math.log1p(tolerance)
+    settled = tuple(sorted(c for c in survivors if c != leader and gaps.upper(c, leader) <= within))
+    separated = len(settled) == len(survivors) - 1
     sure = confirmed(survivors[leader], constraints)
-    exhausted = all(s.seconds >= max_seconds for c, s in survivors.items() if c != NONE)
+    exhausted = all(
+        s.seconds >= max_seconds for c, s in survivors.items() if c not in (NONE, *settled)
+    )
     if unmeasured:
         decided, reason = False, "not every survivor measured yet"
     elif separated and sure:
@@ -162,4 +171,4 @@ def _verdict(
         decided, reason = False, "the leader's constraints are not yet confirmed"
     else:
         decided, reason = False, f"{len(survivors)} survivors not yet separated"
-    return LoadVerdict(load, leader, lead, tuple(sorted(survivors)), decided, reason)
+    return LoadVerdict(load, leader, lead, tuple(sorted(survivors)), decided, reason, settled)

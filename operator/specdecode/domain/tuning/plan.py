@@ -45,7 +45,8 @@ def wants_look(
     state = cells.get(key)
     if key.config in standing.dropped or key in standing.retired:
         return False
-    if standing.verdict(key.load).decided:
+    verdict = standing.verdict(key.load)
+    if verdict.decided or key.config in verdict.settled:
         return False
     return state is None or state.seconds < max_seconds
 
