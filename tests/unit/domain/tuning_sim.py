@@ -145,6 +145,7 @@ class SimulatedTuning:
     blocks: dict[CellKey, CellBlocks] = field(default_factory=dict)
     accepted: dict[str, float] = field(init=False)
     noise_scale: float = 1.0  # multiplies block_sd: how savings depend on the noise
+    paired: bool = True  # hand the domain each look's log standard error (paired bounds)
 
     def __post_init__(self) -> None:
         self.run = TuningRun.start(self.spec)
@@ -170,7 +171,15 @@ class SimulatedTuning:
         length = self.accepted[key.config]
         accepted = Interval(length, length * 0.97, length * 1.03, blocks.count)
         errors = Interval(0.0, 0.0, 0.01, blocks.count)
-        return CellMeasurement(speedup, speedup, speedup, tail, errors, accepted_length=accepted)
+        return CellMeasurement(
+            speedup,
+            speedup,
+            speedup,
+            tail,
+            errors,
+            accepted_length=accepted,
+            objective_log_se=se if self.paired else None,
+        )
 
     def finish(self) -> TuningRun:
         """Run rounds until the plan is done."""

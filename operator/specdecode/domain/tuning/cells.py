@@ -3,11 +3,23 @@
 Unit of independence. A cell is a baseline and a candidate engine under identical load;
 inside it the unit is the 2-second time block (`clustered`): requests that ran together
 share steps, blocks nearly do not. Cells are independent of each other (their own engines,
-their own time), so the bounds of different cells combine by a union bound: the tuning's
-`error` is split evenly over every cell and side (`bound_error`), and inside a cell it is
-spent over its looks by the group-sequential boundary the gates use (`sequential`), with
-information time = measured seconds / trial.maxSeconds. Then every bound the elimination
-compares holds at once with probability >= 1 - error, whatever the data made it stop.
+their own time). Inside a cell the error of a bound is spent over its looks by the
+group-sequential boundary the gates use (`sequential`), with information time = measured
+seconds / trial.maxSeconds (looks come every trial.lookSeconds of a cell's own measured
+time, so the grid does not depend on the data; stopping or pausing a cell only drops looks).
+
+The error split (`bound_error`). The pick at a load is wrong only if one of these one-sided
+bounds fails, where B is the true best there among configs that meet the constraints and
+K the configs: B's upper objective bound, every other config's lower objective bound, the
+paired bound of B over every other config (`compare`), B's lower bound on each of its three
+constraints (tail ratio, error rate, alpha), and, for each other config that truly breaks a
+constraint, its bound on one constraint it breaks: at most K + (K - 1) + 3 + (K - 1) =
+3K + 1 bounds per load, one side each, which bound they are fixed by the truth and not by
+the data. So each one-sided bound is held at error / (3 x cells + loads) and the union of
+those events has probability >= 1 - error. (Every cell's two-sided objective interval, as
+reported, holds at once too: 2 x cells one-sided bounds < 3 x cells + loads.) The split
+used to be error / (2 x cells), both sides of the objective only, leaving the constraint
+bounds uncounted; the per-load count above is what the elimination actually relies on.
 """
 
 from __future__ import annotations
@@ -45,6 +57,9 @@ class CellMeasurement:
     error_rate: Interval
     alpha: Interval | None = None
     accepted_length: Interval | None = None
+    # Standard error of log(objective) over the cell's blocks (log_interval's se): lets two
+    # cells be compared by their paired difference (`compare`) instead of by their bounds.
+    objective_log_se: float | None = None
 
 
 @dataclass
@@ -58,19 +73,21 @@ class CellState:
     gpu_seconds: float = 0.0
     active: bool = False  # measured in the last round: engines still warm
     notes: list[str] = field(default_factory=list)
+    criticals: dict[int, float] = field(default_factory=dict)  # look number -> its z
+    history: dict[int, CellMeasurement] = field(default_factory=dict)  # look -> measured
 
 
-def bound_error(error: float, cells: int) -> float:
-    """One-sided error of one cell's bound: `error` split over cells and both sides."""
-    return error / (2 * max(cells, 1))
+def bound_error(error: float, cells: int, loads: int = 1) -> float:
+    """One-sided error of one bound: `error` over the 3K + 1 bounds per load (module doc)."""
+    return error / max(3 * cells + loads, 1)
 
 
 def look_critical(
-    error: float, cells: int, look_times: tuple[float, ...], max_seconds: float
+    error: float, cells: int, look_times: tuple[float, ...], max_seconds: float, loads: int = 1
 ) -> float:
     """The critical value (z) of a cell's latest look under the sequential boundary."""
     times = tuple(min(1.0, seconds / max_seconds) for seconds in look_times)
-    return critical_values(times, bound_error(error, cells))[-1]
+    return critical_values(times, bound_error(error, cells, loads))[-1]
 
 
 def log_interval(mean_log: float, se: float, clusters: int, z: float) -> Interval:

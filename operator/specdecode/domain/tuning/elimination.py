@@ -2,19 +2,27 @@
 decided.
 
 At each load, plain decoding (`NONE`, speedup exactly 1) competes with every config. A
-cell is *dominated* when its objective's upper bound lies below the best lower bound at
-its load (another config, or plain decoding, is surely better there) and *infeasible*
-when a constraint is surely broken (P99 tail ratio's lower bound above the maximum, the
-error rate's lower bound above the maximum, alpha's upper bound below the floor). A
-config dominated or infeasible at every load is *dropped*: none of its cells runs again.
-A load is *decided* once the leader (highest point estimate among the survivors) is known
-to within the tolerance: every other survivor's upper bound <= leader's lower bound x
-(1 + tolerance); or once every survivor there has run trial.maxSeconds. Because all bounds
-hold at once with probability >= 1 - error (`cells`), a decided leader is within the
-tolerance of the true best with that probability. Constraints: only cells that surely meet
-them may dominate, and a load is decided only once its leader surely meets them; a load
-that runs out of trial time instead takes the best point estimate among cells whose point
-estimates meet them (plain decoding if none does).
+cell is *dominated* when another cell that surely meets the constraints (or plain
+decoding) is surely better: the upper bound on log(its objective / the other's) is below
+0 (`compare.Gaps`: the tighter of the per-cell bounds and the paired difference). It is
+*infeasible* when a constraint is surely broken (P99 tail ratio's lower bound above the
+maximum, the error rate's lower bound above the maximum, alpha's upper bound below the
+floor). A config dominated or infeasible at every load is *dropped*: none of its cells runs
+again. The leader of a load is the highest point estimate among the survivors; a survivor
+is *settled* once it is known to be at most the tolerance above the leader (upper bound on
+log(it / leader) <= log(1 + tolerance)): it needs no more looks while that leader leads. A
+load is *decided* once every other survivor is settled and the leader surely meets the
+constraints, or once every unsettled survivor has run trial.maxSeconds (the fallback: the
+best point estimate among cells whose point estimates meet the constraints, plain decoding
+if none does; no tolerance claim, the same pick an exhaustive sweep makes).
+
+Why a decided pick is within the tolerance with probability >= 1 - error: let B be the
+true best that meets the constraints. On the event that B's upper bounds, every other
+config's lower bounds, the paired bounds of B over each other config and the constraint
+bounds counted in `cells` all hold, B is never dominated (that would need a surely
+feasible config surely better than B) nor infeasible, and if the leader L is not B then B
+is settled against L, i.e. true(B) <= true(L) x (1 + tolerance). Which bounds those are
+depends on the truth, not on the data, so the union bound in `cells` covers them.
 
 The control that shows why the bounds matter (tests/unit/tuning): ranking on point
 estimates after a look or two picks a worse config far more often than the error.
@@ -29,6 +37,7 @@ from dataclasses import dataclass
 from specdecode.api.tuning import Constraints
 from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import NONE, CellKey, CellState, exact
+from specdecode.domain.tuning.compare import Gaps
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,7 @@ class LoadVerdict:
     survivors: tuple[str, ...]  # may still win here (NONE included when it may)
     decided: bool
     reason: str
+    settled: tuple[str, ...] = ()  # survivors known to be at most the tolerance above the leader
 
 
 @dataclass(frozen=True)
@@ -127,12 +137,15 @@ def judge(
         states[NONE] = CellState(CellKey(NONE, load))
         feasible = {c: s for c, s in states.items() if infeasible(s, constraints) is None}
         retired |= {CellKey(c, load) for c in states if c not in feasible}
-        best_lower = max(
-            _objective(s).lower for s in feasible.values() if confirmed(s, constraints)
-        )
-        survivors = {c: s for c, s in feasible.items() if _objective(s).upper >= best_lower}
+        gaps = Gaps(feasible)
+        sure = [c for c, s in feasible.items() if confirmed(s, constraints)]
+        survivors = {
+            c: s
+            for c, s in feasible.items()
+            if not any(gaps.upper(c, d) < 0 for d in sure if d != c)
+        }
         retired |= {CellKey(c, load) for c in feasible if c not in survivors}
-        verdicts.append(_verdict(load, survivors, constraints, tolerance, max_seconds))
+        verdicts.append(_verdict(load, survivors, gaps, constraints, tolerance, max_seconds))
     dropped = frozenset(c for c in configs if all(CellKey(c, load) in retired for load in loads))
     return Standing(tuple(verdicts), dropped, frozenset(retired))
 
@@ -140,6 +153,7 @@ def judge(
 def _verdict(
     load: int,
     survivors: Mapping[str, CellState],
+    gaps: Gaps,
     constraints: Constraints,
     tolerance: float,
     max_seconds: float,
@@ -148,18 +162,34 @@ def _verdict(
     leader = max(candidates, key=lambda c: (_objective(candidates[c]).value, c == NONE))
     lead = _objective(candidates[leader])
     unmeasured = any(c != NONE and s.measurement is None for c, s in survivors.items())
-    others = [_objective(s) for c, s in survivors.items() if c != leader]
-    separated = all(o.upper <= lead.lower * (1 + tolerance) for o in others)
+    within = math.log1p(tolerance)
+    settled = tuple(sorted(c for c in survivors if c != leader and gaps.upper(c, leader) <= within))
+    separated = len(settled) == len(survivors) - 1
     sure = confirmed(survivors[leader], constraints)
-    exhausted = all(s.seconds >= max_seconds for c, s in survivors.items() if c != NONE)
+    exhausted = all(
+        s.seconds >= max_seconds for c, s in survivors.items() if c not in (NONE, *settled)
+    )
     if unmeasured:
         decided, reason = False, "not every survivor measured yet"
     elif separated and sure:
         decided, reason = True, f"leader known to within {tolerance:.0%}"
     elif exhausted:
-        decided, reason = True, "every survivor ran trial.maxSeconds: leader by point estimate"
+        decided, reason = True, _fallback(leader, survivors, gaps, sure)
     elif not sure:
         decided, reason = False, "the leader's constraints are not yet confirmed"
     else:
         decided, reason = False, f"{len(survivors)} survivors not yet separated"
-    return LoadVerdict(load, leader, lead, tuple(sorted(survivors)), decided, reason)
+    return LoadVerdict(load, leader, lead, tuple(sorted(survivors)), decided, reason, settled)
+
+
+def _fallback(leader: str, survivors: Mapping[str, CellState], gaps: Gaps, sure: bool) -> str:
+    """Why an exhausted load picked its leader, with the tolerance the bounds did reach.
+
+    On the same event as a decided pick, the true best is at most exp(max gap) - 1 above a
+    leader that surely meets the constraints: a weaker claim than trial.tolerance, stated.
+    """
+    reason = "every survivor not yet within the tolerance ran trial.maxSeconds"
+    worst = max((gaps.upper(c, leader) for c in survivors if c != leader), default=0.0)
+    if sure and math.isfinite(worst):
+        return f"{reason}: leader by point estimate, within {math.expm1(worst):.0%} of the best"
+    return f"{reason}: leader by point estimate"

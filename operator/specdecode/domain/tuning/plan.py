@@ -6,8 +6,12 @@ every survivor at a load measured before it can drop any, so the first look is b
 first. After that, cells already running keep their slot (their engines are warm) until
 they stop, then the cells with the fewest looks resume. A cell that sits out a round
 gives its engines back and pays the warmup again when it resumes, so the parallel cap
-holds for engines, not only for looks; this order pays it at most twice per cell. A
-round the remaining GPU-seconds cannot pay is not started: the tuning reports what it has.
+holds for engines, not only for looks; this order pays it at most twice per cell unless a
+settled survivor resumes. A survivor already known to be at most the tolerance above the
+leader (`LoadVerdict.settled`) gets no looks while that leader leads, and resumes if the
+lead changes hands: its bounds stay valid meanwhile, as pausing a cell only drops looks from
+its fixed grid. A round the remaining GPU-seconds cannot pay is not started: the tuning
+reports what it has.
 GPU-seconds of a look: 2 engines (baseline and candidate) x gpusPerReplica x seconds.
 """
 
@@ -45,7 +49,8 @@ def wants_look(
     state = cells.get(key)
     if key.config in standing.dropped or key in standing.retired:
         return False
-    if standing.verdict(key.load).decided:
+    verdict = standing.verdict(key.load)
+    if verdict.decided or key.config in verdict.settled:
         return False
     return state is None or state.seconds < max_seconds
 

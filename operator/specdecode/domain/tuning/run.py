@@ -81,14 +81,17 @@ class TuningRun:
             state.look_times = (*state.look_times, state.seconds)
             state.active = True
             critical[key] = look_critical(
-                trial.error, self.cell_count, state.look_times, trial.max_seconds
+                trial.error, self.cell_count, state.look_times, trial.max_seconds, len(self.loads)
             )
+            state.criticals[len(state.look_times)] = critical[key]
         self.looks += len(planned.cells)
         return critical
 
     def record(self, key: CellKey, measurement: CellMeasurement) -> None:
         """A look's measurement, at the critical value `begin_look` gave."""
-        self.cells[key].measurement = measurement
+        state = self.cells[key]
+        state.measurement = measurement
+        state.history[len(state.look_times)] = measurement
 
     @property
     def cell_count(self) -> int:
