@@ -25,6 +25,8 @@ from pydantic import ValidationError
 from specdecode.adapters.kube.events import EventTarget, post_event
 from specdecode.adapters.kube.tunings import (
     apply_config_map,
+    blocks_name,
+    delete_config_map,
     patch_tuning_status,
     read_config_map,
     report_name,
@@ -137,6 +139,10 @@ async def reconcile_tuning(
         )
     if failure is not None or done:
         await _remove_trials(runtime, ref, keep=set())
+        for key in progress.run.cells:  # blocks of paused cells have no engines to find
+            await asyncio.to_thread(
+                delete_config_map, runtime.kube, ref.namespace, blocks_name(ref.trial(key))
+            )
     else:  # trials of an older generation, or of cells the plan paused before a restart
         await _remove_trials(runtime, ref, {ref.trial(k) for k in progress.round}, progress)
     await _write_status(runtime, ref, status, new)

@@ -50,6 +50,12 @@ RESOURCE = {
 LEADER_ELECTION = {("coordination.k8s.io", "leases")}
 # Templates of server-side-applied children; load pods are created (a client call, counted
 # above), never applied, so their template adds nothing here.
+# Custom objects: the plural constant the call passes names the resource.
+CUSTOM_CALL = re.compile(
+    r"\.(list|read|patch|delete|create|replace)_namespaced_custom_object(_status)?\(\s*"
+    r"GROUP,\s*VERSION,\s*\w+,\s*(\w+)"
+)
+PLURALS = {"PLURAL": "specdecoderollouts", "TUNING_PLURAL": "specdecodetunings"}
 TEMPLATE_KINDS = {
     "deployment": ("apps", "deployments"),
     "service": ("", "services"),
@@ -59,6 +65,7 @@ TEMPLATE_KINDS = {
 # operator's cache, handlers/watches.py), patch its progress annotations, post Events.
 KOPF = {
     ("specdecode.io", "specdecoderollouts"): {"list", "watch", "patch"},
+    ("specdecode.io", "specdecodetunings"): {"list", "watch", "patch"},
     ("", "events"): {"create"},
     ("apps", "deployments"): {"list", "watch"},
     ("", "services"): {"list", "watch"},
@@ -93,7 +100,15 @@ def derived_from_code() -> Rules:
             continue
         source = path.read_text()
         for verb, kind, group in CLIENT_CALL.findall(source):
+            if kind.startswith("custom_object") and not group:
+                continue  # read by CUSTOM_CALL, which sees which plural
             needed[RESOURCE[kind + group]].add(VERB[verb])
+        for verb, status, plural in CUSTOM_CALL.findall(source):
+            needed[("specdecode.io", PLURALS[plural] + ("/status" if status else ""))].add(
+                VERB[verb]
+            )
+        if '"kind": "ConfigMap"' in source and ".server_side_apply(" in source:
+            needed[("", "configmaps")].update({"create", "patch"})  # the tuning's report
         if ".server_side_apply(" in source and "def server_side_apply" not in source:
             # Server-side apply is a PATCH, and a create when the object is absent.
             for template in (OPERATOR_SOURCE / "adapters" / "templates").glob("*.yaml.j2"):

@@ -24,7 +24,7 @@ from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import CellKey, CellMeasurement, CellState
 from specdecode.domain.tuning.run import TuningRun
 
-FORMAT = 1
+FORMAT = 2  # 2: per-look critical values and measurements (paired comparisons)
 
 
 @dataclass
@@ -78,7 +78,7 @@ def _from_interval(raw: Any) -> Interval | None:
 def _measurement(m: CellMeasurement | None) -> dict[str, Any] | None:
     if m is None:
         return None
-    return {
+    return {"objective_log_se": m.objective_log_se} | {
         name: _interval(getattr(m, name))
         for name in (
             "objective",
@@ -110,6 +110,7 @@ def _from_measurement(raw: dict[str, Any] | None) -> CellMeasurement | None:
         error_rate=required("error_rate"),
         alpha=_from_interval(raw.get("alpha")),
         accepted_length=_from_interval(raw.get("accepted_length")),
+        objective_log_se=raw.get("objective_log_se"),
     )
 
 
@@ -133,6 +134,8 @@ def to_json(progress: Progress) -> str:
             "active": state.active,
             "notes": state.notes,
             "measurement": _measurement(state.measurement),
+            "criticals": {str(look): z for look, z in state.criticals.items()},
+            "history": {str(look): _measurement(m) for look, m in state.history.items()},
         }
         for key, state in run.cells.items()
     }
@@ -185,6 +188,12 @@ def from_json(spec: SpecDecodeTuningSpec, text: str | None) -> Progress | None:
                 gpu_seconds=float(raw["gpuSeconds"]),
                 active=bool(raw["active"]),
                 notes=list(raw["notes"]),
+                criticals={int(look): float(z) for look, z in raw["criticals"].items()},
+                history={
+                    int(look): measured
+                    for look, m in raw["history"].items()
+                    if (measured := _from_measurement(m)) is not None
+                },
             )
         run.gpu_seconds = float(document["gpuSeconds"])
         run.looks = int(document["looks"])
