@@ -51,12 +51,16 @@ The rules the operator needs in every namespace it serves, derived from its code
 - specdecoderollouts: kopf lists and watches them and patches its progress annotations;
   the operator removes the consumed `specdecode.io/action` annotation with a JSON patch.
 - specdecoderollouts/status: the operator writes the whole status with a merge patch.
+- specdecodetunings (+ /status): the same for tunings; `create` (and patch) on
+  specdecoderollouts starts the winner's rollout of a tuning with `apply: true`.
 - deployments, services: children are server-side applied (patch; create when absent)
   and shadows are deleted; deployments (and pods) are listed to observe readiness.
 - pods: watched (also where the shadow engines' ready pods answer, for the load pods); the
   shadow-load pods of each analysis stage are created and deleted (the operator sends no
   inference traffic itself).
-- configmaps, secrets: `get` of the one prompt set a rollout names; never list or watch.
+- configmaps, secrets: `get` of the one prompt set a rollout names, and of a tuning's
+  report and trial-data ConfigMaps (which it also creates, patches, deletes); never list
+  or watch.
 - events: one core/v1 Event per transition, posted before the status write; deleted only
   when that write is refused (409), so none announces a transition that never happened.
 */}}

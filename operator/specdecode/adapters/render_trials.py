@@ -27,16 +27,12 @@ from specdecode.domain.observations import ChildRole
 MAX_PREFIX = 40
 
 
-def trial_prefix(tuning: str) -> str:
-    """What every trial name of the tuning starts with."""
-    return f"{tuning[:MAX_PREFIX].rstrip('-')}-t"
-
-
-def trial_name(tuning: str, generation: int, config: str, load: int) -> str:
+def trial_name(tuning: str, uid: str, generation: int, config: str, load: int) -> str:
     """A stable, short, DNS-safe name for one cell's trial in one generation of the spec
-    (an edited spec is a new question: its trials never reuse an older one's data)."""
-    digest = hashlib.sha256(f"{generation}/{config}@{load}".encode()).hexdigest()[:10]
-    return f"{trial_prefix(tuning)}{digest}"
+    (an edited spec is a new question: its trials never reuse an older one's data). The
+    tuning's uid is in the hash: two tunings whose names share a prefix never collide."""
+    digest = hashlib.sha256(f"{uid}/{generation}/{config}@{load}".encode()).hexdigest()[:10]
+    return f"{tuning[:MAX_PREFIX].rstrip('-')}-t{digest}"
 
 
 def trial_owner(tuning: str, namespace: str, uid: str, trial: str) -> Owner:

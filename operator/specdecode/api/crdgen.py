@@ -108,7 +108,7 @@ TUNING_KIND = CrdKind(
     tuning.SpecDecodeTuningSpec,
     SpecDecodeTuningStatus,
     extend_tuning_definition,
-    (),
+    ROOT_RULES,  # the rollout's name rule: `apply: true` starts a rollout of the same name
     TUNING_PRINTER_COLUMNS,
 )
 KINDS = (ROLLOUT_KIND, TUNING_KIND)

@@ -15,11 +15,17 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from specdecode.api.base import KubeModel
 from specdecode.api.gate_spec import GATE_DEFAULTS
-from specdecode.api.rollout import GROUP, SPEC_RULES, VERSION, SpecDecodeRolloutSpec
+from specdecode.api.rollout import (
+    GROUP,
+    ROOT_RULES,
+    SPEC_RULES,
+    VERSION,
+    SpecDecodeRolloutSpec,
+)
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.traffic import TrafficSpec
@@ -236,6 +242,15 @@ class SpecDecodeTuning(KubeModel):
     metadata: dict[str, object] = Field(default_factory=dict)
     spec: SpecDecodeTuningSpec
     status: SpecDecodeTuningStatus = Field(default_factory=SpecDecodeTuningStatus)
+
+    @field_validator("metadata")
+    @classmethod
+    def _name_fits_what_it_starts(cls, metadata: dict[str, object]) -> dict[str, object]:
+        """The rollout's name rule: trials are named after the tuning, and `apply: true`
+        starts a SpecDecodeRollout of the same name."""
+        if isinstance(metadata.get("name"), str):
+            ROOT_RULES.enforce({"metadata": metadata})
+        return metadata
 
 
 __all__ = [

@@ -89,6 +89,7 @@ async def tuning_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Forget the tuning's metric series; owner references delete what it created."""
     runtime = runtime_of(memo)
     runtime.metrics.tuning_forgotten(str(body.metadata.namespace), str(body.metadata.name))
+    runtime.finished_tunings.pop(ref_of(body).key, None)
 
 
 def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:

@@ -62,7 +62,14 @@ from specdecode.reconciler.load import (
 from specdecode.reconciler.mirror import mirror_problem, observe_routes
 from specdecode.reconciler.runtime import Runtime
 
-__all__ = ["RolloutRef", "StaleRollout", "next_reconcile_in", "parse_status", "reconcile"]
+__all__ = [
+    "RolloutRef",
+    "StaleRollout",
+    "next_reconcile_in",
+    "parse_status",
+    "reconcile",
+    "validation_message",
+]
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -89,7 +96,7 @@ async def reconcile(
     try:
         spec = SpecDecodeRolloutSpec.model_validate(dict(raw_spec))
     except ValidationError as error:
-        decision = decide_invalid_spec(status, _validation_message(error), ref.generation, now)
+        decision = decide_invalid_spec(status, validation_message(error), ref.generation, now)
         await _apply(runtime, ref, None, status, decision, None)
         return decision
 
@@ -209,7 +216,7 @@ async def _server_step_itl(
     return ServerStepHistograms(baseline=baseline, candidate=candidate)
 
 
-def _validation_message(error: ValidationError) -> str:
+def validation_message(error: ValidationError) -> str:
     """Pydantic's errors as one line per field, with the spec's camelCase paths."""
     lines = []
     for item in error.errors():

@@ -62,6 +62,9 @@ class Runtime:
     # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
     # the one request the operator sends an engine (reconciler/engine_version.py).
     engine_versions: EngineVersions = field(default_factory=EngineVersions)
+    # Per tuning, the generation this process finished (Succeeded or Failed): a copy of the
+    # tuning still showing Running (the watch lags our write) must not finish it again.
+    finished_tunings: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def create(

@@ -2,9 +2,10 @@
 
 A trial reuses the rollout's machinery whole: engines rendered by the rollout templates
 (`render_trials`), load pods planned, created and read by `reconciler.load` (the same
-pods, reports and windows a rollout stage has), counters read from Prometheus. Everything
-it creates is labelled `specdecode.io/rollout: <trial>` (the watched cache and the wake-ups
-follow that label) and owned by the tuning.
+pods, reports and windows a rollout stage has), counters read from Prometheus. Its
+engines, Services and load pods are labelled `specdecode.io/rollout: <trial>` (the watched
+cache and the wake-ups follow that label); they and its blocks ConfigMap are owned by the
+tuning, which is how the tuning finds them to clean up.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class TuningIdentity:
 
     def trial(self, key: CellKey) -> str:
         """The trial name of one cell."""
-        return trial_name(self.name, self.generation, key.config, key.load)
+        return trial_name(self.name, self.uid, self.generation, key.config, key.load)
 
 
 @dataclass(frozen=True)
@@ -160,27 +161,32 @@ async def run_load(runtime: Runtime, trial: Trial, cell: RoundCell) -> None:
     await sync_load_pods(runtime, trial.owner, trial.spec, trial.plan(cell), pods)
 
 
-async def look(runtime: Runtime, trial: Trial, cell: RoundCell, now: float) -> TrialWindow:
-    """The cell's data so far: this run's windows plus the blocks of its earlier runs."""
+async def look(
+    runtime: Runtime, trial: Trial, cell: RoundCell, until: float, resumed: bool
+) -> TrialWindow:
+    """The cell's data up to its look's due time `until` (never more than the looks it
+    was charged for: the sequential boundary counts measured time): this run's windows,
+    plus, for a `resumed` cell, the stored blocks of its earlier runs. Acceptance counters
+    cover this run only (Prometheus keeps no per-run split to merge)."""
     plan, since = trial.plan(cell), cell.measure_from
     if plan is None or since is None:
         return TrialWindow(None, None)
     namespace = trial.owner.namespace
     pods = observe_load_pods(runtime, namespace, trial.name)
     key = f"{namespace}/{trial.name}"
-    baseline, candidate = await read_windows(runtime, key, plan, pods, since, now)
-    earlier = await _earlier_blocks(runtime, trial)
+    baseline, candidate = await read_windows(runtime, key, plan, pods, since, until)
+    earlier = await _earlier_blocks(runtime, trial) if resumed else {}
     engine = EngineSelector(namespace, child_name(trial.name, ChildRole.CANDIDATE))
-    start, end = datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(now, UTC)
+    start, end = datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC)
     acceptance = await runtime.acceptance.acceptance(engine, start, end)
     return TrialWindow(
-        _with(baseline, earlier.get(ChildRole.BASELINE.value, []), since),
-        _with(candidate, earlier.get(ChildRole.CANDIDATE.value, []), since),
+        with_earlier_blocks(baseline, earlier.get(ChildRole.BASELINE.value, []), since),
+        with_earlier_blocks(candidate, earlier.get(ChildRole.CANDIDATE.value, []), since),
         acceptance,
     )
 
 
-def _with(
+def with_earlier_blocks(
     window: LatencySamples | MetricError | None, stored: list[LatencyBlock], since: float
 ) -> LatencySamples | MetricError | None:
     """This run's window plus the stored blocks of earlier runs (those before `since`: the
@@ -201,7 +207,12 @@ async def _earlier_blocks(runtime: Runtime, trial: Trial) -> dict[str, list[Late
         read_config_map, runtime.kube, trial.owner.namespace, blocks_name(trial.name)
     )
     raw = (stored or {}).get(BLOCKS_KEY)
-    return unpack_blocks(raw) if isinstance(raw, bytes) else {}
+    if not isinstance(raw, bytes):
+        return {}
+    try:
+        return unpack_blocks(raw)
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}  # unreadable (not ours, or truncated): the cell goes on with this run
 
 
 async def keep_blocks(runtime: Runtime, trial: Trial, window: TrialWindow) -> None:

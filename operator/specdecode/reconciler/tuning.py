@@ -17,28 +17,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
+from kubernetes.client import ApiException
 from pydantic import ValidationError
 
-from specdecode.adapters.kube.events import EventTarget, post_event
 from specdecode.adapters.kube.tunings import (
     apply_config_map,
     blocks_name,
     delete_config_map,
-    patch_tuning_status,
     read_config_map,
     report_name,
     start_rollout,
 )
-from specdecode.adapters.metrics import EngineSelector
 from specdecode.adapters.render import DEPLOYMENT_PROGRESS_SLACK_SECONDS
-from specdecode.adapters.render_trials import trial_prefix
-from specdecode.api.tuning import KIND as TUNING_KIND
 from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.api.tuning_status import SpecDecodeTuningStatus, TuningPhase
-from specdecode.domain.observations import MetricError
 from specdecode.domain.tuning import rounds
 from specdecode.domain.tuning.measure import measure_cell
 from specdecode.domain.tuning.progress import Progress, from_json, to_json
@@ -47,7 +41,14 @@ from specdecode.domain.tuning.render import to_json as report_json
 from specdecode.domain.tuning.report import build_report, status_summary
 from specdecode.domain.tuning.run import TuningRun
 from specdecode.reconciler import trials
+from specdecode.reconciler.reconcile import validation_message
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.tuning_outcome import (
+    parse_status,
+    running_histogram,
+    winner_rollout,
+    write_status,
+)
 
 STATE_KEY = "state.json"
 # How long past the engine's own start-up timeout a trial may wait for its engines (GPUs
@@ -57,14 +58,6 @@ TERMINAL = frozenset({TuningPhase.SUCCEEDED, TuningPhase.FAILED})
 
 
 TuningRef = trials.TuningIdentity
-
-
-def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeTuningStatus:
-    """The stored status, or a fresh one if absent or unreadable."""
-    try:
-        return SpecDecodeTuningStatus.model_validate(dict(raw or {}))
-    except ValidationError:
-        return SpecDecodeTuningStatus()
 
 
 async def reconcile_tuning(
@@ -78,25 +71,57 @@ async def reconcile_tuning(
         await _remove_trials(runtime, ref, keep=set())
         failed = SpecDecodeTuningStatus(
             phase=TuningPhase.FAILED,
-            message=_validation_message(error),
+            message=validation_message(error),
             observed_generation=ref.generation,
         )
-        await _write_status(runtime, ref, status, failed)
+        await write_status(runtime, ref, status, failed)
         return None
-    if status.phase in TERMINAL and status.observed_generation == ref.generation:
+    finished = status.phase in TERMINAL and status.observed_generation == ref.generation
+    if finished or runtime.finished_tunings.get(ref.key) == ref.generation:
         await _remove_trials(runtime, ref, keep=set())
         return None
+    try:
+        return await _run(runtime, ref, spec, status)
+    except ApiException as error:
+        if not _refused(error):
+            raise
+        # The API server refused what the spec makes us write (an object too large, a
+        # rollout it rejects): retrying cannot help, so the tuning fails and says why.
+        await _remove_trials(runtime, ref, keep=set())
+        failed = SpecDecodeTuningStatus(
+            phase=TuningPhase.FAILED,
+            message=f"the API server refused a write: {error.status} {error.reason}: "
+            f"{str(error.body)[:600]}",
+            observed_generation=ref.generation,
+        )
+        await write_status(runtime, ref, status, failed)
+        runtime.finished_tunings[ref.key] = ref.generation
+        return None
+
+
+def _refused(error: ApiException) -> bool:
+    """A permanent refusal (400, 403, 413, 422), not a conflict, an absence or a throttle."""
+    return error.status in (400, 403, 413, 422)
+
+
+async def _run(
+    runtime: Runtime,
+    ref: TuningRef,
+    spec: SpecDecodeTuningSpec,
+    status: SpecDecodeTuningStatus,
+) -> float | None:
+    """Resume, advance, report (the module docstring's steps 2-4)."""
     stored = await asyncio.to_thread(
         read_config_map, runtime.kube, ref.namespace, report_name(ref.name)
     )
     stored = stored or {}
-    fresh = status.observed_generation != ref.generation
-    progress = None if fresh else from_json(spec, stored.get(STATE_KEY))
-    progress = progress or Progress(TuningRun.start(spec))
+    progress = from_json(spec, stored.get(STATE_KEY))
+    if progress is None or progress.generation != ref.generation:  # a changed spec: afresh
+        progress = Progress(TuningRun.start(spec), generation=ref.generation)
     now = runtime.clock.now().timestamp()
     failure = await _advance(runtime, ref, spec, progress, now)
     # Production's distribution weights the final report (one range query, not one a look).
-    running = await _running_histogram(runtime, ref, spec) if progress.finished_at else None
+    running = await running_histogram(runtime, ref, spec) if progress.finished_at else None
     report = build_report(progress.run, running)
     summary = status_summary(report, report_name(ref.name))
     done = progress.finished_at is not None
@@ -111,7 +136,7 @@ async def reconcile_tuning(
                 runtime.kube,
                 ref.namespace,
                 ref.name,
-                _winner_rollout(spec, report.rollout_patch),
+                winner_rollout(spec, report.rollout_patch),
             )
         if progress.applied is not None:
             message += f"; SpecDecodeRollout {ref.name} {progress.applied} with the winner"
@@ -145,9 +170,12 @@ async def reconcile_tuning(
             )
     else:  # trials of an older generation, or of cells the plan paused before a restart
         await _remove_trials(runtime, ref, {ref.trial(k) for k in progress.round}, progress)
-    await _write_status(runtime, ref, status, new)
+    await write_status(runtime, ref, status, new)
     runtime.metrics.tuning_reported(ref.namespace, ref.name, report, new)
-    return None if failure is not None or done else rounds.next_wake(progress, now)
+    if failure is not None or done:
+        runtime.finished_tunings[ref.key] = ref.generation
+        return None
+    return rounds.next_wake(progress, now)
 
 
 async def _advance(
@@ -183,27 +211,14 @@ async def _advance(
     for key in rounds.due(progress, now):
         trial = trials.Trial.of(ref, spec, configs, key)
         cell = progress.round[key]
-        window = await trials.look(runtime, trial, cell, now)
+        due_at = cell.look_due(spec.trial.look_seconds) or now
+        resumed = progress.run.cells[key].seconds > cell.run_seconds + spec.trial.look_seconds
+        window = await trials.look(runtime, trial, cell, min(now, due_at), resumed)
         measured = measure_cell(window, cell.critical, trial.config.method)
         rounds.record(progress, key, measured, now)
         if not isinstance(measured, str):
             await trials.keep_blocks(runtime, trial, window)
     return None
-
-
-async def _running_histogram(
-    runtime: Runtime, ref: TuningRef, spec: SpecDecodeTuningSpec
-) -> dict[int, float] | None:
-    """Production's running-request distribution over its window (`spec.production`), which
-    weights the ladder's bands for the one config to roll out; None when unknown (the
-    report then says which weights it used instead)."""
-    if spec.production is None:
-        return None
-    end = runtime.clock.now()
-    start = end - timedelta(seconds=spec.production.window_seconds)
-    engine = EngineSelector(ref.namespace, spec.production.deployment)
-    histogram = await runtime.running.running_histogram(engine, start, end)
-    return None if isinstance(histogram, MetricError) else histogram
 
 
 async def _remove_trials(
@@ -212,48 +227,5 @@ async def _remove_trials(
     """Remove every trial of the tuning the cache shows, except `keep`; the blocks of a
     cell of `progress` stay (a paused cell resumes with them)."""
     measured = {ref.trial(k) for k in progress.run.cells} if progress is not None else set()
-    for name in runtime.cluster.labelled_with_prefix(ref.namespace, trial_prefix(ref.name)) - keep:
+    for name in runtime.cluster.labelled_owned_by(ref.namespace, ref.uid) - keep:
         await trials.remove(runtime, ref.namespace, name, keep_data=name in measured)
-
-
-async def _write_status(
-    runtime: Runtime,
-    ref: TuningRef,
-    old: SpecDecodeTuningStatus,
-    new: SpecDecodeTuningStatus,
-) -> None:
-    """Write the status if it changed; a phase change is also an Event, named after the
-    generation and phase so a repeat (a stale copy, a restart) is refused, not doubled."""
-    if new == old:
-        return
-    await asyncio.to_thread(patch_tuning_status, runtime.kube, ref.namespace, ref.name, new)
-    if new.phase == old.phase and old.observed_generation == new.observed_generation:
-        return
-    target = EventTarget(
-        ref.namespace, ref.name, ref.uid, "", f"{ref.generation}/{new.phase}", TUNING_KIND
-    )
-    warning = new.phase is TuningPhase.FAILED
-    await asyncio.to_thread(
-        post_event,
-        runtime.kube,
-        target,
-        0,
-        "Warning" if warning else "Normal",
-        f"Tuning{new.phase.value}",
-        new.message,
-        runtime.settings.identity,
-    )
-
-
-def _winner_rollout(spec: SpecDecodeTuningSpec, patch: Mapping[str, Any]) -> dict[str, Any]:
-    """The rollout `apply: true` starts: the tuning's model, engine and traffic, the winner."""
-    wire = spec.rollout_wire(None)
-    wire["speculative"] = dict(patch.get("spec") or {}).get("speculative")
-    wire["analysis"] = {"traffic": spec.traffic.to_wire()}
-    return wire
-
-
-def _validation_message(error: ValidationError) -> str:
-    """Pydantic's errors as one line per field, with the spec's paths."""
-    lines = [f"spec.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
-    return "; ".join(lines)[:1000]

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from controller_fakes import FakeClock, FakeCluster, FakeKube, make_runtime
 from kubernetes.client import ApiException
+from pydantic import ValidationError
 
-from specdecode.adapters.render_trials import trial_prefix
-from specdecode.api.tuning import SpecDecodeTuningSpec
+from specdecode.api.tuning import SpecDecodeTuning, SpecDecodeTuningSpec
 from specdecode.domain.tuning.progress import Progress, to_json
 from specdecode.domain.tuning.run import TuningRun
 from specdecode.reconciler.runtime import Runtime
@@ -104,7 +104,7 @@ def test_a_new_tuning_starts_its_first_round_and_waits_for_the_engines() -> None
     assert run(runtime, SPEC, {}) is None  # engines starting: their readiness is an event
     engines = [o for o in kube.applied() if o["kind"] == "Deployment"]
     assert len(engines) == 4  # two trials (maxParallelTrials) x baseline and candidate
-    assert all(e["metadata"]["name"].startswith(trial_prefix("tune")) for e in engines)
+    assert all(e["metadata"]["name"].startswith("tune-t") for e in engines)
     assert all(e["metadata"]["ownerReferences"][0]["kind"] == "SpecDecodeTuning" for e in engines)
     assert kube.status is not None and kube.status["phase"] == "Running"
     assert "waiting for the engines" in kube.status["message"]
@@ -150,7 +150,7 @@ def test_a_finished_tuning_starts_the_winners_rollout_once() -> None:
     kube, _, runtime = setup()
     spec = {**SPEC, "apply": True}
     progress = Progress(TuningRun.start(SpecDecodeTuningSpec.model_validate(spec)))
-    progress.finished_at = 1.0
+    progress.finished_at, progress.generation = 1.0, REF.generation
     kube.config_maps["tune-report"] = {"data": {STATE_KEY: to_json(progress)}}
     status = {"phase": "Running", "observedGeneration": 1}
     run(runtime, spec, status)
@@ -183,3 +183,29 @@ def test_an_unschedulable_engine_is_waited_for_not_failed() -> None:
     run(runtime, SPEC, dict(kube.status or {}))
     assert kube.status is not None and kube.status["phase"] == "Running"
     assert "Insufficient nvidia.com/gpu" in kube.status["message"]
+
+
+def test_apply_replaces_the_speculative_config_of_an_existing_rollout_whole() -> None:
+    """A merge patch would keep keys of the user's old config the winner lacks."""
+    kube, _, runtime = setup()
+    kube.rollouts_created = 1  # the user's rollout of that name exists: create gets 409
+    spec = {**SPEC, "apply": True}
+    progress = Progress(TuningRun.start(SpecDecodeTuningSpec.model_validate(spec)))
+    progress.finished_at, progress.generation = 1.0, REF.generation
+    kube.config_maps["tune-report"] = {"data": {STATE_KEY: to_json(progress)}}
+    run(runtime, spec, {"phase": "Running", "observedGeneration": 1})
+    (patch,) = [
+        (args, kwargs)
+        for method, args, kwargs in kube.calls
+        if method == "custom.patch_namespaced_custom_object"
+    ]
+    args, kwargs = patch
+    assert kwargs["_content_type"] == "application/json-patch+json"
+    assert args[5][0]["path"] == "/spec/speculative" and args[5][0]["op"] in ("add", "remove")
+    assert kube.status is not None and "patched" in kube.status["message"]
+
+
+def test_a_tuning_name_that_cannot_name_its_trials_is_refused() -> None:
+    with pytest.raises(ValidationError, match="DNS-1035"):
+        SpecDecodeTuning.model_validate({"metadata": {"name": "8b-code"}, "spec": SPEC})
+    SpecDecodeTuning.model_validate({"metadata": {"name": "code-8b"}, "spec": SPEC})

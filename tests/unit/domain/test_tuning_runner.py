@@ -7,8 +7,10 @@ import math
 import random
 
 import pytest
+import yaml
 from domain_fixtures import blocked_samples
 
+from localcluster.manifests import REPO
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.domain.observations import LatencySamples, MetricError
@@ -145,9 +147,6 @@ def test_every_cell_key_of_the_round_names_a_configured_cell() -> None:
 def test_the_tuning_example_is_a_valid_spec_with_a_trial_per_cell() -> None:
     """examples/simulator/specdecode-tuning.yaml parses, and every cell's trial renders
     a valid rollout spec (what the runner builds its engines and load pods from)."""
-    import yaml
-
-    from localcluster.manifests import REPO
 
     document = yaml.safe_load((REPO / "examples/simulator/specdecode-tuning.yaml").read_text())
     spec = SpecDecodeTuningSpec.model_validate(document["spec"])

@@ -11,11 +11,11 @@ from specdecode.adapters.render_trials import (
     render_trial_children,
     trial_name,
     trial_owner,
-    trial_prefix,
 )
 from specdecode.api.tuning import SpecDecodeTuningSpec
-from specdecode.domain.observations import LatencyBlock
+from specdecode.domain.observations import LatencyBlock, LatencySamples
 from specdecode.domain.sketch import Sketch
+from specdecode.reconciler.trials import with_earlier_blocks
 from specdecode.reconciler.wakeups import Wakeups
 
 pytestmark = pytest.mark.unit
@@ -32,8 +32,8 @@ SPEC = SpecDecodeTuningSpec.model_validate(
 
 def test_a_trial_renders_a_baseline_and_a_candidate_owned_by_the_tuning() -> None:
     config = SPEC.configs()[0]
-    name = trial_name("a-very-long-tuning-name-" * 3, 1, config.fingerprint(), 16)
-    assert len(f"{name}-candidate") <= 63 and name.startswith(trial_prefix("a-very-long-"[:11]))
+    name = trial_name("a-very-long-tuning-name-" * 3, "uid-1", 1, config.fingerprint(), 16)
+    assert len(f"{name}-candidate") <= 63 and name.startswith("a-very-long-tuning-name-")
     owner = trial_owner("tune", "ns", "uid-1", name)
     children = render_trial_children(owner, SPEC.trial_spec(config))
     names = [(c["kind"], c["metadata"]["name"]) for c in children]
@@ -57,9 +57,18 @@ def test_a_trial_renders_a_baseline_and_a_candidate_owned_by_the_tuning() -> Non
     assert "--speculative-config" not in baseline_args
 
 
-def test_trial_names_differ_per_cell_and_per_generation() -> None:
-    names = {trial_name("t", g, c, load) for g in (1, 2) for c in ("a", "b") for load in (4, 16)}
-    assert len(names) == 8
+def test_trial_names_differ_per_cell_generation_and_tuning() -> None:
+    names = {
+        trial_name("t", uid, g, c, load)
+        for uid in ("uid-1", "uid-2")
+        for g in (1, 2)
+        for c in ("a", "b")
+        for load in (4, 16)
+    }
+    assert len(names) == 16
+    # two tunings whose names share their first 40 characters still never collide
+    long_a, long_b = "x" * 40 + "-one", "x" * 40 + "-two"
+    assert trial_name(long_a, "uid-a", 1, "c", 4) != trial_name(long_b, "uid-b", 1, "c", 4)
 
 
 def test_stored_blocks_round_trip() -> None:
@@ -86,11 +95,32 @@ def test_a_trials_watch_event_wakes_its_tuning() -> None:
     assert not wakeups.wake("ns/t-tabc")
 
 
-def test_the_cache_finds_a_tunings_trials_by_prefix() -> None:
-    pod = {"metadata": {"name": "p"}}
+def test_the_cache_finds_a_tunings_trials_by_owner_not_by_name() -> None:
+    """A user's rollout `t-tp4` shares the trials' name prefix: it must never be found."""
+
+    def owned(uid: str) -> dict[str, object]:
+        return {"metadata": {"name": "x", "ownerReferences": [{"uid": uid}]}}
+
     view = ClusterView(
-        deployments={("ns", "t-tabc"): [pod], ("other", "t-tdef"): [pod]},
-        services={("ns", "t-tghi"): [pod], ("ns", "t-tgone"): []},
-        pods={("ns", "rollout"): [pod]},
+        deployments={("ns", "t-tabc"): [owned("uid-t")], ("other", "t-tdef"): [owned("uid-t")]},
+        services={("ns", "t-tghi"): [owned("uid-t")], ("ns", "t-tgone"): []},
+        pods={("ns", "t-tp4"): [owned("uid-rollout")]},
     )
-    assert view.labelled_with_prefix("ns", "t-t") == {"t-tabc", "t-tghi"}
+    assert view.labelled_owned_by("ns", "uid-t") == {"t-tabc", "t-tghi"}
+
+
+def test_a_resumed_cell_counts_each_block_once() -> None:
+    """The store holds earlier runs' blocks and this run's of earlier looks; only those
+    before this run's window are added to it (the window has this run's afresh)."""
+
+    def block(start: float) -> LatencyBlock:
+        return LatencyBlock(start=start, seconds=2.0, requests_ok=1, chunks=1)
+
+    window = LatencySamples(blocks=(block(100.0), block(102.0)), window_seconds=4.0, shards=1)
+    stored = [block(10.0), block(12.0), block(100.0)]  # two from the paused run, one of ours
+    merged = with_earlier_blocks(window, stored, since=100.0)
+    assert isinstance(merged, LatencySamples)
+    assert [b.start for b in merged.blocks] == [10.0, 12.0, 100.0, 102.0]
+    assert merged.window_seconds == 8.0
+    incomplete = LatencySamples(incomplete="candidate load incomplete: shard 0")
+    assert with_earlier_blocks(incomplete, stored, since=100.0) is incomplete

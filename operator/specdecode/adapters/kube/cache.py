@@ -106,15 +106,20 @@ class ClusterView:
             return pods
         return [p for p in pods if labels_of(p).get(COMPONENT_LABEL) == component]
 
-    def labelled_with_prefix(self, namespace: str, prefix: str) -> set[str]:
-        """Rollout-label values starting with `prefix` that label a Deployment, Service or
-        Pod of the namespace (a tuning's trials: whatever the spec or state says, what
-        exists can be cleaned up). A scan of the index keys, in memory."""
+    def labelled_owned_by(self, namespace: str, uid: str) -> set[str]:
+        """Rollout-label values of the namespace's Deployments, Services and Pods that `uid`
+        owns (a tuning's trials: whatever its spec or state says, what exists can be cleaned
+        up, and nothing of another owner is touched). A scan of the indexes, in memory."""
         found: set[str] = set()
         for index in (self.deployments, self.services, self.pods):
             for key in list(index):
-                if key[0] == namespace and key[1].startswith(prefix) and index[key]:
-                    found.add(key[1])
+                if key[0] != namespace:
+                    continue
+                for obj in index[key]:
+                    owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+                    if any(owner.get("uid") == uid for owner in owners):
+                        found.add(key[1])
+                        break
         return found
 
     def namespace_routes(self, namespace: str) -> list[JsonObject]:

@@ -32,6 +32,7 @@ from specdecode.domain.load_report import block_from_wire, block_to_wire
 from specdecode.domain.observations import LatencyBlock
 
 REPORT_SUFFIX = "-report"
+JSON_PATCH = "application/json-patch+json"
 BLOCKS_SUFFIX = "-blocks"
 
 
@@ -120,7 +121,7 @@ def patch_tuning_status(
 
 
 def start_rollout(clients: KubeClients, namespace: str, name: str, spec: Mapping[str, Any]) -> str:
-    """Create the rollout, or patch the recommended `speculative` into the existing one.
+    """Create the rollout, or replace `spec.speculative` of the existing one with the winner.
 
     Returns what was done ("created" or "patched"), for the Event.
     """
@@ -136,6 +137,18 @@ def start_rollout(clients: KubeClients, namespace: str, name: str, spec: Mapping
     except ApiException as error:
         if error.status != 409:
             raise
-    patch = {"spec": {"speculative": spec.get("speculative")}}
-    clients.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, patch)
+    # A JSON patch replaces `speculative` whole: a merge patch would keep keys of the old
+    # config the winner lacks (a draft model under an n-gram winner), a config never measured.
+    winner = spec.get("speculative")
+    if winner is None:
+        patch: list[dict[str, Any]] = [{"op": "remove", "path": "/spec/speculative"}]
+    else:
+        patch = [{"op": "add", "path": "/spec/speculative", "value": winner}]
+    try:
+        clients.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name, patch, _content_type=JSON_PATCH
+        )
+    except ApiException as error:
+        if not (winner is None and error.status == 422):  # already plain decoding
+            raise
     return "patched"

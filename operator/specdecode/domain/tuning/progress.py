@@ -24,7 +24,7 @@ from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import CellKey, CellMeasurement, CellState
 from specdecode.domain.tuning.run import TuningRun
 
-FORMAT = 2  # 2: per-look critical values and measurements (paired comparisons)
+FORMAT = 2  # 2: per-look critical values and measurements (bounds intersected over looks)
 
 
 @dataclass
@@ -56,6 +56,7 @@ class Progress:
     finished_at: float | None = None
     round_started_at: float | None = None
     applied: str | None = None  # `apply: true` done: "created" or "patched" (once)
+    generation: int = 0  # the spec generation this progress answers
 
     def round_done(self) -> bool:
         """Every cell of the round recorded its look (an empty round is done)."""
@@ -161,6 +162,7 @@ def to_json(progress: Progress) -> str:
         "finishedAt": progress.finished_at,
         "roundStartedAt": progress.round_started_at,
         "applied": progress.applied,
+        "generation": progress.generation,
     }
     return json.dumps(document, sort_keys=True, allow_nan=True)
 
@@ -208,7 +210,7 @@ def from_json(spec: SpecDecodeTuningSpec, text: str | None) -> Progress | None:
             )
             for name, raw in document["round"].items()
         }
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
     return Progress(
         run,
@@ -218,4 +220,5 @@ def from_json(spec: SpecDecodeTuningSpec, text: str | None) -> Progress | None:
         document.get("finishedAt"),
         document.get("roundStartedAt"),
         document.get("applied"),
+        int(document.get("generation", 0)),
     )

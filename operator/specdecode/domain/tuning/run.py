@@ -1,8 +1,9 @@
 """A tuning in progress: the cells, the budget spent, and the next round (pure state).
 
-The reconciler (not built yet) will keep this in the report ConfigMap between reconciles
-and feed it each look's measurements from the load pods; the benchmark and the tests feed
-it simulated ones. Nothing here knows where measurements come from.
+The cluster runner (`reconciler/tuning.py`) keeps this in the report ConfigMap between
+reconciles (`progress`) and feeds it each look's measurements from the load pods; the
+benchmark and the tests feed it simulated ones. Nothing here knows where measurements
+come from.
 """
 
 from __future__ import annotations

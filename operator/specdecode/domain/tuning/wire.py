@@ -58,6 +58,9 @@ def _report(data: Mapping[str, Any]) -> TuningReport:
         looks=int(data["looks"]),
         dropped=tuple(str(d) for d in data["dropped"]),
         done=bool(data["done"]),
+        weights_source=str(data.get("weights_source", "")),
+        recommendation=str(data.get("recommendation", "")),
+        uniform_recommendation=str(data.get("uniform_recommendation", "")),
     )
 
 
