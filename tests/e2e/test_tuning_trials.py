@@ -18,6 +18,7 @@ and data are gone at the end; the report ConfigMap, status and the plugin agree.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import subprocess
 import sys
@@ -91,6 +92,11 @@ def leftovers(cluster: LocalCluster, namespace: str, name: str) -> list[str]:
             if item_name.startswith(f"{name}-t") and not item["metadata"].get("deletionTimestamp"):
                 found.append(f"{kind}/{item_name}")
     return found
+
+
+def no_leftovers(cluster: LocalCluster, namespace: str, name: str) -> bool:
+    """Whether every trial object of the tuning is gone."""
+    return not leftovers(cluster, namespace, name)
 
 
 def winner_labels(report: dict[str, Any]) -> dict[int, str]:
@@ -180,7 +186,7 @@ def test_tuning_picks_the_config_that_pays_per_workload_and_load(
     for name in statuses:
         assert statuses[name]["reportConfigMap"] == f"{name}-report"
         wait_for(
-            lambda name=name: not leftovers(cluster, namespace, name),
+            functools.partial(no_leftovers, cluster, namespace, name),
             timeout=60,
             message=f"trials of {name} removed",
         )

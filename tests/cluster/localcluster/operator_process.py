@@ -7,6 +7,7 @@ that all progress lives in the resource's status.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -34,15 +35,16 @@ def install_crds(cluster: LocalCluster, timeout: float = 60.0) -> None:
             raise RuntimeError(f"applying {crd_file.name} failed: {result.stderr.strip()}")
     for name in CRD_NAMES:
         wait_for(
-            lambda name=name: (
-                cluster.kubectl(
-                    "wait", "--for=condition=Established", f"crd/{name}", "--timeout=5s"
-                ).returncode
-                == 0
-            ),
+            functools.partial(_established, cluster, name),
             timeout=timeout,
             message=f"CRD {name} Established",
         )
+
+
+def _established(cluster: LocalCluster, name: str) -> bool:
+    """Whether the API server serves the CRD `name`."""
+    waited = cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=5s")
+    return waited.returncode == 0
 
 
 @dataclass
