@@ -14,15 +14,14 @@ which wakes the loop anyway).
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable
-from typing import Any, cast
+from typing import Any
 
 import kopf
 from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, PLURAL, VERSION, TrafficSourceType
+from specdecode.handlers.loop import reconcile_loop
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
 from specdecode.reconciler.reconcile import (
@@ -99,22 +98,9 @@ async def rollout_loop(
     deletion or shutdown, after the reconcile in progress has finished)."""
     runtime = runtime_of(memo)
     attach_cluster(runtime, kwargs)
-    key = key_of(body)
-    runtime.wakeups.register(key)
-    # kopf hands async daemons an awaitable stop flag (its type stubs name the base class).
-    stop = asyncio.ensure_future(cast(Awaitable[Any], stopped.wait()))
-    delay: float | None = 0.0
-    try:
-        while not stopped:
-            woken = asyncio.ensure_future(runtime.wakeups.wait(key, delay))
-            await asyncio.wait({woken, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if stopped:
-                woken.cancel()
-                break
-            delay = await reconcile_once(runtime, body, logger)
-    finally:
-        stop.cancel()
-        runtime.wakeups.unregister(key)
+    await reconcile_loop(
+        runtime, key_of(body), stopped, lambda: reconcile_once(runtime, body, logger)
+    )
 
 
 async def rollout_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:

@@ -8,15 +8,14 @@ Deleting a tuning deletes its trials, report and blocks by owner reference.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
-from typing import Any, cast
+from typing import Any
 
 import kopf
 from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, VERSION
 from specdecode.api.tuning import PLURAL
+from specdecode.handlers.loop import reconcile_loop
 from specdecode.handlers.rollouts import RETRY_DELAY_SECONDS, runtime_of
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.runtime import Runtime
@@ -60,24 +59,12 @@ async def tuning_loop(
     """The tuning's reconcile loop (a kopf daemon, stopped on deletion or shutdown)."""
     runtime = runtime_of(memo)
     attach_cluster(runtime, kwargs)
-    key = ref_of(body).key
-    runtime.wakeups.register(key)
-    stop = asyncio.ensure_future(cast(Awaitable[Any], stopped.wait()))
-    delay: float | None = 0.0
-    try:
-        while not stopped:
-            woken = asyncio.ensure_future(runtime.wakeups.wait(key, delay))
-            await asyncio.wait({woken, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if stopped:
-                woken.cancel()
-                break
-            delay = await reconcile_once(runtime, body, logger)
-            if delay is None:
-                delay = runtime.settings.resync_seconds
-    finally:
-        stop.cancel()
-        runtime.wakeups.unfollow(key)
-        runtime.wakeups.unregister(key)
+
+    async def once() -> float:
+        delay = await reconcile_once(runtime, body, logger)
+        return runtime.settings.resync_seconds if delay is None else delay
+
+    await reconcile_loop(runtime, ref_of(body).key, stopped, once)
 
 
 async def tuning_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:

@@ -211,9 +211,8 @@ async def _advance(
     for key in rounds.due(progress, now):
         trial = trials.Trial.of(ref, spec, configs, key)
         cell = progress.round[key]
-        due_at = cell.look_due(spec.trial.look_seconds) or now
-        resumed = progress.run.cells[key].seconds > cell.run_seconds + spec.trial.look_seconds
-        window = await trials.look(runtime, trial, cell, min(now, due_at), resumed)
+        until, resumed = rounds.window_end(progress, key, now), rounds.resumed(progress, key)
+        window = await trials.look(runtime, trial, cell, until, resumed)
         measured = measure_cell(window, cell.critical, trial.config.method)
         rounds.record(progress, key, measured, now)
         if not isinstance(measured, str):

@@ -154,3 +154,15 @@ def test_the_tuning_example_is_a_valid_spec_with_a_trial_per_cell() -> None:
         trial = spec.trial_spec(config)
         assert trial.speculative == config
         assert trial.analysis.traffic == spec.traffic
+
+
+def test_a_look_window_ends_at_its_due_time_and_resumed_cells_are_told_apart() -> None:
+    progress = Progress(TuningRun.start(SPEC))
+    rounds.start_round(progress, 0.0)
+    key = next(iter(progress.round))
+    rounds.engines_ready(progress, key, now=5.0)  # due at 5 + 10 + 20 = 35
+    assert rounds.window_end(progress, key, 30.0) == 30.0
+    assert rounds.window_end(progress, key, 90.0) == 35.0  # a waiting round adds nothing
+    assert not rounds.resumed(progress, key)
+    progress.run.cells[key].seconds += 20.0  # as if an earlier run had measured a look
+    assert rounds.resumed(progress, key)

@@ -96,6 +96,19 @@ def record(progress: Progress, key: CellKey, measured: CellMeasurement | str, no
         )
 
 
+def window_end(progress: Progress, key: CellKey, now: float) -> float:
+    """Where a look's window ends: its due time, never later (the sequential boundary
+    counts the measured time a look was charged for, not what a waiting round adds)."""
+    due_at = progress.round[key].look_due(progress.run.spec.trial.look_seconds)
+    return now if due_at is None else min(now, due_at)
+
+
+def resumed(progress: Progress, key: CellKey) -> bool:
+    """Whether the cell measured in an earlier run too (its stored blocks then count)."""
+    cell, state = progress.round[key], progress.run.cells[key]
+    return state.seconds > cell.run_seconds + progress.run.spec.trial.look_seconds
+
+
 def next_wake(progress: Progress, now: float) -> float | None:
     """Seconds until time alone changes something (a look falls due), None: only events.
 
