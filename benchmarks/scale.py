@@ -143,8 +143,11 @@ def audit_requests(cluster: LocalCluster, start: datetime, end: datetime) -> lis
 class Bench:
     """The namespace, the extra nodes and agent, the operator(s) and the measurements."""
 
-    def __init__(self, cluster: LocalCluster, operators: int, window: float) -> None:
+    def __init__(
+        self, cluster: LocalCluster, operators: int, window: float, verbose: bool = False
+    ) -> None:
         self.cluster, self.operators, self.window = cluster, operators, window
+        self.verbose = verbose
         self.children: list[subprocess.Popen[bytes]] = []
         self.nodes: ExtraGpuNodes | None = None
         self.created: dict[str, float] = {}
@@ -152,7 +155,15 @@ class Bench:
     def set_up(self, most_rollouts: int) -> None:
         """Namespace, account, GPU nodes for the largest size at once (the agent that runs
         them is not restarted between sizes), then the operator(s)."""
-        # Leftovers of an interrupted run would be counted as this run's.
+        # Leftovers of an interrupted run would be counted as this run's. Their rollouts
+        # keep kopf's finalizer with no operator to remove it: drop it, or the namespace
+        # never goes.
+        leftovers = self.cluster.kubectl("get", "sdr", "-n", NAMESPACE, "-o", "name").stdout
+        for name in leftovers.split():
+            self.cluster.kubectl(
+                "patch", name, "-n", NAMESPACE, "--type=merge",
+                "-p", '{"metadata":{"finalizers":null}}',
+            )  # fmt: skip
         self.cluster.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", timeout=600)
         binding = f"clusterrolebinding/{NAMESPACE}-{ACCOUNT}"
         self.cluster.kubectl("delete", binding, "--ignore-not-found")
@@ -183,6 +194,8 @@ class Bench:
         }
         if self.operators > 1:
             argv.append("--leader-elect")
+        if self.verbose:
+            argv.append("--verbose")
         component = f"operator-scale-{index}"
         child = start_component(self.cluster.paths, component, argv, extra_env=env)
 
@@ -278,6 +291,9 @@ class Bench:
         return latencies
 
     def tear_down(self) -> None:
+        """Rollouts first, while the operator still runs: each carries kopf's finalizer,
+        which only a running operator removes (else the namespace stays Terminating)."""
+        self.cluster.kubectl("delete", "sdr", "--all", "-n", NAMESPACE, "--wait", timeout=600)
         stop_processes([child.pid for child in self.children])
         self.cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
         self.cluster.kubectl("delete", "clusterrolebinding", f"{NAMESPACE}-{ACCOUNT}")
@@ -318,8 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10,50,200")
     parser.add_argument("--window", type=float, default=120.0, help="steady-state seconds")
     parser.add_argument("--operators", type=int, default=1, help="2: leader election")
+    parser.add_argument("--verbose", action="store_true", help="operator logs at DEBUG")
     options = parser.parse_args(argv)
-    bench = Bench(LocalCluster.attach(), options.operators, options.window)
+    bench = Bench(LocalCluster.attach(), options.operators, options.window, options.verbose)
     try:
         sizes = [int(s) for s in options.sizes.split(",")]
         bench.set_up(max(sizes))

@@ -4,14 +4,15 @@ This is the operator's only request to an engine, and it carries no inference: v
 `/version` answers `{"version": "0.33.0"}` from the API server process (the simulator
 answers the same shape). A pod's release cannot change while it lives, so each pod (by
 uid) is asked until it answers once, then never again: an idle rollout sends nothing. A
-pod that does not answer (restarting, network policy) is left out: unknown is not a
-mismatch. Pods come from the watched view (JSON snapshots), never from a LIST.
+pod that does not answer (restarting, network policy) is left out, and asked again a
+minute later: unknown is not a mismatch. Pods come from the watched view (JSON snapshots), never from a LIST.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -21,15 +22,25 @@ from specdecode.domain.engine_version import RunningVersion
 from specdecode.domain.observations import ChildRole
 
 VERSION_TIMEOUT_SECONDS = 2.0
+RETRY_SILENT_SECONDS = 60.0
 ENGINE_ROLES = frozenset(role.value for role in ChildRole)
 
 
 class EngineVersions:
-    """Asks ready engine pods for /version, remembering each pod's answer by uid."""
+    """Asks ready engine pods for /version, remembering each pod's answer by uid, and a
+    silent pod's silence for `RETRY_SILENT_SECONDS` (every reconcile asking it again, each
+    with a new client, was a busy operator's largest CPU cost after templates)."""
 
-    def __init__(self, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._transport = transport  # tests answer /version without a network
+        self._clock = clock
         self._known: dict[str, str] = {}
+        self._silent_until: dict[str, float] = {}
+        self._client: httpx.AsyncClient | None = None
 
     async def running_versions(
         self, pods: Iterable[Mapping[str, Any]], port: int
@@ -38,19 +49,43 @@ class EngineVersions:
         engines = [pod for pod in pods if _is_ready_engine(pod)]
         live = {_uid(pod) for pod in engines}
         self._known = {uid: v for uid, v in self._known.items() if uid in live}
-        unknown = [pod for pod in engines if _uid(pod) not in self._known]
+        now = self._clock()
+        self._silent_until = {
+            uid: t for uid, t in self._silent_until.items() if uid in live and t > now
+        }
+        unknown = [
+            pod
+            for pod in engines
+            if _uid(pod) not in self._known and _uid(pod) not in self._silent_until
+        ]
         if unknown:
-            timeout = httpx.Timeout(VERSION_TIMEOUT_SECONDS)
-            async with httpx.AsyncClient(timeout=timeout, transport=self._transport) as client:
-                answers = await asyncio.gather(*(_version(client, pod, port) for pod in unknown))
+            client = self._shared_client()
+            answers = await asyncio.gather(*(_version(client, pod, port) for pod in unknown))
             for pod, answer in zip(unknown, answers, strict=True):
-                if answer is not None:
+                if answer is None:
+                    self._silent_until[_uid(pod)] = now + RETRY_SILENT_SECONDS
+                else:
                     self._known[_uid(pod)] = answer
         return [
             RunningVersion(_name(pod), self._known[_uid(pod)])
             for pod in engines
             if _uid(pod) in self._known
         ]
+
+
+    def _shared_client(self) -> httpx.AsyncClient:
+        """One client for the process's life: engines speak plain HTTP, and a client's
+        construction (an SSL context) costs more than the request."""
+        if self._client is None:
+            timeout = httpx.Timeout(VERSION_TIMEOUT_SECONDS)
+            self._client = httpx.AsyncClient(timeout=timeout, transport=self._transport)
+        return self._client
+
+    async def close(self) -> None:
+        """Close the client (operator shutdown)."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
 
 def _metadata(pod: Mapping[str, Any]) -> Mapping[str, Any]:

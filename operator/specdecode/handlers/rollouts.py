@@ -34,6 +34,9 @@ from specdecode.reconciler.runtime import Runtime
 
 RESOURCE = (GROUP, VERSION, PLURAL)
 RETRY_DELAY_SECONDS = 5.0
+# kopf's default finalizer (`settings.persistence.finalizer`, left as it is: renaming it
+# would strand the old one on every existing rollout, which would then never go).
+KOPF_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
 
 
 def runtime_of(memo: kopf.Memo) -> Runtime:
@@ -45,6 +48,16 @@ def runtime_of(memo: kopf.Memo) -> Runtime:
 def key_of(body: kopf.Body) -> str:
     """ "namespace/name" of a rollout."""
     return f"{body.metadata.namespace}/{body.metadata.name}"
+
+
+def awaits_kopf(body: kopf.Body) -> bool:
+    """Whether kopf is about to write the object: it starts a new object's daemon in the
+    same pass that adds its finalizer, so the daemon's first copy predates that write. A
+    reconcile of it would have its guarded status write refused (409) and start over;
+    skipping it costs nothing, since the write's watch event wakes the loop at once."""
+    meta = body.metadata
+    finalizers = meta.get("finalizers") or []
+    return KOPF_FINALIZER not in finalizers and not meta.get("deletionTimestamp")
 
 
 async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger) -> float:
@@ -61,6 +74,9 @@ async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger)
         generation=int(meta.get("generation") or 0),
         resource_version=str(meta.get("resourceVersion") or ""),
     )
+    if awaits_kopf(body):
+        logger.debug("skipped: kopf's finalizer is still being added")
+        return runtime.settings.resync_seconds  # kopf's write wakes the loop
     spec, status = dict(body.spec), dict(body.get("status") or {})
     annotations = dict(meta.annotations)
     started = time.monotonic()
@@ -103,15 +119,19 @@ async def rollout_loop(
     )
 
 
-async def rollout_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """Any change of a rollout (spec, status, annotations): wake its loop."""
-    runtime_of(memo).wakeups.wake(key_of(body))
+async def rollout_event(body: kopf.Body, memo: kopf.Memo, type: str | None, **_: Any) -> None:
+    """Any change of a rollout (spec, status, annotations): wake its loop. Gone: forget
+    it (owner references delete its children and load pods).
 
-
-async def rollout_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """Forget the rollout; owner references delete its children and load pods."""
+    Forgetting is an event handler, not `on.delete`: a resource with any `on.delete`
+    handler gets kopf's change-tracking annotation written right after creation, a second
+    write that would make the first reconcile's guarded status write a 409 (see
+    `awaits_kopf`)."""
     runtime = runtime_of(memo)
-    runtime.forget(str(body.metadata.namespace), str(body.metadata.name))
+    if type == "DELETED":
+        runtime.forget(str(body.metadata.namespace), str(body.metadata.name))
+    else:
+        runtime.wakeups.wake(key_of(body))
 
 
 def mirrors_a_route(spec: kopf.Spec, **_: Any) -> bool:
@@ -145,11 +165,9 @@ def register_rollout_handlers(registry: kopf.OperatorRegistry) -> None:
         cancellation_timeout=5.0,
     )(rollout_loop)
     kopf.on.event(*RESOURCE, registry=registry, id="wake")(rollout_event)
-    # optional: a failing cleanup never holds a deletion up. (Every rollout carries kopf's
+    # Mirror rollouts edit a route they do not own: a deletion handler, not optional, so
+    # the finalizer stays until the filters are gone. (Every rollout carries kopf's
     # finalizer anyway: kopf adds it for the daemon, to stop it before the object goes.)
-    kopf.on.delete(*RESOURCE, registry=registry, optional=True, id="cleanup")(rollout_deleted)
-    # Mirror rollouts edit a route they do not own: not optional, so the finalizer stays
-    # until the filters are gone.
     kopf.on.delete(*RESOURCE, registry=registry, when=mirrors_a_route, id="unmirror")(
         rollout_unmirrored
     )

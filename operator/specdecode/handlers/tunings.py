@@ -16,7 +16,7 @@ from kubernetes.client import ApiException
 from specdecode.api import GROUP, VERSION
 from specdecode.api.tuning import PLURAL
 from specdecode.handlers.loop import reconcile_loop
-from specdecode.handlers.rollouts import RETRY_DELAY_SECONDS, runtime_of
+from specdecode.handlers.rollouts import RETRY_DELAY_SECONDS, awaits_kopf, runtime_of
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.tuning import TuningRef, reconcile_tuning
@@ -38,6 +38,8 @@ def ref_of(body: kopf.Body) -> TuningRef:
 async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger) -> float | None:
     """One reconcile under the tuning's lock; seconds until the next is due (None: events)."""
     ref = ref_of(body)
+    if awaits_kopf(body):
+        return None  # kopf's write wakes the loop
     spec, status = dict(body.spec), dict(body.get("status") or {})
     try:
         async with runtime.lock(ref.key):
@@ -67,20 +69,20 @@ async def tuning_loop(
     await reconcile_loop(runtime, ref_of(body).key, stopped, once)
 
 
-async def tuning_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """Any change of a tuning: wake its loop."""
-    runtime_of(memo).wakeups.wake(ref_of(body).key)
-
-
-async def tuning_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """Forget the tuning's metric series; owner references delete what it created."""
+async def tuning_event(body: kopf.Body, memo: kopf.Memo, type: str | None, **_: Any) -> None:
+    """Any change of a tuning: wake its loop. Gone: forget its metric series (owner
+    references delete what it created). An event handler, not `on.delete`, for the
+    reason `rollouts.rollout_event` gives."""
     runtime = runtime_of(memo)
-    runtime.metrics.tuning_forgotten(str(body.metadata.namespace), str(body.metadata.name))
-    runtime.finished_tunings.pop(ref_of(body).key, None)
+    if type == "DELETED":
+        runtime.metrics.tuning_forgotten(str(body.metadata.namespace), str(body.metadata.name))
+        runtime.finished_tunings.pop(ref_of(body).key, None)
+    else:
+        runtime.wakeups.wake(ref_of(body).key)
 
 
 def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:
-    """Register the tuning's loop, its wake-up and its deletion."""
+    """Register the tuning's loop and its wake-up (which also forgets a deleted one)."""
     kopf.daemon(
         *RESOURCE,
         registry=registry,
@@ -89,4 +91,3 @@ def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:
         cancellation_timeout=5.0,
     )(tuning_loop)
     kopf.on.event(*RESOURCE, registry=registry, id="wake-tuning")(tuning_event)
-    kopf.on.delete(*RESOURCE, registry=registry, optional=True, id="forget-tuning")(tuning_deleted)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from specdecode.adapters.engine_version import EngineVersions
+from specdecode.adapters.engine_version import RETRY_SILENT_SECONDS, EngineVersions
 from specdecode.api.status import Condition, ConditionStatus, SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.engine_version import (
@@ -57,12 +57,18 @@ async def test_asks_ready_engine_pods_once_each_and_skips_the_rest() -> None:
         _pod("odd-0", "10.0.0.4", "baseline", ready=True),  # no /version: unknown
     ]
     server = VersionServer()
-    source = EngineVersions(transport=httpx.MockTransport(server))
+    now = [100.0]
+    source = EngineVersions(transport=httpx.MockTransport(server), clock=lambda: now[0])
     expected = [RunningVersion("prod-0", "0.33.0"), RunningVersion("cand-0", "0.11.2")]
     assert await source.running_versions(pods, 8000) == expected
     assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4"]
+    now[0] += RETRY_SILENT_SECONDS - 1  # the silent pod is not asked on every reconcile
+    assert await source.running_versions(pods, 8000) == expected
+    assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4"]
+    now[0] += 2  # but again a minute later; the pods that answered, never
     assert await source.running_versions(pods, 8000) == expected
     assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4", "10.0.0.4"]
+    await source.close()
 
 
 def _status(degraded: bool, reason: str, since: datetime) -> SpecDecodeRolloutStatus:

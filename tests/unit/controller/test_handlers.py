@@ -17,7 +17,13 @@ from kopf._cogs.aiokits.aioenums import FlagSetter
 
 from specdecode.api import ACTION_ANNOTATION
 from specdecode.handlers.lifecycle import configure_kopf
-from specdecode.handlers.rollouts import rollout_event, rollout_loop
+from specdecode.handlers.rollouts import (
+    KOPF_FINALIZER,
+    register_rollout_handlers,
+    rollout_event,
+    rollout_loop,
+)
+from specdecode.handlers.tunings import register_tuning_handlers
 from specdecode.handlers.watches import INDEX_IDS, child_event, index_by_rollout
 
 pytestmark = pytest.mark.unit
@@ -35,6 +41,7 @@ def rollout_body(annotations: dict[str, str] | None = None) -> dict[str, Any]:
             "generation": 1,
             "resourceVersion": "1",
             "annotations": dict(annotations or {}),
+            "finalizers": [KOPF_FINALIZER],
         },
         "spec": raw_spec(None),
     }
@@ -112,7 +119,7 @@ async def test_an_action_on_an_idle_rollout_acts_on_its_watch_event() -> None:
         raw["metadata"]["annotations"][ACTION_ANNOTATION] = "promote"
         raw["metadata"]["resourceVersion"] = kube.current_version
         assert clears(kube) == []
-        await rollout_event(body=body, memo=memo)
+        await rollout_event(body=body, memo=memo, type="MODIFIED")
         await wait_until(lambda: clears(kube) != [])
     finally:
         stopper.set()
@@ -129,3 +136,50 @@ async def test_a_child_event_wakes_only_its_rollout() -> None:
     await child_event(body=kopf.Body(cast(Any, child)), memo=kopf.Memo(runtime=runtime))
     assert await runtime.wakeups.wait(f"{NAMESPACE}/{NAME}", 0.5)
     assert not await runtime.wakeups.wait(f"{NAMESPACE}/other", 0.05)
+
+
+async def test_a_new_rollout_waits_for_kopfs_finalizer_then_acts_on_its_event() -> None:
+    """kopf starts the daemon in the pass that adds its finalizer: the copy without it is
+    about to be superseded, and a status write from it would be refused (409)."""
+    kube, cluster = FakeKube(), FakeCluster()
+    runtime = make_runtime(kube, cluster)
+    raw = rollout_body()
+    raw["metadata"]["finalizers"] = []
+    body, memo = kopf.Body(cast(Any, raw)), kopf.Memo(runtime=runtime)
+    stopper: FlagSetter[Any] = FlagSetter()
+    indexes: dict[str, dict[Any, Any]] = {index_id: {} for index_id in INDEX_IDS.values()}
+    loop = asyncio.create_task(
+        rollout_loop(body=body, memo=memo, logger=LOGGER, stopped=stopper.async_waiter, **indexes)
+    )
+    try:
+        await asyncio.sleep(0.2)  # the first pass runs at once; it must send nothing
+        assert kube.calls == []
+        raw["metadata"]["finalizers"] = [KOPF_FINALIZER]
+        await rollout_event(body=body, memo=memo, type="MODIFIED")
+        await wait_until(lambda: "apply" in kube.verbs())
+    finally:
+        stopper.set()
+        await asyncio.wait_for(loop, 5.0)
+
+
+def test_only_mirror_rollouts_have_a_deletion_handler() -> None:
+    """Any on.create/update/delete handler that matches an object makes kopf write its
+    change-tracking annotation after creation: a second write racing the first reconcile.
+    Forgetting a deleted rollout or tuning is done on its DELETED event instead."""
+    registry = kopf.OperatorRegistry()
+    register_rollout_handlers(registry)
+    register_tuning_handlers(registry)
+    changing = registry._changing.get_all_handlers()  # kopf's on.create/update/delete/resume
+    assert [handler.id for handler in changing] == ["unmirror"]
+    assert all(handler.when is not None for handler in changing)
+
+
+async def test_a_deleted_rollout_is_forgotten_on_its_event() -> None:
+    runtime = make_runtime(FakeKube(), FakeCluster())
+    forgotten: list[tuple[str, str]] = []
+    runtime.forget = lambda namespace, name: forgotten.append((namespace, name))  # type: ignore[method-assign]
+    body, memo = kopf.Body(cast(Any, rollout_body())), kopf.Memo(runtime=runtime)
+    await rollout_event(body=body, memo=memo, type="MODIFIED")
+    assert forgotten == []
+    await rollout_event(body=body, memo=memo, type="DELETED")
+    assert forgotten == [(NAMESPACE, NAME)]
