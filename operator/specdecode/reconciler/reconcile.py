@@ -8,7 +8,8 @@
    post the transition's Events (named so a repeat is refused), write the status guarded by
    the resourceVersion it was computed from, then make children, the stage run's load pods
    (Prompts traffic) and route mirrors (Mirror traffic) match the decision, writing only
-   what the cache shows to differ, and consume the action annotation.
+   what the cache shows to differ, and consume the action annotation. (A new rollout's
+   children come first: there is no earlier status for them to contradict.)
 Every step is idempotent, so a reconcile interrupted anywhere is simply run again; a copy
 of the rollout older than our own last write raises `StaleRollout` before anything is sent.
 """
@@ -118,7 +119,7 @@ async def reconcile(
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
-    await _apply(runtime, ref, spec, status, decision, action)
+    await _apply(runtime, ref, spec, status, decision, action, first=not raw_status)
     return decision
 
 
@@ -129,10 +130,22 @@ async def _apply(
     old: SpecDecodeRolloutStatus,
     decision: Decision,
     action: str | None,
+    first: bool = False,
 ) -> None:
-    """Make the world match `decision`; `spec` None: unreadable (production left as is)."""
-    await commit_status(runtime, ref, old, decision)
-    await apply_children_of(runtime, ref, spec, decision)
+    """Make the world match `decision`; `spec` None: unreadable (production left as is).
+
+    A rollout with no status yet (`first`: its first reconcile) gets its children before its
+    status: nothing it could act on can be stale, since no status was ever written from
+    which a later decision could differ, and a new rollout's children need not wait for
+    two writes. If the status write is refused, the next reconcile re-applies them from
+    the fresh copy (a no-op where they match).
+    """
+    if first:
+        await apply_children_of(runtime, ref, spec, decision)
+        await commit_status(runtime, ref, old, decision)
+    else:
+        await commit_status(runtime, ref, old, decision)
+        await apply_children_of(runtime, ref, spec, decision)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
     await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods)
     await apply_mirrors_and_action(runtime, ref, spec, decision, action)

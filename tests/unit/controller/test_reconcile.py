@@ -131,11 +131,28 @@ async def test_status_is_written_on_top_of_the_version_it_was_computed_from() ->
 
 async def test_a_conflicting_status_write_applies_nothing_else() -> None:
     kube, cluster = FakeKube(), FakeCluster()
-    kube.current_version = "50"  # someone wrote the rollout after version 41
     runtime = make_runtime(kube, cluster)
+    await reconcile(runtime, ref("41"), raw_spec(EAGLE3), None, {})
+    status = kube.status
+    kube.calls.clear()
+    kube.current_version = "50"  # someone wrote the rollout after version 45
     with pytest.raises(StaleRollout):
+        await reconcile(runtime, ref("45"), raw_spec(EAGLE3), status, {ACTION_ANNOTATION: "abort"})
+    assert kube.applied() == []  # not even the children the cache lacks
+
+
+async def test_a_new_rollouts_children_come_before_its_first_status() -> None:
+    """No status was ever written, so none can contradict them: they need not wait."""
+    kube, cluster = FakeKube(), FakeCluster()
+    runtime = make_runtime(kube, cluster)
+    await reconcile(runtime, ref("41"), raw_spec(EAGLE3), None, {})
+    verbs = kube.verbs()
+    status_write = verbs.index("patch_namespaced_custom_object_status")
+    assert "apply" in verbs[:status_write]
+    kube.calls.clear()
+    kube.current_version = "50"  # a 409 on the first write: the children stay, the
+    with pytest.raises(StaleRollout):  # next reconcile re-applies them from the fresh copy
         await reconcile(runtime, ref("41"), raw_spec(EAGLE3), None, {})
-    assert kube.applied() == []
 
 
 async def test_a_copy_older_than_our_own_write_is_not_reconciled() -> None:

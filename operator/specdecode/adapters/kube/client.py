@@ -14,6 +14,11 @@ from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 
 RequestHook = Callable[[str], None]
+# Requests in flight at once: the worker threads `asyncio.to_thread` may use (the handlers
+# size the event loop's default executor to it) and the connections kept open for them.
+# The defaults (cores + 4 threads, 5 connections per core) queued a burst of new rollouts
+# behind each other's requests, and every connection over the pool was a new TLS handshake.
+KUBE_CONCURRENCY = 32
 
 
 class CountingApiClient(client.ApiClient):
@@ -57,6 +62,7 @@ class KubeClients:
         except config.ConfigException:
             configuration = client.Configuration()
             config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        configuration.connection_pool_maxsize = KUBE_CONCURRENCY
         api = (
             client.ApiClient(configuration)
             if on_request is None
