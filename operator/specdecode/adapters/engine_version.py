@@ -5,7 +5,8 @@ This is the operator's only request to an engine, and it carries no inference: v
 answers the same shape). A pod's release cannot change while it lives, so each pod (by
 uid) is asked until it answers once, then never again: an idle rollout sends nothing. A
 pod that does not answer (restarting, network policy) is left out, and asked again a
-minute later: unknown is not a mismatch. Pods come from the watched view (JSON snapshots), never from a LIST.
+minute later: unknown is not a mismatch. Pods come from the watched view (JSON
+snapshots), never from a LIST.
 """
 
 from __future__ import annotations
@@ -71,7 +72,6 @@ class EngineVersions:
             for pod in engines
             if _uid(pod) in self._known
         ]
-
 
     def _shared_client(self) -> httpx.AsyncClient:
         """One client for the process's life: engines speak plain HTTP, and a client's

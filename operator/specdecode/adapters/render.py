@@ -16,7 +16,6 @@ running pods behind the Deployment's back, would not survive a pod restart.
 from __future__ import annotations
 
 import functools
-
 import json
 from dataclasses import dataclass
 from typing import Any
