@@ -293,12 +293,16 @@ class Bench:
     def tear_down(self) -> None:
         """Rollouts first, while the operator still runs: each carries kopf's finalizer,
         which only a running operator removes (else the namespace stays Terminating)."""
-        self.cluster.kubectl("delete", "sdr", "--all", "-n", NAMESPACE, "--wait", timeout=600)
-        stop_processes([child.pid for child in self.children])
-        self.cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
-        self.cluster.kubectl("delete", "clusterrolebinding", f"{NAMESPACE}-{ACCOUNT}")
-        if self.nodes is not None:
-            self.nodes.close()
+        try:
+            self.cluster.kubectl(
+                "delete", "sdr", "--all", "-n", NAMESPACE, "--timeout=300s", timeout=330
+            )  # fmt: skip
+        finally:  # an operator that died leaves them: the next run's set-up drops them
+            stop_processes([child.pid for child in self.children])
+            self.cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+            self.cluster.kubectl("delete", "clusterrolebinding", f"{NAMESPACE}-{ACCOUNT}")
+            if self.nodes is not None:
+                self.nodes.close()
 
 
 def report(size: int, created: list[float], steady: dict[str, Any], actions: list[float]) -> None:

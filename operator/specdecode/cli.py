@@ -15,9 +15,13 @@ import dataclasses
 import logging
 import os
 import sys
+from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import kopf
 
+from specdecode.adapters.kube.client import KUBE_CONCURRENCY
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.leadership import elector_for, run_when_leading
 from specdecode.handlers.lifecycle import register_lifecycle_handlers
@@ -25,6 +29,8 @@ from specdecode.handlers.rollouts import register_rollout_handlers
 from specdecode.handlers.tunings import register_tuning_handlers
 from specdecode.handlers.watches import register_watches
 from specdecode.settings import OperatorSettings
+
+T = TypeVar("T")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -112,6 +118,16 @@ def main(argv: list[str] | None = None) -> None:
         leading = run_when_leading(
             settings, elector, run_operator, liveness, lambda on: metrics.leader.set(float(on))
         )
-        sys.exit(asyncio.run(leading))
+        sys.exit(asyncio.run(with_kube_threads(leading)))
     metrics.leader.set(1.0)
-    asyncio.run(run_operator())
+    asyncio.run(with_kube_threads(run_operator()))
+
+
+async def with_kube_threads(work: Awaitable[T]) -> T:
+    """Run `work` with the event loop's default executor (what `asyncio.to_thread` uses
+    for every blocking API request) sized to `KUBE_CONCURRENCY`, set before anything
+    starts: the default (cores + 4 threads) queued a burst of new rollouts' requests."""
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=KUBE_CONCURRENCY, thread_name_prefix="kube")
+    )
+    return await work

@@ -30,7 +30,8 @@ ENGINE_ROLES = frozenset(role.value for role in ChildRole)
 class EngineVersions:
     """Asks ready engine pods for /version, remembering each pod's answer by uid, and a
     silent pod's silence for `RETRY_SILENT_SECONDS` (every reconcile asking it again, each
-    with a new client, was a busy operator's largest CPU cost after templates)."""
+    with a new client, was a busy operator's largest CPU cost after templates). Kept per
+    rollout: a reconcile sees its own rollout's pods only, and must not trim the rest."""
 
     def __init__(
         self,
@@ -39,39 +40,39 @@ class EngineVersions:
     ) -> None:
         self._transport = transport  # tests answer /version without a network
         self._clock = clock
-        self._known: dict[str, str] = {}
-        self._silent_until: dict[str, float] = {}
+        self._known: dict[str, dict[str, str]] = {}
+        self._silent_until: dict[str, dict[str, float]] = {}
         self._client: httpx.AsyncClient | None = None
 
     async def running_versions(
-        self, pods: Iterable[Mapping[str, Any]], port: int
+        self, rollout: str, pods: Iterable[Mapping[str, Any]], port: int
     ) -> list[RunningVersion]:
-        """The release of each ready engine pod among `pods` that answered (now or before)."""
+        """The release of each ready engine pod among `pods` (all of one rollout, "namespace/
+        name") that answered, now or before."""
         engines = [pod for pod in pods if _is_ready_engine(pod)]
         live = {_uid(pod) for pod in engines}
-        self._known = {uid: v for uid, v in self._known.items() if uid in live}
         now = self._clock()
-        self._silent_until = {
-            uid: t for uid, t in self._silent_until.items() if uid in live and t > now
-        }
-        unknown = [
-            pod
-            for pod in engines
-            if _uid(pod) not in self._known and _uid(pod) not in self._silent_until
-        ]
+        known = {uid: v for uid, v in self._known.get(rollout, {}).items() if uid in live}
+        silent = {uid: t for uid, t in self._silent_until.get(rollout, {}).items() if uid in live}
+        silent = {uid: t for uid, t in silent.items() if t > now}
+        unknown = [pod for pod in engines if _uid(pod) not in known and _uid(pod) not in silent]
         if unknown:
             client = self._shared_client()
             answers = await asyncio.gather(*(_version(client, pod, port) for pod in unknown))
             for pod, answer in zip(unknown, answers, strict=True):
                 if answer is None:
-                    self._silent_until[_uid(pod)] = now + RETRY_SILENT_SECONDS
+                    silent[_uid(pod)] = now + RETRY_SILENT_SECONDS
                 else:
-                    self._known[_uid(pod)] = answer
+                    known[_uid(pod)] = answer
+        self._known[rollout], self._silent_until[rollout] = known, silent
         return [
-            RunningVersion(_name(pod), self._known[_uid(pod)])
-            for pod in engines
-            if _uid(pod) in self._known
+            RunningVersion(_name(pod), known[_uid(pod)]) for pod in engines if _uid(pod) in known
         ]
+
+    def forget(self, rollout: str) -> None:
+        """Drop a deleted rollout's answers."""
+        self._known.pop(rollout, None)
+        self._silent_until.pop(rollout, None)
 
     def _shared_client(self) -> httpx.AsyncClient:
         """One client for the process's life: engines speak plain HTTP, and a client's

@@ -17,6 +17,8 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 from urllib.parse import urlparse
 
 from aiohttp import web
@@ -27,6 +29,10 @@ from specdecode.adapters.kube.lease import LeaseElector, LeaseTerms
 from specdecode.settings import OperatorSettings
 
 logger = logging.getLogger("specdecode.leadership")
+# The Lease's requests have a thread of their own: a renewal must not queue behind a burst
+# of reconciles in the default pool.
+LEASE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lease")
+T = TypeVar("T")
 RunOperator = Callable[[asyncio.Event], Awaitable[None]]
 LeadingHook = Callable[[bool], None]
 
@@ -71,7 +77,7 @@ async def run_when_leading(
         on_leading(False)
         renewer.cancel()
         lost = stop_flag.is_set() and not elector.leading
-        await asyncio.to_thread(elector.release)
+        await _on_lease_thread(elector.release)
         logger.info("%s released Lease %s", settings.identity, settings.lease_name)
     return 1 if lost else 0
 
@@ -87,7 +93,7 @@ async def _wait_for_lease(
     try:
         while not stopping.is_set():
             try:
-                if await asyncio.to_thread(elector.try_acquire_or_renew):
+                if await _on_lease_thread(elector.try_acquire_or_renew):
                     return True
             except Exception as error:
                 logger.warning("cannot read Lease %s: %s", settings.lease_name, error)
@@ -108,7 +114,7 @@ async def _keep_leading(
     while True:
         await asyncio.sleep(settings.lease_renew_seconds)
         try:
-            if await asyncio.to_thread(elector.try_acquire_or_renew):
+            if await _on_lease_thread(elector.try_acquire_or_renew):
                 confirmed = loop.time()
                 continue
             logger.error("Lease %s was taken over: stopping", settings.lease_name)
@@ -120,6 +126,11 @@ async def _keep_leading(
         elector.abandon()  # not ours any more: never release it
         stop_flag.set()
         return
+
+
+async def _on_lease_thread(call: Callable[[], T]) -> T:
+    """Run a blocking Lease request on the Lease's own thread."""
+    return await asyncio.get_running_loop().run_in_executor(LEASE_THREAD, call)
 
 
 async def _serve_standby_health(endpoint: str | None) -> web.AppRunner | None:

@@ -10,12 +10,10 @@ it reports, and under the old shared `specdecode.io/` prefix that hid the user's
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
 
-from specdecode.adapters.kube.client import KUBE_CONCURRENCY
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.watches import configure_watches
 from specdecode.reconciler.runtime import Runtime
@@ -47,9 +45,6 @@ def register_lifecycle_handlers(
 
     async def startup(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_kopf(settings)
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=KUBE_CONCURRENCY, thread_name_prefix="kube")
-        )
         settings.posting.level = NO_LOG_EVENTS
         settings.watching.server_timeout = 300
         settings.networking.request_timeout = 60

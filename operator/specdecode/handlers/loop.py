@@ -4,6 +4,17 @@ A kopf daemon per object runs `reconcile_loop`: it reconciles at once, then wait
 watch event wakes its key (`Wakeups`) or the delay the last reconcile asked for has passed,
 and stops when kopf stops the daemon (deletion or shutdown), after the reconcile in
 progress has finished. Rollouts and tunings differ only in what one pass does.
+
+Two things the loop does for kopf's sake:
+- kopf starts a new object's daemon in the same pass that adds its finalizer (and, for an
+  object some `on.delete` handler matches, before it writes its change-tracking
+  annotation). The daemon's first copy predates those writes: a reconcile of it would have
+  its guarded status write refused (409) and start over. The loop lets that copy go once;
+  the write's watch event refreshes the copy and wakes the loop.
+- An object's in-memory state is forgotten when kopf stops its daemon because the object
+  is being deleted: before kopf removes its finalizer, so a new object of the same name
+  cannot have started meanwhile. (No `on.delete` handler does it: any such handler makes
+  kopf write the change-tracking annotation after every creation.)
 """
 
 from __future__ import annotations
@@ -14,7 +25,32 @@ from typing import Any, cast
 
 import kopf
 
+from specdecode.handlers.lifecycle import KOPF_PREFIX
 from specdecode.reconciler.runtime import Runtime
+
+# kopf's default finalizer (`settings.persistence.finalizer`, left as it is: renaming it
+# would strand the old one on every existing object, which would then never go).
+KOPF_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
+KOPF_DIFFBASE = f"{KOPF_PREFIX}/last-handled-configuration"
+# If kopf's write never arrives (refused by a webhook, say), reconcile this much later.
+KOPF_WRITE_WAIT_SECONDS = 5.0
+
+
+def awaits_kopf(body: kopf.Body, tracked: bool = False) -> bool:
+    """Whether kopf is about to write this copy of a new object: its finalizer is missing
+    or, if `tracked` (an `on.delete` handler matches it), its change-tracking annotation."""
+    meta = body.metadata
+    if meta.get("deletionTimestamp"):
+        return False
+    if KOPF_FINALIZER not in (meta.get("finalizers") or []):
+        return True
+    return tracked and KOPF_DIFFBASE not in (meta.get("annotations") or {})
+
+
+def resource_deleted(stopped: kopf.DaemonStopped) -> bool:
+    """Whether kopf stopped the daemon because its object is being deleted."""
+    reason = stopped.reason
+    return reason is not None and kopf.DaemonStoppingReason.RESOURCE_DELETED in reason
 
 
 async def reconcile_loop(
@@ -22,13 +58,21 @@ async def reconcile_loop(
     key: str,
     stopped: kopf.DaemonStopped,
     reconcile_once: Callable[[], Awaitable[float]],
+    kopf_pending: Callable[[], bool] = lambda: False,
+    forget: Callable[[], None] = lambda: None,
 ) -> None:
     """Run `reconcile_once` (which returns seconds until the next pass is due) until
-    `stopped`; the key's wake-ups (and wake-ups routed to it) live as long as the loop."""
+    `stopped`; the key's wake-ups (and wake-ups routed to it) live as long as the loop.
+
+    `kopf_pending`: whether the current copy is one kopf is about to write (`awaits_kopf`);
+    such a copy is skipped once. `forget`: drops the object's in-memory state, called if
+    the loop stopped because the object is being deleted.
+    """
     runtime.wakeups.register(key)
     # kopf hands async daemons an awaitable stop flag (its type stubs name the base class).
     stop = asyncio.ensure_future(cast(Awaitable[Any], stopped.wait()))
     delay: float = 0.0
+    skipped = False
     try:
         while not stopped:
             woken = asyncio.ensure_future(runtime.wakeups.wait(key, delay))
@@ -36,8 +80,13 @@ async def reconcile_loop(
             if stopped:
                 woken.cancel()
                 break
+            if not skipped and kopf_pending():
+                skipped, delay = True, KOPF_WRITE_WAIT_SECONDS
+                continue
             delay = await reconcile_once()
     finally:
         stop.cancel()
         runtime.wakeups.unfollow(key)
         runtime.wakeups.unregister(key)
+        if resource_deleted(stopped):
+            forget()

@@ -21,7 +21,7 @@ import kopf
 from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, PLURAL, VERSION, TrafficSourceType
-from specdecode.handlers.loop import reconcile_loop
+from specdecode.handlers.loop import awaits_kopf, reconcile_loop
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
 from specdecode.reconciler.reconcile import (
@@ -34,9 +34,6 @@ from specdecode.reconciler.runtime import Runtime
 
 RESOURCE = (GROUP, VERSION, PLURAL)
 RETRY_DELAY_SECONDS = 5.0
-# kopf's default finalizer (`settings.persistence.finalizer`, left as it is: renaming it
-# would strand the old one on every existing rollout, which would then never go).
-KOPF_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
 
 
 def runtime_of(memo: kopf.Memo) -> Runtime:
@@ -48,16 +45,6 @@ def runtime_of(memo: kopf.Memo) -> Runtime:
 def key_of(body: kopf.Body) -> str:
     """ "namespace/name" of a rollout."""
     return f"{body.metadata.namespace}/{body.metadata.name}"
-
-
-def awaits_kopf(body: kopf.Body) -> bool:
-    """Whether kopf is about to write the object: it starts a new object's daemon in the
-    same pass that adds its finalizer, so the daemon's first copy predates that write. A
-    reconcile of it would have its guarded status write refused (409) and start over;
-    skipping it costs nothing, since the write's watch event wakes the loop at once."""
-    meta = body.metadata
-    finalizers = meta.get("finalizers") or []
-    return KOPF_FINALIZER not in finalizers and not meta.get("deletionTimestamp")
 
 
 async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger) -> float:
@@ -74,9 +61,6 @@ async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger)
         generation=int(meta.get("generation") or 0),
         resource_version=str(meta.get("resourceVersion") or ""),
     )
-    if awaits_kopf(body):
-        logger.debug("skipped: kopf's finalizer is still being added")
-        return runtime.settings.resync_seconds  # kopf's write wakes the loop
     spec, status = dict(body.spec), dict(body.get("status") or {})
     annotations = dict(meta.annotations)
     started = time.monotonic()
@@ -114,24 +98,22 @@ async def rollout_loop(
     deletion or shutdown, after the reconcile in progress has finished)."""
     runtime = runtime_of(memo)
     attach_cluster(runtime, kwargs)
+    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
     await reconcile_loop(
-        runtime, key_of(body), stopped, lambda: reconcile_once(runtime, body, logger)
+        runtime,
+        key_of(body),
+        stopped,
+        lambda: reconcile_once(runtime, body, logger),
+        # Mirror rollouts have an `on.delete` handler: kopf also writes its annotation.
+        kopf_pending=lambda: awaits_kopf(body, tracked=mirrors_a_route(body.spec)),
+        # Owner references delete its children and load pods; the process forgets it.
+        forget=lambda: runtime.forget(namespace, name),
     )
 
 
-async def rollout_event(body: kopf.Body, memo: kopf.Memo, type: str | None, **_: Any) -> None:
-    """Any change of a rollout (spec, status, annotations): wake its loop. Gone: forget
-    it (owner references delete its children and load pods).
-
-    Forgetting is an event handler, not `on.delete`: a resource with any `on.delete`
-    handler gets kopf's change-tracking annotation written right after creation, a second
-    write that would make the first reconcile's guarded status write a 409 (see
-    `awaits_kopf`)."""
-    runtime = runtime_of(memo)
-    if type == "DELETED":
-        runtime.forget(str(body.metadata.namespace), str(body.metadata.name))
-    else:
-        runtime.wakeups.wake(key_of(body))
+async def rollout_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Any change of a rollout (spec, status, annotations): wake its loop."""
+    runtime_of(memo).wakeups.wake(key_of(body))
 
 
 def mirrors_a_route(spec: kopf.Spec, **_: Any) -> bool:
@@ -155,7 +137,7 @@ async def rollout_unmirrored(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) ->
 
 
 def register_rollout_handlers(registry: kopf.OperatorRegistry) -> None:
-    """Register the rollout's loop, its wake-up, and its deletion handlers."""
+    """Register the rollout's loop, its wake-up, and the Mirror rollouts' route clean-up."""
     # On stop the loop finishes its reconcile and exits; after 20 s it is cancelled.
     kopf.daemon(
         *RESOURCE,

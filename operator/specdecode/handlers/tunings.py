@@ -15,8 +15,8 @@ from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, VERSION
 from specdecode.api.tuning import PLURAL
-from specdecode.handlers.loop import reconcile_loop
-from specdecode.handlers.rollouts import RETRY_DELAY_SECONDS, awaits_kopf, runtime_of
+from specdecode.handlers.loop import awaits_kopf, reconcile_loop
+from specdecode.handlers.rollouts import RETRY_DELAY_SECONDS, runtime_of
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.tuning import TuningRef, reconcile_tuning
@@ -38,8 +38,6 @@ def ref_of(body: kopf.Body) -> TuningRef:
 async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger) -> float | None:
     """One reconcile under the tuning's lock; seconds until the next is due (None: events)."""
     ref = ref_of(body)
-    if awaits_kopf(body):
-        return None  # kopf's write wakes the loop
     spec, status = dict(body.spec), dict(body.get("status") or {})
     try:
         async with runtime.lock(ref.key):
@@ -66,23 +64,31 @@ async def tuning_loop(
         delay = await reconcile_once(runtime, body, logger)
         return runtime.settings.resync_seconds if delay is None else delay
 
-    await reconcile_loop(runtime, ref_of(body).key, stopped, once)
+    ref = ref_of(body)
+    await reconcile_loop(
+        runtime,
+        ref.key,
+        stopped,
+        once,
+        kopf_pending=lambda: awaits_kopf(body),
+        forget=lambda: forget_tuning(runtime, ref.namespace, ref.name),
+    )
 
 
-async def tuning_event(body: kopf.Body, memo: kopf.Memo, type: str | None, **_: Any) -> None:
-    """Any change of a tuning: wake its loop. Gone: forget its metric series (owner
-    references delete what it created). An event handler, not `on.delete`, for the
-    reason `rollouts.rollout_event` gives."""
-    runtime = runtime_of(memo)
-    if type == "DELETED":
-        runtime.metrics.tuning_forgotten(str(body.metadata.namespace), str(body.metadata.name))
-        runtime.finished_tunings.pop(ref_of(body).key, None)
-    else:
-        runtime.wakeups.wake(ref_of(body).key)
+async def tuning_event(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Any change of a tuning: wake its loop."""
+    runtime_of(memo).wakeups.wake(ref_of(body).key)
+
+
+def forget_tuning(runtime: Runtime, namespace: str, name: str) -> None:
+    """Drop a deleted tuning's metric series and memory (owner references delete what it
+    created)."""
+    runtime.metrics.tuning_forgotten(namespace, name)
+    runtime.finished_tunings.pop(f"{namespace}/{name}", None)
 
 
 def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:
-    """Register the tuning's loop and its wake-up (which also forgets a deleted one)."""
+    """Register the tuning's loop and its wake-up."""
     kopf.daemon(
         *RESOURCE,
         registry=registry,

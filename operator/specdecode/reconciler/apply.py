@@ -7,6 +7,11 @@ Order, for exactly one Event per transition and no other effect of a stale copy:
 3. children, route mirrors and the action annotation, each written only where the watched
    cache shows it differs, so an idle rollout sends no request at all.
 Each step is idempotent; a reconcile stopped between two of them is completed by the next.
+One exception to the order: a rollout's first reconcile (no status stored yet) applies its
+children before step 1 (`reconcile._apply`), so a new rollout's Deployments do not wait
+for two writes. No earlier status exists for them to contradict; the one stale case is a
+spec edited while that first reconcile runs: its children are rendered from the older spec,
+its status write is refused (409), and the next reconcile re-renders them from the new one.
 
 Why Events before the status, case by case:
 - A copy older than our own write: `runtime.superseded` refuses it in `reconcile` before

@@ -105,6 +105,7 @@ class Runtime:
         self.endpoints_pushed_at.pop(key, None)
         self.load_endpoints.pop(key, None)
         self.wakeups.unregister(key)
+        self.engine_versions.forget(key)
         self.metrics.forget(namespace, name)
 
     async def close(self) -> None:

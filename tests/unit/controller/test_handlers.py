@@ -17,8 +17,8 @@ from kopf._cogs.aiokits.aioenums import FlagSetter
 
 from specdecode.api import ACTION_ANNOTATION
 from specdecode.handlers.lifecycle import configure_kopf
+from specdecode.handlers.loop import KOPF_DIFFBASE, KOPF_FINALIZER, awaits_kopf
 from specdecode.handlers.rollouts import (
-    KOPF_FINALIZER,
     register_rollout_handlers,
     rollout_event,
     rollout_loop,
@@ -119,7 +119,7 @@ async def test_an_action_on_an_idle_rollout_acts_on_its_watch_event() -> None:
         raw["metadata"]["annotations"][ACTION_ANNOTATION] = "promote"
         raw["metadata"]["resourceVersion"] = kube.current_version
         assert clears(kube) == []
-        await rollout_event(body=body, memo=memo, type="MODIFIED")
+        await rollout_event(body=body, memo=memo)
         await wait_until(lambda: clears(kube) != [])
     finally:
         stopper.set()
@@ -155,7 +155,7 @@ async def test_a_new_rollout_waits_for_kopfs_finalizer_then_acts_on_its_event() 
         await asyncio.sleep(0.2)  # the first pass runs at once; it must send nothing
         assert kube.calls == []
         raw["metadata"]["finalizers"] = [KOPF_FINALIZER]
-        await rollout_event(body=body, memo=memo, type="MODIFIED")
+        await rollout_event(body=body, memo=memo)
         await wait_until(lambda: "apply" in kube.verbs())
     finally:
         stopper.set()
@@ -174,12 +174,63 @@ def test_only_mirror_rollouts_have_a_deletion_handler() -> None:
     assert all(handler.when is not None for handler in changing)
 
 
-async def test_a_deleted_rollout_is_forgotten_on_its_event() -> None:
+def test_the_finalizer_is_kopfs_own() -> None:
+    assert kopf.OperatorSettings().persistence.finalizer == KOPF_FINALIZER
+
+
+def test_a_mirror_rollouts_copy_also_waits_for_kopfs_annotation() -> None:
+    raw = rollout_body()
+    assert not awaits_kopf(kopf.Body(cast(Any, raw)), tracked=False)
+    assert awaits_kopf(kopf.Body(cast(Any, raw)), tracked=True)
+    raw["metadata"]["annotations"][KOPF_DIFFBASE] = "{}"
+    assert not awaits_kopf(kopf.Body(cast(Any, raw)), tracked=True)
+    raw["metadata"]["finalizers"] = []
+    raw["metadata"]["deletionTimestamp"] = "2026-11-23T10:00:00Z"
+    assert not awaits_kopf(kopf.Body(cast(Any, raw)), tracked=True)  # going: never wait
+
+
+async def test_a_copy_kopf_never_writes_is_still_reconciled_on_the_next_wake() -> None:
+    """Skipped once only: a finalizer write refused for good must not stall the rollout."""
+    kube, cluster = FakeKube(), FakeCluster()
+    runtime = make_runtime(kube, cluster)
+    raw = rollout_body()
+    raw["metadata"]["finalizers"] = []
+    body, memo = kopf.Body(cast(Any, raw)), kopf.Memo(runtime=runtime)
+    stopper: FlagSetter[Any] = FlagSetter()
+    indexes: dict[str, dict[Any, Any]] = {index_id: {} for index_id in INDEX_IDS.values()}
+    loop = asyncio.create_task(
+        rollout_loop(body=body, memo=memo, logger=LOGGER, stopped=stopper.async_waiter, **indexes)
+    )
+    try:
+        await asyncio.sleep(0.2)
+        assert kube.calls == []
+        await rollout_event(body=body, memo=memo)  # any later event: reconciled as it is
+        await wait_until(lambda: "apply" in kube.verbs())
+    finally:
+        stopper.set()
+        await asyncio.wait_for(loop, 5.0)
+
+
+@pytest.mark.parametrize(
+    "reason, forgotten",
+    [
+        (kopf.DaemonStoppingReason.RESOURCE_DELETED, True),
+        (kopf.DaemonStoppingReason.OPERATOR_EXITING, False),
+    ],
+)
+async def test_a_rollout_is_forgotten_when_its_loop_stops_for_its_deletion(
+    reason: kopf.DaemonStoppingReason, forgotten: bool
+) -> None:
     runtime = make_runtime(FakeKube(), FakeCluster())
-    forgotten: list[tuple[str, str]] = []
-    runtime.forget = lambda namespace, name: forgotten.append((namespace, name))  # type: ignore[method-assign]
+    dropped: list[tuple[str, str]] = []
+    runtime.forget = lambda namespace, name: dropped.append((namespace, name))  # type: ignore[method-assign]
     body, memo = kopf.Body(cast(Any, rollout_body())), kopf.Memo(runtime=runtime)
-    await rollout_event(body=body, memo=memo, type="MODIFIED")
-    assert forgotten == []
-    await rollout_event(body=body, memo=memo, type="DELETED")
-    assert forgotten == [(NAMESPACE, NAME)]
+    stopper: FlagSetter[Any] = FlagSetter()
+    indexes: dict[str, dict[Any, Any]] = {index_id: {} for index_id in INDEX_IDS.values()}
+    loop = asyncio.create_task(
+        rollout_loop(body=body, memo=memo, logger=LOGGER, stopped=stopper.async_waiter, **indexes)
+    )
+    await wait_until(lambda: reconciles(runtime) >= 1)
+    stopper.set(reason=reason)
+    await asyncio.wait_for(loop, 5.0)
+    assert dropped == ([(NAMESPACE, NAME)] if forgotten else [])

@@ -14,8 +14,8 @@ from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 
 RequestHook = Callable[[str], None]
-# Requests in flight at once: the worker threads `asyncio.to_thread` may use (the handlers
-# size the event loop's default executor to it) and the connections kept open for them.
+# Requests in flight at once: the worker threads `asyncio.to_thread` may use (`cli`
+# sizes the event loop's default executor to it) and the connections kept open for them.
 # The defaults (cores + 4 threads, 5 connections per core) queued a burst of new rollouts
 # behind each other's requests, and every connection over the pool was a new TLS handshake.
 KUBE_CONCURRENCY = 32
