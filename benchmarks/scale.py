@@ -15,8 +15,9 @@ nodes (`scale-gpu-*`) for the engines; engine pods run the stand-in image
 (`engine-standin`: /health only, ~12 MiB each) instead of the simulator. The operator runs
 as a local process under its own ServiceAccount (bound to cluster-admin: requests are
 counted here, RBAC is tested elsewhere), watching only the benchmark namespace, with its
-default intervals. Rollouts run plain decoding, so each goes straight to Promoted: the
-steady state of a fleet whose analyses have finished.
+default intervals; timing starts once one warm-up rollout has had its children (and is
+gone). Rollouts run plain decoding, so each goes straight to Promoted: the steady state of
+a fleet whose analyses have finished.
 
 Run: ``PYTHONPATH=tests/cluster .venv/bin/python benchmarks/scale.py [--sizes 10,50,200]
 [--window 120] [--operators 1]``. With ``--operators 2`` two replicas run with leader
@@ -53,6 +54,7 @@ POOL_LABEL = {"specdecode.dev/pool": "scale"}
 ACTION = "specdecode.io/action"
 WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 ACTION_SAMPLES = 10
+WARM_UP = "warm-up"
 
 
 def kubectl_ok(cluster: LocalCluster, *args: str, stdin: str | None = None) -> str:
@@ -178,6 +180,24 @@ class Bench:
         kubeconfig = self.cluster.kubeconfig_for_service_account(NAMESPACE, ACCOUNT)
         for index in range(self.operators):
             self.children.append(self._start_operator(kubeconfig, index))
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """One rollout through to its Deployment, then gone: the operator is watching.
+
+        Its liveness endpoint answers before kopf has listed and watched everything, so
+        rollouts created at once would time the operator's start-up, not its reaction.
+        """
+        kubectl_ok(self.cluster, "create", "-f", "-", stdin=json.dumps(rollout(WARM_UP)))
+        wait_for(
+            lambda: (
+                self.cluster.kubectl("get", "deployment", WARM_UP, "-n", NAMESPACE).returncode == 0
+            ),
+            timeout=120,
+            interval=0.5,
+            message="the warm-up rollout's Deployment",
+        )
+        kubectl_ok(self.cluster, "delete", "sdr", WARM_UP, "-n", NAMESPACE, "--timeout=120s")
 
     def _start_operator(self, kubeconfig: Path, index: int) -> subprocess.Popen[bytes]:
         ports = pick_free_ports(["metrics", "health"])
