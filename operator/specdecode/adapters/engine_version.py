@@ -30,34 +30,35 @@ ENGINE_ROLES = frozenset(role.value for role in ChildRole)
 class EngineVersions:
     """Asks ready engine pods for /version, remembering each pod's answer by uid, and a
     silent pod's silence for `RETRY_SILENT_SECONDS` (every reconcile asking it again, each
-    with a new client, was a busy operator's largest CPU cost after templates). Kept per
-    rollout: a reconcile sees its own rollout's pods only, and must not trim the rest."""
+    with a new client, was a busy operator's largest CPU cost after templates; it now uses
+    the operator's one client). Kept per rollout: a reconcile sees its own rollout's pods
+    only, and must not trim the rest."""
 
-    def __init__(
-        self,
-        transport: httpx.AsyncBaseTransport | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._transport = transport  # tests answer /version without a network
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._known: dict[str, dict[str, str]] = {}
         self._silent_until: dict[str, dict[str, float]] = {}
-        self._client: httpx.AsyncClient | None = None
 
     async def running_versions(
-        self, rollout: str, pods: Iterable[Mapping[str, Any]], port: int
+        self,
+        client: httpx.AsyncClient,
+        rollout: str,
+        pods: Iterable[Mapping[str, Any]],
+        port: int,
     ) -> list[RunningVersion]:
         """The release of each ready engine pod among `pods` (all of one rollout, "namespace/
-        name") that answered, now or before."""
+        name") that answered, now or before. `client`: the operator's shared one."""
         engines = [pod for pod in pods if _is_ready_engine(pod)]
         live = {_uid(pod) for pod in engines}
         now = self._clock()
         known = {uid: v for uid, v in self._known.get(rollout, {}).items() if uid in live}
-        silent = {uid: t for uid, t in self._silent_until.get(rollout, {}).items() if uid in live}
-        silent = {uid: t for uid, t in silent.items() if t > now}
+        silent = {
+            uid: t
+            for uid, t in self._silent_until.get(rollout, {}).items()
+            if uid in live and t > now
+        }
         unknown = [pod for pod in engines if _uid(pod) not in known and _uid(pod) not in silent]
         if unknown:
-            client = self._shared_client()
             answers = await asyncio.gather(*(_version(client, pod, port) for pod in unknown))
             for pod, answer in zip(unknown, answers, strict=True):
                 if answer is None:
@@ -73,20 +74,6 @@ class EngineVersions:
         """Drop a deleted rollout's answers."""
         self._known.pop(rollout, None)
         self._silent_until.pop(rollout, None)
-
-    def _shared_client(self) -> httpx.AsyncClient:
-        """One client for the process's life: engines speak plain HTTP, and a client's
-        construction (an SSL context) costs more than the request."""
-        if self._client is None:
-            timeout = httpx.Timeout(VERSION_TIMEOUT_SECONDS)
-            self._client = httpx.AsyncClient(timeout=timeout, transport=self._transport)
-        return self._client
-
-    async def close(self) -> None:
-        """Close the client (operator shutdown)."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
 
 
 def _metadata(pod: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -114,7 +101,7 @@ def _is_ready_engine(pod: Mapping[str, Any]) -> bool:
 async def _version(client: httpx.AsyncClient, pod: Mapping[str, Any], port: int) -> str | None:
     ip = (pod.get("status") or {}).get("podIP")
     try:
-        response = await client.get(f"http://{ip}:{port}/version")
+        response = await client.get(f"http://{ip}:{port}/version", timeout=VERSION_TIMEOUT_SECONDS)
         version = response.json().get("version") if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None

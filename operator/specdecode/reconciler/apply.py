@@ -184,11 +184,7 @@ async def apply_children_of(
         rendered = render_children(ref.name, ref.namespace, ref.uid, spec, decision.children)
         stale = stale_objects(rendered, [*deployments, *services])
         if stale:
-            # Concurrently: a new rollout's Deployments and Services do not wait in line.
-            manager = runtime.settings.field_manager
-            await asyncio.gather(
-                *(asyncio.to_thread(apply_children, runtime.kube, [obj], manager) for obj in stale)
-            )
+            await apply_children(runtime.kube, stale, runtime.settings.field_manager)
     if not decision.children.shadows:
         doomed = shadows_to_delete(ref.name, deployments, services)
         if doomed:

@@ -24,7 +24,8 @@ async def with_engine_version_check(
     """`decision`, its status with Degraded=True while a ready engine pod runs another
     vLLM release than the one the spec was validated for."""
     pods = runtime.cluster.rollout_pods(ref.namespace, ref.name)
-    running = await runtime.engine_versions.running_versions(ref.key, pods, spec.engine.port)
+    versions = runtime.engine_versions
+    running = await versions.running_versions(runtime.http, ref.key, pods, spec.engine.port)
     expected = spec.engine.effective_vllm_version
     checked = with_version_check(old, decision.status, expected, running, runtime.clock.now())
     if checked is decision.status:

@@ -111,4 +111,3 @@ class Runtime:
     async def close(self) -> None:
         """Close connections (operator shutdown). Load pods keep measuring meanwhile."""
         await self.http.aclose()
-        await self.engine_versions.close()

@@ -135,8 +135,7 @@ async def ensure_engines(runtime: Runtime, trial: Trial) -> EngineState:
     rendered = render_trial_children(trial.owner, trial.spec)
     stale = stale_objects(rendered, [*deployments, *services])
     if stale:
-        manager = runtime.settings.field_manager
-        await asyncio.to_thread(apply_children, runtime.kube, stale, manager)
+        await apply_children(runtime.kube, stale, runtime.settings.field_manager)
     states = observe_children(deployments, runtime.cluster.rollout_pods(namespace, trial.name))
     crashed = [
         f"{role.value} engine: {state.crash_reason}"

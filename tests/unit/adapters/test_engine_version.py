@@ -58,32 +58,34 @@ async def test_asks_ready_engine_pods_once_each_and_skips_the_rest() -> None:
     ]
     server = VersionServer()
     now = [100.0]
-    source = EngineVersions(transport=httpx.MockTransport(server), clock=lambda: now[0])
+    client = httpx.AsyncClient(transport=httpx.MockTransport(server))
+    source = EngineVersions(clock=lambda: now[0])
     expected = [RunningVersion("prod-0", "0.33.0"), RunningVersion("cand-0", "0.11.2")]
-    assert await source.running_versions("ns/r", pods, 8000) == expected
+    assert await source.running_versions(client, "ns/r", pods, 8000) == expected
     assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4"]
     now[0] += RETRY_SILENT_SECONDS - 1  # the silent pod is not asked on every reconcile
-    assert await source.running_versions("ns/r", pods, 8000) == expected
+    assert await source.running_versions(client, "ns/r", pods, 8000) == expected
     assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4"]
     now[0] += 2  # but again a minute later; the pods that answered, never
-    assert await source.running_versions("ns/r", pods, 8000) == expected
+    assert await source.running_versions(client, "ns/r", pods, 8000) == expected
     assert sorted(server.asked) == ["10.0.0.1", "10.0.0.2", "10.0.0.4", "10.0.0.4"]
-    await source.close()
+    await client.aclose()
 
 
 async def test_one_rollouts_reconcile_keeps_what_the_others_learned() -> None:
     server = VersionServer()
-    source = EngineVersions(transport=httpx.MockTransport(server))
+    client = httpx.AsyncClient(transport=httpx.MockTransport(server))
+    source = EngineVersions()
     first = [_pod("prod-0", "10.0.0.1", "production", ready=True)]
     second = [_pod("odd-0", "10.0.0.4", "baseline", ready=True)]  # silent
     for _ in range(3):
-        await source.running_versions("ns/a", first, 8000)
-        await source.running_versions("ns/b", second, 8000)
+        await source.running_versions(client, "ns/a", first, 8000)
+        await source.running_versions(client, "ns/b", second, 8000)
     assert sorted(server.asked) == ["10.0.0.1", "10.0.0.4"]
     source.forget("ns/a")
-    await source.running_versions("ns/a", first, 8000)
+    await source.running_versions(client, "ns/a", first, 8000)
     assert sorted(server.asked) == ["10.0.0.1", "10.0.0.1", "10.0.0.4"]
-    await source.close()
+    await client.aclose()
 
 
 def _status(degraded: bool, reason: str, since: datetime) -> SpecDecodeRolloutStatus:
