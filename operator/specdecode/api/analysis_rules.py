@@ -24,6 +24,8 @@ from specdecode.api.rules import (
     every,
     implies,
     lit,
+    size,
+    some,
 )
 from specdecode.api.traffic import TrafficSourceType
 
@@ -31,6 +33,11 @@ MIRROR_GATES_MESSAGE = (
     "analysis.stages: with traffic source Mirror, mirrored responses never reach the "
     "operator, so only Acceptance gates and TailLatency gates with itlDefinition ServerStep "
     "can be judged, besides AcceptedLength gates (a Speedup gate is kept but not judged)"
+)
+MIRROR_LATENCY_MESSAGE = (
+    "analysis.stages: with traffic source Mirror, some stage needs an enforced TailLatency "
+    "gate (not dryRun, no methods filter): Speedup cannot be judged on mirrored traffic, and "
+    "acceptance alone never shows that the candidate is not slower"
 )
 
 
@@ -51,6 +58,19 @@ def mirror_judges(gate: Ref) -> Expr:
                 Binary("==", gate["itlDefinition"], lit(ItlDefinition.SERVER_STEP.value)),
             ),
         ),
+    )
+
+
+def enforced_tail_gate(gate: Ref) -> Expr:
+    """Whether the gate at `gate` (wire form) is a TailLatency gate judged for every method.
+
+    Why every method: a `methods` filter that leaves out the rollout's method makes the gate
+    "not applicable", and this rule lives on the analysis, which does not see the method.
+    """
+    return all_of(
+        Binary("==", gate["type"], lit(GateType.TAIL_LATENCY.value)),
+        any_of(Not(Has(gate["dryRun"])), Binary("==", gate["dryRun"], lit(False))),
+        any_of(Not(Has(gate["methods"])), Binary("==", size(gate["methods"]), lit(0))),
     )
 
 
@@ -93,6 +113,18 @@ ANALYSIS_RULES = RuleSet(
             ),
             MIRROR_GATES_MESSAGE,
             ".stages",
+        ),
+        # Mirror never promotes on alpha alone: the only latency it can judge must be
+        # enforced somewhere (a Mirror rollout whose histogram gate cannot decide rolls back
+        # Inconclusive, which is the fail-closed answer).
+        Rule(
+            implies(
+                Binary("==", at("traffic.source"), lit(_MIRROR)),
+                some(at("stages"), "s", some(_STAGE["gates"], "g", enforced_tail_gate(_GATE))),
+            ),
+            MIRROR_LATENCY_MESSAGE,
+            ".stages",
+            "FieldValueRequired",
         ),
     )
 )

@@ -44,7 +44,9 @@ from localcluster.startup import up
 from specdecode.report import gate_table
 
 ENDINGS = {"Promoted", "RolledBack", "Failed"}
-EXPECTED = {"promote": "Promoted", "rollback": "RolledBack", "mirror": "Promoted"}
+# Mirror: alpha alone never promotes, and vLLM's coarse step histogram cannot show that the
+# candidate's P99 step is no slower, so the enforced latency gate ends Inconclusive.
+EXPECTED = {"promote": "Promoted", "rollback": "RolledBack", "mirror": "RolledBack"}
 WEAK_DRAFT_HEAD = [{"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.2"}]  # alpha 0.08 at k=3
 DEMO_TIMEOUT_SECONDS = 900
 

@@ -3,7 +3,8 @@
 A user's HTTPRoute in front of the rollout's production Service (with a filter of the
 user's own, which must survive untouched), and the simulator example switched to Mirror
 traffic with server-side gates only: acceptance from the candidate's spec-decode counters,
-and a dry-run ServerStep tail-latency gate from vLLM's step histogram.
+and an enforced ServerStep tail-latency gate from vLLM's step histogram (the CRD refuses a
+Mirror analysis without one: alpha alone never promotes).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
     """The simulator example on Mirror traffic: server-side gates only."""
     stage = {"warmupSeconds": 3, "minDurationSeconds": 15, "maxDurationSeconds": 90}
     acceptance = {"name": "alpha", "type": "Acceptance", "minAlpha": 0.2}
-    step_itl = {"name": "p99-step-itl", "type": "TailLatency", "tolerance": 0.25, "dryRun": True}
+    step_itl = {"name": "p99-step-itl", "type": "TailLatency", "tolerance": 0.25}
     patch = {
         "spec": {
             "engine": {"env": SIM_ENV},
