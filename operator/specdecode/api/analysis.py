@@ -2,9 +2,13 @@
 
 Defaults follow the measure-first recipe: a low-concurrency stage gated on what makes the
 method pay (alpha for fixed-k model drafts; tokens per step for ngram and suffix, whose
-variable-length proposals buy several tokens at a lower alpha), then a production-
-concurrency stage gated on the P99 stall between streamed chunks and on time-per-output-
-token speedup against the baseline. Each gate's thresholds are the defaults of
+variable-length proposals buy several tokens at a lower alpha; for every other method,
+which has no method-specific gate, the method-neutral P99 stall and speedup), then a
+production-concurrency stage gated on the P99 stall between streamed chunks and on
+time-per-output-token speedup against the baseline. Both stages carry an ErrorRate gate:
+a candidate that fails requests carries less load and looks faster. Why every method gets
+a judged gate in every stage: a stage passes only on evidence (`domain.analyzing`), so a
+method the defaults forgot would never pass. Each gate's thresholds are the defaults of
 `gate_spec.GATE_DEFAULTS`; the gates here name only their type and the methods they judge.
 """
 
@@ -26,6 +30,13 @@ FIXED_K_METHODS = [
     SpeculativeMethod.DRAFT_MODEL,
 ]
 VARIABLE_LENGTH_METHODS = [SpeculativeMethod.NGRAM, SpeculativeMethod.SUFFIX]
+# Methods with no method-specific gate (ngram_gpu, dflash, dspark, medusa, mlp_speculator):
+# judged on what every method must show, the tail and the speedup.
+METHOD_NEUTRAL_METHODS = [
+    method
+    for method in SpeculativeMethod
+    if method not in FIXED_K_METHODS and method not in VARIABLE_LENGTH_METHODS
+]
 
 
 class StageSpec(KubeModel):
@@ -85,6 +96,13 @@ def default_stages() -> list[StageSpec]:
                     type=GateType.ACCEPTED_LENGTH,
                     methods=VARIABLE_LENGTH_METHODS,
                 ),
+                GateSpec(
+                    name="p99-itl", type=GateType.TAIL_LATENCY, methods=METHOD_NEUTRAL_METHODS
+                ),
+                GateSpec(
+                    name="tpot-speedup", type=GateType.SPEEDUP, methods=METHOD_NEUTRAL_METHODS
+                ),
+                GateSpec(name="error-rate", type=GateType.ERROR_RATE),
             ],
         ),
         StageSpec(
@@ -93,6 +111,7 @@ def default_stages() -> list[StageSpec]:
             gates=[
                 GateSpec(name="p99-itl", type=GateType.TAIL_LATENCY),
                 GateSpec(name="tpot-speedup", type=GateType.SPEEDUP),
+                GateSpec(name="error-rate", type=GateType.ERROR_RATE),
             ],
         ),
     ]

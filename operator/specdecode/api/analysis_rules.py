@@ -32,7 +32,8 @@ from specdecode.api.traffic import TrafficSourceType
 MIRROR_GATES_MESSAGE = (
     "analysis.stages: with traffic source Mirror, mirrored responses never reach the "
     "operator, so only Acceptance gates and TailLatency gates with itlDefinition ServerStep "
-    "can be judged, besides AcceptedLength gates (a Speedup gate is kept but not judged)"
+    "can be judged, besides AcceptedLength gates (Speedup and ErrorRate gates are kept but not "
+    "judged)"
 )
 MIRROR_LATENCY_MESSAGE = (
     "analysis.stages: with traffic source Mirror, some stage needs an enforced TailLatency "
@@ -40,15 +41,20 @@ MIRROR_LATENCY_MESSAGE = (
     "acceptance alone never shows that the candidate is not slower"
 )
 
+# Gate types Mirror traffic admits but cannot judge (they need the responses' timings or
+# outcomes): kept, reported as not judged, never enforced.
+MIRROR_NOT_JUDGED = (GateType.SPEEDUP, GateType.ERROR_RATE)
+
 
 def mirror_judges(gate: Ref) -> Expr:
     """Whether the gate at `gate` (wire form) is allowed with Mirror traffic.
 
-    Why Speedup is allowed: the default stages carry one, and a CRD default cannot depend
-    on the traffic source; the domain reports it as not judged under Mirror. An unset
+    Why Speedup and ErrorRate are allowed: the default stages carry them, and a CRD default
+    cannot depend on the traffic source; the domain reports them as not judged under Mirror
+    (`MIRROR_NOT_JUDGED`). An unset
     itlDefinition is allowed because it means ServerStep under Mirror.
     """
-    server_side = [GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH, GateType.SPEEDUP]
+    server_side = [GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH, *MIRROR_NOT_JUDGED]
     return any_of(
         Binary("in", gate["type"], lit([gate_type.value for gate_type in server_side])),
         all_of(

@@ -148,24 +148,36 @@ def test_the_history_is_bounded_and_a_lost_look_spends_only_its_increment() -> N
     assert look_error(gate, result, plan) == pytest.approx(expected)  # type: ignore[arg-type]
 
 
+_TAIL_STAGE = {"p99-itl", "tpot-speedup", "error-rate"}
+
+
 @pytest.mark.parametrize(
-    ("method", "judged"),
+    ("method", "first_stage"),
     [
-        (SpeculativeMethod.EAGLE3, {"alpha", "p99-itl", "tpot-speedup"}),
-        (SpeculativeMethod.SUFFIX, {"tokens-per-step", "p99-itl", "tpot-speedup"}),
-        (SpeculativeMethod.NGRAM, {"tokens-per-step", "p99-itl", "tpot-speedup"}),
+        (SpeculativeMethod.EAGLE3, {"alpha", "error-rate"}),
+        (SpeculativeMethod.SUFFIX, {"tokens-per-step", "error-rate"}),
+        (SpeculativeMethod.NGRAM, {"tokens-per-step", "error-rate"}),
+        (SpeculativeMethod.MEDUSA, {"p99-itl", "tpot-speedup", "error-rate"}),
+        (SpeculativeMethod.NGRAM_GPU, {"p99-itl", "tpot-speedup", "error-rate"}),
+        (SpeculativeMethod.DFLASH, {"p99-itl", "tpot-speedup", "error-rate"}),
     ],
 )
 def test_default_stages_judge_what_pays_for_each_method(
-    method: SpeculativeMethod, judged: set[str]
+    method: SpeculativeMethod, first_stage: set[str]
 ) -> None:
     plan = LookPlan(0, 600, method=method)
-    gates = [gate for stage in default_stages() for gate in stage.gates]
-    assert {g.name for g in gates if not_judged_reason(g, plan) is None} == judged
+    judged = [
+        {g.name for g in stage.gates if not_judged_reason(g, plan) is None}
+        for stage in default_stages()
+    ]
+    assert judged == [first_stage, _TAIL_STAGE]
 
 
-def test_speedup_is_reported_not_judged_under_mirror_traffic() -> None:
-    gate = GateSpec(name="speedup", type=GateType.SPEEDUP)
+@pytest.mark.parametrize("gate_type", [GateType.SPEEDUP, GateType.ERROR_RATE])
+def test_client_side_gates_are_reported_not_judged_under_mirror_traffic(
+    gate_type: GateType,
+) -> None:
+    gate = GateSpec(name="g", type=gate_type)
     reason = not_judged_reason(gate, LookPlan(0, 600, mirror=True))
     assert reason is not None and "Mirror" in reason
 

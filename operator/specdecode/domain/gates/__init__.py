@@ -12,8 +12,8 @@ Verdicts, as Argo Rollouts' AnalysisRun names them:
   data, never alpha 0; too few requests or time blocks for a cluster-robust bound).
 - Error: a metric source failed (`MetricError`). Never a pass, never a failure; the stage
   counts consecutive errors against `analysis.consecutiveErrorLimit`.
-A gate whose `methods` exclude the rollout's method, or a Speedup gate under Mirror
-traffic, is not judged: it stays Pending with a reason and is not enforced.
+A gate whose `methods` exclude the rollout's method, or a Speedup or ErrorRate gate under
+Mirror traffic, is not judged: it stays Pending with a reason and is not enforced.
 
 Error over repeated looks: each look's bounds are held at the error a group-sequential
 spending function allows at that look's information time (measured / maxDurationSeconds,
@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from specdecode.api.analysis_rules import MIRROR_NOT_JUDGED
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import MAX_LOOKS_KEPT, GateLook, GateResult, GateVerdict
@@ -80,8 +81,8 @@ def not_judged_reason(gate: GateSpec, plan: LookPlan) -> str | None:
         method = plan.method.value if plan.method is not None else "plain decoding"
         judged_for = ", ".join(m.value for m in gate.methods or [])
         return f"not judged for {method} (judged for {judged_for})"
-    if plan.mirror and gate.type is GateType.SPEEDUP:
-        return "not judged: Mirror traffic has no client timings"
+    if plan.mirror and gate.type in MIRROR_NOT_JUDGED:
+        return "not judged: Mirror traffic has no client timings or outcomes"
     return None
 
 
