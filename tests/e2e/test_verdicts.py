@@ -6,7 +6,8 @@ acceptance at concurrency 4, then P99 chunk stalls and TPOT speedup at 32, 30 s 
 acceptance per workload class), when the operator's load pods replay a built-in prompt set
 of that class, then:
 - suffix decoding on code (1.6 tokens per streamed step, 1.7x TPOT at 32 streams) and
-  EAGLE-3 on chat (alpha ~0.29 at k = 3) are promoted;
+  EAGLE-3 on chat in the study's config (k = 2, alpha ~0.38) are promoted, their P99 chunk
+  gap within the default tail gate's 1.4x;
 - EAGLE-3 on translation (alpha ~0.09) and a weak head (an EAGLE-3 checkpoint loaded as
   `method: eagle`, alpha ~0.06) are rolled back by a Failed gate, not by running out of
   time.
@@ -19,55 +20,28 @@ with P99 stalls of 110-480 ms.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from localcluster.default_stages import (
+    EAGLE3_HEAD,
+    TERMINAL,
+    default_stages_rollout,
+    gates_of,
+    summary,
+)
 from localcluster.handle import LocalCluster
-from localcluster.manifests import load_example
 from localcluster.operator_process import OperatorProcess
 from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
 from localcluster.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
-EAGLE3_HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
-TERMINAL = ("Promoted", "RolledBack", "Failed")
 # Both stages at their default length can take up to 2 x 630 s; on GB10 steps the tail gate
 # needs about 4 minutes for its 30 blocks holding P99 samples, so a promotion takes ~8.
 VERDICT_TIMEOUT = 900
-
-
-def default_stages_rollout(workload: str, speculative: dict[str, Any]) -> dict[str, Any]:
-    """The simulator example with the default analysis: only the workload class is set."""
-    manifest: dict[str, Any] = copy.deepcopy(load_example())
-    spec = manifest["spec"]
-    spec["engine"]["env"] = [{"name": "SPECDECODE_SIM_GPU", "value": "GB10"}]
-    spec["speculative"] = speculative
-    spec["analysis"] = {"traffic": {"builtinWorkload": workload}}
-    return manifest
-
-
-def gates_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """`stage/gate` -> the gate's status, for every stage that ran."""
-    return {
-        f"{stage['name']}/{gate['name']}": gate
-        for stage in status.get("stages", [])
-        for gate in stage.get("gates", [])
-    }
-
-
-def summary(name: str, status: dict[str, Any]) -> str:
-    lines = [f"{name}: {status.get('phase')} - {status.get('message', '')}"]
-    for key, gate in gates_of(status).items():
-        lines.append(
-            f"  {key}: {gate.get('verdict')} value {gate.get('value')} "
-            f"[{gate.get('lowerBound')}, {gate.get('upperBound')}] n={gate.get('samples')}"
-        )
-    return "\n".join(lines)
 
 
 @pytest.mark.timeout(1200)
@@ -77,6 +51,10 @@ def test_default_stages_judge_each_method_on_its_workload(
     """All four at once: on GB10 steps this machine's load clients keep their timestamp
     delay within what each look allows (a look would say "saturated" otherwise)."""
     eagle3 = {"method": "eagle3", "model": EAGLE3_HEAD, "num_speculative_tokens": 3}
+    # The study's EAGLE-3 config (k = 2, its 1.40x chat win). At 32 streams on GB10 its P99
+    # chunk gap is 1.27x the baseline's (in process); k = 3 measured 1.40x, on the default
+    # tail gate's line, where no verdict can be asserted.
+    study_eagle3 = {**eagle3, "num_speculative_tokens": 2}
     # An EAGLE-3 checkpoint under `method: eagle` (one layer's features instead of three):
     # the study's 1.02x row, here on chat.
     misloaded = {"method": "eagle", "model": EAGLE3_HEAD, "num_speculative_tokens": 3}
@@ -84,7 +62,7 @@ def test_default_stages_judge_each_method_on_its_workload(
     suffix = {"method": "suffix", "num_speculative_tokens": 8}
     rollouts = {
         "suffix-code": ("code", suffix, "Promoted"),
-        "eagle3-chat": ("chat", eagle3, "Promoted"),
+        "eagle3-chat": ("chat", study_eagle3, "Promoted"),
         "eagle3-translation": ("translation", eagle3, "RolledBack"),
         "weak-head": ("chat", misloaded, "RolledBack"),
     }
@@ -104,7 +82,7 @@ def test_default_stages_judge_each_method_on_its_workload(
         speedup = gates["tail-latency/tpot-speedup"]
         assert speedup["verdict"] == "Successful" and speedup["lowerBound"] >= 1.0
         itl = gates["tail-latency/p99-itl"]
-        assert itl["verdict"] == "Successful" and itl["upperBound"] <= 2.0
+        assert itl["verdict"] == "Successful" and itl["upperBound"] <= itl["threshold"] == 1.4
         # a paying method lengthens the P99 chunk gap: the gate saw it, and it fit
         assert itl["value"] > 1.0
     suffix_gates = gates_of(statuses["suffix-code"])
@@ -116,9 +94,9 @@ def test_default_stages_judge_each_method_on_its_workload(
     eagle3_gates = gates_of(statuses["eagle3-chat"])
     assert "not judged for eagle3" in eagle3_gates["acceptance/tokens-per-step"]["reason"]
     alpha = eagle3_gates["acceptance/alpha"]
-    # the calibrated chat head: per-position 0.51, 0.48, 0.46 -> alpha 0.29 at k = 3
+    # the calibrated chat head: per-position 0.51, 0.48 -> alpha 0.38 at k = 2
     assert alpha["verdict"] == "Successful" and 0.2 <= alpha["lowerBound"] <= alpha["value"]
-    assert abs(alpha["value"] - 0.287) < 0.06, alpha
+    assert abs(alpha["value"] - 0.377) < 0.06, alpha
     # vLLM's own per-step histogram, read from Prometheus, is reported next to it.
     itl = eagle3_gates["tail-latency/p99-itl"]
     assert itl["serverBaselineValue"] > 0 and itl["serverCandidateValue"] > 0
@@ -138,7 +116,8 @@ def test_default_stages_judge_each_method_on_its_workload(
     def production_runs_the_candidate() -> bool:
         # Promoted is the decision; the production pod rolls to it right after.
         pods = promoted.pods("production")
-        return len(pods) == 1 and speculative_arg(engine_cmdline(cluster, pods[0])) == eagle3
+        argv = engine_cmdline(cluster, pods[0]) if len(pods) == 1 else []
+        return len(pods) == 1 and speculative_arg(argv) == study_eagle3
 
     wait_for(production_runs_the_candidate, timeout=120, message="production rolled")
     # The operator's /metrics says the same, for dashboards and alerts; per-stage series

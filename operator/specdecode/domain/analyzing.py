@@ -28,6 +28,7 @@ from specdecode.api.status import (
 )
 from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSourceType
+from specdecode.domain.concurrency_verdict import paid_lower_down
 from specdecode.domain.gates import LookPlan, evaluate_gate, not_judged_reason
 from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import Observations
@@ -124,6 +125,7 @@ def _judge(
     failed = [gate for gate in enforced if gate.failures > analysis.failure_limit]
     if failed:
         detail = "; ".join(f"{stage.name}/{gate.name}: {gate.reason}" for gate in failed)
+        detail += paid_lower_down(analysis, status.stages, index, failed)
         ended = _finish(stage, StagePhase.FAILED, now, detail)
         return roll_back(_with_stage(status, index, ended), now, "GateFailed", detail)
     erroring = [g for g in enforced if g.consecutive_errors > analysis.consecutive_error_limit]
