@@ -30,6 +30,7 @@ def simulated_report(image: str, seed: int) -> TuningReport:
         "engine": {"image": image},
         "productionConcurrency": 128,
         "searchSpace": {"grids": [grid, {"method": "ngram", "numSpeculativeTokens": [3, 5]}]},
+        "constraints": {"maxTailRatio": 2.0},  # a run that drops configs: a richer report
     }
     base = Scenario("a100", "A100", "llama-3.1-8b", "chat", spec)
     sim = SimulatedTuning(base, base.tuning_spec(), random.Random(seed))
