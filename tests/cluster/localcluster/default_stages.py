@@ -14,9 +14,13 @@ TERMINAL = ("Promoted", "RolledBack", "Failed")
 
 
 def default_stages_rollout(
-    workload: str, speculative: dict[str, Any], env: list[dict[str, str]] | None = None
+    workload: str,
+    speculative: dict[str, Any],
+    env: list[dict[str, str]] | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """The simulator example with the default analysis: only the workload class is set.
+    """The simulator example with the default analysis: only the traffic is set (the
+    workload class, and `max_tokens` per request if given).
 
     GB10-profile engines (80 ms steps) by default: on L40S steps this 2-core machine's load
     clients lag more than a look allows (see tests/e2e/test_verdicts.py).
@@ -25,7 +29,10 @@ def default_stages_rollout(
     spec = manifest["spec"]
     spec["engine"]["env"] = [{"name": "SPECDECODE_SIM_GPU", "value": "GB10"}, *(env or [])]
     spec["speculative"] = speculative
-    spec["analysis"] = {"traffic": {"builtinWorkload": workload}}
+    traffic: dict[str, Any] = {"builtinWorkload": workload}
+    if max_tokens is not None:
+        traffic["maxTokens"] = max_tokens
+    spec["analysis"] = {"traffic": traffic}
     return manifest
 
 
