@@ -65,7 +65,7 @@ def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
     """The simulator example on Mirror traffic: server-side gates only."""
     stage = {"warmupSeconds": 3, "minDurationSeconds": 15, "maxDurationSeconds": 90}
     acceptance = {"name": "alpha", "type": "Acceptance", "minAlpha": 0.2}
-    step_itl = {"name": "p99-step-itl", "type": "TailLatency", "tolerance": 0.25, "dryRun": True}
+    step_itl = {"name": "p99-step-itl", "type": "TailLatency", "tolerance": 0.25}
     patch = {
         "spec": {
             "engine": {"env": SIM_ENV},
