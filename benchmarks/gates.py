@@ -146,7 +146,8 @@ def run(
             previous = evaluate_gate(gate, seen, previous, T0, plan)
             verdicts["new"] = previous.verdict
         if at >= MAX_SECONDS and outcomes["fixed"].verdict is None:
-            verdicts["fixed"] = measure_for(gate.type).measure(gate, seen, Look(ERROR, mirror=mirror)).verdict
+            fixed = measure_for(gate.type).measure(gate, seen, Look(ERROR, mirror=mirror))
+            verdicts["fixed"] = fixed.verdict
         for rule, verdict in verdicts.items():
             decided = verdict is GateVerdict.FAILED or (
                 verdict is GateVerdict.SUCCESSFUL and at >= MIN_SECONDS
