@@ -136,7 +136,9 @@ def run(
         measured = at
         seen = source.observe()
         samples = samples_of(seen, gate)
-        plan = LookPlan(measured_seconds=at, max_seconds=MAX_SECONDS)
+        # No streamed chunks is Mirror traffic: the only case the counters' bound is used.
+        mirror = isinstance(source, AcceptanceSource) and not source.stream
+        plan = LookPlan(measured_seconds=at, max_seconds=MAX_SECONDS, mirror=mirror)
         verdicts: dict[str, GateVerdict] = {}
         if outcomes["today"].verdict is None:
             verdicts["today"] = today(seen)[0]
@@ -144,7 +146,8 @@ def run(
             previous = evaluate_gate(gate, seen, previous, T0, plan)
             verdicts["new"] = previous.verdict
         if at >= MAX_SECONDS and outcomes["fixed"].verdict is None:
-            verdicts["fixed"] = measure_for(gate.type).measure(gate, seen, Look(ERROR)).verdict
+            fixed = measure_for(gate.type).measure(gate, seen, Look(ERROR, mirror=mirror))
+            verdicts["fixed"] = fixed.verdict
         for rule, verdict in verdicts.items():
             decided = verdict is GateVerdict.FAILED or (
                 verdict is GateVerdict.SUCCESSFUL and at >= MIN_SECONDS

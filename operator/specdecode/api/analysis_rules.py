@@ -1,9 +1,12 @@
 """The cross-field rules of `spec.analysis` and its stages, each written once (`rules`).
 
 StageSpec and AnalysisSpec enforce them in their validators, and the CRD carries the same
-rules as CEL (`validations`). They live apart from the models so `analysis` stays a
-description of the fields; what Mirror traffic can judge is defined here once
-(`mirror_judges`), from the gate types. Stage and gate names are unique by the CRD's
+rules as CEL (`validations`). Fail closed: a stage that can never judge anything (no gate,
+only dry runs, only gates Mirror cannot judge) is refused here; one with no gate that
+applies to the rollout's method, on the spec (`SPEC_JUDGED_RULES`, which the rollout's
+spec enforces). They live apart from the models so `analysis` stays a description of the
+fields; what Mirror traffic can judge is defined here once (`mirror_judges`,
+`MIRROR_NOT_JUDGED`), from the gate types. Stage and gate names are unique by the CRD's
 list-map keys (and the models' validators), not by a rule.
 """
 
@@ -67,6 +70,33 @@ def mirror_judges(gate: Ref) -> Expr:
     )
 
 
+NOTHING_ENFORCED_MESSAGE = (
+    "analysis.stages: every stage needs a gate that is not a dry run: a stage passes only on "
+    "an enforced gate's evidence, so gates: [] or only dryRun gates could never pass "
+    "(manual analyses excepted)"
+)
+MIRROR_NOTHING_JUDGED_MESSAGE = (
+    "analysis.stages: with traffic source Mirror, every stage needs an enforced gate Mirror "
+    "can judge (Acceptance, AcceptedLength or TailLatency; Speedup and ErrorRate are not "
+    "judged without responses)"
+)
+
+
+def enforced(gate: Ref) -> Expr:
+    """Whether the gate at `gate` (wire form) is enforced: not a dry run."""
+    return any_of(Not(Has(gate["dryRun"])), Binary("==", gate["dryRun"], lit(False)))
+
+
+def judged_under_mirror(gate: Ref) -> Expr:
+    """Whether Mirror traffic judges the gate at `gate` (not one of MIRROR_NOT_JUDGED)."""
+    return Not(Binary("in", gate["type"], lit([t.value for t in MIRROR_NOT_JUDGED])))
+
+
+def not_manual(analysis: Ref) -> Expr:
+    """The analysis enforces its gates (`manual` unset or false)."""
+    return any_of(Not(Has(analysis["manual"])), Binary("==", analysis["manual"], lit(False)))
+
+
 def enforced_tail_gate(gate: Ref) -> Expr:
     """Whether the gate at `gate` (wire form) is a TailLatency gate judged for every method.
 
@@ -75,7 +105,7 @@ def enforced_tail_gate(gate: Ref) -> Expr:
     """
     return all_of(
         Binary("==", gate["type"], lit(GateType.TAIL_LATENCY.value)),
-        any_of(Not(Has(gate["dryRun"])), Binary("==", gate["dryRun"], lit(False))),
+        enforced(gate),
         any_of(Not(Has(gate["methods"])), Binary("==", size(gate["methods"]), lit(0))),
     )
 
@@ -125,12 +155,83 @@ ANALYSIS_RULES = RuleSet(
         # Inconclusive, which is the fail-closed answer).
         Rule(
             implies(
-                Binary("==", at("traffic.source"), lit(_MIRROR)),
+                all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
                 some(at("stages"), "s", some(_STAGE["gates"], "g", enforced_tail_gate(_GATE))),
             ),
             MIRROR_LATENCY_MESSAGE,
             ".stages",
             "FieldValueRequired",
+        ),
+        # Fail closed: a stage that can never judge anything is refused, with the reason.
+        # Whether a gate applies to the rollout's method is a rule on the spec (`rollout`).
+        Rule(
+            implies(
+                not_manual(Ref("self")),
+                every(at("stages"), "s", some(_STAGE["gates"], "g", enforced(_GATE))),
+            ),
+            NOTHING_ENFORCED_MESSAGE,
+            ".stages",
+        ),
+        Rule(
+            implies(
+                all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
+                every(
+                    at("stages"),
+                    "s",
+                    some(
+                        _STAGE["gates"],
+                        "g",
+                        all_of(enforced(_GATE), judged_under_mirror(_GATE)),
+                    ),
+                ),
+            ),
+            MIRROR_NOTHING_JUDGED_MESSAGE,
+            ".stages",
+        ),
+    )
+)
+
+NOTHING_APPLIES_MESSAGE = (
+    "analysis.stages: every stage needs an enforced gate that applies to speculative.method "
+    "(gates[].methods lists it, or is unset; plain decoding: unset) and, with Mirror traffic, "
+    "one Mirror can judge: otherwise the stage judges nothing and could never pass"
+)
+
+
+def _applies(gate: Ref) -> Expr:
+    """Whether the gate at `gate` is judged for the spec's method (`GateSpec.applies_to`)."""
+    return any_of(
+        Not(Has(gate["methods"])),
+        Binary("==", size(gate["methods"]), lit(0)),
+        all_of(Has(at("speculative")), Binary("in", at("speculative.method"), gate["methods"])),
+    )
+
+
+# On the rollout's spec (`self` is the spec: the method and the stages meet there).
+SPEC_JUDGED_RULES = RuleSet(
+    (
+        Rule(
+            implies(
+                all_of(Has(at("analysis")), not_manual(at("analysis"))),
+                every(
+                    at("analysis.stages"),
+                    "s",
+                    some(
+                        _STAGE["gates"],
+                        "g",
+                        all_of(
+                            enforced(_GATE),
+                            _applies(_GATE),
+                            any_of(
+                                Binary("!=", at("analysis.traffic.source"), lit(_MIRROR)),
+                                judged_under_mirror(_GATE),
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            NOTHING_APPLIES_MESSAGE,
+            ".analysis.stages",
         ),
     )
 )

@@ -10,6 +10,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from specdecode.api.analysis import AnalysisSpec
+from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
 from specdecode.api.base import KubeModel
 from specdecode.api.rules import Binary, Rule, RuleSet, all_of, at, lit, matches, size
 from specdecode.api.speculative import SpeculativeConfig
@@ -70,6 +71,11 @@ class SpecDecodeRolloutSpec(KubeModel):
     analysis: AnalysisSpec = Field(
         default_factory=AnalysisSpec, description="Shadow traffic, stages and gates."
     )
+
+    @model_validator(mode="after")
+    def _every_stage_can_judge(self) -> SpecDecodeRolloutSpec:
+        SPEC_JUDGED_RULES.enforce(self.to_wire())
+        return self
 
     @model_validator(mode="after")
     def _speculative_fits_release_and_target(self) -> SpecDecodeRolloutSpec:

@@ -5,8 +5,11 @@ Order of precedence at each look (a failed gate wins over everything, including 
    (GateFailed, "<stage>/<gate>: <numbers>");
 2. a non-dry-run gate with more consecutive Errors than `consecutiveErrorLimit`: RolledBack
    (MetricsUnavailable): a flaky metric backend is never a pass;
-3. every non-dry-run gate's latest look Successful and `minDurationSeconds` measured:
-   stage Successful, then the next stage, or Paused (pauseBeforePromotion) / Promoting;
+3. every enforced gate's latest look Successful on data, at least one enforced gate, and
+   `minDurationSeconds` measured: stage Successful, then the next stage, or Paused
+   (pauseBeforePromotion) / Promoting. Enforced: not a dry run, and judged for this
+   rollout's method and traffic. Fail closed: a stage with no enforced gate never passes
+   (the API server refuses such stages; `passed_on_evidence`);
 4. `maxDurationSeconds` measured and still undecided: stage Inconclusive; more inconclusive
    stage runs in this analysis than `inconclusiveLimit` rolls back (Inconclusive), else the
    stage runs again with a fresh window.
@@ -29,7 +32,8 @@ from specdecode.api.status import (
 from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.concurrency_verdict import paid_lower_down
-from specdecode.domain.gates import LookPlan, evaluate_gate, not_judged_reason
+from specdecode.domain.gates import LookPlan, evaluate_gate, not_judged_reason, stage_needs
+from specdecode.domain.gates.registry import Need
 from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import Observations
 from specdecode.domain.stages import (
@@ -79,7 +83,7 @@ def analyze(
     if evaluation_due(stage, analysis.interval_seconds, now):
         seen = observations.stage
         window = seen if seen is not None and seen.stage_name == stage_spec.name else None
-        plan = _look_plan(spec, index, measured_seconds(stage, now))
+        plan = look_plan(spec, index, measured_seconds(stage, now))
         previous = merge_gate_results(stage_spec, stage.gates)
         gates = [
             evaluate_gate(gate, window, result, now, plan)
@@ -92,7 +96,7 @@ def analyze(
     return _judge(spec, status, index, now)
 
 
-def _look_plan(spec: SpecDecodeRolloutSpec, index: int, measured: float) -> LookPlan:
+def look_plan(spec: SpecDecodeRolloutSpec, index: int, measured: float) -> LookPlan:
     """What the gates' error spending and applicability need to know about this look."""
     analysis = spec.analysis
     return LookPlan(
@@ -104,6 +108,11 @@ def _look_plan(spec: SpecDecodeRolloutSpec, index: int, measured: float) -> Look
     )
 
 
+def observations_needed(spec: SpecDecodeRolloutSpec, index: int) -> frozenset[Need]:
+    """What the reconciler fetches for stage `index`: what its measured gates declare."""
+    return stage_needs(spec.analysis.stages[index].gates, look_plan(spec, index, 0.0))
+
+
 def _judge(
     spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
 ) -> Step:
@@ -111,7 +120,7 @@ def _judge(
     analysis = spec.analysis
     stage_spec = analysis.stages[index]
     stage = status.stages[index]
-    plan = _look_plan(spec, index, 0.0)
+    plan = look_plan(spec, index, 0.0)
     unenforced = {
         gate.name
         for gate in stage_spec.gates
@@ -136,13 +145,35 @@ def _judge(
         )
         ended = _finish(stage, StagePhase.INCONCLUSIVE, now, detail)
         return roll_back(_with_stage(status, index, ended), now, "MetricsUnavailable", detail)
-    passed = all(gate.verdict is GateVerdict.SUCCESSFUL for gate in enforced)
-    if passed and min_duration_reached(stage_spec, stage, now):
-        summary = "; ".join(_gate_summary(gate) for gate in stage.gates) or "no gates"
+    if passed_on_evidence(enforced) and min_duration_reached(stage_spec, stage, now):
+        summary = "; ".join(_gate_summary(gate) for gate in stage.gates)
         return _stage_succeeded(spec, status, index, now, summary)
     if max_duration_reached(stage_spec, stage, now):
-        return _stage_inconclusive(spec, status, index, now)
+        why = None if enforced else NOTHING_ENFORCED
+        return _stage_inconclusive(spec, status, index, now, why)
     return Step(status)
+
+
+NOTHING_ENFORCED = (
+    "no enforced gate (none judged for this method and traffic, or all dry run): "
+    "nothing can pass this stage"
+)
+
+
+def passed_on_evidence(enforced: list[GateResult]) -> bool:
+    """Fail closed: at least one enforced gate, each Successful on data it judged.
+
+    Why not `all(...)`: it is true of no gates at all, and a stage would then pass on no
+    evidence after minDurationSeconds. A Successful verdict always carries the units it
+    judged; one without (a status written by hand or by an older operator) is no evidence.
+    """
+    return bool(enforced) and all(
+        gate.verdict is GateVerdict.SUCCESSFUL and _judged_data(gate) for gate in enforced
+    )
+
+
+def _judged_data(gate: GateResult) -> bool:
+    return bool(gate.samples) or bool(gate.units)
 
 
 def _gate_summary(gate: GateResult) -> str:
@@ -181,12 +212,16 @@ def _stage_succeeded(
 
 
 def _stage_inconclusive(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    index: int,
+    now: datetime,
+    why: str | None = None,
 ) -> Step:
     """The stage ran out of time undecided: re-run it, or roll back past the limit."""
     stage_spec = spec.analysis.stages[index]
     stage = status.stages[index]
-    undecided = "; ".join(
+    undecided = why or "; ".join(
         f"{g.name}: {g.verdict.value}: {g.reason}"
         for g in stage.gates
         if g.verdict is not GateVerdict.SUCCESSFUL

@@ -29,11 +29,13 @@ from specdecode.adapters.kube.load_pods import LoadPod
 from specdecode.adapters.kube.rollouts import StaleRollout
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.adapters.render import child_name
-from specdecode.api import ACTION_ANNOTATION, GateType, SpecDecodeRolloutSpec
+from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.cadence import next_timed_event
 from specdecode.domain.decision import Decision
 from specdecode.domain.effects import traffic_plan
+from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS, Need
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import (
@@ -177,14 +179,15 @@ async def _observe_stage(
     index = status.current_stage_index
     if index is None or index >= len(status.stages) or index >= len(spec.analysis.stages):
         return None
-    stage_status, stage_spec = status.stages[index], spec.analysis.stages[index]
+    stage_status = status.stages[index]
     if stage_status.measure_from is None or stage_status.measure_from.timestamp() > now:
         return None
     if not evaluation_due(stage_status, spec.analysis.interval_seconds, runtime.clock.now()):
         return None  # no look is due: ask neither Prometheus nor the load pods
     since = stage_status.measure_from.timestamp()
+    needs = observations_needed(spec, index)  # what the stage's measured gates declare
     acceptance = None
-    if any(gate.type is GateType.ACCEPTANCE for gate in stage_spec.gates):
+    if Need.ACCEPTANCE_COUNTERS in needs:
         engine = EngineSelector(ref.namespace, child_name(ref.name, ChildRole.CANDIDATE))
         acceptance = await runtime.acceptance.acceptance(
             engine, stage_status.measure_from, runtime.clock.now()
@@ -192,10 +195,10 @@ async def _observe_stage(
     plan = traffic_plan(spec, status)
     baseline: LatencySamples | MetricError | None = None
     candidate: LatencySamples | MetricError | None = None
-    if plan is not None and uses_load_pods(spec):
+    if plan is not None and uses_load_pods(spec) and needs & LOAD_REPORT_NEEDS:
         baseline, candidate = await read_windows(runtime, ref.key, plan, pods, since, now)
     server_step_itl = None
-    if any(gate.type is GateType.TAIL_LATENCY for gate in stage_spec.gates):
+    if Need.SERVER_STEP_HISTOGRAMS in needs:
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)
     return StageObservations(
         stage_name=stage_status.name,

@@ -12,12 +12,16 @@ from sdr_crd_checker import CrdChecker
 from localcluster.manifests import REPO as REPO_ROOT
 from localcluster.manifests import merged as merge_patch
 from specdecode.api import SpecDecodeRollout
+from specdecode.api.analysis import default_stages
 from specdecode.api.crdgen import output_paths
+from specdecode.api.vllm_versions import METHODS
 
 pytestmark = pytest.mark.unit
 
 BASE = yaml.safe_load((REPO_ROOT / "examples/simulator/specdecode-rollout.yaml").read_text())
 
+# Every stage needs an enforced gate (fail closed); variations about other fields carry this one.
+ERRORS = [{"name": "errors", "type": "ErrorRate"}]
 VALID_PATCHES: dict[str, dict[str, Any]] = {
     "plain-decoding": {"spec": {"speculative": None}},
     "ngram-lookup-equal": {
@@ -60,7 +64,7 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
         "spec": {"model": {"maxModelLen": None}, "speculative": {"max_model_len": 4096}}
     },
     "request-rate-stage": {
-        "spec": {"analysis": {"stages": [{"name": "open", "requestRate": 2.5}]}}
+        "spec": {"analysis": {"stages": [{"name": "open", "requestRate": 2.5, "gates": ERRORS}]}}
     },
     "min-equals-max-duration": {
         "spec": {
@@ -71,6 +75,7 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
                         "concurrency": 1,
                         "minDurationSeconds": 60,
                         "maxDurationSeconds": 60,
+                        "gates": ERRORS,
                     }
                 ]
             }
@@ -161,7 +166,49 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
         }
     },
     "name-of-53-characters": {"metadata": {"name": "a" * 53}},
+    # Fail closed refuses stages that judge nothing, but a manual analysis is judged by a
+    # person: a gateless stage (a live canary watched by hand) stays valid there.
+    "manual-stage-without-gates": {
+        "spec": {
+            "analysis": {
+                "manual": True,
+                "stages": [{"name": "canary", "concurrency": 2, "liveCanary": True, "gates": []}],
+            }
+        }
+    },
 }
+
+
+def _default_stages_for(method: str, needs_model: bool | None, mirror: bool) -> dict[str, Any]:
+    """`method` on 0.32.0 (the last release with every method) under the default stages."""
+    stages = [stage.to_wire() for stage in default_stages()]
+    analysis: dict[str, Any] = {"stages": stages}
+    if mirror:
+        analysis["traffic"] = {"source": "Mirror", "httpRoute": "llm"}
+        for stage in stages:
+            stage.pop("concurrency")
+    speculative = {"method": method, "model": "org/draft" if needs_model else None}
+    return {
+        "spec": {
+            "engine": {"image": "vllm/vllm-openai:v0.32.0"},
+            "speculative": speculative,
+            "analysis": analysis,
+        }
+    }
+
+
+# The default stages are admitted for every method, with Prompts and with Mirror traffic:
+# each stage has an enforced gate that applies (issue 22: medusa, ngram_gpu, dflash, dspark
+# and mlp_speculator had none in the first stage).
+VALID_PATCHES.update(
+    {
+        f"default-stages-{method}-{'mirror' if mirror else 'prompts'}": _default_stages_for(
+            method, facts.needs_model, mirror
+        )
+        for method, facts in METHODS.items()
+        for mirror in (False, True)
+    }
+)
 
 
 @pytest.fixture(scope="module")

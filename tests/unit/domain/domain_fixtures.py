@@ -23,6 +23,7 @@ from specdecode.domain.decision import Decision
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import (
     AcceptanceCounts,
+    AcceptedMoments,
     ChildRole,
     ChildState,
     LatencyBlock,
@@ -162,12 +163,36 @@ def acceptance(alpha: float, drafts: float, k: int = 3, requests: float = 0.0) -
     )
 
 
+def streamed(counts: AcceptanceCounts, requests: int | None = None) -> LatencySamples:
+    """The load pods' report that goes with `counts`: per-request moments at the same alpha.
+
+    `requests` (default: the counts' own, else 300) finished requests share the drafts
+    evenly; their accepted tokens alternate 30 % around alpha k per step (a spread of per-
+    request alpha like a mixed prompt set's), so the streamed alpha equals the counters'
+    and the requests' spread is measured, not zero.
+    """
+    n = requests or round(counts.requests) or 300
+    steps = counts.drafts / n
+    per_step = counts.accepted_tokens / counts.drafts
+    per_request = [(steps, per_step * steps * (1.3 if i % 2 else 0.7)) for i in range(n)]
+    if n % 2:  # keep the total exact: the odd one out at the mean
+        per_request[-1] = (steps, per_step * steps)
+    block = LatencyBlock(start=0.0, seconds=2.0, accepted=AcceptedMoments.of(per_request))
+    return LatencySamples(blocks=(block,), shards=1)
+
+
 def stage_obs(
     stage: str,
     acceptance_counts: AcceptanceCounts | MetricError | None = None,
     baseline: LatencySamples | MetricError | None = None,
     candidate: LatencySamples | MetricError | None = None,
+    load_report: bool = True,
 ) -> StageObservations:
+    """A stage's observations; counts come with the load pods' moments unless `candidate`
+    is given or `load_report` is False (the load pods reported nothing)."""
+    counts = acceptance_counts
+    if load_report and candidate is None and isinstance(counts, AcceptanceCounts):
+        candidate = streamed(counts) if counts.drafts > 0 else LatencySamples(shards=1)
     return StageObservations(
         stage_name=stage,
         candidate_acceptance=acceptance_counts,

@@ -3,6 +3,7 @@ look history in status, and which gates a rollout's method and traffic judge."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from statistics import NormalDist
@@ -272,16 +273,53 @@ def test_acceptance_says_when_streamed_chunks_and_counters_disagree() -> None:
     assert "disagree" in result.reason
 
 
-def test_without_streamed_chunks_the_acceptance_bound_says_it_assumes_a_correlation() -> None:
+def test_under_mirror_the_counters_bound_says_it_assumes_a_correlation() -> None:
     result = evaluate_gate(
         GateSpec(name="a", type=GateType.ACCEPTANCE),
-        stage_obs("s", acceptance(0.75, 20_000, requests=300)),
+        stage_obs("s", acceptance(0.75, 20_000, requests=300), load_report=False),
         None,
         T0,
-        LookPlan(300, 600),
+        LookPlan(300, 600, mirror=True),
     )
+    assert result.verdict is GateVerdict.SUCCESSFUL
     assert "assumed intra-request correlation" in result.reason
-    assert result.stream_value is None
+    assert result.stream_value is None and result.units == 300
+
+
+@pytest.mark.parametrize("gate_type", [GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH])
+@pytest.mark.parametrize(
+    ("candidate", "why"),
+    [
+        (None, "no load report"),
+        (LatencySamples(shards=1, incomplete="load pod shadow-1 did not answer"), "did not"),
+        (LatencySamples(shards=1), "per-request acceptance not measured"),
+    ],
+    ids=["missing", "incomplete", "no-moments"],
+)
+def test_without_load_data_acceptance_gates_are_inconclusive_never_a_weaker_rule(
+    gate_type: GateType, candidate: LatencySamples | None, why: str
+) -> None:
+    """Issue 22: 2,000 drafts from 5 requests without a load report gave Successful (the
+    counters-only bound with an assumed correlation and no minimum of requests)."""
+    seen = stage_obs("s", acceptance(0.75, 20_000, requests=300), load_report=False)
+    seen = dataclasses.replace(seen, candidate_latency=candidate)
+    gate = GateSpec(name="a", type=gate_type)
+    result = evaluate_gate(gate, seen, None, T0, LookPlan(300, 600))
+    assert result.verdict is GateVerdict.INCONCLUSIVE, result.reason
+    assert why in result.reason
+
+
+@pytest.mark.parametrize("mirror", [False, True], ids=["prompts", "mirror"])
+@pytest.mark.parametrize("gate_type", [GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH])
+def test_fewer_requests_than_min_samples_is_inconclusive(gate_type: GateType, mirror: bool) -> None:
+    """2,000 drafts (6,000 draft tokens, alpha 0.9) from 5 requests: a clear bound, too few
+    requests to trust it (their correlation is what the bound rests on)."""
+    counts = acceptance(0.9, 2_000, requests=5)
+    seen = stage_obs("s", counts, load_report=not mirror)
+    gate = GateSpec(name="a", type=gate_type, min_samples=30)
+    result = evaluate_gate(gate, seen, None, T0, LookPlan(300, 600, mirror=mirror))
+    assert result.verdict is GateVerdict.INCONCLUSIVE, result.reason
+    assert result.units == 5 and "30" in result.reason
 
 
 def test_a_median_of_tied_values_still_gets_a_finite_bound() -> None:

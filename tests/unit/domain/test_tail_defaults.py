@@ -20,6 +20,7 @@ from domain_fixtures import (
     run,
     shadows_ready,
     stage_obs,
+    streamed,
 )
 from domain_gatesim import LatencySource, Outcome, run_stage, single_stage_spec
 
@@ -103,12 +104,15 @@ def test_a_tail_rollback_after_a_passed_lower_concurrency_stage_says_so() -> Non
     spec = make_spec(stages=default_stages())
     status = analyzing(spec)
     good = acceptance(0.45, drafts=20_000, requests=300)
+    timed = _latencies(1.0, 20_000, 2)  # with the requests' accepted lengths streamed
+    candidate = LatencySamples(
+        blocks=timed.blocks + streamed(good).blocks,
+        window_seconds=timed.window_seconds,
+        shards=1,
+    )
     stage0 = shadows_ready(
         stage=stage_obs(
-            "acceptance",
-            good,
-            baseline=_latencies(1.0, 20_000, 1),
-            candidate=_latencies(1.0, 20_000, 2),
+            "acceptance", good, baseline=_latencies(1.0, 20_000, 1), candidate=candidate
         )
     )
     for seconds in (31, 46, 61, 76, 91):

@@ -26,8 +26,12 @@ the budget (a Bonferroni bound on the increments), which is always valid.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
 
 from specdecode.api.analysis_rules import MIRROR_NOT_JUDGED
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
@@ -41,7 +45,7 @@ from specdecode.domain.gates import (  # noqa: F401 (each registers its gate typ
     speedup,
     tail_latency,
 )
-from specdecode.domain.gates.registry import Look, measure_for
+from specdecode.domain.gates.registry import Look, Need, measure_for
 from specdecode.domain.observations import ServerStepHistograms, StageObservations
 from specdecode.domain.sequential import critical_values, nominal_error, spent
 from specdecode.domain.step_histogram import histogram_quantile
@@ -84,6 +88,16 @@ def not_judged_reason(gate: GateSpec, plan: LookPlan) -> str | None:
     if plan.mirror and gate.type in MIRROR_NOT_JUDGED:
         return "not judged: Mirror traffic has no client timings or outcomes"
     return None
+
+
+def stage_needs(gates: Sequence[GateSpec], plan: LookPlan) -> frozenset[Need]:
+    """What to fetch for a stage: the union of what its measured gates declare.
+
+    Measured: judged for this rollout (dry-run gates included, they are measured and
+    reported); a gate not judged for the method or the traffic reads nothing.
+    """
+    measured = (gate for gate in gates if not_judged_reason(gate, plan) is None)
+    return frozenset().union(*(measure_for(gate.type).needs(gate) for gate in measured))
 
 
 def look_error(gate: GateSpec, previous: GateResult, plan: LookPlan) -> float:
@@ -133,19 +147,7 @@ def evaluate_gate(
     return GateResult(
         name=gate.name,
         type=gate.type,
-        verdict=found.verdict,
-        reason=found.reason,
-        value=found.value,
-        lower_bound=found.lower_bound,
-        upper_bound=found.upper_bound,
-        threshold=found.threshold,
-        samples=found.samples,
-        units=found.units,
-        baseline_value=found.baseline_value,
-        candidate_value=found.candidate_value,
-        mean_acceptance_length=found.mean_acceptance_length,
-        stream_value=found.stream_value,
-        acceptance_per_position=list(found.acceptance_per_position),
+        **measured_fields(found, GateResult),
         itl_definition=_itl_definition(gate),
         server_baseline_value=server_baseline,
         server_candidate_value=server_candidate,
@@ -165,15 +167,27 @@ def _with_look(
     look = GateLook(
         measured_at=now,
         measured_seconds=plan.measured_seconds,
-        verdict=found.verdict,
-        value=found.value,
-        lower_bound=found.lower_bound,
-        upper_bound=found.upper_bound,
-        samples=found.samples,
-        units=found.units,
+        **measured_fields(found, GateLook),
         error=error,
     )
     return {"looks": [*before.looks, look][-MAX_LOOKS_KEPT:], "look_count": before.look_count + 1}
+
+
+def measured_fields(found: Measurement, into: type[BaseModel]) -> dict[str, Any]:
+    """The Measurement's fields that the status model `into` also has, by name.
+
+    One field table (Measurement's): a field added to both flows into status without a
+    copy line to forget. `reason` stays out of a look (GateLook has none).
+    """
+    return {
+        field.name: _status_value(getattr(found, field.name))
+        for field in fields(Measurement)
+        if field.name in into.model_fields
+    }
+
+
+def _status_value(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _measure(gate: GateSpec, observations: StageObservations | None, look: Look) -> Measurement:

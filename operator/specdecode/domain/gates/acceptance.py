@@ -12,8 +12,12 @@ not assumed. alpha's standard error is SE(r) / k, with Student's t at requests -
 of freedom. The streamed alpha, r / k, is reported next to the counters' (`streamValue`);
 when they disagree by more than CROSS_CHECK_GAP (a lagging client merges chunks; a proxy
 batches them) the reason says so, and the verdict still rests on the counters.
-Without streamed chunks (Mirror traffic, or no finished requests yet) the bound falls back
-to `acceptance_bound`: a design effect with an ASSUMED intra-request correlation, said so.
+Missing or incomplete load data is Inconclusive, never a weaker rule (`unjudged_load`):
+with Prompts traffic, no load report, an incomplete one, or fewer per-request moments than
+minSamples requests judges nothing. Only Mirror traffic, which has no load pods at all,
+bounds alpha from the counters alone (`acceptance_bound`: a design effect with an ASSUMED
+intra-request correlation, said so in the reason), and still needs minSamples finished
+requests by the server's own count.
 """
 
 from __future__ import annotations
@@ -26,9 +30,15 @@ from specdecode.api.gate_spec import GateSpec, GateType
 from specdecode.api.status import GateVerdict
 from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.clustered import Estimate, ratio_of_sums, t_critical
-from specdecode.domain.gate_measures import Measurement, judge_at_least, judged, metric_error
+from specdecode.domain.gate_measures import (
+    Measurement,
+    incomplete_window,
+    judge_at_least,
+    judged,
+    metric_error,
+)
 from specdecode.domain.gate_measures import relation as compared
-from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import (
     AcceptanceCounts,
     AcceptedMoments,
@@ -62,6 +72,46 @@ def streamed_moments(seen: StageObservations) -> AcceptedMoments | None:
     return moments if moments.requests >= 2 and moments.steps > 0 else None
 
 
+def unjudged_load(seen: StageObservations, look: Look, threshold: float) -> Measurement | None:
+    """Why an acceptance-type gate cannot judge this look's load data, or None when it can.
+
+    With Prompts traffic the bound rests on the load pods' per-request moments: a missing,
+    failed or incomplete load report, or too few requests with streamed chunks, is
+    Inconclusive (or Error), never a bound on an assumed correlation. Mirror traffic has
+    no load pods: None, and the caller bounds from the counters (see the module docstring).
+    """
+    if look.mirror:
+        return None
+    latency = seen.candidate_latency
+    if isinstance(latency, MetricError):
+        return metric_error(latency)
+    if latency is None:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            "no load report yet: per-request acceptance unknown",
+            threshold=threshold,
+        )
+    if (unjudged := incomplete_window(threshold, latency)) is not None:
+        return unjudged
+    if streamed_moments(seen) is None:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            f"{latency.accepted.requests} finished requests with streamed chunks: "
+            "per-request acceptance not measured yet",
+            threshold=threshold,
+        )
+    return None
+
+
+def counters_basis(counts: AcceptanceCounts) -> tuple[int, str]:
+    """Mirror traffic's units (the server's finished requests) and how its reason says so."""
+    requests = round(counts.requests)
+    return requests, (
+        f"{requests} requests (server count), no streamed chunks under Mirror: "
+        "assumed intra-request correlation"
+    )
+
+
 def clustered_interval(
     point: float, per_step: Estimate, scale: float, error: float, offset: float = 0.0
 ) -> Interval:
@@ -80,6 +130,10 @@ def clustered_interval(
 class AcceptanceGate:
     """alpha judged on its lower bound against minAlpha."""
 
+    def needs(self, gate: GateSpec) -> frozenset[Need]:
+        """The candidate's counters, and the load pods' per-request moments for the bound."""
+        return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
+
     def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""
         threshold = gate.number("min_alpha")
@@ -90,6 +144,8 @@ class AcceptanceGate:
             return Measurement(
                 GateVerdict.INCONCLUSIVE, "no drafts yet: alpha undefined", threshold=threshold
             )
+        if (unjudged := unjudged_load(seen, look, threshold)) is not None:
+            return unjudged
         k = counts.draft_tokens / counts.drafts
         alpha = min(1.0, max(0.0, counts.accepted_tokens / counts.draft_tokens))
         moments = streamed_moments(seen)
@@ -114,8 +170,8 @@ class AcceptanceGate:
                 counts.requests,
             )
             assert found is not None  # drafts and draft tokens are positive
-            interval, stream_alpha, units = found, None, None
-            basis = "no streamed chunks: assumed intra-request correlation"
+            interval, stream_alpha = found, None
+            units, basis = counters_basis(counts)
         return self._judged(gate, counts, interval, threshold, stream_alpha, units, basis)
 
     def _judged(
@@ -125,14 +181,14 @@ class AcceptanceGate:
         interval: Interval,
         threshold: float,
         stream_alpha: float | None,
-        units: int | None,
+        units: int,
         basis: str,
     ) -> Measurement:
         needed_tokens = int(gate.number("min_draft_tokens"))
         needed_requests = gate.effective_min_samples
         numbers = f"alpha {interval.value:.3f} [{interval.lower:.3f}, {interval.upper:.3f}]"
         verdict = judge_at_least(interval, threshold)
-        if interval.samples < needed_tokens or (units is not None and units < needed_requests):
+        if interval.samples < needed_tokens or units < needed_requests:
             verdict = GateVerdict.INCONCLUSIVE
             reason = (
                 f"{numbers} over {interval.samples} draft tokens, {basis} (needs "

@@ -9,9 +9,10 @@ fastest method for code on an 8B model (1.45x). What pays is tokens per step,
 Judged: tokens per step from the streamed chunks (1 + sum a / sum n over requests, see
 `acceptance`), bounded cluster-robustly over requests with Student's t at requests - 1
 degrees of freedom. vLLM's counters (1 + accepted / drafts) count only steps that proposed a
-draft, so they are reported beside it (`meanAcceptanceLength`), not judged. Without streamed
-chunks (Mirror traffic): the counters' alpha bound (assumed correlation) times proposed
-tokens per draft.
+draft, so they are reported beside it (`meanAcceptanceLength`), not judged. Missing or
+incomplete load data is Inconclusive (`acceptance.unjudged_load`); only under Mirror traffic
+(no load pods): the counters' alpha bound (assumed correlation) times proposed tokens per
+draft, with minSamples finished requests by the server's count.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from specdecode.domain.gates.acceptance import (
     CROSS_CHECK_GAP,
     accepted_per_step,
     clustered_interval,
+    counters_basis,
     streamed_moments,
+    unjudged_load,
 )
-from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import MetricError, StageObservations
 from specdecode.domain.stats import Interval
 
@@ -37,6 +40,10 @@ from specdecode.domain.stats import Interval
 @register(GateType.ACCEPTED_LENGTH)
 class AcceptedLengthGate:
     """Tokens per step judged on its lower bound against minAcceptedLength."""
+
+    def needs(self, gate: GateSpec) -> frozenset[Need]:
+        """The candidate's counters, and the load pods' per-request moments for the bound."""
+        return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
 
     def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
@@ -50,6 +57,8 @@ class AcceptedLengthGate:
                 "no drafts yet: tokens per step undefined",
                 threshold=threshold,
             )
+        if (unjudged := unjudged_load(seen, look, threshold)) is not None:
+            return unjudged
         length = 1.0 + counts.accepted_tokens / counts.drafts
         moments = streamed_moments(seen)
         per_step = accepted_per_step(moments) if moments is not None else None
@@ -78,12 +87,12 @@ class AcceptedLengthGate:
                 upper=1.0 + alpha.upper * proposed,
                 samples=round(counts.drafts),
             )
-            units, basis = None, "no streamed chunks: assumed intra-request correlation"
+            units, basis = counters_basis(counts)
         interval = dataclasses.replace(interval, lower=max(1.0, interval.lower))
         numbers = f"{interval.value:.2f} [{interval.lower:.2f}, {interval.upper:.2f}] tokens/step"
         verdict = judge_at_least(interval, threshold)
         needed = gate.effective_min_samples
-        if units is not None and units < needed:
+        if units < needed:
             verdict = GateVerdict.INCONCLUSIVE
             reason = f"{numbers} over {basis} ({needed} needed)"
         else:

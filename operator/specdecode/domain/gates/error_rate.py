@@ -16,7 +16,7 @@ from specdecode.domain.gate_measures import (
     judged,
     metric_error,
 )
-from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import MetricError, StageObservations
 from specdecode.domain.stats import wilson_interval
 
@@ -24,6 +24,10 @@ from specdecode.domain.stats import wilson_interval
 @register(GateType.ERROR_RATE)
 class ErrorRateGate:
     """Pass when the Wilson upper bound <= maxErrorRate; fail when the lower bound exceeds."""
+
+    def needs(self, gate: GateSpec) -> frozenset[Need]:
+        """The candidate's request outcomes from the load pods."""
+        return frozenset({Need.REQUEST_OUTCOMES})
 
     def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
         """Failed / total requests of the candidate's shadow load."""

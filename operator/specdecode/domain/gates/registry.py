@@ -3,12 +3,16 @@
 Why a registry: a newcomer looking for how `TailLatency` is judged opens
 `gates/tail_latency.py`; adding a gate type is one module that registers itself, with no
 dispatch chain to extend. Each module registers at import; `gates/__init__` imports them all.
+Each measure also declares the observations it reads (`Need`), beside the code that reads
+them: the reconciler fetches the union of what a stage's measured gates declare
+(`gates.stage_needs`), so no gate starves because another gate type is absent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from specdecode.api.gate_spec import GateSpec, GateType
@@ -31,8 +35,35 @@ class Look:
     mirror: bool = False
 
 
+class Need(StrEnum):
+    """One kind of observation a gate reads, as the reconciler fetches it.
+
+    ACCEPTANCE_COUNTERS: the candidate's spec-decode counters (Prometheus).
+    CLIENT_LATENCY: both sides' latency blocks from the load pods (chunk gaps, TPOT).
+    PER_REQUEST_MOMENTS: the candidate's per-request acceptance sums (load pods).
+    REQUEST_OUTCOMES: the candidate's finished and failed requests (load pods).
+    SERVER_STEP_HISTOGRAMS: both engines' step-ITL histograms (vLLM's own metrics).
+    """
+
+    ACCEPTANCE_COUNTERS = "AcceptanceCounters"
+    CLIENT_LATENCY = "ClientLatency"
+    PER_REQUEST_MOMENTS = "PerRequestMoments"
+    REQUEST_OUTCOMES = "RequestOutcomes"
+    SERVER_STEP_HISTOGRAMS = "ServerStepHistograms"
+
+
+# The needs the load pods' report answers (one read gives all three).
+LOAD_REPORT_NEEDS = frozenset(
+    {Need.CLIENT_LATENCY, Need.PER_REQUEST_MOMENTS, Need.REQUEST_OUTCOMES}
+)
+
+
 class GateMeasure(Protocol):
     """How one gate type turns a stage's observations into a verdict with numbers."""
+
+    def needs(self, gate: GateSpec) -> frozenset[Need]:
+        """The observations `measure` reads for this gate (its settings may matter)."""
+        ...
 
     def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
         """Measure the gate's statistic with bounds at `look.error` and judge them.

@@ -24,7 +24,7 @@ from specdecode.domain.gate_measures import (
     judged,
     metric_error,
 )
-from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.gates.tail_latency import log_ratio_interval
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval
@@ -36,6 +36,10 @@ MIN_BLOCKS_EITHER_SIDE = 2  # the median sits in most blocks: no separate tail m
 @register(GateType.SPEEDUP)
 class SpeedupGate:
     """Pass when the speedup's lower bound >= minSpeedup; fail when its upper bound is below."""
+
+    def needs(self, gate: GateSpec) -> frozenset[Need]:
+        """Both sides' client latency blocks (TPOT per request)."""
+        return frozenset({Need.CLIENT_LATENCY})
 
     def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
         """Median TPOT ratio over time blocks of both sides."""

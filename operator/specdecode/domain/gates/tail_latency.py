@@ -39,7 +39,7 @@ from specdecode.domain.gate_measures import (
     metric_error,
     relation,
 )
-from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.sketch import Sketch
 from specdecode.domain.stats import Interval
@@ -108,6 +108,13 @@ def log_ratio_interval(
 @register(GateType.TAIL_LATENCY)
 class TailLatencyGate:
     """Pass when the ratio's upper bound <= 1 + tolerance; fail when its lower bound exceeds."""
+
+    def needs(self, gate: GateSpec) -> frozenset[Need]:
+        """ServerStep: both step histograms; else the client's blocks, and the histograms
+        for the cross-check reported beside them (`gates._server_cross_check`)."""
+        if gate.effective_itl_definition is ItlDefinition.SERVER_STEP:
+            return frozenset({Need.SERVER_STEP_HISTOGRAMS})
+        return frozenset({Need.CLIENT_LATENCY, Need.SERVER_STEP_HISTOGRAMS})
 
     def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
         """Dispatch ServerStep to the histogram gate; else the block-robust client ratio."""

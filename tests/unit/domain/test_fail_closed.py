@@ -1,0 +1,142 @@
+"""Fail closed (issue 22): no stage passes, and no rollout promotes, without evidence.
+
+Every method of every supported vLLM release, under the default stages, with no data at
+all: no stage may end Successful and `decide` may never reach Promoting. A stage whose
+gates can judge nothing (admitted before the API server refused such stages) ends
+Inconclusive at maxDuration and says why.
+"""
+
+from __future__ import annotations
+
+import pytest
+from domain_fixtures import make_spec, observe, run, shadows_ready
+
+from specdecode.api import (
+    EngineSpec,
+    GateResult,
+    GateSpec,
+    GateType,
+    GateVerdict,
+    Phase,
+    SpecDecodeRolloutSpec,
+    SpecDecodeRolloutStatus,
+    SpeculativeConfig,
+    StagePhase,
+)
+from specdecode.api.analysis import default_stages
+from specdecode.api.vllm_versions import METHODS, NEWEST_MINOR, OLDEST_SUPPORTED, methods_in
+from specdecode.domain.analyzing import NOTHING_ENFORCED, passed_on_evidence
+from specdecode.domain.observations import Observations, StageObservations
+
+pytestmark = pytest.mark.unit
+
+# One release per supported minor: the oldest patch of 0.11, then each 0.Y.0.
+RELEASES = [
+    ".".join(map(str, OLDEST_SUPPORTED)),
+    *(f"0.{minor}.0" for minor in range(OLDEST_SUPPORTED[1] + 1, NEWEST_MINOR + 1)),
+]
+CASES = [(release, method) for release in RELEASES for method in sorted(methods_in(release))]
+LOOK_EVERY = 15  # the default intervalSeconds
+
+
+def _spec(release: str, method: str) -> SpecDecodeRolloutSpec:
+    """A rollout of `method` on `release` with the default stages."""
+    config = SpeculativeConfig(
+        method=method,
+        model="org/draft" if METHODS[method].needs_model else None,
+        num_speculative_tokens=3,
+    )
+    base = make_spec(speculative=None, stages=default_stages())
+    return SpecDecodeRolloutSpec(
+        model=base.model,
+        engine=EngineSpec(image=f"vllm/vllm-openai:v{release}"),
+        speculative=config,
+        analysis=base.analysis,
+    )
+
+
+def _analyzing(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
+    first = run(spec, SpecDecodeRolloutStatus(), observe(), 0)
+    second = run(spec, first.status, shadows_ready(candidate=spec.speculative), 0)
+    assert second.status.phase is Phase.ANALYZING, second.status
+    return second.status
+
+
+def _empty(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -> Observations:
+    """Both shadows ready; the stage in progress measured nothing at all."""
+    stage = status.current_stage or ""
+    return shadows_ready(candidate=spec.speculative, stage=StageObservations(stage_name=stage))
+
+
+def _run_to_the_end(
+    spec: SpecDecodeRolloutSpec,
+) -> tuple[SpecDecodeRolloutStatus, list[SpecDecodeRolloutStatus]]:
+    """Look every interval until the analysis ends (or two stages' worth of time)."""
+    status = _analyzing(spec)
+    seen = [status]
+    horizon = sum(s.warmup_seconds + s.max_duration_seconds for s in spec.analysis.stages)
+    for seconds in range(LOOK_EVERY, horizon + 2 * LOOK_EVERY, LOOK_EVERY):
+        status = run(spec, status, _empty(spec, status), seconds).status
+        seen.append(status)
+        if status.phase is not Phase.ANALYZING:
+            break
+    return status, seen
+
+
+def test_every_release_and_method_is_covered() -> None:
+    assert len(RELEASES) == NEWEST_MINOR - OLDEST_SUPPORTED[1] + 1
+    assert {method for _, method in CASES} == set(METHODS)
+
+
+@pytest.mark.parametrize(("release", "method"), CASES, ids=[f"{r}-{m}" for r, m in CASES])
+def test_default_stages_never_pass_on_no_data(release: str, method: str) -> None:
+    spec = _spec(release, method)
+    final, seen = _run_to_the_end(spec)
+    assert all(status.phase is not Phase.PROMOTING for status in seen)
+    assert all(stage.phase is not StagePhase.SUCCESSFUL for s in seen for stage in s.stages)
+    # The first stage ran out of time undecided and rolled back (inconclusiveLimit 0).
+    assert final.phase is Phase.ROLLED_BACK, final.message
+    assert "undecided after 600s" in final.message
+
+
+def _nothing_enforced(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutSpec:
+    """One stage whose only gate is a dry run: refused by the API server and the models
+    now, so built around validation, as an object stored before those rules would be."""
+    stage = spec.analysis.stages[0].model_copy(
+        update={"gates": [GateSpec(name="alpha", type=GateType.ACCEPTANCE, dry_run=True)]}
+    )
+    analysis = spec.analysis.model_copy(update={"stages": [stage]})
+    return spec.model_copy(update={"analysis": analysis})
+
+
+def test_a_stage_with_no_enforced_gate_ends_inconclusive_and_says_why() -> None:
+    spec = _nothing_enforced(make_spec())
+    final, seen = _run_to_the_end(spec)
+    assert all(status.phase is not Phase.PROMOTING for status in seen)
+    assert final.phase is Phase.ROLLED_BACK
+    assert NOTHING_ENFORCED in final.message
+    assert final.stages[0].phase is StagePhase.INCONCLUSIVE
+
+
+def _result(verdict: GateVerdict, samples: int | None, units: int | None = None) -> GateResult:
+    return GateResult(
+        name="g", type=GateType.ERROR_RATE, verdict=verdict, samples=samples, units=units
+    )
+
+
+def test_passing_needs_an_enforced_gate_and_data_behind_each_verdict() -> None:
+    good = _result(GateVerdict.SUCCESSFUL, samples=400, units=400)
+    assert passed_on_evidence([good])
+    assert not passed_on_evidence([])  # all([]) is True: the hole this closes
+    assert not passed_on_evidence([good, _result(GateVerdict.INCONCLUSIVE, None)])
+    # A Successful verdict that judged nothing (a hand-written status) is no evidence.
+    assert not passed_on_evidence([_result(GateVerdict.SUCCESSFUL, samples=None)])
+
+
+def test_manual_analysis_still_waits_for_a_person_without_enforced_gates() -> None:
+    """Manual analyses enforce nothing by design: the person's action decides (not a pass)."""
+    spec = _nothing_enforced(make_spec(manual=True))
+    status = _analyzing(spec)
+    for seconds in (31, 46, 61, 76, 91):
+        status = run(spec, status, _empty(spec, status), seconds).status
+    assert status.phase is Phase.PAUSED
