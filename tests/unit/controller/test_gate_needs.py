@@ -16,7 +16,7 @@ from controller_fakes import NAMESPACE, FakeClock, FakeCluster, FakeKube, make_r
 from test_reconcile import http_route, ref, status_of, store_children
 
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.api import Phase, SpecDecodeRolloutSpec, SpeculativeConfig
+from specdecode.api import Phase, SpecDecodeRolloutSpec, SpeculativeConfig, StagePhase
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 from specdecode.reconciler.reconcile import reconcile
@@ -60,6 +60,8 @@ def _spec(gates: list[dict[str, Any]], mirror: bool) -> dict[str, Any]:
     analysis: dict[str, Any] = {"stages": [stage], "intervalSeconds": 15}
     if mirror:
         analysis["traffic"] = {"source": "Mirror", "httpRoute": "llm"}
+        # Mirror never promotes on acceptance alone: a later stage holds the latency gate.
+        analysis["stages"].append({**STAGE, "name": "tail", "gates": [SERVER_TAIL]})
     else:
         stage["concurrency"] = 4
     spec = SpecDecodeRolloutSpec.model_validate(
@@ -102,21 +104,22 @@ def _started(decision: Decision) -> datetime:
 
 
 LENGTH_ONLY: list[dict[str, Any]] = [{"name": "tokens-per-step", "type": "AcceptedLength"}]
+SERVER_TAIL: dict[str, Any] = {"name": "p99-step", "type": "TailLatency"}
 
 
 @pytest.mark.parametrize(
     ("accepted_per_draft", "phase"),
-    [(2.0, Phase.PROMOTING), (0.05, Phase.ROLLED_BACK)],
-    ids=["long-proposals-promote", "short-proposals-roll-back"],
+    [(2.0, StagePhase.SUCCESSFUL), (0.05, StagePhase.FAILED)],
+    ids=["long-proposals-pass", "short-proposals-fail"],
 )
 async def test_an_accepted_length_only_stage_decides(
-    accepted_per_draft: float, phase: Phase
+    accepted_per_draft: float, phase: StagePhase
 ) -> None:
     sources = CountingSources(accepted_per_draft)
     decided = await _analyze(_spec(LENGTH_ONLY, mirror=True), sources)
     gate = decided.status.stages[0].gates[0]
     assert "acceptance" in sources.calls, gate.reason
-    assert decided.status.phase is phase, (gate.verdict, gate.reason)
+    assert decided.status.stages[0].phase is phase, (gate.verdict, gate.reason)
 
 
 async def test_a_stage_fetches_only_what_its_measured_gates_declare() -> None:
