@@ -92,8 +92,8 @@ class ReferenceEngine:
         self.requests.append((seed, fault))
         if fault is not None and fault.kind == "status":
             text = b"injected fault"
-            transport.write(b"HTTP/1.1 %d Injected\r\nContent-Type: text/plain\r\n"
-                            b"Content-Length: %d\r\n\r\n%s" % (fault.value, len(text), text))  # fmt: skip
+            head = b"HTTP/1.1 %d Injected\r\nContent-Length: %d\r\n\r\n" % (fault.value, len(text))
+            transport.write(head + text)
             return
         if fault is not None and fault.kind == "noseparator":
             transport.write(_HEAD + _chunked(b"data: " + b"x" * fault.value))

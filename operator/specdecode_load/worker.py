@@ -44,7 +44,7 @@ class Backoff:
     def failed(self) -> float:
         """Seconds to wait before this stream's next send."""
         self.failures += 1
-        ceiling = min(BACKOFF_CAP_SECONDS, self._base * 2 ** min(self.failures - 1, 30))
+        ceiling = min(BACKOFF_CAP_SECONDS, self._base * 2.0 ** min(self.failures - 1, 30))
         return ceiling / 2 + self._rng.uniform(0.0, ceiling / 2)
 
 

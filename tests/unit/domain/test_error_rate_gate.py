@@ -53,7 +53,9 @@ def test_needs_both_sides_and_min_samples() -> None:
     assert _verdict(None, _side(3000, 0)) is GateVerdict.INCONCLUSIVE
     assert _verdict(_side(19, 0), _side(3000, 0)) is GateVerdict.INCONCLUSIVE
     assert _verdict(MetricError("load", "no answer"), _side(3000, 0)) is GateVerdict.ERROR
-    result = evaluate_gate(GATE, stage_obs("s", _side(5, 0), _side(5, 0)), None, T0, LOOK)
+    result = evaluate_gate(
+        GATE, stage_obs("s", baseline=_side(5, 0), candidate=_side(5, 0)), None, T0, LOOK
+    )
     assert result.verdict is GateVerdict.INCONCLUSIVE
 
 
