@@ -32,9 +32,9 @@ BACKOFF_CAP_SECONDS = 5.0
 class Backoff:
     """Capped, jittered exponential backoff over a worker's failures in a row."""
 
-    def __init__(self, seed: int, base: float = BACKOFF_BASE_SECONDS) -> None:
+    def __init__(self, seed: int, base: float | None = None) -> None:
         self._rng = random.Random(seed)
-        self._base = base
+        self._base = BACKOFF_BASE_SECONDS if base is None else base
         self.failures = 0
 
     def succeeded(self) -> None:
