@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from itertools import pairwise
+from typing import Generic, TypeVar
 
 from specdecode.domain.latency_block import (
     BLOCK_FIELDS,
@@ -24,6 +25,7 @@ from specdecode.domain.latency_block import (
 from specdecode.domain.sketch import Sketch
 
 __all__ = ["AcceptedMoments", "LatencyBlock"]  # defined with their field table
+T = TypeVar("T")
 
 
 class ChildRole(StrEnum):
@@ -82,6 +84,17 @@ class AcceptanceCounts:
     requests: float = 0.0
 
 
+class _Total(Generic[T]):
+    """A window's field read from its merged block (`LatencySamples.total`)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, samples: LatencySamples, owner: type | None = None) -> T:
+        value: T = getattr(samples.total, self._name)
+        return value
+
+
 @dataclass(frozen=True)
 class LatencySamples:
     """Client-side measurements of one engine over the measuring window, in seconds.
@@ -133,46 +146,15 @@ class LatencySamples:
         merged = {f.name: merge_values(f.kind, self.blocks, f.name) for f in BLOCK_FIELDS}
         return LatencyBlock(start=0.0, seconds=self.window_seconds, **merged)
 
-    # The fields the gates read, by name (one line each: the merge is `total`'s).
-    @property
-    def per_chunk_itl(self) -> Sketch:
-        """Every chunk gap of the window (stalls of unfinished requests included)."""
-        return self.total.per_chunk_itl
-
-    @property
-    def per_token_itl(self) -> Sketch:
-        """Every chunk gap spread over its tokens, weighted by tokens."""
-        return self.total.per_token_itl
-
-    @property
-    def time_per_output_token(self) -> Sketch:
-        """One TPOT per request that had a first token."""
-        return self.total.time_per_output_token
-
-    @property
-    def client_delay(self) -> Sketch:
-        """The instrument's own timestamp delay over the window."""
-        return self.total.client_delay
-
-    @property
-    def requests_ok(self) -> int:
-        """Requests that streamed to the end."""
-        return self.total.requests_ok
-
-    @property
-    def requests_failed(self) -> int:
-        """Requests that failed, by any outcome (`total.failures` says which)."""
-        return self.total.requests_failed
-
-    @property
-    def output_tokens(self) -> int:
-        """Tokens generated in the window."""
-        return self.total.output_tokens
-
-    @property
-    def accepted(self) -> AcceptedMoments:
-        """Per-request acceptance sums of the window."""
-        return self.total.accepted
+    # The fields the gates read, by name: each reads `total` (one merge, from the table).
+    per_chunk_itl = _Total[Sketch]()  # every chunk gap (stalls of failed requests included)
+    per_token_itl = _Total[Sketch]()  # every chunk gap over its tokens, weighted by tokens
+    time_per_output_token = _Total[Sketch]()  # one per request that had a first token
+    client_delay = _Total[Sketch]()  # the instrument's own timestamp delay
+    requests_ok = _Total[int]()  # requests that streamed to the end
+    requests_failed = _Total[int]()  # failed requests, any outcome (`total.failures`: which)
+    output_tokens = _Total[int]()
+    accepted = _Total[AcceptedMoments]()  # per-request acceptance sums
 
 
 @dataclass(frozen=True)
