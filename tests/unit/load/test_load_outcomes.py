@@ -132,3 +132,15 @@ async def test_a_failing_engine_is_not_hammered(monkeypatch: pytest.MonkeyPatch)
         f"500 at once, 2 streams, 2 s: {sent} sends with backoff, {len(control.requests)} without"
     )
     assert len(control.requests) > 10 * sent, (len(control.requests), sent)
+
+
+def test_backoff_is_exponential_capped_jittered_and_seeded() -> None:
+    first, again = worker_module.Backoff(7), worker_module.Backoff(7)
+    delays = [first.failed() for _ in range(10)]
+    assert delays == [again.failed() for _ in range(10)]  # seeded: reproducible
+    for n, delay in enumerate(delays):
+        ceiling = min(worker_module.BACKOFF_CAP_SECONDS, 0.1 * 2**n)
+        assert ceiling / 2 <= delay <= ceiling
+    assert len(set(delays[-4:])) == 4  # jittered at the cap, not one fixed value
+    first.succeeded()
+    assert first.failed() <= 0.1
