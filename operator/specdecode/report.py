@@ -99,4 +99,5 @@ def _load_lines(status: Mapping[str, Any]) -> list[str]:
         f"{load.get('requests', 0)} requests in window, client delay P99 "
         f"{'-' if delay is None else f'{delay:.2f} ms'}"
     )
-    return [line, *(f"    {note}" for note in load.get("notes") or [])]
+    outcomes = [f"    {side}" for side in load.get("outcomes") or []]
+    return [line, *outcomes, *(f"    {note}" for note in load.get("notes") or [])]

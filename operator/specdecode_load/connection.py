@@ -8,6 +8,25 @@ httptools parses status, headers and chunked framing in C; tokens per event come
 cumulative `usage.completion_tokens` (vLLM's continuous_usage_stats) found by a bytes
 regex, so the fast path never builds JSON objects. Without usage, an event is decoded
 and a content event counts one token.
+
+What every request contributes (why: a candidate that fails or hangs some requests must
+not carry less load in the data and so look faster; a failure is never silently absent):
+
+- Its outcome, counted in its end's block: ok (streamed to the end with tokens), or a
+  failure by kind (`LatencyBlock.failures`): `http_<status>` (a non-200 response),
+  `stream_cut` (the connection closed before the response's end), `stream_error` (a
+  response that does not parse, an event that is not JSON, an event over
+  `MAX_EVENT_BYTES` with no separator, or a complete 200 response with no tokens),
+  `timeout` (no end within the request timeout: a hang), `connect_error` (never sent).
+- `slot_seconds`: how long it held its slot, send to end, whatever the outcome.
+- Every chunk gap that arrived, at its arrival (a failed request's partial stream too).
+- A failure of a sent request adds the wait that ended it as one stall: end minus its last
+  content chunk (or its send, if no token came) is one chunk gap and one per-token gap of
+  one token, at its end; a hang thus counts as a stall of up to the request timeout,
+  not as nothing. With a first token it also adds TTFT and TPOT = (end - first token) /
+  tokens (the failure stands where the next token was due); without one, neither.
+- Acceptance moments only from requests that streamed to the end.
+- A request the load pod itself aborts (its own shutdown) is not recorded at all.
 """
 
 from __future__ import annotations
@@ -25,6 +44,10 @@ from specdecode_load.recorder import BlockRecorder
 _COMPLETION_TOKENS = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _DONE = b"data: [DONE]"
 _ERROR_BODY_BYTES = 160
+MAX_EVENT_BYTES = 1 << 20  # an SSE event larger than this, unseparated, is a stream error
+
+TIMEOUT, STREAM_CUT, STREAM_ERROR = "timeout", "stream_cut", "stream_error"
+CONNECT_ERROR = "connect_error"
 
 
 class StreamConnection(asyncio.Protocol):
@@ -40,6 +63,8 @@ class StreamConnection(asyncio.Protocol):
         self._buffer = bytearray()
         self._future: asyncio.Future[int] | None = None
         self._timeout: asyncio.TimerHandle | None = None
+        self._aborting = False  # our own close(): an in-flight request is not recorded
+        self.last_outcome: str | None = None  # the last request's failure kind, None if ok
         self._reset(0.0)
 
     def _reset(self, started: float) -> None:
@@ -70,7 +95,7 @@ class StreamConnection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as error:
-            self._finish(now, f"bad HTTP response: {error}"[:120], keep=False)
+            self._finish(now, f"bad HTTP response: {error}"[:120], STREAM_ERROR)
             return
         buffer = self._buffer
         if buffer:
@@ -80,18 +105,27 @@ class StreamConnection(asyncio.Protocol):
                     self._event(bytes(buffer[start:end]), now)
                     start = end + 2
             except ValueError as error:  # an event that is not JSON
-                self._finish(now, f"bad event: {error}"[:120], keep=False)
+                self._finish(now, f"bad event: {error}"[:120], STREAM_ERROR)
                 return
             if start:
                 del buffer[:start]
+            if len(buffer) > MAX_EVENT_BYTES:
+                reason = f"event over {MAX_EVENT_BYTES} bytes without a separator"
+                self._finish(now, reason, STREAM_ERROR)
+                return
         if self._complete:
-            self._finish(now, None, keep=self._keep_alive)
+            self._finish(now, None, None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if self._future is not None:
+        if self._future is not None and self._aborting:
+            future, self._future = self._future, None
+            self._cancel_timer()
+            if not future.done():
+                future.set_result(0)  # our own shutdown: not the engine's outcome
+        elif self._future is not None:
             reason = f"connection lost: {exc}" if exc else "connection closed by the engine"
-            self._finish(time.perf_counter(), reason[:120], keep=False)
+            self._finish(time.perf_counter(), reason[:120], STREAM_CUT)
 
     # httptools callbacks (called inside feed_data)
 
@@ -124,7 +158,7 @@ class StreamConnection(asyncio.Protocol):
     def _timed_out(self, timeout: float) -> None:
         self._timeout = None
         if self._future is not None:
-            self._finish(time.perf_counter(), f"timeout after {timeout:g}s", keep=False)
+            self._finish(time.perf_counter(), f"timeout after {timeout:g}s", TIMEOUT)
 
     def _event(self, event: bytes, now: float) -> None:
         if not event.startswith(b"data:"):
@@ -155,34 +189,47 @@ class StreamConnection(asyncio.Protocol):
         self._tokens += added
         self._content_chunks += 1
 
-    def _finish(self, now: float, error: str | None, keep: bool) -> None:
-        future, self._future = self._future, None
+    def _cancel_timer(self) -> None:
         if self._timeout is not None:
             self._timeout.cancel()
             self._timeout = None
+
+    def _finish(self, now: float, error: str | None, outcome: str | None) -> None:
+        """Record the request's end (see the module docstring for what each outcome adds)."""
+        future, self._future = self._future, None
+        self._cancel_timer()
         tokens = max(self._tokens, self._final_usage)
         if error is None and self._status != 200:
             text = self._error_body.decode(errors="replace").strip()
-            error = f"HTTP {self._status}: {text}"[:120]
+            error, outcome = f"HTTP {self._status}: {text}"[:120], f"http_{self._status}"
         elif error is None and tokens == 0:
-            error = "stream ended without tokens"
-        ttft = tpot = None
+            error, outcome = "stream ended without tokens", STREAM_ERROR
+        ttft = tpot = stall = None
         steps = accepted = 0
+        if error is not None:
+            stall = now - (self._last_at if self._first_at >= 0 else self._started)
         if self._first_at >= 0:
             ttft = self._first_at - self._started
             steps = self._content_chunks - 1
             accepted = tokens - self._first_tokens - steps
-            if tokens >= 2:
+            if error is not None:
+                tpot = (now - self._first_at) / max(self._tokens, 1)
+            elif tokens >= 2:
                 tpot = (self._last_at - self._first_at) / (tokens - 1)
-        self.recorder.request_end(now, ttft, tpot, tokens, steps, accepted, error)
-        if not keep or error is not None:
+        self.recorder.request_end(
+            now, ttft, tpot, tokens, steps, accepted, error, outcome, now - self._started, stall
+        )
+        self.last_outcome = outcome
+        reusable = self._complete and self._keep_alive  # a whole response, even an error
+        if not reusable or (error is not None and not (outcome or "").startswith("http_")):
             self.close()
         self.idle_since = now
         if future is not None and not future.done():
             future.set_result(tokens)
 
     def close(self) -> None:
-        """Close the socket (an in-flight request is recorded as failed)."""
+        """Close the socket (an in-flight request ends unrecorded: our own abort)."""
+        self._aborting = True
         self.closed = True
         if self.transport is not None:
             self.transport.abort()

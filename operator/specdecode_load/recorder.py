@@ -15,14 +15,35 @@ import math
 import time
 from collections.abc import Callable
 
-from specdecode.domain.observations import AcceptedMoments, LatencyBlock
+from specdecode.domain.latency_block import BLOCK_FIELDS, AcceptedMoments, LatencyBlock
 from specdecode.domain.sketch import Sketch
 
 ShipBlock = Callable[[LatencyBlock], None]
 
 
 class BlockRecorder:
-    """Accumulates the open block and closes it when an event or the timer crosses its end."""
+    """Accumulates the open block and closes it when an event or the timer crosses its end.
+
+    The open block's values are attributes named as `LatencyBlock`'s fields, reset and
+    collected from `BLOCK_FIELDS`; the event methods below write the ones they measure.
+    """
+
+    # written on the hot path (the rest of BLOCK_FIELDS is only reset and collected)
+    per_chunk_itl: Sketch
+    per_token_itl: Sketch
+    time_per_output_token: Sketch
+    time_to_first_token: Sketch
+    client_delay: Sketch
+    slot_seconds: Sketch
+    requests_ok: int
+    requests_failed: int
+    failures: dict[str, int]
+    output_tokens: int
+    chunks: int
+    merged_chunks: int
+    stalls: int
+    accepted: AcceptedMoments
+    last_error: str | None
 
     def __init__(self, block_seconds: float, ship: ShipBlock) -> None:
         if block_seconds <= 0:
@@ -37,38 +58,13 @@ class BlockRecorder:
         offset = time.time() - time.perf_counter()
         self._start_wall = math.floor((now + offset) / self.block_seconds) * self.block_seconds
         self.block_end = self._start_wall + self.block_seconds - offset
-        self.per_chunk_itl = Sketch()
-        self.per_token_itl = Sketch()
-        self.time_per_output_token = Sketch()
-        self.time_to_first_token = Sketch()
-        self.client_delay = Sketch()
-        self.requests_ok = 0
-        self.requests_failed = 0
-        self.output_tokens = 0
-        self.chunks = 0
-        self.merged_chunks = 0
-        self.moments: list[float] = [0, 0.0, 0.0, 0.0, 0.0, 0.0]
-        self.last_error: str | None = None
+        for f in BLOCK_FIELDS:
+            setattr(self, f.name, f.fresh())
 
     def close(self) -> LatencyBlock:
         """The open block as a value (does not ship it)."""
-        m = self.moments
-        return LatencyBlock(
-            start=self._start_wall,
-            seconds=self.block_seconds,
-            per_chunk_itl=self.per_chunk_itl,
-            per_token_itl=self.per_token_itl,
-            time_per_output_token=self.time_per_output_token,
-            time_to_first_token=self.time_to_first_token,
-            client_delay=self.client_delay,
-            requests_ok=self.requests_ok,
-            requests_failed=self.requests_failed,
-            output_tokens=self.output_tokens,
-            chunks=self.chunks,
-            merged_chunks=self.merged_chunks,
-            accepted=AcceptedMoments(int(m[0]), m[1], m[2], m[3], m[4], m[5]),
-            last_error=self.last_error,
-        )
+        values = {f.name: getattr(self, f.name) for f in BLOCK_FIELDS}
+        return LatencyBlock(start=self._start_wall, seconds=self.block_seconds, **values)
 
     def roll(self, now: float) -> None:
         """Ship the open block and open the one holding `now` (idle blocks in between are
@@ -95,27 +91,36 @@ class BlockRecorder:
         steps: int,
         accepted: int,
         error: str | None,
+        outcome: str | None = None,
+        slot: float | None = None,
+        stall: float | None = None,
     ) -> None:
-        """A finished request's totals (`error` None means it streamed to the end)."""
+        """A request's end. `error` None means it streamed to the end; otherwise `outcome`
+        names the failure (`LatencyBlock.failures`' keys). `slot`: send to end; `stall`:
+        the wait that ended an unfinished request, one gap of one token (see connection)."""
         if now >= self.block_end:
             self.roll(now)
         self.output_tokens += tokens
-        if error is not None:
-            self.requests_failed += 1
-            self.last_error = error
-            return
-        self.requests_ok += 1
+        if slot is not None:
+            self.slot_seconds.add(slot)
         if ttft is not None:
             self.time_to_first_token.add(ttft)
         if tpot is not None:
             self.time_per_output_token.add(tpot)
-        m = self.moments
-        m[0] += 1
-        m[1] += steps
-        m[2] += accepted
-        m[3] += steps * steps
-        m[4] += accepted * steps
-        m[5] += accepted * accepted
+        if stall is not None:
+            self.per_chunk_itl.add(stall)
+            self.per_token_itl.add(stall)
+            self.stalls += 1
+        if error is not None:
+            self.requests_failed += 1
+            key = outcome or "error"
+            self.failures[key] = self.failures.get(key, 0) + 1
+            self.last_error = error
+            return
+        self.requests_ok += 1
+        self.accepted = self.accepted.plus(
+            AcceptedMoments(1, steps, accepted, steps * steps, accepted * steps, accepted**2)
+        )
 
     def delay(self, now: float, late: float) -> None:
         """How late the loop noticed a probe (the instrument's own timestamp delay)."""

@@ -8,6 +8,12 @@ the processes of one Linux machine) right before the write. Client delay = clien
 stamp - `t`; the true gaps are differences of `t`, kept here in sketches (`/v1/truth`).
 Tokens per chunk and step times come from seeded generators, so two servers with the same
 parameters are an exact A/A pair in distribution. Not a simulator of any model.
+
+Faults, for validating what the client records on failures (`faults`, by request seed,
+or `default_fault` for every request): `Fault("status", n)` answers HTTP n at once,
+`Fault("cut", k)` closes the connection after k tokens, `Fault("hang", k)` stops sending
+after k tokens (the connection stays open), `Fault("noseparator", n)` streams n bytes of
+one event that never ends. Each request's seed and fault are kept in `requests`.
 """
 
 from __future__ import annotations
@@ -41,6 +47,14 @@ def _event(cumulative: int, added: int, stamp: float, finish: bool) -> bytes:
     )
 
 
+@dataclass(frozen=True)
+class Fault:
+    """What the engine does wrong with one request (see the module docstring)."""
+
+    kind: str  # "status", "cut", "hang", "noseparator"
+    value: int = 0  # the status, the tokens before the cut or hang, or the event's bytes
+
+
 @dataclass
 class _Stream:
     transport: asyncio.Transport
@@ -48,6 +62,7 @@ class _Stream:
     rng: random.Random
     tokens: int = 0
     last_stamp: float = -1.0
+    fault: Fault | None = None
 
 
 @dataclass
@@ -64,16 +79,33 @@ class ReferenceEngine:
     keep_gaps: bool = False
     chunks: int = 0
     connections: int = 0  # accepted so far (keep-alive reuse shows as few)
+    faults: dict[int, Fault] = field(default_factory=dict)
+    default_fault: Fault | None = None
+    requests: list[tuple[int, Fault | None]] = field(default_factory=list)  # (seed, fault)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def join(self, transport: asyncio.Transport, body: dict[str, object]) -> None:
         """A new request: headers and the role chunk now, tokens from the next step."""
         seed = int(str(body.get("seed", 0)))
         max_tokens = int(str(body.get("max_tokens", 16)))
+        fault = self.faults.get(seed, self.default_fault)
+        self.requests.append((seed, fault))
+        if fault is not None and fault.kind == "status":
+            text = b"injected fault"
+            head = b"HTTP/1.1 %d Injected\r\nContent-Length: %d\r\n\r\n" % (fault.value, len(text))
+            transport.write(head + text)
+            return
+        if fault is not None and fault.kind == "noseparator":
+            transport.write(_HEAD + _chunked(b"data: " + b"x" * fault.value))
+            return
         transport.write(_HEAD + _chunked(b'data: {"choices":[{"index":0,"delta":{"role":'
                                          b'"assistant","content":""}}],"usage":'
                                          b'{"completion_tokens":0}}\n\n'))  # fmt: skip
-        self.streams.append(_Stream(transport, max_tokens, random.Random(seed)))
+        if fault is not None and fault.value == 0:  # cut or hang before the first token
+            if fault.kind == "cut":
+                transport.close()
+            return
+        self.streams.append(_Stream(transport, max_tokens, random.Random(seed), fault=fault))
         self._wake.set()
 
     async def run(self) -> None:
@@ -115,6 +147,11 @@ class ReferenceEngine:
                     self.true_gaps.append(gap)
             stream.last_stamp = stamp
             self.chunks += 1
+            fault = stream.fault
+            if fault is not None and stream.tokens >= fault.value and not finish:
+                if fault.kind == "cut":
+                    stream.transport.close()
+                continue  # cut, or hung: no more chunks for it
             if not finish:
                 alive.append(stream)
         self.streams = alive

@@ -10,18 +10,42 @@ main process (`specdecode_load.main`); this module can also run inside another l
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import ShadowRequest
-from specdecode_load.connection import StreamConnection, request_bytes
+from specdecode_load.connection import CONNECT_ERROR, StreamConnection, request_bytes
 from specdecode_load.pool import ConnectionPool, Endpoint
 from specdecode_load.recorder import BlockRecorder
 from specdecode_load.schedule import WorkerSchedule, arrival_gaps, prompt_choice
 
-CONNECT_RETRY_SECONDS = 0.5  # pacing after a refused connection, not a condition wait
+# After a failed request (or connection) a stream waits before its next send, so a failing
+# engine is not hammered: min(cap, base * 2^(failures in a row - 1)), half of it jittered
+# (seeded per worker). Pacing, not a condition wait; one success resets it.
+BACKOFF_BASE_SECONDS = 0.1
+BACKOFF_CAP_SECONDS = 5.0
+
+
+class Backoff:
+    """Capped, jittered exponential backoff over a worker's failures in a row."""
+
+    def __init__(self, seed: int, base: float | None = None) -> None:
+        self._rng = random.Random(seed)
+        self._base = BACKOFF_BASE_SECONDS if base is None else base
+        self.failures = 0
+
+    def succeeded(self) -> None:
+        """A request streamed to the end: the next failure starts from the base again."""
+        self.failures = 0
+
+    def failed(self) -> float:
+        """Seconds to wait before this stream's next send."""
+        self.failures += 1
+        ceiling = min(BACKOFF_CAP_SECONDS, self._base * 2.0 ** min(self.failures - 1, 30))
+        return ceiling / 2 + self._rng.uniform(0.0, ceiling / 2)
 
 
 @dataclass(frozen=True)
@@ -61,6 +85,7 @@ class LoadWorker:
         self._stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
+        self.backoff = Backoff(spec.seed * 1_000_003 + spec.schedule.shard * 1_009 + spec.worker)
 
     @property
     def waiting_for_endpoints(self) -> bool:
@@ -154,13 +179,16 @@ class LoadWorker:
         body = request.chat_body(spec.model, spec.seed + index)
         self.in_flight += 1
         try:
+            started = time.perf_counter()
             try:
                 connection = await self.pool.acquire()
             except OSError as error:
+                now = time.perf_counter()
+                message = f"connect: {error}"[:120]
                 self.recorder.request_end(
-                    time.perf_counter(), None, None, 0, 0, 0, f"connect: {error}"[:120]
+                    now, None, None, 0, 0, 0, message, CONNECT_ERROR, now - started
                 )
-                await asyncio.sleep(CONNECT_RETRY_SECONDS)
+                await self._pause(self.backoff.failed())
                 return
             endpoint = self.pool.endpoint_of(connection)
             host = endpoint.host_header if endpoint else connection.url.removeprefix("http://")
@@ -168,6 +196,16 @@ class LoadWorker:
             tokens = await connection.send(data, spec.request_timeout)
             self.schedule.add_output_tokens(tokens)
             self.pool.release(connection)
+            if connection.last_outcome is None:
+                self.backoff.succeeded()
+            else:
+                await self._pause(self.backoff.failed())
         finally:
             self.in_flight -= 1
             self._slot_free.set()
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait `seconds`, or less if the worker is stopping."""
+        stop = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait((stop,), timeout=seconds)
+        stop.cancel()

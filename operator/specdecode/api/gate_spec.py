@@ -177,7 +177,8 @@ class GateSpec(KubeModel):
         default=None,
         ge=0,
         le=1,
-        description="ErrorRate: most failed shadow requests allowed." + _default("max_error_rate"),
+        description="ErrorRate: most extra failed share of shadow requests allowed, candidate "
+        "minus baseline on the same requests." + _default("max_error_rate"),
     )
     confidence: float = Field(
         default=0.95, gt=0.5, lt=1, description="Confidence of the bound a verdict rests on."

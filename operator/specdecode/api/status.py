@@ -167,6 +167,14 @@ class LoadStatus(KubeModel):
         max_length=8,
         description="What the window lacks: restarted or silent load pods.",
     )
+    outcomes: list[str] = Field(
+        default_factory=list,
+        max_length=2,
+        description="Each side's requests in the window by outcome (ok, http_<status>, "
+        "stream_cut, stream_error, timeout, connect_error), stalls (waits that ended a "
+        "failed request, counted in the latency data) and the P99 time a request held its "
+        "slot, e.g. 'candidate: 412 ok, 3 timeout; 3 stalls; slot P99 2.41 s'.",
+    )
 
 
 class StageStatus(KubeModel):

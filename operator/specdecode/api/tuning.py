@@ -110,7 +110,8 @@ class Constraints(KubeModel):
         default=float(GATE_DEFAULTS["max_error_rate"]),  # type: ignore[arg-type]
         ge=0,
         le=1,
-        description="Most failed requests allowed (default: the ErrorRate gate's).",
+        description="Most extra failed share of requests allowed over the baseline's (default: "
+        "the ErrorRate gate's).",
     )
 
 

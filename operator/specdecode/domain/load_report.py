@@ -28,32 +28,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specdecode.domain.observations import AcceptedMoments, LatencyBlock
+from specdecode.domain.latency_block import (
+    BLOCK_FIELDS,
+    MOMENT_KEYS,
+    AcceptedMoments,
+    LatencyBlock,
+)
 from specdecode.domain.sketch import Sketch
 
 SCHEMA = 1
-_SKETCHES = (
-    ("per_chunk_itl", "perChunkItl"),
-    ("per_token_itl", "perTokenItl"),
-    ("time_per_output_token", "timePerOutputToken"),
-    ("time_to_first_token", "timeToFirstToken"),
-    ("client_delay", "clientDelay"),
-)
-_COUNTS = (
-    ("requests_ok", "requestsOk"),
-    ("requests_failed", "requestsFailed"),
-    ("output_tokens", "outputTokens"),
-    ("chunks", "chunks"),
-    ("merged_chunks", "mergedChunks"),
-)
-_MOMENTS = (
-    ("requests", "requests"),
-    ("steps", "steps"),
-    ("accepted", "accepted"),
-    ("steps_sq", "stepsSq"),
-    ("accepted_steps", "acceptedSteps"),
-    ("accepted_sq", "acceptedSq"),
-)
 
 
 class ReportError(ValueError):
@@ -91,53 +74,53 @@ class LoadReport:
 
 
 def block_to_wire(block: LatencyBlock) -> dict[str, Any]:
-    """A block as JSON-ready data."""
+    """A block as JSON-ready data (every field of `BLOCK_FIELDS`, camel-case keys)."""
     wire: dict[str, Any] = {"start": block.start, "seconds": block.seconds}
-    for attribute, key in _SKETCHES:
-        wire[key] = getattr(block, attribute).to_wire()
-    for attribute, key in _COUNTS:
-        wire[key] = getattr(block, attribute)
-    wire["accepted"] = {key: getattr(block.accepted, attr) for attr, key in _MOMENTS}
-    wire["lastError"] = block.last_error
+    for f in BLOCK_FIELDS:
+        value = getattr(block, f.name)
+        if f.kind == "sketch":
+            value = value.to_wire()
+        elif f.kind == "moments":
+            value = {key: getattr(value, attr) for attr, key in MOMENT_KEYS}
+        elif f.kind == "tally":
+            value = dict(value)
+        wire[f.key] = value
     return wire
 
 
 def block_from_wire(data: Mapping[str, Any]) -> LatencyBlock:
-    """Parse `block_to_wire`'s form."""
+    """Parse `block_to_wire`'s form (an `optional` field may be absent: older pods)."""
     try:
-        sketch = {attr: Sketch.from_wire(data[key]) for attr, key in _SKETCHES}
-        count = {attr: _count(data[key], key) for attr, key in _COUNTS}
-        moments = data["accepted"]
-        error = data.get("lastError")
-        return LatencyBlock(
-            start=float(data["start"]),
-            seconds=float(data["seconds"]),
-            per_chunk_itl=sketch["per_chunk_itl"],
-            per_token_itl=sketch["per_token_itl"],
-            time_per_output_token=sketch["time_per_output_token"],
-            time_to_first_token=sketch["time_to_first_token"],
-            client_delay=sketch["client_delay"],
-            requests_ok=count["requests_ok"],
-            requests_failed=count["requests_failed"],
-            output_tokens=count["output_tokens"],
-            chunks=count["chunks"],
-            merged_chunks=count["merged_chunks"],
-            accepted=AcceptedMoments(
-                requests=_count(moments["requests"], "accepted.requests"),
-                steps=float(moments["steps"]),
-                accepted=float(moments["accepted"]),
-                steps_sq=float(moments["stepsSq"]),
-                accepted_steps=float(moments["acceptedSteps"]),
-                accepted_sq=float(moments["acceptedSq"]),
-            ),
-            last_error=None if error is None else str(error),
-        )
+        values = {
+            f.name: _value_from_wire(f.kind, data[f.key], f.key)
+            if f.key in data or not f.optional
+            else f.fresh()
+            for f in BLOCK_FIELDS
+        }
+        return LatencyBlock(start=float(data["start"]), seconds=float(data["seconds"]), **values)
     except KeyError as missing:
         raise ReportError(f"load report block: missing {missing}") from missing
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, AttributeError) as error:
         if isinstance(error, ReportError):
             raise
         raise ReportError(f"load report block: {error}") from error
+
+
+def _value_from_wire(kind: str, value: Any, key: str) -> Any:
+    if kind == "sketch":
+        return Sketch.from_wire(value)
+    if kind == "count":
+        return _count(value, key)
+    if kind == "sum":
+        return float(value)
+    if kind == "tally":
+        return {str(name): _count(n, f"{key}.{name}") for name, n in value.items()}
+    if kind == "moments":
+        (_, requests), *sums = MOMENT_KEYS  # requests first: a count, then float sums
+        return AcceptedMoments(
+            _count(value[requests], f"{key}.{requests}"), *(float(value[w]) for _, w in sums)
+        )
+    return None if value is None else str(value)  # latest
 
 
 def report_to_wire(report: LoadReport) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""What status says about a stage run's shadow load: shards, requests, its own delay.
+"""What status says about a stage run's shadow load: shards, requests and their outcomes,
+its own delay.
 
 Pure: derived from the windows the look judged, so an on-call reader sees, next to the
 verdicts, whether the instrument behind them was whole and keeping up.
@@ -33,4 +34,19 @@ def load_status(observed: StageObservations | None) -> LoadStatus | None:
         requests=sum(w.requests_ok for w in windows),
         client_delay_p99_ms=round(max(delays) * 1000, 3) if delays else None,
         notes=notes[:MAX_NOTES],
+        outcomes=[
+            _outcomes(name, side)
+            for name, side in zip(("baseline", "candidate"), sides, strict=True)
+            if isinstance(side, LatencySamples)
+        ],
     )
+
+
+def _outcomes(name: str, side: LatencySamples) -> str:
+    """One side's requests by outcome, its stalls and its slot time, in one line."""
+    total = side.total
+    counts = [f"{total.requests_ok} ok"]
+    counts += [f"{n} {outcome}" for outcome, n in sorted(total.failures.items())]
+    slot = total.slot_seconds
+    held = f"; slot P99 {slot.quantile(0.99):.2f} s" if slot.total else ""
+    return f"{name}: {', '.join(counts)}; {total.stalls} stalls{held}"

@@ -9,13 +9,23 @@ data, so the gates can tell a flaky backend (Error) from too little traffic (Inc
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from itertools import pairwise
+from typing import Generic, TypeVar
 
+from specdecode.domain.latency_block import (
+    BLOCK_FIELDS,
+    AcceptedMoments,
+    LatencyBlock,
+    merge_values,
+)
 from specdecode.domain.sketch import Sketch
+
+__all__ = ["AcceptedMoments", "LatencyBlock"]  # defined with their field table
+T = TypeVar("T")
 
 
 class ChildRole(StrEnum):
@@ -74,110 +84,15 @@ class AcceptanceCounts:
     requests: float = 0.0
 
 
-@dataclass(frozen=True)
-class AcceptedMoments:
-    """Per-request sums that give acceptance from the streamed chunks themselves.
+class _Total(Generic[T]):
+    """A window's field read from its merged block (`LatencySamples.total`)."""
 
-    A streamed chunk carries the tokens of one engine step, so for one request
-    n = decode chunks (steps after the first token) and a = tokens beyond one per chunk
-    (accepted draft tokens). Kept as sums over finished requests of n, a, n^2, a*n and
-    a^2: mergeable across blocks and shards, and exactly what a cluster-robust (requests
-    as the independent units) variance of a / n needs, with no assumed correlation.
-    """
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
 
-    requests: int = 0
-    steps: float = 0.0
-    accepted: float = 0.0
-    steps_sq: float = 0.0
-    accepted_steps: float = 0.0
-    accepted_sq: float = 0.0
-
-    def plus(self, other: AcceptedMoments) -> AcceptedMoments:
-        """Both sets of requests together."""
-        return AcceptedMoments(
-            requests=self.requests + other.requests,
-            steps=self.steps + other.steps,
-            accepted=self.accepted + other.accepted,
-            steps_sq=self.steps_sq + other.steps_sq,
-            accepted_steps=self.accepted_steps + other.accepted_steps,
-            accepted_sq=self.accepted_sq + other.accepted_sq,
-        )
-
-    @classmethod
-    def of(cls, per_request: Iterable[tuple[float, float]]) -> AcceptedMoments:
-        """From (steps, accepted) per request."""
-        total = cls()
-        for n, a in per_request:
-            total = total.plus(cls(1, n, a, n * n, a * n, a * a))
-        return total
-
-
-@dataclass(frozen=True)
-class LatencyBlock:
-    """What one load shard measured on one engine during one time block.
-
-    Blocks are aligned to wall-clock multiples of their length and hold events by the time
-    they happened (a chunk gap by its arrival, a request's totals by its end), so blocks
-    from several shards of one side merge, and a stage's window is a set of whole blocks.
-    Why blocks: chunks of one engine step arrive together and share its duration, so
-    samples are dependent within a short time span; whole blocks are the honest unit of
-    independence for the tail-latency statistics (see the gates), and they bound memory.
-    """
-
-    start: float  # unix seconds
-    seconds: float
-    per_chunk_itl: Sketch = field(default_factory=Sketch)  # one count per chunk gap
-    per_token_itl: Sketch = field(default_factory=Sketch)  # gap / tokens, weighted by tokens
-    time_per_output_token: Sketch = field(default_factory=Sketch)  # one per finished request
-    time_to_first_token: Sketch = field(default_factory=Sketch)  # one per finished request
-    client_delay: Sketch = field(default_factory=Sketch)  # the instrument's own delay probe
-    requests_ok: int = 0
-    requests_failed: int = 0
-    output_tokens: int = 0
-    chunks: int = 0
-    merged_chunks: int = 0  # chunks read together with an earlier one (timestamps shared)
-    accepted: AcceptedMoments = field(default_factory=AcceptedMoments)
-    last_error: str | None = None
-
-    def plus(self, other: LatencyBlock) -> LatencyBlock:
-        """This block and another of the same time span (another shard) together."""
-        sketches = {}
-        for name in _BLOCK_SKETCHES:
-            merged = getattr(self, name).copy()
-            merged.merge(getattr(other, name))
-            sketches[name] = merged
-        return LatencyBlock(
-            start=self.start,
-            seconds=max(self.seconds, other.seconds),
-            per_chunk_itl=sketches["per_chunk_itl"],
-            per_token_itl=sketches["per_token_itl"],
-            time_per_output_token=sketches["time_per_output_token"],
-            time_to_first_token=sketches["time_to_first_token"],
-            client_delay=sketches["client_delay"],
-            requests_ok=self.requests_ok + other.requests_ok,
-            requests_failed=self.requests_failed + other.requests_failed,
-            output_tokens=self.output_tokens + other.output_tokens,
-            chunks=self.chunks + other.chunks,
-            merged_chunks=self.merged_chunks + other.merged_chunks,
-            accepted=self.accepted.plus(other.accepted),
-            last_error=other.last_error or self.last_error,
-        )
-
-
-_BLOCK_SKETCHES = (
-    "per_chunk_itl",
-    "per_token_itl",
-    "time_per_output_token",
-    "time_to_first_token",
-    "client_delay",
-)
-
-
-def _merged(sketches: Iterable[Sketch]) -> Sketch:
-    total = Sketch()
-    for sketch in sketches:
-        total.merge(sketch)
-    return total
+    def __get__(self, samples: LatencySamples, owner: type | None = None) -> T:
+        value: T = getattr(samples.total, self._name)
+        return value
 
 
 @dataclass(frozen=True)
@@ -226,47 +141,20 @@ class LatencySamples:
         return cls(blocks=(block,), window_seconds=window_seconds, shards=1)
 
     @cached_property
-    def per_chunk_itl(self) -> Sketch:
-        """Every chunk gap of the window."""
-        return _merged(b.per_chunk_itl for b in self.blocks)
+    def total(self) -> LatencyBlock:
+        """The window's blocks merged into one (every field, by its kind in BLOCK_FIELDS)."""
+        merged = {f.name: merge_values(f.kind, self.blocks, f.name) for f in BLOCK_FIELDS}
+        return LatencyBlock(start=0.0, seconds=self.window_seconds, **merged)
 
-    @cached_property
-    def per_token_itl(self) -> Sketch:
-        """Every chunk gap spread over its tokens, weighted by tokens."""
-        return _merged(b.per_token_itl for b in self.blocks)
-
-    @cached_property
-    def time_per_output_token(self) -> Sketch:
-        """One TPOT per finished request."""
-        return _merged(b.time_per_output_token for b in self.blocks)
-
-    @cached_property
-    def client_delay(self) -> Sketch:
-        """The instrument's own timestamp delay over the window."""
-        return _merged(b.client_delay for b in self.blocks)
-
-    @property
-    def requests_ok(self) -> int:
-        """Requests that streamed to the end."""
-        return sum(b.requests_ok for b in self.blocks)
-
-    @property
-    def requests_failed(self) -> int:
-        """Requests that errored or ended without tokens."""
-        return sum(b.requests_failed for b in self.blocks)
-
-    @property
-    def output_tokens(self) -> int:
-        """Tokens generated in the window."""
-        return sum(b.output_tokens for b in self.blocks)
-
-    @property
-    def accepted(self) -> AcceptedMoments:
-        """Per-request acceptance sums of the window."""
-        total = AcceptedMoments()
-        for block in self.blocks:
-            total = total.plus(block.accepted)
-        return total
+    # The fields the gates read, by name: each reads `total` (one merge, from the table).
+    per_chunk_itl = _Total[Sketch]()  # every chunk gap (stalls of failed requests included)
+    per_token_itl = _Total[Sketch]()  # every chunk gap over its tokens, weighted by tokens
+    time_per_output_token = _Total[Sketch]()  # one per request that had a first token
+    client_delay = _Total[Sketch]()  # the instrument's own timestamp delay
+    requests_ok = _Total[int]()  # requests that streamed to the end
+    requests_failed = _Total[int]()  # failed requests, any outcome (`total.failures`: which)
+    output_tokens = _Total[int]()
+    accepted = _Total[AcceptedMoments]()  # per-request acceptance sums
 
 
 @dataclass(frozen=True)

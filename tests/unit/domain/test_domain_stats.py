@@ -230,25 +230,6 @@ def test_speedup_gate() -> None:
     assert same.verdict is GateVerdict.FAILED
 
 
-def test_error_rate_gate() -> None:
-    gate = GateSpec(name="errors", type=GateType.ERROR_RATE, max_error_rate=0.02)
-    clean = LatencySamples.from_values(requests_ok=2000, requests_failed=2)
-    broken = LatencySamples.from_values(requests_ok=900, requests_failed=100)
-    assert (
-        evaluate_gate(gate, stage_obs("s", candidate=clean), None, T0, LOOK).verdict
-        is GateVerdict.SUCCESSFUL
-    )
-    assert (
-        evaluate_gate(gate, stage_obs("s", candidate=broken), None, T0, LOOK).verdict
-        is GateVerdict.FAILED
-    )
-    few = LatencySamples.from_values(requests_ok=5)
-    assert (
-        evaluate_gate(gate, stage_obs("s", candidate=few), None, T0, LOOK).verdict
-        is GateVerdict.INCONCLUSIVE
-    )
-
-
 def test_wilson_interval() -> None:
     interval = wilson_interval(0, 100, 0.05)
     assert interval is not None

@@ -188,7 +188,9 @@ def test_status_and_the_gate_table_show_the_loads_health() -> None:
     assert summary.shards == "1/0" and summary.requests == 7
     assert summary.client_delay_p99_ms == pytest.approx(0.4, rel=0.01)
     assert summary.notes == ["candidate load incomplete: load pod p-1 did not answer"]
+    assert summary.outcomes == ["baseline: 7 ok; 0 stalls", "candidate: 0 ok; 0 stalls"]
     status = {"currentStageIndex": 0, "stages": [{"name": "s", "load": summary.to_wire()}]}
     table = gate_table({"metadata": {"name": "r"}, "status": status})
     assert "shadow load: shards 1/0" in table and "0.40 ms" in table and "p-1" in table
+    assert "baseline: 7 ok; 0 stalls" in table
     assert load_status(StageObservations("s")) is None

@@ -8,6 +8,7 @@ import pytest
 from loadtesting import DONE, Harness, chat_event, response, role_event, usage_event
 
 from specdecode.domain.sketch import Sketch
+from specdecode_load.connection import MAX_EVENT_BYTES
 
 pytestmark = pytest.mark.unit
 
@@ -112,7 +113,11 @@ async def test_http_error_is_a_failed_request_with_the_status(
     assert (block.requests_ok, block.requests_failed) == (0, 1)
     assert block.last_error is not None and block.last_error.startswith("HTTP 500")
     assert "overloaded" in block.last_error
-    assert h.transport.closing
+    assert block.failures == {"http_500": 1}
+    # a whole keep-alive response: the connection is reused after the backoff, not reopened
+    assert not h.transport.closing
+    # it held its slot 0.1 s, and that wait is one stall (no token came)
+    assert block.slot_seconds == Sketch.of([0.1]) and block.per_chunk_itl == Sketch.of([0.1])
 
 
 async def test_stream_without_tokens_and_lost_connection_fail(
@@ -155,3 +160,73 @@ async def test_usage_quoted_inside_content_is_not_mistaken_for_usage(
         h.feed(piece, at * 0.1)
     block = h.block()
     assert block.output_tokens == 2 and block.per_token_itl == Sketch.of([0.1])
+
+
+async def test_a_cut_stream_adds_its_gaps_and_the_wait_that_ended_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Harness(monkeypatch)
+    h.start()
+    head, pieces = response([role_event(), chat_event(1), chat_event(3), chat_event(4), DONE])
+    h.feed(head + pieces[0], 0.05)
+    h.feed(pieces[1], 0.1)  # first token at 0.1
+    h.feed(pieces[2], 0.3)  # a 0.2 s gap of 2 tokens
+    h.clock.now = h.start_time + 1.0
+    h.connection.connection_lost(None)  # the engine closed it 0.7 s after the last chunk
+    block = h.block()
+    assert block.failures == {"stream_cut": 1} and block.requests_ok == 0
+    assert block.per_chunk_itl == Sketch.of([0.2, 0.7])
+    assert block.per_token_itl == Sketch.of([0.1, 0.7], [2, 1])
+    assert block.stalls == 1 and block.chunks == 1
+    assert block.time_to_first_token == Sketch.of([0.1])
+    assert block.time_per_output_token == Sketch.of([(1.0 - 0.1) / 3])
+    assert block.slot_seconds == Sketch.of([1.0])
+    assert block.accepted.requests == 0  # acceptance only from finished requests
+
+
+async def test_a_hang_is_a_stall_of_the_time_since_its_last_byte(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Harness(monkeypatch)
+    h.start()
+    head, pieces = response([role_event(), chat_event(1), chat_event(2), DONE])
+    h.feed(head + pieces[0] + pieces[1], 0.1)
+    h.clock.now = h.start_time + 120.0
+    h.connection._timed_out(120.0)  # what the timer calls
+    block = h.block()
+    assert block.failures == {"timeout": 1} and block.last_error == "timeout after 120s"
+    assert block.per_chunk_itl == Sketch.of([119.9]) and block.stalls == 1
+    assert block.slot_seconds == Sketch.of([120.0])
+    assert h.transport.closing
+
+
+async def test_our_own_abort_is_not_the_engines_outcome(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch)
+    h.start()
+    head, pieces = response([role_event(), chat_event(1), DONE])
+    h.feed(head + pieces[0] + pieces[1], 0.1)
+    h.connection.close()  # the load pod shuts down
+    h.connection.connection_lost(None)
+    block = h.block()
+    assert (block.requests_ok, block.requests_failed, block.stalls) == (0, 0, 0)
+    assert h.future is not None and h.future.result() == 0
+
+
+async def test_an_event_without_separator_cannot_grow_past_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Harness(monkeypatch)
+    h.start()
+    head, _ = response([DONE])
+    h.feed(head, 0.01)
+    piece = b"x" * 65536
+    fed = 0
+    while h.future is not None and not h.future.done():
+        h.feed(b"%x\r\n%s\r\n" % (len(piece), piece), 0.02)
+        fed += len(piece)
+        assert len(h.connection._buffer) <= MAX_EVENT_BYTES + len(piece)
+    assert MAX_EVENT_BYTES < fed <= MAX_EVENT_BYTES + len(piece)
+    block = h.block()
+    assert block.failures == {"stream_error": 1}
+    assert block.last_error is not None and "without a separator" in block.last_error
+    assert h.transport.closing

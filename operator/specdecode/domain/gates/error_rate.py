@@ -1,11 +1,23 @@
-"""The ErrorRate gate: the candidate's failed / total shadow requests, Wilson upper bound.
+"""The ErrorRate gate: the candidate's failure rate minus the baseline's, Newcombe bounds.
 
-Requests are the unit: a failure is a whole request's outcome, and shadow requests are
-sent independently of each other (a failing engine correlates them, which only pushes the
-rate, and a Failed verdict, up).
+Why against the baseline: both sides replay the same shadow requests, so what a
+speculative config adds is the difference of the two failure proportions; an engine
+image or a prompt that fails on both sides is not the candidate's fault, and a candidate
+that fails where the baseline does not is caught whatever the absolute level.
+
+Statistic: d = failed_c / total_c - failed_b / total_b, with Newcombe's hybrid score
+bounds (his method 10): from each side's one-sided Wilson bounds (l, u) at the look's
+error, lower = d - sqrt((p_c - l_c)^2 + (u_b - p_b)^2) and
+upper = d + sqrt((u_c - p_c)^2 + (p_b - l_b)^2). Pass when upper <= maxErrorRate, fail
+when lower > maxErrorRate. Requests are the unit: a failure is a whole request's outcome
+(`specdecode_load.connection` defines the outcomes); shadow requests are sent
+independently of each other (a failing engine correlates them, which only pushes the
+rate, and a Failed verdict, up). Inconclusive until each side has `minSamples` requests.
 """
 
 from __future__ import annotations
+
+import math
 
 from specdecode.api.gate_spec import GateSpec, GateType
 from specdecode.api.status import GateVerdict
@@ -17,42 +29,71 @@ from specdecode.domain.gate_measures import (
     metric_error,
 )
 from specdecode.domain.gates.registry import Look, Need, register
-from specdecode.domain.observations import MetricError, StageObservations
-from specdecode.domain.stats import wilson_interval
+from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.stats import Interval, wilson_interval
+
+
+def failure_difference(
+    candidate: tuple[int, int], baseline: tuple[int, int], error: float
+) -> Interval | None:
+    """(failed, total) of each side: p_c - p_b with Newcombe's hybrid score bounds."""
+    cand = wilson_interval(*candidate, error)
+    base = wilson_interval(*baseline, error)
+    if cand is None or base is None:
+        return None
+    value = cand.value - base.value
+    lower = value - math.hypot(cand.value - cand.lower, base.upper - base.value)
+    upper = value + math.hypot(cand.upper - cand.value, base.value - base.lower)
+    return Interval(value, lower, upper, min(cand.samples, base.samples))
+
+
+def _counts(side: LatencySamples | None) -> tuple[int, int]:
+    if side is None:
+        return 0, 0
+    return side.requests_failed, side.requests_ok + side.requests_failed
 
 
 @register(GateType.ERROR_RATE)
 class ErrorRateGate:
-    """Pass when the Wilson upper bound <= maxErrorRate; fail when the lower bound exceeds."""
+    """Pass when the difference's upper bound <= maxErrorRate; fail when its lower exceeds."""
 
     def needs(self, gate: GateSpec) -> frozenset[Need]:
         """The candidate's request outcomes from the load pods."""
         return frozenset({Need.REQUEST_OUTCOMES})
 
     def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
-        """Failed / total requests of the candidate's shadow load."""
+        """Candidate minus baseline failure proportion over the same shadow requests."""
         threshold = gate.number("max_error_rate")
-        candidate = seen.candidate_latency
+        candidate, baseline = seen.candidate_latency, seen.baseline_latency
         if isinstance(candidate, MetricError):
             return metric_error(candidate)
-        if (unjudged := incomplete_window(threshold, candidate)) is not None:
+        if isinstance(baseline, MetricError):
+            return metric_error(baseline)
+        if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
             return unjudged
-        total = 0 if candidate is None else candidate.requests_ok + candidate.requests_failed
+        (c_failed, c_total), (b_failed, b_total) = _counts(candidate), _counts(baseline)
         needed = gate.effective_min_samples
-        failed = 0 if candidate is None else candidate.requests_failed
-        interval = wilson_interval(failed, total, look.error)
-        if interval is None or total < needed:
+        interval = failure_difference((c_failed, c_total), (b_failed, b_total), look.error)
+        if interval is None or min(c_total, b_total) < needed:
             return Measurement(
                 GateVerdict.INCONCLUSIVE,
-                f"{total} requests; {needed} needed",
+                f"{c_total} candidate / {b_total} baseline requests; {needed} each needed",
                 threshold=threshold,
-                samples=total,
+                samples=min(c_total, b_total),
             )
         verdict = judge_at_most(interval, threshold)
+        c_rate, b_rate = c_failed / c_total, b_failed / b_total
         reason = (
-            f"error rate {interval.value:.4f} [{interval.lower:.4f}, {interval.upper:.4f}] vs "
-            f"{threshold} over {total} requests"
+            f"failure rate {c_rate:.4f} - baseline {b_rate:.4f} = {interval.value:.4f} "
+            f"[{interval.lower:.4f}, {interval.upper:.4f}] vs {threshold} over "
+            f"{c_total} / {b_total} requests"
         )
         return judged(
-            verdict, reason, interval, threshold, candidate_value=interval.value, units=total
+            verdict,
+            reason,
+            interval,
+            threshold,
+            baseline_value=b_rate,
+            candidate_value=c_rate,
+            units=min(c_total, b_total),
         )

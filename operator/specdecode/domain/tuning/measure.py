@@ -14,7 +14,8 @@ error rate and for acceptance bounds.
   lagged is refused as saturated, never measured). Until 30 blocks hold P99 samples the
   gate has no bound: the ratio's point estimate stands with an infinite upper bound, so
   the constraint is not yet confirmed and the cell can neither win nor dominate.
-- Error rate: the ErrorRate gate's Wilson bound on the candidate's failed requests.
+- Error rate: the ErrorRate gate's bound on the candidate's failed share minus the
+  baseline's (Newcombe, from both sides' Wilson bounds).
 - alpha (fixed-k model drafts) and tokens per step (every method) from the Acceptance and
   AcceptedLength gates, when the candidate's counters answered.
 A figure the look cannot bound yet makes the whole look "not measured" with the reason.

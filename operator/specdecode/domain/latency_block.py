@@ -1,0 +1,176 @@
+"""One time block of client-side load measurements, and the one table of its fields.
+
+Why a table: a block is merged (shards, workers), sent as JSON (the load report),
+recorded (the load pods' hot path) and summed over a window (`LatencySamples`). Each of
+those walks `BLOCK_FIELDS`, built from the dataclass's own fields and their `kind`
+metadata, so adding a measurement is one field here (plus the line that records it).
+
+Kinds: `sketch` (log-bucket sketch, merged by adding counts), `count` (an integer,
+summed), `sum` (a float, summed), `tally` (counts by name, summed per name), `moments`
+(`AcceptedMoments`, summed), `latest` (the newer shard's text wins). `start` and
+`seconds` are the block's span, not measurements. A field marked `optional` came after
+the wire schema's first version: a report from an older load pod may omit it (its
+default then), so an operator upgrade does not turn every old pod's report into an Error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from specdecode.domain.sketch import Sketch
+
+Kind = Literal["sketch", "count", "sum", "tally", "moments", "latest"]
+
+
+def _m(kind: Kind, optional: bool = False) -> dict[str, object]:
+    return {"kind": kind, "optional": optional}
+
+
+@dataclass(frozen=True)
+class AcceptedMoments:
+    """Per-request sums that give acceptance from the streamed chunks themselves.
+
+    A streamed chunk carries the tokens of one engine step, so for one request
+    n = decode chunks (steps after the first token) and a = tokens beyond one per chunk
+    (accepted draft tokens). Kept as sums over finished requests of n, a, n^2, a*n and
+    a^2: mergeable across blocks and shards, and exactly what a cluster-robust (requests
+    as the independent units) variance of a / n needs, with no assumed correlation.
+    """
+
+    requests: int = 0
+    steps: float = 0.0
+    accepted: float = 0.0
+    steps_sq: float = 0.0
+    accepted_steps: float = 0.0
+    accepted_sq: float = 0.0
+
+    def plus(self, other: AcceptedMoments) -> AcceptedMoments:
+        """Both sets of requests together."""
+        return AcceptedMoments(
+            *(getattr(self, f.name) + getattr(other, f.name) for f in _MOMENT_FIELDS)
+        )
+
+    @classmethod
+    def of(cls, per_request: Iterable[tuple[float, float]]) -> AcceptedMoments:
+        """From (steps, accepted) per request."""
+        total = cls()
+        for n, a in per_request:
+            total = total.plus(cls(1, n, a, n * n, a * n, a * a))
+        return total
+
+
+_MOMENT_FIELDS = dataclasses.fields(AcceptedMoments)
+
+
+@dataclass(frozen=True)
+class LatencyBlock:
+    """What one load shard measured on one engine during one time block.
+
+    Blocks are aligned to wall-clock multiples of their length and hold events by the time
+    they happened (a chunk gap by its arrival, a request's totals by its end), so blocks
+    from several shards of one side merge, and a stage's window is a set of whole blocks.
+    Why blocks: chunks of one engine step arrive together and share its duration, so
+    samples are dependent within a short time span; whole blocks are the honest unit of
+    independence for the tail-latency statistics (see the gates), and they bound memory.
+    What a failed or hung request contributes is defined in `specdecode_load.connection`.
+    """
+
+    start: float  # unix seconds
+    seconds: float
+    # one count per chunk gap; a request that ends unfinished adds its last wait as one gap
+    per_chunk_itl: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
+    # gap / tokens, weighted by tokens (an unfinished request's last wait: one token)
+    per_token_itl: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
+    # one per request with a first token (an unfinished one up to its end)
+    time_per_output_token: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
+    time_to_first_token: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
+    client_delay: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))  # own probe
+    # how long each sent request held its slot (send to end), whatever its outcome
+    slot_seconds: Sketch = field(default_factory=Sketch, metadata=_m("sketch", optional=True))
+    requests_ok: int = field(default=0, metadata=_m("count"))
+    requests_failed: int = field(default=0, metadata=_m("count"))  # the sum of `failures`
+    # failed requests by outcome: "http_<status>", "stream_cut", "stream_error", "timeout",
+    # "connect_error" (see specdecode_load.connection)
+    failures: Mapping[str, int] = field(default_factory=dict, metadata=_m("tally", True))
+    output_tokens: int = field(default=0, metadata=_m("count"))
+    chunks: int = field(default=0, metadata=_m("count"))
+    # chunks read together with an earlier one (timestamps shared)
+    merged_chunks: int = field(default=0, metadata=_m("count"))
+    # stalls: waits that ended a request unfinished (also in the ITL sketches above)
+    stalls: int = field(default=0, metadata=_m("count", optional=True))
+    accepted: AcceptedMoments = field(default_factory=AcceptedMoments, metadata=_m("moments"))
+    last_error: str | None = field(default=None, metadata=_m("latest"))
+
+    def plus(self, other: LatencyBlock) -> LatencyBlock:
+        """This block and another of the same time span (another shard) together."""
+        merged = {f.name: merge_values(f.kind, (self, other), f.name) for f in BLOCK_FIELDS}
+        return LatencyBlock(start=self.start, seconds=max(self.seconds, other.seconds), **merged)
+
+
+@dataclass(frozen=True)
+class BlockField:
+    """One measurement of a block: attribute name, wire key, how it merges."""
+
+    name: str
+    key: str
+    kind: Kind
+    optional: bool
+
+    def fresh(self) -> Any:
+        """The empty value (what a block with no events holds)."""
+        return empty_value(self.kind)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+BLOCK_FIELDS: tuple[BlockField, ...] = tuple(
+    BlockField(f.name, _camel(f.name), f.metadata["kind"], bool(f.metadata["optional"]))
+    for f in dataclasses.fields(LatencyBlock)
+    if "kind" in f.metadata
+)
+MOMENT_KEYS: tuple[tuple[str, str], ...] = tuple((f.name, _camel(f.name)) for f in _MOMENT_FIELDS)
+
+
+def empty_value(kind: Kind) -> Any:
+    """A kind's empty value."""
+    return _EMPTY[kind]()
+
+
+_EMPTY: dict[str, Callable[[], Any]] = {
+    "sketch": Sketch,
+    "count": int,
+    "sum": float,
+    "tally": dict,
+    "moments": AcceptedMoments,
+    "latest": lambda: None,
+}
+
+
+def merge_values(kind: Kind, blocks: Iterable[object], name: str) -> Any:
+    """One field of several blocks (or any objects with that attribute) together."""
+    values = [getattr(b, name) for b in blocks]
+    if kind == "sketch":
+        total = Sketch()
+        for sketch in values:
+            total.merge(sketch)
+        return total
+    if kind in ("count", "sum"):
+        return sum(values)
+    if kind == "tally":
+        tally: dict[str, int] = {}
+        for counts in values:
+            for key, count in counts.items():
+                tally[key] = tally.get(key, 0) + count
+        return tally
+    if kind == "moments":
+        moments = AcceptedMoments()
+        for value in values:
+            moments = moments.plus(value)
+        return moments
+    return next((v for v in reversed(values) if v is not None), None)  # latest
