@@ -40,6 +40,9 @@ the pool's slowest 5 %.
 
     .venv/bin/python benchmarks/gates.py [--trials N] [--latency-trials N] [--seed S]
         [--only acceptance|latency] [--rows REGEX ...]  (rows whose label matches)
+    .venv/bin/python benchmarks/gates.py --only latency --rows "AR "  # the dependent rows
+Dependent rows run at least DEPENDENT_TRIALS stages (300: 13-19 min a row at batch 8 on a
+shared 2-core machine), whatever --latency-trials says.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ LOOKS = (1.0, *(1.0 + 15.0 * i for i in range(1, 41)))  # seconds measured at ea
 MIN_SECONDS, MAX_SECONDS, ERROR = 60.0, 600.0, 0.05
 TODAY_ERROR = ERROR / 42  # the Bonferroni share of a default stage
 RULES = ("today", "new", "fixed", "no-HAC")
+DEPENDENT_TRIALS = 300  # enough that a 5 % error shows its Wilson interval within ~2.5 pts
 Judge = Callable[[StageObservations], tuple[GateVerdict, int]]
 
 
@@ -361,7 +365,7 @@ def main() -> None:
                     ),
                     today_latency,
                 )
-                for _ in range(args.latency_trials)
+                for _ in range(max(args.latency_trials, DEPENDENT_TRIALS if ar1 or waves else 0))
             ]
             per_rule = {rule: [r[rule] for r in runs] for rule in RULES}
             print_row(label, per_rule, time.perf_counter() - started)
