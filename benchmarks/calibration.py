@@ -10,6 +10,10 @@ of calibration.md. Latencies are client-side wall times divided by the time scal
 
     .venv/bin/python benchmarks/calibration.py [--time-scale 0.1] [--requests 120]
     .venv/bin/python benchmarks/calibration.py --in-process   # engine core, no HTTP (fast)
+    .venv/bin/python benchmarks/calibration.py --moe-only     # the MoE rows (in-process)
+
+Then the MoE rows (calibration_moe.py): an MoE model's speculative speedup at 1, 8 and 32
+streams, in-process (no published study to compare).
 
 Workloads and published figures: benchmarks/calibration_workloads.py.
 """
@@ -23,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine-image"))
 
 from calibration_client import ClientRecord, run_http
+from calibration_moe import MOE_GPU, MOE_METHODS, MOE_MODEL, MOE_STREAMS
 from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies
 
 from specdecode_sim.cliargs import parse_cli
 from specdecode_sim.engine import EngineCore
 from specdecode_sim.loop import EngineLoop
 from specdecode_sim.protocol import parse_request
+from specdecode_sim.request import StepReport
 from specdecode_sim.settings import load_settings
 from specdecode_sim.startup import build_plan
 
@@ -98,8 +105,15 @@ class _FakeClock:
         return self.t
 
 
-def run_in_process(engine: Engine, bodies: list[dict[str, Any]]) -> Measured:
-    """Closed loop through the engine core in simulated time (no HTTP, no wall clock)."""
+def run_in_process(
+    engine: Engine,
+    bodies: list[dict[str, Any]],
+    concurrency: int = CONCURRENCY,
+    on_step: Callable[[StepReport], None] | None = None,
+) -> Measured:
+    """Closed loop through the engine core in simulated time (no HTTP, no wall clock).
+
+    `on_step` sees every step's report (`benchmarks/step_trace.py` records durations)."""
     args = parse_cli(engine.argv(8000))
     plan = build_plan(args, load_settings({"SPECDECODE_SIM_GPU": engine.gpu}))
     core = EngineCore(plan.engine)
@@ -109,7 +123,7 @@ def run_in_process(engine: Engine, bodies: list[dict[str, Any]]) -> Measured:
     records: dict[str, ClientRecord] = {}
     outstanding = 0
     while pending or core.has_work():
-        while outstanding < CONCURRENCY and pending:
+        while outstanding < concurrency and pending:
             body = pending.pop()
             parsed = parse_request(body, True, None)
             request_id = f"r{len(records)}"
@@ -122,6 +136,8 @@ def run_in_process(engine: Engine, bodies: list[dict[str, Any]]) -> Measured:
         if report is None:
             break
         clock.t = report.ended
+        if on_step is not None:
+            on_step(report)
         for emission in report.emissions:
             record = records[emission.request.request_id]
             if emission.tokens:
@@ -141,6 +157,24 @@ def _ratio(measured: float, published: float | None) -> str:
     return "-" if not published else f"{measured / published:.2f}"
 
 
+def moe_table(requests: int) -> None:
+    """Speedup of an MoE model by streams (in-process; no published figures to compare)."""
+    print(f"\nMoE: {MOE_MODEL} on {MOE_GPU}, chat, in-process, {requests} requests per row")
+    print("| streams | method | tok/s sim | TPOT ms sim | ITL ms sim | tokens/chunk | speedup |")
+    print("|---" * 7 + "|")
+    bodies = request_bodies("chat", requests)
+    for streams in MOE_STREAMS:
+        base = 0.0
+        for method, engine in MOE_METHODS.items():
+            m = run_in_process(engine, bodies, streams)
+            base = base or m.throughput
+            print(
+                f"| {streams} | {method} | {m.throughput:.0f} "
+                f"| {statistics.fmean(m.tpot) * 1000:.2f} | {statistics.fmean(m.itl) * 1000:.1f} "
+                f"| {m.chunk_mean:.2f} | {m.throughput / base:.2f} |"
+            )
+
+
 def main() -> int:
     """Run every block and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -148,7 +182,11 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=120)
     parser.add_argument("--in-process", action="store_true")
     parser.add_argument("--only", default="", help="substring of 'block/workload' to run")
+    parser.add_argument("--moe-only", action="store_true", help="only the MoE rows")
     options = parser.parse_args()
+    if options.moe_only:
+        moe_table(options.requests)
+        return 0
     mode = "in-process" if options.in_process else f"HTTP, time scale {options.time_scale}"
     print(f"calibration: {options.requests} requests per row, concurrency {CONCURRENCY}, {mode}")
     print(
@@ -198,6 +236,7 @@ def main() -> int:
             order_ok = False
             print(f"  ordering differs in {block} {workload}: simulated {simulated_order}")
     print(f"worst speedup deviation: {worst * 100:.1f} %; published ordering kept: {order_ok}")
+    moe_table(options.requests)
     return 0
 
 

@@ -11,6 +11,10 @@ The three rules see the very same data, look by look:
 - new: the domain's gates (`specdecode.domain.gates.evaluate_gate`): block- or
   request-clustered bounds at the group-sequential boundary's error (domain.sequential).
 - fixed: the new statistic looked at once, at 600 s, at the full 0.05 (no early stop).
+- no-HAC: the new rule without the Newey-West term of the block variance (blocks taken as
+  independent; `clustered.serial_sum_of_squares`), the control for dependent steps.
+The last column gives the new rule's promoted / rolled-back shares with two-sided 95 %
+Wilson intervals (at the threshold both are wrong verdicts, each allowed 5 %).
 Columns: promoted / rolled back / undecided shares (at the threshold, promoted and rolled
 back are the wrong-verdict rates), then the median samples and seconds to a decision.
 Latency rows: P99 per-token ITL ratio against 1.10. "batch b" means every one of b
@@ -25,9 +29,20 @@ scale-free), so the rows "N steps/s" show slower engines: 10 steps/s is an L40S 
 128. "independent": 100 unshared samples/s, the reference without dependence. Acceptance
 rows: alpha against 0.55, k = 3, 0.5 requests/s of 40-120 drafts; "sd" is the spread of
 per-request alpha.
+Dependent steps ("AR ..., waves" rows; domain_gatesim.DependentSteps): each engine's step
+times are an AR(1) series (a Gaussian copula on the same pool, so the true ratio stays
+exact) with the coefficient measured on the simulator's own step trace ("AR measured":
+STEP_AR1 = 0.05, `benchmarks/step_trace.py`; the README's rows ran at 0.036, from a
+shorter first trace) or a stress value (0.9 per step: a ~10-step correlation
+time; 0.99: ~100 steps, 3 s, longer than a block), plus four closed-loop prefill waves:
+cohorts of requests that restart together every ~256 steps, their prefill step drawn from
+the pool's slowest 5 %.
 
     .venv/bin/python benchmarks/gates.py [--trials N] [--latency-trials N] [--seed S]
         [--only acceptance|latency] [--rows REGEX ...]  (rows whose label matches)
+    .venv/bin/python benchmarks/gates.py --only latency --rows "AR "  # the dependent rows
+Dependent rows run at least DEPENDENT_TRIALS stages (300: 13-19 min a row at batch 8 on a
+shared 2-core machine), whatever --latency-trials says.
 """
 
 from __future__ import annotations
@@ -38,7 +53,8 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / 
 
 from domain_gatesim import (
     BETA_CONCENTRATION,
+    STEP_AR1,
     T0,
     AcceptanceSource,
     LatencySource,
@@ -55,12 +72,13 @@ from domain_gatesim import (
 
 from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
 from specdecode.api.status import GateResult
+from specdecode.domain import clustered
 from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.gate_measures import judge_at_least, judge_at_most
 from specdecode.domain.gates import LookPlan, evaluate_gate, pending_result
 from specdecode.domain.gates.registry import Look, measure_for
 from specdecode.domain.observations import AcceptanceCounts, LatencySamples, StageObservations
-from specdecode.domain.stats import ratio_interval, sketch_quantile_interval
+from specdecode.domain.stats import ratio_interval, sketch_quantile_interval, wilson_bounds
 
 ALPHA_GATE = GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55)
 P99_GATE = GateSpec(
@@ -73,7 +91,8 @@ P99_GATE = GateSpec(
 LOOKS = (1.0, *(1.0 + 15.0 * i for i in range(1, 41)))  # seconds measured at each look
 MIN_SECONDS, MAX_SECONDS, ERROR = 60.0, 600.0, 0.05
 TODAY_ERROR = ERROR / 42  # the Bonferroni share of a default stage
-RULES = ("today", "new", "fixed")
+RULES = ("today", "new", "fixed", "no-HAC")
+DEPENDENT_TRIALS = 300  # enough that a 5 % error shows its Wilson interval within ~2.5 pts
 Judge = Callable[[StageObservations], tuple[GateVerdict, int]]
 
 
@@ -124,12 +143,24 @@ def samples_of(seen: StageObservations, gate: GateSpec) -> int:
     return min(base.per_token_itl.total, cand.per_token_itl.total)
 
 
+@contextmanager
+def independent_blocks() -> Iterator[None]:
+    """The control: the block variance without the Newey-West term (blocks independent)."""
+    corrected = clustered.serial_sum_of_squares
+    clustered.serial_sum_of_squares = lambda residuals: sum(r * r for r in residuals)
+    try:
+        yield
+    finally:
+        clustered.serial_sum_of_squares = corrected
+
+
 def run(
     gate: GateSpec, source: AcceptanceSource | LatencySource, today: Judge
 ) -> dict[str, Outcome]:
     """One stage, all three rules on the same looks; stops when every rule has decided."""
     outcomes = {rule: Outcome() for rule in RULES}
     previous: GateResult = pending_result(gate)
+    uncorrected_previous: GateResult = pending_result(gate)
     measured = 0.0
     for at in LOOKS:
         source.advance(at - measured)
@@ -145,6 +176,13 @@ def run(
         if outcomes["new"].verdict is None:
             previous = evaluate_gate(gate, seen, previous, T0, plan)
             verdicts["new"] = previous.verdict
+        if gate.type is not GateType.TAIL_LATENCY:
+            outcomes["no-HAC"] = outcomes["new"]  # nothing block-based to correct
+        elif outcomes["no-HAC"].verdict is None:
+            with independent_blocks():
+                uncorrected = evaluate_gate(gate, seen, uncorrected_previous, T0, plan)
+            uncorrected_previous = uncorrected
+            verdicts["no-HAC"] = uncorrected.verdict
         if at >= MAX_SECONDS and outcomes["fixed"].verdict is None:
             fixed = measure_for(gate.type).measure(gate, seen, Look(ERROR, mirror=mirror))
             verdicts["fixed"] = fixed.verdict
@@ -170,9 +208,19 @@ def _cells(runs: list[Outcome]) -> str:
     return f"{100 * promoted:5.1f} {100 * rolled:5.1f} {100 * undecided:5.1f} {samples} {seconds}"
 
 
+def _wilson(runs: list[Outcome], verdict: GateVerdict) -> str:
+    """A share of runs with its two-sided 95 % Wilson interval, in percent."""
+    share = sum(r.verdict is verdict for r in runs) / len(runs)
+    low, high = wilson_bounds(share, len(runs), 0.025)
+    return f"{100 * share:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
 def print_row(label: str, per_rule: dict[str, list[Outcome]], elapsed: float) -> None:
+    """One row; then the new rule's promoted and rolled-back shares with 95 % intervals."""
     cells = " | ".join(_cells(per_rule[rule]) for rule in RULES)
-    print(f"{label:<44} {len(per_rule['new']):>4} | {cells} | {elapsed:5.0f}s", flush=True)
+    new = per_rule["new"]
+    intervals = f"{_wilson(new, GateVerdict.SUCCESSFUL)} / {_wilson(new, GateVerdict.FAILED)}"
+    print(f"{label:<52} {len(new):>4} | {cells} | {intervals} | {elapsed:5.0f}s", flush=True)
 
 
 def per_request_alpha_sd(concentration: float, alpha: float) -> float:
@@ -197,30 +245,60 @@ ACCEPTANCE_ROWS = [
     ("alpha 0.505 (translation-like)", 0.505, BETA_CONCENTRATION, True),
 ]
 # (label, true ratio, steps/s per side (None: a busy engine's), batch, jitter, tokens per
-# chunk, drift, tail log-sd); batch 1 rows take 100 independent samples/s
+# chunk, drift, tail log-sd, AR(1) of step times, prefill waves); batch 1 rows take 100
+# independent samples/s
 BUSY = None
 LATENCY_ROWS = [
-    ("P99 1.10 (threshold), independent", 1.10, 100, 1, 0.0, 1, 0.0, 0.5),
-    ("P99 1.10 (threshold), batch 8", 1.10, BUSY, 8, 0.1, 3, 0.0, 0.5),
-    ("P99 1.10 (threshold), batch 32", 1.10, BUSY, 32, 0.1, 3, 0.0, 0.5),
-    ("P99 1.10 (threshold), batch 128", 1.10, BUSY, 128, 0.1, 3, 0.0, 0.5),
-    ("P99 1.10 (threshold), batch 32, 2 % jitter", 1.10, BUSY, 32, 0.02, 3, 0.0, 0.5),
-    ("P99 1.10 (threshold), batch 32, 8 steps/s", 1.10, 8, 32, 0.1, 3, 0.0, 0.5),
-    ("P99 1.10 (threshold), batch 128, 10 steps/s", 1.10, 10, 128, 0.1, 3, 0.0, 0.5),
-    ("P99 1.10 (threshold), batch 8, heavy tail", 1.10, BUSY, 8, 0.1, 3, 0.0, 0.9),
-    ("P99 1.10 (threshold), batch 8, drift +50 %", 1.10, BUSY, 8, 0.1, 3, 0.5, 0.5),
-    ("P99 1.00, independent", 1.00, 100, 1, 0.0, 1, 0.0, 0.5),
-    ("P99 1.00, batch 8", 1.00, BUSY, 8, 0.1, 3, 0.0, 0.5),
-    ("P99 1.00, batch 32", 1.00, BUSY, 32, 0.1, 3, 0.0, 0.5),
-    ("P99 1.00, batch 128", 1.00, BUSY, 128, 0.1, 3, 0.0, 0.5),
-    ("P99 1.00, batch 32, 2 % jitter", 1.00, BUSY, 32, 0.02, 3, 0.0, 0.5),
-    ("P99 1.00, batch 32, 21 steps/s", 1.00, 21, 32, 0.1, 3, 0.0, 0.5),
-    ("P99 1.00, batch 32, 8 steps/s", 1.00, 8, 32, 0.1, 3, 0.0, 0.5),
-    ("P99 1.00, batch 128, 10 steps/s", 1.00, 10, 128, 0.1, 3, 0.0, 0.5),
-    ("P99 1.00, batch 32, heavy tail", 1.00, BUSY, 32, 0.1, 3, 0.0, 0.9),
-    ("P99 0.90, batch 8", 0.90, BUSY, 8, 0.1, 3, 0.0, 0.5),
-    ("P99 1.30, batch 8", 1.30, BUSY, 8, 0.1, 3, 0.0, 0.5),
-    ("P99 1.30, independent", 1.30, 100, 1, 0.0, 1, 0.0, 0.5),
+    ("P99 1.10 (threshold), independent", 1.10, 100, 1, 0.0, 1, 0.0, 0.5, 0.0, 0),
+    ("P99 1.10 (threshold), batch 8", 1.10, BUSY, 8, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.10 (threshold), batch 32", 1.10, BUSY, 32, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.10 (threshold), batch 128", 1.10, BUSY, 128, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.10 (threshold), batch 32, 2 % jitter", 1.10, BUSY, 32, 0.02, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.10 (threshold), batch 32, 8 steps/s", 1.10, 8, 32, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.10 (threshold), batch 128, 10 steps/s", 1.10, 10, 128, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.10 (threshold), batch 8, heavy tail", 1.10, BUSY, 8, 0.1, 3, 0.0, 0.9, 0.0, 0),
+    ("P99 1.10 (threshold), batch 8, drift +50 %", 1.10, BUSY, 8, 0.1, 3, 0.5, 0.5, 0.0, 0),
+    ("P99 1.00, independent", 1.00, 100, 1, 0.0, 1, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 8", 1.00, BUSY, 8, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 32", 1.00, BUSY, 32, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 128", 1.00, BUSY, 128, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 32, 2 % jitter", 1.00, BUSY, 32, 0.02, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 32, 21 steps/s", 1.00, 21, 32, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 32, 8 steps/s", 1.00, 8, 32, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 128, 10 steps/s", 1.00, 10, 128, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.00, batch 32, heavy tail", 1.00, BUSY, 32, 0.1, 3, 0.0, 0.9, 0.0, 0),
+    ("P99 0.90, batch 8", 0.90, BUSY, 8, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.30, batch 8", 1.30, BUSY, 8, 0.1, 3, 0.0, 0.5, 0.0, 0),
+    ("P99 1.30, independent", 1.30, 100, 1, 0.0, 1, 0.0, 0.5, 0.0, 0),
+    # Dependence between steps (DependentSteps): AR(1) step times and 4 prefill waves
+    (
+        "P99 1.10 (threshold), batch 8, AR measured, waves",
+        1.10,
+        BUSY,
+        8,
+        0.1,
+        3,
+        0.0,
+        0.5,
+        STEP_AR1,
+        4,
+    ),
+    (
+        "P99 1.10 (threshold), batch 32, AR measured, waves",
+        1.10,
+        BUSY,
+        32,
+        0.1,
+        3,
+        0.0,
+        0.5,
+        STEP_AR1,
+        4,
+    ),
+    ("P99 1.10 (threshold), batch 8, AR 0.9, waves", 1.10, BUSY, 8, 0.1, 3, 0.0, 0.5, 0.9, 4),
+    ("P99 1.10 (threshold), batch 8, AR 0.99, waves", 1.10, BUSY, 8, 0.1, 3, 0.0, 0.5, 0.99, 4),
+    ("P99 1.00, batch 8, AR measured, waves", 1.00, BUSY, 8, 0.1, 3, 0.0, 0.5, STEP_AR1, 4),
+    ("P99 1.00, batch 8, AR 0.99, waves", 1.00, BUSY, 8, 0.1, 3, 0.0, 0.5, 0.99, 4),
 ]
 
 
@@ -241,8 +319,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     rule_head = f"{'prom%':>5} {'roll%':>5} {'und%':>5} {'samples':>8} {'sec':>4}"
-    print(f"{'true effect (threshold)':<44} {'runs':>4} | " + " | ".join(f"{r:^32}" for r in RULES))
-    print(f"{'':<44} {'':>4} | " + " | ".join(rule_head for _ in RULES))
+    print(
+        f"{'true effect (threshold)':<52} {'runs':>4} | "
+        + " | ".join(f"{r:^32}" for r in RULES)
+        + " | new: prom % [95 % Wilson] / roll % [95 % Wilson]"
+    )
+    print(f"{'':<52} {'':>4} | " + " | ".join(rule_head for _ in RULES))
     if args.only != "latency":
         for label, alpha, concentration, stream in ACCEPTANCE_ROWS:
             if not selected(label, args.rows):
@@ -261,7 +343,7 @@ def main() -> None:
             per_rule = {rule: [r[rule] for r in runs] for rule in RULES}
             print_row(f"{label} (sd {sd:.2f})", per_rule, time.perf_counter() - started)
     if args.only != "acceptance":
-        for label, ratio, steps, batch, jitter, tokens, drift, tail in LATENCY_ROWS:
+        for label, ratio, steps, batch, jitter, tokens, drift, tail, ar1, waves in LATENCY_ROWS:
             if not selected(label, args.rows):
                 continue
             rng = random.Random(f"{args.seed}:{label}")
@@ -281,10 +363,12 @@ def main() -> None:
                         drift=drift,
                         tail_sigma=tail,
                         steps_per_second=per_second if batch > 1 else None,
+                        ar1=ar1,
+                        waves=waves,
                     ),
                     today_latency,
                 )
-                for _ in range(args.latency_trials)
+                for _ in range(max(args.latency_trials, DEPENDENT_TRIALS if ar1 or waves else 0))
             ]
             per_rule = {rule: [r[rule] for r in runs] for rule in RULES}
             print_row(label, per_rule, time.perf_counter() - started)

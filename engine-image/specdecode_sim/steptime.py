@@ -12,19 +12,26 @@ tokens = decode sequences x (1 + drafted tokens) + prefill tokens in the step. V
 k extra tokens per sequence therefore costs compute time even while the step is
 memory-bound (the published per-chunk ITL rises 6-33 % at concurrency 10 on an L40S).
 
-MoE (expert activation, `expert_fraction_touched`): tokens do not route uniformly at
-random. Consecutive tokens of one sequence reuse experts (the verify window of a draft
-is consecutive tokens: each token after the first draws a fresh expert set with
-probability 1 - MOE_SEQUENCE_LOCALITY), and routing is skewed (a quarter of the experts
-takes half of the assignments). So speculation at concurrency 1 touches few extra
-experts, while at higher concurrency the batch already touches most experts and the
-extra verify tokens cost expert compute, which on small devices runs at poor
-efficiency when each expert sees few tokens (moe_tile_tokens). Draft cost (draft.py) is
-added on top. Pure functions: unit-tested without a clock.
+MoE (expert activation, `experts_touched`): a step reads, in every MoE layer, the union
+of the experts its tokens route to. Every token of the step routes on its own (the k+1
+verify tokens of each sequence of the batch, and prefill tokens), top-k of E experts; under
+uniform routing the expected number of distinct experts is E (1 - (1 - k/E)^T) for T tokens
+(the expected-activated-experts formula of MoESD, Huang et al. 2025, arXiv 2505.19645;
+MoE-Spec, McDanel et al. 2026, arXiv 2602.16052 and XShare, arXiv 2602.07265 measure the
+union of a verify batch growing towards all experts). So the verify pass costs most extra
+bytes at concurrency 1 (T = k+1 against T = 1: the union nearly grows k+1-fold), and less
+as the batch already reads most experts; where the plain batch reads them all, verifying
+costs no extra bytes, only expert compute, which runs at poor efficiency while each
+expert sees few tokens (`moe_tile_tokens`). Routing is taken as uniform and independent:
+temporal locality (consecutive tokens reusing experts; Mixtral's routing analysis, Jiang et
+al. 2024, found repeats only modestly above chance) and skew would make the verify cheaper;
+the simulator does not assume them. Draft cost (draft.py) is added on top.
+Pure functions: unit-tested without a clock.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from specdecode_sim.profiles import GIB, HardwareProfile, ModelProfile
@@ -50,45 +57,20 @@ class StepShape:
         return self.verified_tokens + self.prefill_tokens
 
 
-MOE_SEQUENCE_LOCALITY = 0.85
-MOE_HOT_EXPERT_SHARE = 0.25
-MOE_HOT_ROUTING_SHARE = 0.5
-
-
-def independent_routings(shape: StepShape) -> float:
-    """Tokens that route independently: one per sequence plus the non-repeating rest."""
-    sequences = shape.decode_sequences + shape.prefill_sequences
-    tokens = shape.tokens
-    if sequences <= 0:
-        return float(max(tokens, 1))
-    return sequences + max(tokens - sequences, 0) * (1.0 - MOE_SEQUENCE_LOCALITY)
-
-
-def expert_fraction_touched(model: ModelProfile, routings: float) -> float:
-    """Expected share of experts a step's routings touch, with skewed popularity."""
+def experts_touched(model: ModelProfile, tokens: float) -> float:
+    """Expected distinct experts one MoE layer reads for `tokens` routings: E (1 - (1 - k/E)^T)."""
     experts, top_k = model.num_experts, model.experts_per_token
-    touched = 0.0
-    for expert_share, routing_share in (
-        (MOE_HOT_EXPERT_SHARE, MOE_HOT_ROUTING_SHARE),
-        (1.0 - MOE_HOT_EXPERT_SHARE, 1.0 - MOE_HOT_ROUTING_SHARE),
-    ):
-        group = experts * expert_share
-        per_draw = min(1.0, top_k * routing_share / group)
-        touched += group * (1.0 - (1.0 - per_draw) ** routings)
-    return touched / experts
+    return experts * (1.0 - math.pow(1.0 - min(1.0, top_k / experts), max(tokens, 1.0)))
 
 
 def weight_bytes_read(model: ModelProfile, shape_or_tokens: StepShape | int) -> float:
     """Dense weights always; MoE experts only as far as this step's tokens route to them."""
     if model.num_experts <= 0 or model.expert_params <= 0:
         return model.weight_bytes
-    if isinstance(shape_or_tokens, int):
-        routings = float(max(shape_or_tokens, 1))
-    else:
-        routings = independent_routings(shape_or_tokens)
-    touched = expert_fraction_touched(model, routings)
+    tokens = shape_or_tokens if isinstance(shape_or_tokens, int) else shape_or_tokens.tokens
+    share = experts_touched(model, tokens) / model.num_experts
     dense = model.total_params - model.expert_params
-    return (dense + model.expert_params * touched) * model.bytes_per_param
+    return (dense + model.expert_params * share) * model.bytes_per_param
 
 
 def memory_seconds(hw: HardwareProfile, model: ModelProfile, tp: int, shape: StepShape) -> float:
@@ -105,8 +87,8 @@ def compute_seconds(hw: HardwareProfile, model: ModelProfile, tp: int, shape: St
     if model.num_experts > 0 and model.expert_params > 0:
         per_token_expert = model.expert_params * model.experts_per_token / model.num_experts
         dense = model.active_params - per_token_expert
-        touched = expert_fraction_touched(model, independent_routings(shape))
-        per_expert = shape.tokens * model.experts_per_token / max(touched * model.num_experts, 1)
+        touched = experts_touched(model, shape.tokens)
+        per_expert = shape.tokens * model.experts_per_token / max(touched, 1.0)
         utilisation = min(1.0, per_expert / hw.moe_tile_tokens)
         expert_seconds = 2.0 * per_token_expert * shape.tokens / (rate * utilisation)
         return (2.0 * dense * shape.tokens + flops) / rate + expert_seconds

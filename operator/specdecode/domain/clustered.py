@@ -8,7 +8,11 @@ bound too narrow by the square root of the design effect (32 requests sharing a 
 of each other, or nearly so, do exist:
 - time blocks (`LatencyBlock`, 2 s) for latency: a step lasts tens of milliseconds and a
   batch turns over within a few seconds, so two blocks share at most the steps at their
-  common edge, while one block holds whole steps, whole chunks and all their tokens;
+  common edge, while one block holds whole steps, whole chunks and all their tokens. Slow
+  stretches that outlast a block (serially correlated step times, closed-loop prefill
+  waves, a 256-token request spanning ~4 blocks) make neighbouring blocks dependent, so
+  the block variance is a Newey-West (HAC) sum over neighbours a few blocks apart
+  (`serial_sum_of_squares`): the unit of independence is a run of blocks, not one block;
 - requests for acceptance: drafts of different prompts are independent.
 
 Estimators (the standard ones of survey sampling with clusters):
@@ -73,10 +77,39 @@ def _share_above(blocks: Sequence[Sketch], index: int, total: int) -> tuple[floa
     if not any(strictly_above):
         above = [b.counts.get(index, 0) / 2 for b in blocks]
     share = sum(above) / total
-    residual = sum((a - share * b.total) ** 2 for a, b in zip(above, blocks, strict=True))
+    residuals = [a - share * b.total for a, b in zip(above, blocks, strict=True)]
     count = len(blocks)
-    variance = count / (count - 1) * residual / (total * total)
+    variance = count / (count - 1) * serial_sum_of_squares(residuals) / (total * total)
     return share, variance, sum(1 for a in strictly_above if a > 0)
+
+
+def newey_west_lag(clusters: int) -> int:
+    """Lags of the HAC sum: Newey and West's (1994) rule, floor(4 (C / 100)^(2/9)).
+
+    3 lags (6 s of 2-second blocks) at 30 to 99 blocks, 4 at 100, 5 at 300 (a 600 s stage).
+    """
+    return math.floor(4.0 * math.pow(clusters / 100.0, 2.0 / 9.0))
+
+
+def serial_sum_of_squares(residuals: Sequence[float]) -> float:
+    """sum r^2 plus neighbouring blocks' covariance: Newey-West, never below sum r^2.
+
+    Why: blocks are the unit of independence, but the engine behind them is one process:
+    slow stretches (a backlog, a prefill wave, a request spanning ~4 blocks) can outlast a
+    block. The Bartlett-weighted sum of products of residuals up to `newey_west_lag`
+    blocks apart (time order) estimates that serial covariance (a HAC variance). Negative
+    serial covariance (a rhythm that evens blocks out) is not used to narrow the bound: the
+    result is at least the independent-blocks sum, so the correction can only widen.
+    """
+    plain = sum(r * r for r in residuals)
+    lags = min(newey_west_lag(len(residuals)), len(residuals) - 1)
+    serial = 0.0
+    for lag in range(1, lags + 1):
+        weight = 1.0 - lag / (lags + 1.0)
+        serial += (
+            2.0 * weight * sum(a * b for a, b in zip(residuals, residuals[lag:], strict=False))
+        )
+    return max(plain, plain + serial)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ Synthetic data, chosen to be harder than textbook i.i.d. data:
   scaled by the true ratio, so the true quantile ratio is exactly that ratio. Every
   request of a batch records the same step (with its own jitter), in 2-second blocks, as
   the load pods report them (`LatencySource`).
+- Dependence between steps (`ar1`, `waves`): step times as an AR(1) series instead of
+  i.i.d. draws, and closed-loop prefill waves (requests that start together prefill
+  together, so the long steps come in a rhythm); see `DependentSteps`.
 - Acceptance also reaches the load pods: per request, its decode steps and accepted
   tokens (`AcceptedMoments`), unless `stream=False` (Mirror traffic).
 """
@@ -61,6 +64,20 @@ BODY_LOG_MEDIAN = math.log(0.030)  # 30 ms per token
 TAIL_LOG_MEDIAN = math.log(0.060)  # 5 % of gaps: prefill interference
 BLOCK_SECONDS = 2
 LOG_GAMMA = math.log(GAMMA)
+# Lag-1 autocorrelation of log step time in the simulator's own step trace, measured by
+# `benchmarks/step_trace.py` (engine core in-process, simulated time, closed loop at 32
+# streams, chat/code prompts, max_tokens 256, 1,200 requests, steps after a 10 s warm-up):
+# 8B L40S chat plain -0.011 (9,357 steps), EAGLE-3 -0.004 (5,329), code suffix +0.050
+# (5,777), 70B 2x H200 EAGLE-3 -0.040 (5,013); standard error ~0.013, and at 1 s and 2 s
+# lags within +-0.04. The simulator's steps are as good as independent; the figure used is
+# the largest measured (a 400-request trace gave -0.05 to +0.036, and the benchmark's
+# "AR measured" rows ran at 0.036), and the benchmark adds stress rows far above it. The
+# same trace shows no prefill waves (1.1 first tokens per prefill step: prompt and response
+# lengths differ, so closed-loop requests drift apart); `waves` is a stress model.
+STEP_AR1 = 0.05
+# Closed-loop requests of 256 tokens at one token per step: a cohort that started together
+# restarts (and prefills) together every ~256 steps (~8 s, ~4 blocks at 31 steps/s).
+REQUEST_STEPS = 256
 
 
 class Outcome(StrEnum):
@@ -205,6 +222,41 @@ class AcceptanceSource:
         )
 
 
+class DependentSteps:
+    """One engine's step times with dependence: an AR(1) latent and prefill waves.
+
+    The latent z_t = ar1 z_(t-1) + sqrt(1 - ar1^2) e_t is standard normal at every step;
+    the step time is the pool's quantile at Phi(z_t) (a Gaussian copula), so the marginal
+    law stays the pool's and the candidate's quantile ratio stays exactly `ratio`. With
+    `waves` cohorts, each cohort's requests restart together every ~REQUEST_STEPS steps
+    (+-10 %, lengths differ a little; a random phase each): that step prefills the cohort,
+    and its time comes from the pool's top 5 % (the prefill-interference tail).
+    """
+
+    def __init__(self, pool: tuple[float, ...], rng: random.Random, ar1: float, waves: int):
+        self.pool = sorted(pool)
+        self.rng = rng
+        self.ar1 = ar1
+        self.shock = math.sqrt(1.0 - ar1 * ar1)
+        self.z = rng.gauss(0.0, 1.0)
+        self.t = 0
+        self.restarts = [rng.randrange(REQUEST_STEPS) for _ in range(waves)]
+
+    def take(self, count: int) -> list[float]:
+        """The next `count` step times."""
+        rng, pool, size, out = self.rng, self.pool, len(self.pool), []
+        for _ in range(count):
+            self.z = self.ar1 * self.z + self.shock * rng.gauss(0.0, 1.0)
+            u = 0.5 * (1.0 + math.erf(self.z / math.sqrt(2.0)))
+            for cohort, at in enumerate(self.restarts):
+                if at <= self.t:
+                    u = 0.95 + 0.05 * rng.random()
+                    self.restarts[cohort] = self.t + round(REQUEST_STEPS * rng.uniform(0.9, 1.1))
+            out.append(pool[min(size - 1, int(u * size))])
+            self.t += 1
+        return out
+
+
 class LatencySource:
     """Both engines' ITL in 2-second blocks, as the load pods report them.
 
@@ -217,8 +269,9 @@ class LatencySource:
     weighted by tokens; the true ratio of both ITL quantiles is exactly `ratio`. Each block
     also holds one TPOT per request that ended in it (the block's mean step time, jittered
     5 %). A request's jitter and tokens come from a fixed seeded pool (`_request_pool`), a
-    contiguous run of it per step from a random start: steps stay independent, and a batch
-    of 128 costs a tenth of drawing each request afresh.
+    contiguous run of it per step from a random start: a batch of 128 costs a tenth of
+    drawing each request afresh. Steps are independent unless `ar1` or `waves` is set
+    (`DependentSteps`, one series per side).
     """
 
     def __init__(
@@ -232,6 +285,8 @@ class LatencySource:
         drift: float = 0.0,
         tail_sigma: float = 0.5,
         steps_per_second: int | None = None,
+        ar1: float = 0.0,
+        waves: int = 0,
     ):
         self.ratio = ratio
         self.rng = rng
@@ -247,6 +302,11 @@ class LatencySource:
         self.blocks: tuple[list[LatencyBlock], list[LatencyBlock]] = ([], [])
         self.merged = tuple({name: Sketch() for name in MERGED} for _ in range(2))
         self.merged_upto = [0, 0]
+        self.dependent = (
+            tuple(DependentSteps(self.pool, rng, ar1, waves) for _ in range(2))
+            if ar1 or waves
+            else None
+        )
 
     def advance(self, seconds: float) -> None:
         for _ in range(round(seconds)):
@@ -255,12 +315,15 @@ class LatencySource:
                 if len(blocks) <= index:
                     blocks.append(LatencyBlock(start=index * BLOCK_SECONDS, seconds=BLOCK_SECONDS))
                 scale = (self.ratio if side else 1.0) * (1 + self.drift * self.clock / 600)
-                self._one_second(blocks[index], scale)
+                self._one_second(blocks[index], scale, side)
             self.clock += 1
 
-    def _one_second(self, block: LatencyBlock, scale: float) -> None:
+    def _one_second(self, block: LatencyBlock, scale: float, side: int) -> None:
         rng, chunk, token = self.rng, block.per_chunk_itl.counts, block.per_token_itl.counts
-        steps = rng.choices(self.pool, k=self.steps_per_second)
+        if self.dependent is None:
+            steps = rng.choices(self.pool, k=self.steps_per_second)
+        else:
+            steps = self.dependent[side].take(self.steps_per_second)
         for step in steps:
             log_step = math.log(step * scale)
             if self.requests is not None:

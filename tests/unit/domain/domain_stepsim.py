@@ -38,6 +38,8 @@ class StepHistogramSource(LatencySource):
     `ratio`. Each step is recorded once per request in the batch (`batch` times, as vLLM
     does): batch > 1 makes observations dependent. With `report_steps` the histograms carry
     the step count (as `vllm:iteration_tokens_total` gives it), which the gate corrects by.
+    With `ar1`, consecutive steps' log latencies form an AR(1) series (the same marginal;
+    domain_gatesim.STEP_AR1 is the coefficient measured on the simulator's step trace).
     """
 
     def __init__(
@@ -48,8 +50,11 @@ class StepHistogramSource(LatencySource):
         steps_per_second: float = 64.0,
         batch: int = 1,
         report_steps: bool = True,
+        ar1: float = 0.0,
     ):
         super().__init__(ratio, rng, steps_per_second)
+        self.ar1 = ar1
+        self.latent = [rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0)] if ar1 else [0.0, 0.0]
         self.log_median = math.log(median)
         self.batch = batch
         self.report_steps = report_steps
@@ -59,9 +64,14 @@ class StepHistogramSource(LatencySource):
     def advance(self, seconds: float) -> None:
         steps = round(seconds * self.rate)
         self.steps += steps
-        for counts, scale in zip(self.counts, (1.0, self.ratio), strict=True):
+        shock = math.sqrt(1.0 - self.ar1 * self.ar1)
+        for side, (counts, scale) in enumerate(zip(self.counts, (1.0, self.ratio), strict=True)):
             for _ in range(steps):
-                latency = scale * self.rng.lognormvariate(self.log_median, STEP_SIGMA)
+                if self.ar1:
+                    z = self.latent[side] = self.ar1 * self.latent[side] + shock * self.rng.gauss()
+                    latency = scale * math.exp(self.log_median + STEP_SIGMA * z)
+                else:
+                    latency = scale * self.rng.lognormvariate(self.log_median, STEP_SIGMA)
                 counts[bisect_left(VLLM_BOUNDS, latency)] += self.batch
 
     def observe(self) -> StageObservations:

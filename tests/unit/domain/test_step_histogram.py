@@ -18,7 +18,7 @@ from itertools import accumulate
 
 import pytest
 from domain_fixtures import T0
-from domain_gatesim import Outcome, StageRun, run_stage, single_stage_spec
+from domain_gatesim import STEP_AR1, Outcome, StageRun, run_stage, single_stage_spec
 from domain_stepsim import SERVER_P99, STRADDLING_MEDIAN, VLLM_BOUNDS, StepHistogramSource
 
 from specdecode.api import GateSpec, GateVerdict, ItlDefinition
@@ -288,28 +288,36 @@ def _rate(runs: list[StageRun], outcome: Outcome) -> float:
 
 
 def _runs_at_threshold(
-    seed: int, trials: int, steps: float, batch: int, report_steps: bool = True
+    seed: int, trials: int, steps: float, batch: int, report_steps: bool = True, ar1: float = 0.0
 ) -> list[StageRun]:
     rng = random.Random(seed)
     spec = single_stage_spec(SERVER_P99, concurrency=32)
     source = functools.partial(
-        StepHistogramSource, 1.10, rng, STRADDLING_MEDIAN, steps, batch, report_steps
+        StepHistogramSource, 1.10, rng, STRADDLING_MEDIAN, steps, batch, report_steps, ar1
     )
     return [run_stage(spec, source()) for _ in range(trials)]
 
 
 @pytest.mark.parametrize(
-    ("steps", "batch", "trials"),
-    [(48, 1, 50), (32, 8, 30), (2, 32, 100), (1, 64, 100)],
-    ids=["independent-steps", "batches-of-8", "few-steps-x32", "fewer-steps-x64"],
+    ("steps", "batch", "trials", "ar1"),
+    [
+        (48, 1, 50, 0.0),
+        (32, 8, 30, 0.0),
+        (2, 32, 100, 0.0),
+        (1, 64, 100, 0.0),
+        (32, 8, 30, STEP_AR1),
+    ],
+    ids=["independent-steps", "batches-of-8", "few-steps-x32", "fewer-steps-x64", "measured-ar1"],
 )
 def test_at_the_threshold_the_histogram_gate_rarely_promotes_or_rolls_back(
-    steps: float, batch: int, trials: int
+    steps: float, batch: int, trials: int, ar1: float
 ) -> None:
     # True P99 ratio exactly 1.10, the 50 ms edge between the two P99s. A busy engine at
     # ~27 ms per step takes ~32 steps a second, each recorded once per request in the batch;
     # the stress cases have few distinct steps and big batches. The step count is supplied.
-    runs = _runs_at_threshold(seed=21, trials=trials, steps=steps, batch=batch)
+    # measured-ar1: consecutive steps' latencies autocorrelated at the coefficient measured
+    # on the simulator's step trace (domain_gatesim.STEP_AR1).
+    runs = _runs_at_threshold(seed=21, trials=trials, steps=steps, batch=batch, ar1=ar1)
     wrong_promotion = _rate(runs, Outcome.PROMOTED)
     wrong_rollback = _rate(runs, Outcome.ROLLED_BACK)
     print(
