@@ -6,14 +6,16 @@ lets `--speculative_config` through; the baseline then runs an ungated speculati
 This module normalises each argument the way vLLM's CLI does and says which reserved
 destination (argparse `dest`) it sets. The models refuse extraArgs with it, the CRD's CEL
 rules are generated from the same table (`reserved_arg_regex`), the renderer checks the
-whole argv with it (adapters/engine_pod.py), and the tuning reads `--max-num-seqs` with it.
+whole argv with it (adapters/engine_argv_guard.py), and the tuning reads `--max-num-seqs` with it.
 Pure and stdlib only: no vLLM import.
 
 How vLLM 0.32.0 parses (read in vllm/utils/argparse_utils.py `FlexibleArgumentParser`, and
 run: tests/data/engine-arg-spellings.vllm-0.32.0.json records what the real parser set for
-every spelling in tests/data/engine-arg-spellings.yaml; tools/vllm_parse_spellings.py
-made it). Older releases' parser lived in vllm/utils/__init__.py and has the same shape;
-what differs is the option table, and the reserved set below is a superset of it.
+every spelling in tests/data/engine-arg-spellings.yaml, plus its 430 option strings;
+tools/vllm_parse_spellings.py made it, with vLLM's own virtualenv). Only 0.32.0 was run.
+Older releases kept the parser in vllm/utils/__init__.py with the same rewriting; their
+option tables differ, and the reserved set below is the union, so a release without
+`-sc` or `--device-memory-utilization` merely loses a spelling it would refuse anyway.
 
 - `--a_b` is `--a-b`: underscores become dashes between `--` and the first `.`
   (`--speculative_config`, `--tensor_parallel_size=4`, `--disable_log_stats`).
@@ -26,9 +28,9 @@ what differs is the option table, and the reserved set below is a superset of it
 - Short options: `-sc` is `--speculative-config`, `-tp` is `--tensor-parallel-size`
   (also `-tp=4`; `-O3` is `--optimization-level 3`, not reserved).
 - Prefix abbreviations: `allow_abbrev` is left True, so argparse resolves any unique
-  prefix: `--disable-log 1`... `--disable-log` sets disable_log_stats, `--spec.method x`
-  sets speculative_config, `--tensor 4` sets tensor_parallel_size; single-dash `-t` is
-  `-tp` when no other option starts with `-t`. An ambiguous prefix is an error in vLLM;
+  prefix: `--disable-log` sets disable_log_stats, `--speculative.method x` sets
+  speculative_config, `--tensor-parallel 4` sets tensor_parallel_size; single-dash `-t 4`
+  is `-tp 4` (no other option starts with `-t`). An ambiguous prefix is an error in vLLM;
   refusing it here costs nothing. No exact vLLM 0.32 option is a proper prefix of a reserved
   one (checked against its 430 option strings), so refusing every prefix refuses nothing
   vLLM would read as another flag (`--device` is a prefix of
@@ -41,7 +43,13 @@ what differs is the option table, and the reserved set below is a superset of it
 - `--model X` is moved to the positional model tag by `vllm serve`; `--uds` replaces host
   and port; `--headless` runs no API server (no /health, no /metrics).
 
-Which field each reserved destination comes from is in `RESERVED`.
+Which field each reserved destination comes from is in `RESERVED`. Beyond the flags the
+operator renders (and --disable-log-stats, both refused before by an exact-string check),
+the set adds: `model` (the rendered positional), `uds` and `headless` (the probes, the
+load pods and Prometheus reach the engine's HTTP port), `config` (a file can set anything
+above), and the aliases `-sc`, `-tp`, `--device-memory-utilization`. Flags that change the
+engine equally for all three Deployments (`--max-num-seqs`, `--enforce-eager`, ...) stay
+the user's: they do not make the comparison unfair.
 """
 
 from __future__ import annotations
