@@ -15,12 +15,15 @@ import yaml
 
 from localcluster.apiserver_errors import names_field
 from localcluster.handle import LocalCluster
-from localcluster.manifests import load_example, load_invalid_cases, merged
+from localcluster.manifests import REPO, load_example, load_invalid_cases, merged
 from localcluster.rollouts import Rollout
 
 pytestmark = pytest.mark.e2e
 
 API_SERVER_CASES = [c for c in load_invalid_cases() if c.rejected_by == "apiserver"]
+# extraArgs spellings and the vLLM destination each sets (null: none the operator reserves);
+# the unit tests check the same table against the models, the CRD offline and vLLM's parser.
+SPELLINGS = yaml.safe_load((REPO / "tests/data/engine-arg-spellings.yaml").read_text())["cases"]
 MANUAL = {"spec": {"analysis": {"manual": True}}}
 
 
@@ -42,6 +45,38 @@ def test_every_invalid_resource_is_refused_naming_its_field(
         named = names_field(result.stderr, case.field, case.server_message)
         if result.returncode == 0 or not named:
             misses.append(f"{case.name}: rc={result.returncode} {result.stderr.strip()[:300]}")
+    assert not misses, "\n".join(misses)
+    listed = cluster.kubectl("get", "sdr", "-n", namespace, "-o", "name", check=True)
+    assert listed.stdout.strip() == ""
+
+
+def test_every_reserved_extra_args_spelling_is_refused_and_allowed_ones_are_not(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    """The API server's CEL reads extraArgs as vLLM does: each reserved spelling (dashes or
+    underscores, =value, dotted keys, short options, prefixes, --config) is refused naming
+    spec.model.extraArgs and the destination; each allowed one is accepted (server-side dry
+    run: admission runs in full, nothing is stored for the operator to start)."""
+    assert sum(1 for case in SPELLINGS if case["sets"]) >= 20
+    misses = []
+    for index, case in enumerate(SPELLINGS):
+        body = merged(
+            load_example(),
+            {
+                "metadata": {"name": f"args-{index}", "namespace": namespace},
+                "spec": {"model": {"extraArgs": case["args"]}},
+            },
+        )
+        result = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump(body))
+        if case["sets"] is None:
+            refused_right = result.returncode == 0
+        else:
+            message = f"model.extraArgs must not set vLLM's {case['sets']} "
+            refused_right = result.returncode != 0 and names_field(
+                result.stderr, "spec.model.extraArgs", message
+            )
+        if not refused_right:
+            misses.append(f"{case['args']}: rc={result.returncode} {result.stderr.strip()[:300]}")
     assert not misses, "\n".join(misses)
     listed = cluster.kubectl("get", "sdr", "-n", namespace, "-o", "name", check=True)
     assert listed.stdout.strip() == ""

@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from specdecode.adapters import engine_pod
+from specdecode.adapters import engine_argv_guard, engine_pod
 from specdecode.api.rollout import API_VERSION, KIND, SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import DesiredChildren
@@ -94,12 +94,28 @@ def render_children(
         ]
     children: list[dict[str, Any]] = []
     for role, config, serving in roles:
-        deployment_values = deployment_context(owner, spec, role, config, serving=serving)
-        children.append(render_template(templates, "deployment.yaml.j2", deployment_values))
+        children.append(render_engine(templates, owner, spec, role, config, serving=serving))
         children.append(
             render_template(templates, "service.yaml.j2", service_context(owner, spec, role))
         )
     return children
+
+
+def render_engine(
+    templates: jinja2.Environment,
+    owner: Owner,
+    spec: SpecDecodeRolloutSpec,
+    role: ChildRole,
+    config: SpeculativeConfig | None,
+    *,
+    serving: bool,
+) -> dict[str, Any]:
+    """One engine Deployment, its argv checked as vLLM will read it (`engine_argv_guard`):
+    rendering raises rather than emit a baseline that speculates or an engine without stats."""
+    values = deployment_context(owner, spec, role, config, serving=serving)
+    deployment = render_template(templates, "deployment.yaml.j2", values)
+    engine_argv_guard.check_engine_argv(engine_argv_guard.container_args(deployment), role, config)
+    return deployment
 
 
 def common_labels(rollout_name: str, role: ChildRole) -> dict[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from specdecode.adapters.render import (
     Owner,
-    deployment_context,
+    render_engine,
     render_template,
     service_context,
     template_environment,
@@ -45,8 +45,7 @@ def render_trial_children(owner: Owner, spec: SpecDecodeRolloutSpec) -> list[dic
     templates = template_environment()
     children: list[dict[str, Any]] = []
     for role, config in ((ChildRole.BASELINE, None), (ChildRole.CANDIDATE, spec.speculative)):
-        values = deployment_context(owner, spec, role, config, serving=False)
-        children.append(render_template(templates, "deployment.yaml.j2", values))
+        children.append(render_engine(templates, owner, spec, role, config, serving=False))
         children.append(
             render_template(templates, "service.yaml.j2", service_context(owner, spec, role))
         )

@@ -10,8 +10,9 @@
 - The budget must pay for one trial's first look: 2 engines x gpusPerReplica x (warmup +
   look seconds). The rules DSL has no multiplication, so this one is CEL text mirrored
   by a Python check (`budget_pays_one_look`), as `validations.CelRule`s are elsewhere.
-- `--max-num-seqs` in model.extraArgs bounds the ladder: Python only (`max_num_seqs`),
-  since parsing a flag's value from a string list is beyond the DSL.
+- `--max-num-seqs` in model.extraArgs bounds the ladder: Python only (`max_num_seqs`, read
+  with vLLM's own spellings by `engine_args`), since parsing a flag's value from a string
+  list is beyond the DSL.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from specdecode.api import engine_args
 from specdecode.api.rollout import SPEC_RULES
 from specdecode.api.rules import (
     Binary,
@@ -152,16 +154,10 @@ def budget_pays_one_look(gpus_per_replica: int, warmup: int, look: int, budget: 
 
 
 def max_num_seqs(extra_args: Sequence[str]) -> int | None:
-    """The `--max-num-seqs` the engine is started with, if model.extraArgs sets it."""
-    for index, arg in enumerate(extra_args):
-        value: str | None = None
-        if arg.startswith("--max-num-seqs="):
-            value = arg.split("=", 1)[1]
-        elif arg == "--max-num-seqs" and index + 1 < len(extra_args):
-            value = extra_args[index + 1]
-        if value is not None and value.isdigit():
-            return int(value)
-    return None
+    """The `--max-num-seqs` the engine is started with, if model.extraArgs sets it: read as
+    vLLM reads it (`--max_num_seqs 64`, `--max-num-seqs=64`; the last one wins)."""
+    value = engine_args.last_value(extra_args, "--max-num-seqs")
+    return int(value) if value is not None and value.isdigit() else None
 
 
 # Rules keyed by the model class name (`$defs`), as `validations.RULES` keys the rollout's.

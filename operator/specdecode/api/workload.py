@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from specdecode.api import vllm_versions
+from specdecode.api import engine_args, vllm_versions
 from specdecode.api.base import KubeModel
 from specdecode.api.rules import (
     Binary,
@@ -28,35 +28,30 @@ from specdecode.api.rules import (
 )
 from specdecode.api.version_rules import engine_rules
 
-# Flags the operator renders itself; passing them again in extraArgs would make two
-# sources of truth, and --disable-log-stats would switch off the metrics the gates need.
-RESERVED_ENGINE_FLAGS = frozenset(
-    {
-        "--speculative-config",
-        "--tensor-parallel-size",
-        "-tp",
-        "--port",
-        "--host",
-        "--served-model-name",
-        "--max-model-len",
-        "--dtype",
-        "--revision",
-        "--disable-log-stats",
-        "--gpu-memory-utilization",
-    }
-)
+# One rule per destination the operator owns (api/engine_args.py): every spelling vLLM
+# reads (dashes or underscores, =value, dotted keys, short options, prefixes) is refused.
+# The models refuse with the same table through `engine_args.reserved_hits`, which names the
+# offending argument; the API server's message names the destination and its flags.
 MODEL_RULES = RuleSet(
     tuple(
         Rule(
             implies(
                 Has(at("extraArgs")),
-                Not(some(at("extraArgs"), "a", matches(Ref("a"), f"^{flag}(=.*)?$"))),
+                Not(
+                    some(
+                        at("extraArgs"),
+                        "a",
+                        matches(Ref("a"), engine_args.reserved_arg_regex(reserved)),
+                    )
+                ),
             ),
-            f"model.extraArgs must not contain {flag}: the operator sets it",
+            f"model.extraArgs must not set vLLM's {reserved.dest} "
+            f"({', '.join(reserved.options)} in any spelling vLLM reads): the operator owns "
+            f"it ({reserved.source})",
             ".extraArgs",
             "FieldValueForbidden",
         )
-        for flag in sorted(RESERVED_ENGINE_FLAGS)
+        for reserved in engine_args.RESERVED
     )
 )
 GPU_POOL_RULES = RuleSet(
@@ -107,13 +102,18 @@ class ModelSpec(KubeModel):
     extra_args: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
         default_factory=list,
         max_length=64,
-        description="More `vllm serve` flags, passed through as given. Flags the operator "
-        "renders itself, and --disable-log-stats, are refused.",
+        description="More `vllm serve` flags, passed through as given. Any argument that "
+        "sets what the operator renders (speculative config, model, served name, revision, "
+        "max model len, dtype, tensor parallel size, GPU memory utilization, host, port, uds) "
+        "or needs (stats logging, an API server) is refused in every spelling vLLM reads: "
+        "dashes or underscores, =value, dotted .key forms, short options, prefixes, --config.",
     )
 
     @model_validator(mode="after")
     def _no_reserved_flags(self) -> ModelSpec:
-        _raise_violations(MODEL_RULES, self)
+        hits = engine_args.reserved_hits(self.extra_args)
+        if hits:
+            raise ValueError("; ".join(hit.message() for hit in hits))
         return self
 
     @property

@@ -21,10 +21,10 @@ from localcluster.manifests import REPO as REPO_ROOT
 from localcluster.manifests import load_example, load_invalid_cases, merged, rollout_examples
 from specdecode.api import vllm_versions as facts
 from specdecode.api.crdgen import custom_resource_definition
+from specdecode.api.engine_args import RESERVED
 from specdecode.api.rules import Rule
 from specdecode.api.schema import walk
 from specdecode.api.validations import ROOT_RULES, RULES
-from specdecode.api.workload import RESERVED_ENGINE_FLAGS
 
 pytestmark = pytest.mark.unit
 
@@ -37,7 +37,8 @@ MIRROR = {"source": "Mirror", "httpRoute": "llm"}
 # Objects near the boundaries the tables do not reach (each rule must hold and break).
 BOUNDARY_PATCHES: list[dict[str, Any]] = [
     {"spec": {"speculative": None}},
-    {"spec": {"model": {"extraArgs": sorted(RESERVED_ENGINE_FLAGS)}}},
+    {"spec": {"model": {"extraArgs": [o for r in RESERVED for o in r.options]}}},
+    {"spec": {"model": {"extraArgs": ["--speculative_config.method=ngram", "-tp=4"]}}},
     {"spec": {"speculative": {"num_speculative_tokens_per_batch_size": [[0, 8, 3]]}}},
     *(
         {"spec": {"speculative": {"method": method, "model": None if needs else "m/draft"}}}

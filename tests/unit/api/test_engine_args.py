@@ -1,0 +1,159 @@
+"""extraArgs read as vLLM reads them (`specdecode.api.engine_args`): the spellings table is
+refused by the models and by the generated CRD exactly where it sets a reserved
+destination, our parser agrees with the real vLLM 0.32.0 parser's recorded results
+(tests/data/engine-arg-spellings.vllm-0.32.0.json, made by tools/vllm_parse_spellings.py
+with vLLM's own virtualenv), and the CEL regexes agree with the Python parser."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+from sdr_crd_checker import CrdChecker
+
+from localcluster.manifests import REPO as REPO_ROOT
+from localcluster.manifests import load_example, merged
+from specdecode.api import SpecDecodeRollout, engine_args
+from specdecode.api.crdgen import output_paths
+from specdecode.api.tuning_rules import max_num_seqs
+from specdecode.api.workload import ModelSpec
+
+pytestmark = pytest.mark.unit
+
+TABLE = yaml.safe_load((REPO_ROOT / "tests/data/engine-arg-spellings.yaml").read_text())
+CASES: list[dict[str, Any]] = TABLE["cases"]
+REAL = yaml.safe_load((REPO_ROOT / "tests/data/engine-arg-spellings.vllm-0.32.0.json").read_text())
+RESERVED_DESTS = {reserved.dest for reserved in engine_args.RESERVED}
+REFUSED = [case for case in CASES if case["sets"] is not None]
+ALLOWED = [case for case in CASES if case["sets"] is None]
+
+
+def case_id(case: dict[str, Any]) -> str:
+    return " ".join(case["args"])[:60]
+
+
+def with_extra_args(args: list[str]) -> dict[str, Any]:
+    obj: dict[str, Any] = merged(load_example(), {"spec": {"model": {"extraArgs": args}}})
+    return obj
+
+
+@pytest.fixture(scope="module")
+def checker() -> CrdChecker:
+    crd = yaml.safe_load(output_paths(REPO_ROOT)[0].read_text())
+    return CrdChecker(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+
+
+def test_the_table_has_at_least_20_reserved_spellings_and_the_record_matches_it() -> None:
+    assert len(REFUSED) >= 20 and len(ALLOWED) >= 10
+    assert [case["args"] for case in REAL["cases"]] == [case["args"] for case in CASES]
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=case_id)
+def test_models_refuse_each_reserved_spelling_naming_argument_and_field(
+    case: dict[str, Any],
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        ModelSpec.model_validate({"name": "org/model", "extraArgs": ["--seed", "1", *case["args"]]})
+    message = str(caught.value)
+    assert f"model.extraArgs[2] {case['args'][0][:80]!r} sets vLLM's {case['sets']}" in message
+    assert engine_args.BY_DEST[case["sets"]].source in message
+
+
+@pytest.mark.parametrize("case", ALLOWED, ids=case_id)
+def test_models_accept_each_allowed_spelling(case: dict[str, Any]) -> None:
+    SpecDecodeRollout.model_validate(with_extra_args(case["args"]))
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_the_crd_refuses_exactly_the_reserved_spellings(
+    case: dict[str, Any], checker: CrdChecker
+) -> None:
+    errors = checker.errors(with_extra_args(case["args"]))
+    if case["sets"] is None:
+        assert errors == []
+    else:
+        assert [e.path for e in errors] and {e.path for e in errors} == {"spec.model.extraArgs"}
+        assert any(f"must not set vLLM's {case['sets']} " in e.message for e in errors)
+
+
+@pytest.mark.parametrize(
+    "case,real", list(zip(CASES, REAL["cases"], strict=True)), ids=[case_id(c) for c in CASES]
+)
+def test_the_real_vllm_parser_sets_what_the_table_says(
+    case: dict[str, Any], real: dict[str, Any]
+) -> None:
+    """vLLM 0.32.0 on the operator's argv plus the case: an allowed spelling parses and sets
+    no reserved destination; a reserved one sets it (a config file sets what it holds), or
+    vLLM refuses the argv itself (then refusing it earlier costs nothing)."""
+    reserved_changed = set(real["changed"]) & RESERVED_DESTS
+    if case["sets"] is None:
+        assert real["error"] is None and reserved_changed == set()
+    elif real["error"] is None:
+        expected = {"speculative_config"} if case["sets"] == "config" else {case["sets"]}
+        assert reserved_changed == expected
+
+
+def test_reserved_destinations_list_every_option_vllm_has_for_them() -> None:
+    """No alias is missed (`--device-memory-utilization` sets gpu_memory_utilization)."""
+    for action in REAL["actions"]:
+        if action["dest"] in RESERVED_DESTS:
+            assert set(action["options"]) <= set(engine_args.BY_DEST[action["dest"]].options)
+    dests = {action["dest"] for action in REAL["actions"]}
+    assert RESERVED_DESTS - dests == set()
+
+
+def test_no_other_vllm_option_is_refused_in_any_exact_spelling() -> None:
+    """Refusing every prefix of a reserved option refuses no real vLLM 0.32 flag."""
+    for action in REAL["actions"]:
+        for option in action["options"]:
+            spellings = [option, f"{option}=1"]
+            if option.startswith("--"):
+                spellings.append("--" + option[2:].replace("-", "_"))
+            for spelling in spellings:
+                reserved = engine_args.reserved_for(spelling)
+                found = None if reserved is None else reserved.dest
+                expected = action["dest"] if action["dest"] in RESERVED_DESTS else None
+                assert found == expected, spelling
+
+
+def tokens() -> list[str]:
+    """Table arguments, every vLLM option mangled a few ways, and random near-misses."""
+    rng = random.Random(20261126)
+    options = [o for action in REAL["actions"] for o in action["options"]]
+    found = [arg for case in CASES for arg in case["args"]]
+    for option in options:
+        cut = option[: rng.randint(2, len(option))]
+        found += [cut, cut.replace("-", "_"), f"{cut}.key", f"{cut}=v", f"{option}x"]
+    alphabet = "-_.=sctpd"
+    found += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8))) for _ in range(500)]
+    return found
+
+
+def test_the_cel_regexes_agree_with_the_parser() -> None:
+    for token in tokens():
+        python = {reserved.dest for reserved in engine_args.reserved_set_by(token)}
+        cel = {
+            reserved.dest
+            for reserved in engine_args.RESERVED
+            if re.search(engine_args.reserved_arg_regex(reserved), token)
+        }
+        assert python == cel, token
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--max-num-seqs", "64"], 64),
+        (["--max_num_seqs=32"], 32),
+        (["--max-num-seqs=8", "--enforce-eager", "--max_num_seqs", "16"], 16),
+        (["--max-num-seqs"], None),
+        (["--max-num-seqs", "--enforce-eager"], None),
+        (["--max-num-batched-tokens", "64"], None),
+    ],
+)
+def test_max_num_seqs_reads_vllm_spellings(args: list[str], expected: int | None) -> None:
+    assert max_num_seqs(args) == expected
