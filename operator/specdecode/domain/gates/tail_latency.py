@@ -7,8 +7,8 @@ two blocks share at most the step at their common edge. Each side's quantile is 
 over the union of blocks with Woodruff's cluster-robust standard error
 (`clustered.block_quantile`): the spread of the tail share between blocks measures the
 dependence instead of assuming none. Treating every sample as independent (the rule this
-replaced) gave 12 % wrong promotions and 82 % wrong rollbacks at the threshold with 32
-requests per step; see `benchmarks/gates.py` for the table.
+replaced) gave 29.5 % wrong promotions and 50 % wrong rollbacks at the threshold with 32
+requests per step (200 stages at 31 steps/s); see `benchmarks/gates.py` for the table.
 
 The ratio's bounds combine both sides' Woodruff bounds by MOVER (`log_ratio_interval`): the
 sides are treated as independent (identical shadow requests make them positively
