@@ -98,6 +98,11 @@ class OperatorMetrics:
             ["verb"],
             registry=self.registry,
         )
+        self.copies_let_go = Counter(
+            "specdecode_operator_copies_let_go",
+            "New objects' first copies the loop let go, waiting for kopf's own write.",
+            registry=self.registry,
+        )
         self.tunings = TuningMetrics(self.registry)
 
     def tuning_reported(
@@ -113,6 +118,10 @@ class OperatorMetrics:
     def count_request(self, verb: str) -> None:
         """One request to the API server (called by the Kubernetes client for each)."""
         self.api_requests.labels(verb).inc()
+
+    def copy_let_go(self) -> None:
+        """A loop let a new object's first copy go (kopf is about to write it)."""
+        self.copies_let_go.inc()
 
     def reconciled(self, outcome: str, seconds: float) -> None:
         """One reconcile finished with `outcome` after `seconds`."""

@@ -4,7 +4,7 @@ Why clusters. Every request of a batch records the same engine step, a chunk of 
 is one gap counted k times in the per-token ITL, and the drafts of one request share its
 prompt. Samples inside such groups are dependent; treating them as independent makes a
 bound too narrow by the square root of the design effect (32 requests sharing a step gave
-82 % wrong rollbacks at the threshold where 5 % was claimed). Groups that are independent
+50 % wrong rollbacks at the threshold where 5 % was claimed). Groups that are independent
 of each other, or nearly so, do exist:
 - time blocks (`LatencyBlock`, 2 s) for latency: a step lasts tens of milliseconds and a
   batch turns over within a few seconds, so two blocks share at most the steps at their

@@ -98,10 +98,6 @@ class Sketch:
                 return index
         raise AssertionError("unreachable: rank <= total")
 
-    def count_above(self, value: float) -> int:
-        """Samples in buckets entirely above `value` (a lower count of samples > value)."""
-        return sum(c for i, c in self.counts.items() if bucket_lower(i) >= value)
-
     def quantile(self, q: float) -> float:
         """The q-quantile's representative value (the ceil(q n)-th smallest sample)."""
         return bucket_value(self.bucket_of_rank(math.ceil(q * self.total)))

@@ -13,9 +13,7 @@ stage's sequential boundary allows that look (`domain.sequential`).
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -99,42 +97,12 @@ def min_samples_for_quantile(q: float, error: float) -> int:
     return math.ceil(math.log(error) / math.log(q))
 
 
-def quantile_interval(samples: Sequence[float], q: float, error: float) -> Interval | None:
-    """The empirical q-quantile of `samples` (any order) with order-statistic bounds.
-
-    Only the order statistics from the lower bound's rank up are needed, so for a tail
-    quantile a partial selection (heapq.nlargest) replaces a full sort of the samples.
-    """
-    n = len(samples)
-    ranks = quantile_rank_bounds(n, q, error)
-    if ranks is None:
-        return None
-    point_rank = min(n, max(1, math.ceil(q * n)))
-    lowest_rank = min(ranks[0], point_rank)
-    top_count = n - lowest_rank + 1
-    if top_count * 8 < n:
-        top = heapq.nlargest(top_count, samples)  # descending: rank r is top[n - r]
-        return Interval(
-            value=top[n - point_rank],
-            lower=top[n - ranks[0]],
-            upper=top[n - ranks[1]],
-            samples=n,
-        )
-    ordered = sorted(samples)
-    return Interval(
-        value=ordered[point_rank - 1],
-        lower=ordered[ranks[0] - 1],
-        upper=ordered[ranks[1] - 1],
-        samples=n,
-    )
-
-
 def sketch_quantile_interval(sketch: Sketch, q: float, error: float) -> Interval | None:
     """The q-quantile of a sketch with order-statistic bounds widened to bucket edges.
 
-    The same ranks as `quantile_interval`; the r-th smallest sample lies in a known bucket,
-    so the lower bound takes that bucket's lower edge and the upper bound its upper edge:
-    coverage is kept, and the sketch's 0.5 % resolution only widens the interval.
+    The order-statistic ranks of `quantile_rank_bounds`; the r-th smallest sample lies in a
+    known bucket, so the lower bound takes that bucket's lower edge and the upper bound its
+    upper edge: coverage is kept, and the sketch's 0.5 % resolution only widens the interval.
     """
     n = sketch.total
     ranks = quantile_rank_bounds(n, q, error)

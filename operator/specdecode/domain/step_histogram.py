@@ -9,9 +9,10 @@ r-th smallest observation. The order-statistic ranks (l, u) that bound the q-qua
 (`stats.quantile_rank_bounds`) are located in their buckets, and the quantile is bounded by
 the lower edge of rank l's bucket and the upper edge of rank u's: distribution-free, and
 exactly as loose as the buckets are wide. Nothing is interpolated for a verdict; the
-candidate / baseline ratio combines both sides at half the look's error each (Bonferroni),
-as the client-side gate does. Prometheus's interpolated `histogram_quantile` is only the
-point estimate reported next to the bounds.
+candidate / baseline ratio combines both sides at half the look's error each (Bonferroni;
+the client-side gate combines its sides by MOVER instead, `gates.tail_latency`).
+Prometheus's interpolated `histogram_quantile` is only the point estimate reported next to
+the bounds.
 
 Limits:
 - Resolution: adjacent vLLM edges differ by 1.25x to 2.5x, so against a 10 % tolerance the

@@ -65,8 +65,9 @@ async def reconcile_loop(
     `stopped`; the key's wake-ups (and wake-ups routed to it) live as long as the loop.
 
     `kopf_pending`: whether the current copy is one kopf is about to write (`awaits_kopf`);
-    such a copy is skipped once. `forget`: drops the object's in-memory state, called if
-    the loop stopped because the object is being deleted.
+    such a copy is skipped once (counted in the metric `copies_let_go`). `forget`: drops
+    the object's in-memory state, called if the loop stopped because the object is being
+    deleted.
     """
     runtime.wakeups.register(key)
     # kopf hands async daemons an awaitable stop flag (its type stubs name the base class).
@@ -82,6 +83,7 @@ async def reconcile_loop(
                 break
             if not skipped and kopf_pending():
                 skipped, delay = True, KOPF_WRITE_WAIT_SECONDS
+                runtime.metrics.copy_let_go()
                 continue
             delay = await reconcile_once()
     finally:

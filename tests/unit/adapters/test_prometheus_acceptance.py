@@ -4,6 +4,10 @@
 server that answers `/api/v1/query` from a table keyed by the exact PromQL, so each counter
 lands in its own field only if the operator asks for exactly that series, over the stage's
 window, evaluated at its end; and a refused or malformed answer comes back as MetricError.
+
+The table's keys are PromQL written out by hand from vLLM's metric names
+(/work/shared/reference/vllm.md: counters matched with their `_total` suffix exactly), never
+built with the adapter's own query builder: a wrong name, selector or window must miss.
 """
 
 from __future__ import annotations
@@ -19,17 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from specdecode.adapters.metrics.prometheus import (
-    ACCEPTED,
-    ACCEPTED_PER_POSITION,
-    DRAFT_TOKENS,
-    DRAFTS,
-    FINISHED_REQUESTS,
-    PrometheusMetrics,
-    step_count_query,
-    step_histogram_query,
-    window_query,
-)
+from specdecode.adapters.metrics.prometheus import PrometheusMetrics
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 
@@ -39,6 +33,39 @@ CANDIDATE = EngineSelector("team-a", "llama-candidate")
 END = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 START = END - timedelta(seconds=90)
 SAMPLE_TIME = 1767268800.0
+# The candidate's pods: Deployment `llama-candidate`, then the ReplicaSet hash and a suffix.
+PODS = 'namespace="team-a",pod=~"llama-candidate-[a-z0-9]+-[a-z0-9]+"'
+
+
+def drafts(seconds: int) -> str:
+    return f"sum(increase(vllm:spec_decode_num_drafts_total{{{PODS}}}[{seconds}s]))"
+
+
+def draft_tokens(seconds: int) -> str:
+    return f"sum(increase(vllm:spec_decode_num_draft_tokens_total{{{PODS}}}[{seconds}s]))"
+
+
+def accepted(seconds: int) -> str:
+    return f"sum(increase(vllm:spec_decode_num_accepted_tokens_total{{{PODS}}}[{seconds}s]))"
+
+
+def accepted_per_position(seconds: int) -> str:
+    metric = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    return f"sum by (position)(increase({metric}{{{PODS}}}[{seconds}s]))"
+
+
+def finished_requests(seconds: int) -> str:
+    return f"sum(increase(vllm:request_success_total{{{PODS}}}[{seconds}s]))"
+
+
+def step_buckets(seconds: int) -> str:
+    metric = "vllm:inter_token_latency_seconds_bucket"
+    return f"sum by (le)(increase({metric}{{{PODS}}}[{seconds}s]))"
+
+
+def engine_steps(seconds: int) -> str:
+    """vLLM's `iteration_tokens_total` histogram observes each engine step once."""
+    return f"sum(increase(vllm:iteration_tokens_total_count{{{PODS}}}[{seconds}s]))"
 
 
 @dataclass
@@ -107,13 +134,11 @@ def by_position(values: dict[str, str]) -> list[dict[str, Any]]:
 def acceptance_answers(seconds: int) -> dict[str, list[dict[str, Any]]]:
     """Distinct values per counter, so a counter read into the wrong field shows."""
     return {
-        window_query(DRAFTS, CANDIDATE, seconds): scalar("1200"),
-        window_query(DRAFT_TOKENS, CANDIDATE, seconds): scalar("3600"),
-        window_query(ACCEPTED, CANDIDATE, seconds): scalar("2700"),
-        window_query(FINISHED_REQUESTS, CANDIDATE, seconds): scalar("300"),
-        window_query(ACCEPTED_PER_POSITION, CANDIDATE, seconds, by="position"): by_position(
-            {"1": "900", "0": "1100", "2": "700"}
-        ),
+        drafts(seconds): scalar("1200"),
+        draft_tokens(seconds): scalar("3600"),
+        accepted(seconds): scalar("2700"),
+        finished_requests(seconds): scalar("300"),
+        accepted_per_position(seconds): by_position({"1": "900", "0": "1100", "2": "700"}),
     }
 
 
@@ -160,8 +185,8 @@ async def test_nan_reads_as_zero_and_missing_positions_are_filled(
 ) -> None:
     fake, url = prometheus
     fake.answers = {
-        window_query(DRAFTS, CANDIDATE, 90): scalar("NaN"),  # increase() over a reset
-        window_query(ACCEPTED_PER_POSITION, CANDIDATE, 90, by="position"): [
+        drafts(90): scalar("NaN"),  # increase() over a reset
+        accepted_per_position(90): [
             *by_position({"2": "40", "0": "NaN"}),
             {"metric": {}, "value": [SAMPLE_TIME, "999"]},  # no position label: not a position
         ],
@@ -199,7 +224,7 @@ async def test_a_malformed_counter_value_is_a_metric_error(
     prometheus: tuple[FakePrometheus, str],
 ) -> None:
     fake, url = prometheus
-    fake.answers = {window_query(ACCEPTED, CANDIDATE, 90): scalar("many")}
+    fake.answers = {accepted(90): scalar("many")}
     found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
     assert isinstance(found, MetricError) and "many" in found.message
 
@@ -209,11 +234,11 @@ async def test_step_buckets_and_steps_come_from_the_same_window_over_http(
 ) -> None:
     fake, url = prometheus
     fake.answers = {
-        step_histogram_query(CANDIDATE, 90): [
+        step_buckets(90): [
             {"metric": {"le": "+Inf"}, "value": [SAMPLE_TIME, "4210"]},
             {"metric": {"le": "0.05"}, "value": [SAMPLE_TIME, "4000"]},
         ],
-        step_count_query(CANDIDATE, 90): scalar("301"),
+        engine_steps(90): scalar("301"),
     }
     found = await PrometheusMetrics(url, timeout_seconds=5).step_itl_histogram(
         CANDIDATE, START, END

@@ -26,7 +26,6 @@ from specdecode.domain.observations import (
 )
 from specdecode.domain.stats import (
     min_samples_for_quantile,
-    quantile_interval,
     quantile_rank_bounds,
     wilson_interval,
 )
@@ -150,17 +149,6 @@ def test_quantile_bounds_need_enough_samples() -> None:
     assert needed == math.ceil(math.log(0.001) / math.log(0.99))
     assert quantile_rank_bounds(needed - 1, 0.99, 0.001) is None
     assert quantile_rank_bounds(needed, 0.99, 0.001) is not None
-
-
-def test_quantile_interval_selection_matches_a_full_sort() -> None:
-    rng = random.Random(6)
-    samples = [rng.lognormvariate(0, 1) for _ in range(50_000)]
-    interval = quantile_interval(samples, 0.99, 0.001)
-    ranks = quantile_rank_bounds(len(samples), 0.99, 0.001)
-    assert interval is not None and ranks is not None
-    ordered = sorted(samples)
-    assert (interval.lower, interval.upper) == (ordered[ranks[0] - 1], ordered[ranks[1] - 1])
-    assert interval.value == ordered[math.ceil(0.99 * len(samples)) - 1]
 
 
 def _itl(scale: float, n: int, seed: int, blocks: int = 60) -> LatencySamples:

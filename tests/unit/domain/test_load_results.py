@@ -6,6 +6,7 @@ import math
 import random
 
 import pytest
+from exact_quantile import quantile_interval
 
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.gate_spec import GateSpec
@@ -24,7 +25,7 @@ from specdecode.domain.load_sizing import size_load
 from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import AcceptedMoments, LatencyBlock, LatencySamples
 from specdecode.domain.sketch import RELATIVE_ACCURACY, Sketch, bucket_lower, bucket_upper
-from specdecode.domain.stats import quantile_interval, sketch_quantile_interval
+from specdecode.domain.stats import sketch_quantile_interval
 
 pytestmark = pytest.mark.unit
 
