@@ -1,0 +1,191 @@
+"""Issue 23, end to end: the operator against the real vLLM (PyPI's CPU build, 0.32.0).
+
+Given engine pods running `vllm serve` for real (the image table maps vLLM's CPU image to
+the lane's virtualenv: tests/cluster/localcluster/agent/realvllm.py) on tiny locally made
+models (tests/cluster/realvllm/make_models.py: a 2-layer Llama target, a draft identical
+to it, a random EAGLE-3 head) mounted from a PersistentVolumeClaim, when the operator runs
+its analysis, then every verdict comes from what the real engine did: its counters read
+through Prometheus, its /version, its start-up errors, its stream.
+
+Each rollout runs only its two shadows (production has no replicas): a server holds
+~3.8-4.0 GiB, so rollouts run one after another. Timings are a shared 2-core CPU's (noisy
+~2x): the tests assert on counters and verdicts, never on speed. The lane installs itself
+on first use (tests/cluster/realvllm/install.sh: ~3 min cold, then cached).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import realvllm
+from localcluster.handle import LocalCluster
+from localcluster.rollouts import Rollout
+from localcluster.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+TERMINAL = ("Promoted", "RolledBack", "Failed")
+# Two servers start together in ~55 s on 2 cores; the analysis then takes ~30 s.
+VERDICT_TIMEOUT = 420
+
+
+@pytest.fixture(scope="session")
+def models() -> Path:
+    """The lane installed (first use: minutes) and its models made (first use: ~1 min)."""
+    return realvllm.prepare()
+
+
+@pytest.fixture
+def model_claim(cluster: LocalCluster, namespace: str, models: Path) -> Iterator[str]:
+    """The claim `models` in the test's namespace, bound to a hostPath volume of them."""
+    realvllm.apply_model_volume(cluster, namespace, models)
+    yield realvllm.CLAIM
+    realvllm.delete_model_volume(cluster, namespace)
+
+
+def gates_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        f"{stage['name']}/{gate['name']}": gate
+        for stage in status.get("stages", [])
+        for gate in stage.get("gates", [])
+    }
+
+
+def report(name: str, status: dict[str, Any]) -> str:
+    lines = [f"{name}: {status.get('phase')} - {status.get('message', '')}"]
+    for key, gate in gates_of(status).items():
+        lines.append(
+            f"  {key}: {gate.get('verdict')} value {gate.get('value')} "
+            f"[{gate.get('lowerBound')}, {gate.get('upperBound')}] n={gate.get('samples')}"
+        )
+    return "\n".join(lines)
+
+
+def counters(cluster: LocalCluster, namespace: str) -> dict[str, float]:
+    """The candidate's spec-decode counters as Prometheus holds them now (only it drafts)."""
+    values = {}
+    for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+        metric = f"vllm:spec_decode_{name}_total"
+        result = cluster.prometheus_query(f'sum({metric}{{namespace="{namespace}"}})')
+        values[name] = float(result[0]["value"][1]) if result else 0.0
+    return values
+
+
+def remove(cluster: LocalCluster, r: Rollout) -> None:
+    """Delete a rollout and wait for its engines to exit: the next servers need the memory."""
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--ignore-not-found", check=True)
+
+    def gone() -> bool:
+        out = cluster.kubectl(
+            "get", "pods", "-n", r.namespace, "-o", "name", "-l", f"specdecode.io/rollout={r.name}"
+        )
+        return out.returncode == 0 and not out.stdout.strip()
+
+    wait_for(gone, timeout=120, message=f"pods of {r.name} gone")
+
+
+def acceptance_stage() -> list[dict[str, Any]]:
+    return [realvllm.stage("acceptance", 4, [{"name": "alpha", "type": "Acceptance"}])]
+
+
+def test_acceptance_from_the_real_counters_promotes_a_perfect_draft_and_rolls_back_a_random_head(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, model_claim: str
+) -> None:
+    del model_claim
+    # A draft identical to the target agrees on every greedy token: alpha is 1.
+    same = rollout("same-draft")
+    same.apply(
+        realvllm.rollout(
+            {
+                "method": "draft_model",
+                "model": realvllm.model_path("draft-same"),
+                "num_speculative_tokens": 3,
+            },
+            acceptance_stage(),
+        )
+    )
+    status = same.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
+    print(report("same-draft", status))
+    seen = counters(cluster, same.namespace)
+    print(f"  vLLM counters: {seen}")
+    assert status["phase"] == "Promoted", same.describe()
+    alpha = gates_of(status)["acceptance/alpha"]
+    assert alpha["verdict"] == "Successful" and alpha["lowerBound"] >= 0.2, alpha
+    # draft_model drafts exactly k tokens per draft, and the identical draft loses none
+    assert seen["num_drafts"] > 0
+    assert seen["num_draft_tokens"] == 3 * seen["num_drafts"]
+    assert seen["num_accepted_tokens"] >= 0.99 * seen["num_draft_tokens"], seen
+    assert alpha["value"] >= 0.99, alpha
+    conditions = {c["type"]: c for c in status.get("conditions", [])}
+    assert conditions.get("Degraded", {}).get("reason") != "VllmVersionMismatch"
+    remove(cluster, same)
+
+    # A randomly initialised EAGLE-3 head almost never guesses the target's token.
+    random_head = rollout("random-eagle3")
+    random_head.apply(
+        realvllm.rollout(
+            {
+                "method": "eagle3",
+                "model": realvllm.model_path("eagle3-random"),
+                "num_speculative_tokens": 3,
+            },
+            acceptance_stage(),
+        )
+    )
+    status = random_head.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
+    print(report("random-eagle3", status))
+    print(f"  vLLM counters (both rollouts' namespace): {counters(cluster, same.namespace)}")
+    assert status["phase"] == "RolledBack", random_head.describe()
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert degraded["reason"] == "GateFailed", degraded
+    alpha = gates_of(status)["acceptance/alpha"]
+    assert alpha["verdict"] == "Failed" and alpha["upperBound"] < 0.2, alpha
+    assert status.get("stableSpeculative") is None
+    remove(cluster, random_head)
+
+
+def test_the_declared_release_is_checked_against_the_real_engines_version(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, model_claim: str
+) -> None:
+    del model_claim
+    ngram = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}
+    # Declared 0.32.0 (the image tag): validated by 0.32's rules, which still have medusa
+    # (gone from 0.33's Literal); the API server admits it for 0.32 and refuses it for 0.33.
+    medusa = {
+        "method": "medusa",
+        "model": realvllm.model_path("draft-small"),
+        "num_speculative_tokens": 2,
+    }
+    for declared, admitted in (("0.32.0", True), ("0.33.0", False)):
+        manifest = realvllm.rollout(medusa, acceptance_stage())
+        manifest["metadata"]["namespace"] = rollout("dry").namespace
+        manifest["spec"]["engine"]["vllmVersion"] = declared
+        result = cluster.kubectl(
+            "apply", "--dry-run=server", "-f", "-", input=json.dumps(manifest), timeout=60
+        )
+        assert (result.returncode == 0) is admitted, (declared, result.stderr)
+        if not admitted:
+            assert "medusa" in result.stderr and "0.32" in result.stderr, result.stderr
+
+    # Declared 0.33.0 while the engine answers 0.32.0: Degraded, naming both releases.
+    r = rollout("mismatch")
+    manifest = realvllm.rollout(ngram, acceptance_stage())
+    manifest["spec"]["engine"]["vllmVersion"] = "0.33.0"
+    manifest["spec"]["analysis"]["manual"] = True
+    r.apply(manifest)
+
+    def degraded(status: dict[str, Any]) -> dict[str, Any] | None:
+        conditions = status.get("conditions", [])
+        found = next((c for c in conditions if c["type"] == "Degraded"), None)
+        return found if found and found.get("reason") == "VllmVersionMismatch" else None
+
+    condition = r.wait(degraded, timeout=VERDICT_TIMEOUT, message="Degraded VllmVersionMismatch")
+    print(f"mismatch: {condition['message']}")
+    assert condition["status"] == "True"
+    assert "0.32.0" in condition["message"] and "0.33.0" in condition["message"]
+    remove(cluster, r)
