@@ -189,3 +189,34 @@ def test_the_declared_release_is_checked_against_the_real_engines_version(
     assert condition["status"] == "True"
     assert "0.32.0" in condition["message"] and "0.33.0" in condition["message"]
     remove(cluster, r)
+
+
+def test_a_config_vllm_refuses_at_start_up_rolls_back_with_vllms_own_error(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, model_claim: str
+) -> None:
+    """The CRD can check the draft's context against the target's maxModelLen only when it
+    is set; the draft's own limit (max_position_embeddings 2,048 in its config.json) only
+    vLLM can read. So this config is admitted, and vLLM 0.32's SpeculativeConfig refuses it."""
+    del model_claim
+    r = rollout("too-long-draft")
+    manifest = realvllm.rollout(
+        {
+            "method": "draft_model",
+            "model": realvllm.model_path("draft-small"),
+            "num_speculative_tokens": 3,
+            "max_model_len": 4096,
+        },
+        acceptance_stage(),
+    )
+    del manifest["spec"]["model"]["maxModelLen"]
+    r.apply(manifest)  # admitted
+    status = r.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
+    print(report("too-long-draft", status))
+    vllm_error = "speculative_max_model_len=4096 cannot be larger than draft_max_model_len=2048"
+    assert status["phase"] in ("RolledBack", "Failed"), r.describe()
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert degraded["reason"] == "CandidateCrashed", degraded
+    assert vllm_error in status["message"], status["message"]
+    events = [e for e in r.events() if vllm_error in (e.get("message") or "")]
+    assert events, r.describe()
+    remove(cluster, r)

@@ -162,3 +162,28 @@ def rollout(
         },
     }
     return manifest
+
+
+def demo_rollout() -> dict[str, Any]:
+    """`make demo SCENARIO=real`: the simulator demo's two stages, on the real engine with a
+    draft identical to the target (acceptance ~1 by construction; whether it pays on a CPU
+    is for the latency gates to say)."""
+    speculative = {
+        "method": "draft_model",
+        "model": model_path("draft-same"),
+        "num_speculative_tokens": 3,
+    }
+    stages = [
+        stage("acceptance", 4, [{"name": "alpha", "type": "Acceptance"}]),
+        stage(
+            "tail-latency",
+            8,
+            [
+                {"name": "p99-itl", "type": "TailLatency"},
+                {"name": "tpot-speedup", "type": "Speedup"},
+            ],
+        ),
+    ]
+    manifest = rollout(speculative, stages)
+    manifest["metadata"]["name"] = "llama-8b-real"
+    return manifest
