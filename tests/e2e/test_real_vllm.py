@@ -15,19 +15,30 @@ on first use (tests/cluster/realvllm/install.sh: ~3 min cold, then cached).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
+import socket
+import subprocess
+import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from localcluster import realvllm
+from localcluster.agent.images import LaunchRequest, Toolbox, plan_launch
 from localcluster.handle import LocalCluster
 from localcluster.rollouts import Rollout
 from localcluster.waiting import wait_for
+from specdecode.domain.observations import LatencyBlock
 from specdecode.report import gate_table
+from specdecode_load.connection import StreamConnection, request_bytes
+from specdecode_load.recorder import BlockRecorder
 
 pytestmark = pytest.mark.e2e
 
@@ -340,3 +351,118 @@ def test_a_per_batch_size_schedule_runs_on_real_vllm_and_k_follows_the_load(
     assert 1.0 <= k1 < 1.6
     assert first1 > 0 and third1 < 0.3 * first1
     remove(cluster, r)
+
+
+def engine_tokens(port: int) -> float:
+    """vLLM's own count of generated tokens (`vllm:generation_tokens_total`)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "vllm:generation_tokens_total"
+    )
+
+
+async def stream_all(port: int, bodies: list[dict[str, object]]) -> list[LatencyBlock]:
+    """The load pods' own client and recorder, one request at a time."""
+    blocks: list[LatencyBlock] = []
+    recorder = BlockRecorder(3600.0, blocks.append)
+    loop = asyncio.get_running_loop()
+    url = f"http://127.0.0.1:{port}"
+    for body in bodies:
+        _, connection = await loop.create_connection(
+            lambda: StreamConnection(recorder, url), "127.0.0.1", port
+        )
+        await connection.send(request_bytes(f"127.0.0.1:{port}", body, None), 120.0)
+        connection.close()
+    blocks.append(recorder.close())
+    return blocks
+
+
+@pytest.mark.timeout(600)
+def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_counts(
+    models: Path, tmp_path: Path
+) -> None:
+    """Greedy n-gram with a per-batch-size schedule in one stream: the tiny model's engine
+    outruns vLLM's API process, which merges many steps into one streamed chunk. A merged
+    chunk is one gap carrying its tokens: the per-chunk sketch counts it once, the
+    per-token sketch spreads it over its tokens, and the tokens add up to vLLM's own count."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = {
+        "method": "ngram",
+        "num_speculative_tokens": 3,
+        "prompt_lookup_max": 4,
+        "prompt_lookup_min": 2,
+        "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 16, 1]],
+    }
+    args = [str(models / "target"), "--host", "0.0.0.0", "--port", str(port)]
+    args += ["--served-model-name", realvllm.SERVED_NAME, "--max-model-len", "1024"]
+    args += ["--dtype", "bfloat16", "--speculative-config", json.dumps(config)]
+    # the image table's own mapping of vLLM's CPU image (argv, core, offline env)
+    plan = plan_launch(
+        LaunchRequest(
+            realvllm.IMAGE,
+            ["vllm", "serve"],
+            [*args, *realvllm.EXTRA_ARGS],
+            pod_ip="127.0.0.1",
+            pod_name="merged",
+        ),
+        Toolbox.from_interpreter(),
+    )
+    env = {**os.environ, **plan.env, "HOME": str(tmp_path)}
+    bodies = [
+        {
+            "model": realvllm.SERVED_NAME,
+            "messages": [{"role": "user", "content": " ".join([sentence] * 12)}],
+            "max_tokens": 256,
+            "temperature": 0.0,
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+        for sentence in REPEATED
+    ]
+    with (tmp_path / "vllm.log").open("w") as log:
+        server = subprocess.Popen(
+            plan.argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+
+        def healthy() -> bool:
+            assert server.poll() is None, (tmp_path / "vllm.log").read_text()[-3000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    return True
+            except OSError:
+                return False
+
+        wait_for(healthy, timeout=240, interval=1.0, message="vLLM healthy")
+        before = engine_tokens(port)
+        blocks = asyncio.run(stream_all(port, bodies))
+        generated = engine_tokens(port) - before
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    requests_ok = sum(block.requests_ok for block in blocks)
+    tokens = sum(block.output_tokens for block in blocks)
+    gaps = sum(block.chunks for block in blocks)
+    steps = sum(block.accepted.steps for block in blocks)
+    after_first = steps + sum(block.accepted.accepted for block in blocks)
+    per_chunk = sum(block.per_chunk_itl.total for block in blocks)
+    per_token = sum(block.per_token_itl.total for block in blocks)
+    merged = sum(block.merged_chunks for block in blocks)
+    print(
+        f"{requests_ok} requests, {tokens} tokens (vLLM counted {generated:.0f}), "
+        f"{gaps} gaps carrying {after_first:.0f} tokens ({after_first / max(gaps, 1):.1f} per "
+        f"chunk; {merged} events shared a socket read)"
+    )
+    assert requests_ok == len(bodies)
+    assert tokens == generated  # every token the engine made, counted once
+    # the precondition: vLLM merged engine steps (k <= 3: one step makes at most 4 tokens)
+    assert after_first > 4 * gaps > 0
+    # a merged chunk is one gap (per chunk) that carries all its tokens (per token)
+    assert per_chunk == gaps == steps
+    assert per_token == after_first
