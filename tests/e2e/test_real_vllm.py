@@ -293,7 +293,10 @@ def test_ngram_on_repetitive_prompts_is_judged_on_the_real_stream(
         assert isinstance(judged[name].get("value"), float | int), judged[name]
         assert judged[name].get("samples", 0) > 0, judged[name]
     # real n-gram drafts on repeated text: the stream's chunks carry more than one token
-    assert judged["repetitive/tokens-per-step"]["value"] > 1.0, judged
+    length = judged["repetitive/tokens-per-step"]
+    assert length["value"] > 1.0, length
+    # ... and so do the load pods' own counts: tokens per chunk from continuous_usage_stats
+    assert length.get("streamValue") is not None and length["streamValue"] > 1.0, length
     assert 0.0 < judged["repetitive/alpha"]["value"] <= 1.0, judged
     assert judged["repetitive/p99-itl"]["value"] > 0.0, judged
     remove(cluster, r)
