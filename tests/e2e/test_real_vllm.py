@@ -209,7 +209,9 @@ def test_a_config_vllm_refuses_at_start_up_rolls_back_with_vllms_own_error(
 ) -> None:
     """The CRD can check the draft's context against the target's maxModelLen only when it
     is set; the draft's own limit (max_position_embeddings 2,048 in its config.json) only
-    vLLM can read. So this config is admitted, and vLLM 0.32's SpeculativeConfig refuses it."""
+    vLLM can read. So this config is admitted, and vLLM 0.32's SpeculativeConfig refuses it
+    while it builds the draft's model config (before its own speculative_max_model_len
+    check, whose message this therefore is not)."""
     del model_claim
     r = rollout("too-long-draft")
     manifest = realvllm.rollout(
@@ -225,7 +227,10 @@ def test_a_config_vllm_refuses_at_start_up_rolls_back_with_vllms_own_error(
     r.apply(manifest)  # admitted
     status = r.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
     print(report("too-long-draft", status))
-    vllm_error = "speculative_max_model_len=4096 cannot be larger than draft_max_model_len=2048"
+    vllm_error = (
+        "Value error, User-specified max_model_len (4096) is greater than the derived "
+        "max_model_len (max_position_embeddings=2048.0"
+    )
     assert status["phase"] in ("RolledBack", "Failed"), r.describe()
     degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
     assert degraded["reason"] == "CandidateCrashed", degraded
