@@ -295,15 +295,22 @@ def test_ngram_on_repetitive_prompts_is_judged_on_the_real_stream(
     print(f"  vLLM counters: {counters(cluster, r.namespace)}")
     judged = gates_of(status)
     for name in ("repetitive/alpha", "repetitive/tokens-per-step", "repetitive/p99-itl"):
-        assert isinstance(judged[name].get("value"), float | int), judged[name]
         assert judged[name].get("samples", 0) > 0, judged[name]
+    for name in ("repetitive/alpha", "repetitive/tokens-per-step"):
+        assert isinstance(judged[name].get("value"), float | int), judged[name]
     # real n-gram drafts on repeated text: the stream's chunks carry more than one token
     length = judged["repetitive/tokens-per-step"]
     assert length["value"] > 1.0, length
     # ... and so do the load pods' own counts: tokens per chunk from continuous_usage_stats
     assert length.get("streamValue") is not None and length["streamValue"] > 1.0, length
     assert 0.0 < judged["repetitive/alpha"]["value"] <= 1.0, judged
-    assert judged["repetitive/p99-itl"]["value"] > 0.0, judged
+    # The tail ratio is judged only while the load clients time honestly: on 2 shared cores
+    # the two engines can starve them, and then the gate says so instead of a ratio.
+    tail = judged["repetitive/p99-itl"]
+    if tail.get("value") is None:
+        assert tail["verdict"] == "Inconclusive" and "saturated" in tail["reason"], tail
+    else:
+        assert tail["value"] > 0.0, tail
     remove(cluster, r)
 
 
