@@ -6,6 +6,9 @@
   nothing at all once the rollouts are deleted).
 - An invalid spec (one the API server stores but the operator cannot parse) removes the
   shadows, which hold GPUs, and leaves production running.
+- Ownership: a user's unlabelled Service and Deployment named like a new rollout's
+  production are left byte for byte as they were, the rollout is Degraded naming them,
+  and once the user deletes them the rollout proceeds.
 - Leader hand-over: two replicas with leader election; the leader is stopped as an
   upgrade or a drain would stop it, the standby takes the Lease and carries the analysis
   on; one Event per transition throughout.
@@ -212,6 +215,81 @@ def test_an_invalid_spec_removes_the_shadows_and_keeps_production(
         wait_for(functools.partial(_no_pods, r, role), timeout=60, message=f"{role} pods gone")
     assert r.deployments()["production"]["metadata"]["uid"] == production_uid
     assert duplicated_events(r) == []
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
+
+
+# --- ownership ---------------------------------------------------------------------------
+
+USERS_SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "llama", "labels": {"app": "users-own"}},
+    "spec": {"selector": {"app": "users-own"}, "ports": [{"port": 80, "targetPort": 8080}]},
+}
+USERS_DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "llama", "labels": {"app": "users-own"}},
+    "spec": {
+        "replicas": 0,
+        "selector": {"matchLabels": {"app": "users-own"}},
+        "template": {
+            "metadata": {"labels": {"app": "users-own"}},
+            "spec": {"containers": [{"name": "web", "image": STANDIN_IMAGE}]},
+        },
+    },
+}
+
+
+def _as_stored(cluster: LocalCluster, namespace: str, kind: str) -> dict[str, Any]:
+    out = cluster.kubectl("get", kind, "llama", "-n", namespace, "-o", "json", check=True)
+    stored: dict[str, Any] = json.loads(out.stdout)
+    stored.pop("status", None)  # the Deployment controller's, not a write to the object
+    return stored
+
+
+def _not_owned_message(status: dict[str, Any]) -> str | None:
+    conditions = status.get("conditions") or []
+    degraded: dict[str, Any] = next((c for c in conditions if c.get("type") == "Degraded"), {})
+    if degraded.get("status") == "True" and degraded.get("reason") == "ChildNotOwned":
+        return str(degraded.get("message"))
+    return None
+
+
+def test_objects_named_like_a_new_rollouts_children_are_left_alone(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, namespace: str
+) -> None:
+    for manifest in (USERS_SERVICE, USERS_DEPLOYMENT):
+        cluster.kubectl(
+            "apply", "-n", namespace, "-f", "-", input=json.dumps(manifest), check=True
+        )  # fmt: skip
+
+    def settled() -> bool:  # the Deployment controller has written its status
+        stored = json.loads(
+            cluster.kubectl("get", "deployment", "llama", "-n", namespace, "-o", "json").stdout
+        )
+        return bool((stored.get("status") or {}).get("observedGeneration"))
+
+    wait_for(settled, timeout=30, message="the user's Deployment observed")
+    before = {kind: _as_stored(cluster, namespace, kind) for kind in ("service", "deployment")}
+
+    r = rollout("llama")
+    r.apply(merged(load_example(), MANUAL))
+    message = r.wait(_not_owned_message, timeout=60, message="Degraded: not owned")
+    assert f"Service {namespace}/llama already exists" in message, message
+    assert f"Deployment {namespace}/llama already exists" in message, message
+    assert "rename the rollout" in message
+    after = {kind: _as_stored(cluster, namespace, kind) for kind in ("service", "deployment")}
+    assert after == before  # spec and metadata, managedFields and resourceVersion included
+
+    for kind in ("service", "deployment"):
+        cluster.kubectl("delete", kind, "llama", "-n", namespace, check=True)
+    r.wait_phase("Analyzing", timeout=240)
+    assert _not_owned_message(r.status()) is None
+    service = _as_stored(cluster, namespace, "service")
+    assert [ref["uid"] for ref in service["metadata"]["ownerReferences"]] == [
+        r.get()["metadata"]["uid"]
+    ]
     cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
 
 

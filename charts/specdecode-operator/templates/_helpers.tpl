@@ -54,7 +54,9 @@ The rules the operator needs in every namespace it serves, derived from its code
 - specdecodetunings (+ /status): the same for tunings; `create` (and patch) on
   specdecoderollouts starts the winner's rollout of a tuning with `apply: true`.
 - deployments, services: children are server-side applied (patch; create when absent)
-  and shadows are deleted; deployments (and pods) are listed to observe readiness.
+  and shadows are deleted; deployments (and pods) are listed to observe readiness; `get`
+  only when a create-only apply is refused, to tell a child of ours the watch has not
+  delivered yet from somebody else's object of that name (left untouched).
 - pods: watched (also where the shadow engines' ready pods answer, for the load pods); the
   shadow-load pods of each analysis stage are created and deleted (the operator sends no
   inference traffic itself).
@@ -84,10 +86,10 @@ The rules the operator needs in every namespace it serves, derived from its code
 # Children: watched (the operator's cache), written only where they differ.
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "create", "delete"]

@@ -61,6 +61,7 @@ from specdecode.reconciler.load import (
     uses_load_pods,
 )
 from specdecode.reconciler.mirror import mirror_problem, observe_routes
+from specdecode.reconciler.ownership import with_foreign_children
 from specdecode.reconciler.runtime import Runtime
 
 __all__ = [
@@ -118,6 +119,7 @@ async def reconcile(
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
+    decision = with_foreign_children(runtime, ref.key, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
     await _apply(runtime, ref, spec, status, decision, action, first=not raw_status)
     return decision

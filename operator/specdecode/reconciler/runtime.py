@@ -14,7 +14,7 @@ import httpx
 from specdecode.adapters.clock import Clock, SystemClock
 from specdecode.adapters.engine_version import EngineVersions
 from specdecode.adapters.kube.cache import ClusterView
-from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.client import Fence, KubeClients
 from specdecode.adapters.metrics import (
     AcceptanceSource,
     PrometheusRunningRequests,
@@ -52,6 +52,9 @@ class Runtime:
     superseded: dict[str, str] = field(default_factory=dict)
     """Per rollout, the resourceVersion our last status write replaced: a copy of the
     rollout still at that version is stale (the watch has not delivered our write yet)."""
+    foreign_children: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per rollout, what its last apply found named like a child but not owned by it
+    (`reconciler.ownership`): one message per object, shown as Degraded."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # When each rollout's load pods without a known echo were last pushed the engine
     # endpoints (monotonic seconds): such pushes repeat on a timer, not every reconcile.
@@ -72,10 +75,12 @@ class Runtime:
         settings: OperatorSettings,
         kubeconfig: str | None = None,
         metrics: OperatorMetrics | None = None,
+        fence: Fence | None = None,
     ) -> Runtime:
         """Connect to the API server and Prometheus as the settings say.
 
-        `metrics`: the process's registry, if it is already served (it outlives kopf).
+        `metrics`: the process's registry, if it is already served (it outlives kopf);
+        `fence`: closed by leadership when this replica must stop sending requests.
         """
         prometheus = make_metric_source(
             "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
@@ -83,7 +88,7 @@ class Runtime:
         metrics = metrics or OperatorMetrics()
         return cls(
             settings=settings,
-            kube=KubeClients.connect(kubeconfig, on_request=metrics.count_request),
+            kube=KubeClients.connect(kubeconfig, on_request=metrics.count_request, fence=fence),
             metrics=metrics,
             acceptance=prometheus,
             step_latency=prometheus,
@@ -102,6 +107,7 @@ class Runtime:
         key = f"{namespace}/{name}"
         self._locks.pop(key, None)
         self.superseded.pop(key, None)
+        self.foreign_children.pop(key, None)
         self.endpoints_pushed_at.pop(key, None)
         self.load_endpoints.pop(key, None)
         self.wakeups.unregister(key)

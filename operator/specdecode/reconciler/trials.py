@@ -133,9 +133,10 @@ async def ensure_engines(runtime: Runtime, trial: Trial) -> EngineState:
     deployments = runtime.cluster.rollout_deployments(namespace, trial.name)
     services = runtime.cluster.rollout_services(namespace, trial.name)
     rendered = render_trial_children(trial.owner, trial.spec)
-    stale = stale_objects(rendered, [*deployments, *services])
+    observed = [*deployments, *services]
+    stale = stale_objects(rendered, observed)
     if stale:
-        await apply_children(runtime.kube, stale, runtime.settings.field_manager)
+        await apply_children(runtime.kube, stale, runtime.settings.field_manager, observed)
     states = observe_children(deployments, runtime.cluster.rollout_pods(namespace, trial.name))
     crashed = [
         f"{role.value} engine: {state.crash_reason}"
