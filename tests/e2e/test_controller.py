@@ -9,6 +9,9 @@
 - Ownership: a user's unlabelled Service and Deployment named like a new rollout's
   production are left byte for byte as they were, the rollout is Degraded naming them,
   and once the user deletes them the rollout proceeds.
+- A hung API server: the leader's connection goes through a proxy that stops forwarding;
+  it fences itself (stops every reconcile, sends nothing more) before the standby may
+  take the Lease, and the standby finishes the analysis with one Event per transition.
 - Leader hand-over: two replicas with leader election; the leader is stopped as an
   upgrade or a drain would stop it, the standby takes the Lease and carries the analysis
   on; one Event per transition throughout.
@@ -39,6 +42,7 @@ import yaml
 
 from localcluster.extra_nodes import STANDIN_IMAGE, ExtraGpuNodes
 from localcluster.handle import LocalCluster
+from localcluster.hung_proxy import HungProxy
 from localcluster.manifests import load_example, merged
 from localcluster.operator_process import CRD_NAME, OperatorProcess, install_crds
 from localcluster.ports import pick_free_ports
@@ -299,14 +303,17 @@ def test_objects_named_like_a_new_rollouts_children_are_left_alone(
 class Replica:
     """One operator replica with leader election, as the chart runs it."""
 
-    def __init__(self, cluster: LocalCluster, namespace: str, name: str) -> None:
+    def __init__(
+        self, cluster: LocalCluster, namespace: str, name: str, kubeconfig: Path | None = None
+    ) -> None:
         self.cluster, self.name = cluster, name
         self.component = f"operator-{name}"
         ports = pick_free_ports([f"{name}-metrics", f"{name}-health"])
         self.health = f"http://127.0.0.1:{ports[f'{name}-health']}/healthz"
+        self.metrics = f"http://127.0.0.1:{ports[f'{name}-metrics']}/metrics"
         program = shutil.which("specdecode-operator", path=str(Path(sys.executable).parent))
         argv = [program or "specdecode-operator", "--leader-elect"]
-        argv += ["--kubeconfig", str(cluster.kubeconfig)]
+        argv += ["--kubeconfig", str(kubeconfig or cluster.kubeconfig)]
         argv += ["--prometheus-url", cluster.prometheus_url, "--reconcile-interval", "1"]
         argv += ["--metrics-port", str(ports[f"{name}-metrics"])]
         env = {
@@ -324,6 +331,13 @@ class Replica:
     def _alive(self) -> bool:
         with urllib.request.urlopen(self.health, timeout=2):
             return True
+
+    def metric(self, name: str) -> float:
+        """The sum of a metric's samples on this replica's /metrics (served locally)."""
+        with urllib.request.urlopen(self.metrics, timeout=2) as reply:
+            text = reply.read().decode()
+        lines = [line for line in text.splitlines() if line.startswith(name)]
+        return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
 
     def stop(self) -> None:
         """SIGTERM, as the kubelet does on an upgrade or a drain."""
@@ -375,6 +389,58 @@ def test_leader_hand_over_keeps_the_analysis_going(
     finally:
         for replica in replicas.values():
             replica.stop()
+        running_operator.start()
+
+
+def test_a_leader_cut_off_by_a_hung_api_server_stops_before_the_standby_takes_over(
+    rollout: Callable[[str], Rollout],
+    cluster: LocalCluster,
+    namespace: str,
+    running_operator: OperatorProcess,
+    tmp_path: Path,
+) -> None:
+    running_operator.stop()
+    proxy = HungProxy(cluster.apiserver_url)
+    through = proxy.kubeconfig_through(cluster.kubeconfig, tmp_path / "through-proxy.kubeconfig")
+    replicas: list[Replica] = []
+    try:
+        leader = Replica(cluster, namespace, "replica-a", kubeconfig=through)
+        replicas.append(leader)
+        wait_for(lambda: lease_holder(cluster, namespace) == "replica-a", timeout=30)
+        replicas.append(Replica(cluster, namespace, "replica-b"))
+        r = rollout("llama")
+        r.apply(merged(load_example(), MANUAL))
+        before = r.wait_phase("Analyzing", timeout=240)
+
+        proxy.freeze()
+        seen: dict[str, float] = {}
+
+        def both_seen() -> bool:
+            now = time.monotonic()
+            if "fenced" not in seen and leader.metric("specdecode_operator_leader") == 0:
+                seen["fenced"] = now
+                seen["requests"] = leader.metric("specdecode_operator_api_requests_total")
+            if "taken" not in seen and lease_holder(cluster, namespace) == "replica-b":
+                seen["taken"] = now
+            return len(seen) == 3
+
+        wait_for(both_seen, timeout=90, interval=0.1, message="fenced, then taken over")
+        # The old leader stopped first (its fence: a renewal period before the Lease runs
+        # out), and the standby waited for the whole lease duration.
+        assert seen["fenced"] < seen["taken"], seen
+
+        r.annotate("promote")
+        after = r.wait_phase("Promoted", timeout=180)
+        assert after["analysisStartedAt"] == before["analysisStartedAt"]
+        assert duplicated_events(r) == [], r.describe()
+        # Fenced means silent: not one request attempted since, not even into the proxy.
+        if leader.child.poll() is None:
+            assert leader.metric("specdecode_operator_api_requests_total") == seen["requests"]
+        assert leader.child.wait(timeout=60) == 1  # exits to restart as a standby
+    finally:
+        for replica in replicas:
+            replica.stop()
+        proxy.close()
         running_operator.start()
 
 

@@ -102,6 +102,7 @@ async def run_when_leading(
     try:
         await asyncio.wait({operator, renewer}, return_when=asyncio.FIRST_COMPLETED)
         if renewer.done():  # fenced: stop every reconcile now, not after a graceful stop
+            on_leading(False)
             stop_flag.set()
             operator.cancel()
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
@@ -109,13 +110,12 @@ async def run_when_leading(
         else:
             operator.result()
     finally:
-        on_leading(False)
         renewer.cancel()
-        lost = fence.closed
-        if not lost:  # a fenced leader has nothing to release (its Lease thread may hang)
+        if not fence.closed:  # a fenced leader has nothing to release (nor a free thread)
+            on_leading(False)
             await _on_lease_thread(elector.release)
             logger.info("%s released Lease %s", settings.identity, settings.lease_name)
-    return 1 if lost else 0
+    return 1 if fence.closed else 0
 
 
 async def _wait_for_lease(

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
+from urllib3.util import Retry
 
 RequestHook = Callable[[str], None]
 # Requests in flight at once: the worker threads `asyncio.to_thread` may use (`cli`
@@ -125,6 +126,10 @@ class KubeClients:
             configuration = client.Configuration()
             config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
         configuration.connection_pool_maxsize = KUBE_CONCURRENCY
+        # Connection failures are retried (each bounded by the connect deadline); a read
+        # that timed out is not: urllib3's default would send a hung request 4 times,
+        # multiplying its deadline (and a PUT, such as a Lease renewal, is retried too).
+        configuration.retries = Retry(total=2, connect=2, read=0, status=0, redirect=0)
         fence = fence or Fence()
         api = GuardedApiClient(configuration, deadlines or Deadlines(), fence, on_request)
         return cls(
