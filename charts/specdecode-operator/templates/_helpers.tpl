@@ -62,7 +62,8 @@ The rules the operator needs in every namespace it serves, derived from its code
   inference traffic itself).
 - configmaps, secrets: `get` of the one prompt set a rollout names, and of a tuning's
   report and trial-data ConfigMaps (which it also creates, patches, deletes); never list
-  or watch.
+  or watch. Secrets: also `create` of each rollout's load-pod token (owned by the rollout,
+  so deleted with it); the operator reads back only that Secret, by name.
 - events: one core/v1 Event per transition, posted before the status write; deleted only
   when that write is refused (409), so none announces a transition that never happened.
 */}}
@@ -96,6 +97,10 @@ The rules the operator needs in every namespace it serves, derived from its code
 - apiGroups: [""]
   resources: ["configmaps", "secrets"]
   verbs: ["get"]
+# Each rollout's load-pod token: a Secret it owns, created once (read back only by name).
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
 # A tuning's report and trial-data ConfigMaps (server-side apply; removed when done).
 - apiGroups: [""]
   resources: ["configmaps"]

@@ -195,7 +195,7 @@ async def _observe_stage(
     baseline: LatencySamples | MetricError | None = None
     candidate: LatencySamples | MetricError | None = None
     if plan is not None and uses_load_pods(spec):
-        baseline, candidate = await read_windows(runtime, ref.key, plan, pods, since, now)
+        baseline, candidate = await read_windows(runtime, ref.key, plan, pods, since, now, ref.uid)
     server_step_itl = None
     if any(gate.type is GateType.TAIL_LATENCY for gate in stage_spec.gates):
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)

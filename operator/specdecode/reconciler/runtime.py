@@ -55,6 +55,8 @@ class Runtime:
     foreign_children: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per rollout, what its last apply found named like a child but not owned by it
     (`reconciler.ownership`): one message per object, shown as Degraded."""
+    load_tokens: dict[str, str] = field(default_factory=dict)
+    """Per rollout, the token its load pods require (`adapters.kube.load_token`)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # When each rollout's load pods without a known echo were last pushed the engine
     # endpoints (monotonic seconds): such pushes repeat on a timer, not every reconcile.
@@ -108,6 +110,7 @@ class Runtime:
         self._locks.pop(key, None)
         self.superseded.pop(key, None)
         self.foreign_children.pop(key, None)
+        self.load_tokens.pop(key, None)
         self.endpoints_pushed_at.pop(key, None)
         self.load_endpoints.pop(key, None)
         self.wakeups.unregister(key)

@@ -174,7 +174,9 @@ async def look(
     namespace = trial.owner.namespace
     pods = observe_load_pods(runtime, namespace, trial.name)
     key = f"{namespace}/{trial.name}"
-    baseline, candidate = await read_windows(runtime, key, plan, pods, since, until)
+    baseline, candidate = await read_windows(
+        runtime, key, plan, pods, since, until, trial.owner.uid
+    )
     earlier = await _earlier_blocks(runtime, trial) if resumed else {}
     engine = EngineSelector(namespace, child_name(trial.name, ChildRole.CANDIDATE))
     start, end = datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC)

@@ -97,6 +97,7 @@ class FakeKube:
         # Objects that exist on the server but not in the watched cache: (kind, name) ->
         # their ownerReference uids.
         self.uncached: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.secrets: dict[str, Any] = {}  # the load tokens created
 
     def as_clients(self) -> KubeClients:
         return cast(KubeClients, self)
@@ -126,6 +127,11 @@ class FakeKube:
             if (kind, args[1]["metadata"]["name"]) in self.uncached:
                 raise ApiException(status=409, reason="AlreadyExists")
             return {}
+        if method == "core.create_namespaced_secret":
+            self.secrets[args[1]["metadata"]["name"]] = args[1]
+            return {}
+        if method == "core.read_namespaced_secret":
+            raise ApiException(status=404, reason="NotFound")  # tests read none back
         if method in ("apps.read_namespaced_deployment", "core.read_namespaced_service"):
             return self._read_uncached(
                 "Deployment" if method.startswith("apps") else "Service", args[0]
