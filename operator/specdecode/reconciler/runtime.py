@@ -17,6 +17,7 @@ from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import Fence, KubeClients
 from specdecode.adapters.metrics import (
     AcceptanceSource,
+    PrometheusAccess,
     PrometheusRunningRequests,
     RunningRequestsSource,
     StepLatencySource,
@@ -84,8 +85,13 @@ class Runtime:
         `metrics`: the process's registry, if it is already served (it outlives kopf);
         `fence`: closed by leadership when this replica must stop sending requests.
         """
+        access = PrometheusAccess(
+            ca_file=settings.prometheus_ca_file,
+            bearer_token_file=settings.prometheus_bearer_token_file,
+            insecure_skip_verify=settings.prometheus_insecure_skip_verify,
+        )
         prometheus = make_metric_source(
-            "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
+            "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds, access
         )
         metrics = metrics or OperatorMetrics()
         return cls(
@@ -95,7 +101,7 @@ class Runtime:
             acceptance=prometheus,
             step_latency=prometheus,
             running=PrometheusRunningRequests(
-                settings.prometheus_url, settings.prometheus_timeout_seconds
+                settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),
             http=httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)),
         )
