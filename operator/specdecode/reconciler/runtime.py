@@ -94,16 +94,20 @@ class Runtime:
             "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds, access
         )
         metrics = metrics or OperatorMetrics()
+        kube = KubeClients.connect(kubeconfig, on_request=metrics.count_request, fence=fence)
         return cls(
             settings=settings,
-            kube=KubeClients.connect(kubeconfig, on_request=metrics.count_request, fence=fence),
+            kube=kube,
             metrics=metrics,
             acceptance=prometheus,
             step_latency=prometheus,
             running=PrometheusRunningRequests(
                 settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),
-            http=httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)),
+            http=httpx.AsyncClient(
+                timeout=httpx.Timeout(10.0, connect=3.0),
+                event_hooks={"request": [kube.fence.refuse_http]},
+            ),
         )
 
     def lock(self, key: str) -> asyncio.Lock:

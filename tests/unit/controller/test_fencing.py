@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes import client
 
@@ -115,3 +116,19 @@ async def test_a_leader_whose_renewal_hangs_stops_before_a_standby_may_take_over
     standby_may_take_over = last_renewal + settings.lease_duration_seconds
     assert acted[-1] < standby_may_take_over
     assert acted[-1] >= fence_at(settings, last_renewal) - 0.05  # it led until the fence
+
+
+async def test_a_fenced_replica_sends_no_http_request_either() -> None:
+    fence, sent = Fence(), []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        return httpx.Response(200)
+
+    hooks = {"request": [fence.refuse_http]}
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer), event_hooks=hooks) as http:
+        await http.post("http://10.1.0.1:8090/v1/endpoints")
+        fence.close()
+        with pytest.raises(Fenced):
+            await http.post("http://10.1.0.1:8090/v1/endpoints")
+    assert sent == ["/v1/endpoints"]

@@ -46,6 +46,12 @@ class Fence:
         """Whether requests are refused."""
         return self._closed.is_set()
 
+    async def refuse_http(self, request: Any) -> None:
+        """An httpx request hook: the operator's other requests (load pods, engines' GET
+        /version) are refused too once closed: a fenced leader steers no load pod."""
+        if self.closed:
+            raise Fenced(f"{request.method} {request.url}: this replica no longer leads")
+
 
 @dataclass(frozen=True)
 class Deadlines:
