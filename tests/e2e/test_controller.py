@@ -9,6 +9,8 @@
 - Ownership: a user's unlabelled Service and Deployment named like a new rollout's
   production are left byte for byte as they were, the rollout is Degraded naming them,
   and once the user deletes them the rollout proceeds.
+- The load path: a load pod answers its control endpoints only with its rollout's token
+  (from a Secret the rollout owns); the operator's own calls carry it.
 - A hung API server: the leader's connection goes through a proxy that stops forwarding;
   it fences itself (stops every reconcile, sends nothing more) before the standby may
   take the Lease, and the standby finishes the analysis with one Event per transition.
@@ -23,6 +25,7 @@ nothing depends on the engines' answers); the manual gate makes the verdicts the
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import random
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -294,6 +298,51 @@ def test_objects_named_like_a_new_rollouts_children_are_left_alone(
     assert [ref["uid"] for ref in service["metadata"]["ownerReferences"]] == [
         r.get()["metadata"]["uid"]
     ]
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
+
+
+# --- the load path -----------------------------------------------------------------------
+
+
+def _load_requests(status: dict[str, Any]) -> int:
+    return sum(((stage.get("load") or {}).get("requests") or 0) for stage in status["stages"])
+
+
+def _status_code(url: str, method: str = "GET", token: str | None = None) -> int:
+    body = b'{"urls": ["http://10.0.0.1:8000"]}' if method == "POST" else None
+    request = urllib.request.Request(url, data=body, method=method)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def test_a_load_pod_answers_its_rollouts_operator_only(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(merged(load_example(), MANUAL))
+    r.wait_phase("Analyzing", timeout=240)
+    # The operator's own calls carry the token: its looks count the load pods' requests.
+    r.wait(lambda status: _load_requests(status) > 0, timeout=120, message="load measured")
+    pod = r.pods("shadow-load")[0]
+    base = f"http://{pod['status']['podIP']}:8090"
+    assert _status_code(f"{base}/v1/report?since=0") == 401
+    assert _status_code(f"{base}/v1/endpoints", "POST") == 401
+    assert _status_code(f"{base}/v1/endpoints", "POST", token="a-guess") == 401
+    assert _status_code(f"{base}/healthz") == 200  # the kubelet's probe needs no token
+    secret = json.loads(
+        cluster.kubectl(
+            "get", "secret", "llama-load-token", "-n", r.namespace, "-o", "json", check=True
+        ).stdout
+    )  # fmt: skip
+    owner = secret["metadata"]["ownerReferences"][0]
+    assert owner["uid"] == r.get()["metadata"]["uid"]  # deleted with the rollout
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    assert _status_code(f"{base}/v1/report?since=0", token=token) == 200
     cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
 
 
