@@ -44,12 +44,12 @@ import hashlib
 from dataclasses import dataclass
 
 from specdecode.adapters.kube.children import (
-    apply_children,
     delete_children,
     shadows_to_delete,
     stale_objects,
 )
 from specdecode.adapters.kube.events import EventTarget, post_event, withdraw_event
+from specdecode.adapters.kube.owned import apply_children
 from specdecode.adapters.kube.rollouts import StaleRollout, clear_action, patch_status
 from specdecode.adapters.render import Owner, render_children
 from specdecode.api import SpecDecodeRolloutSpec

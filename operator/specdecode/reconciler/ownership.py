@@ -1,6 +1,6 @@
 """Children named like objects the operator does not own: remembered, shown as Degraded.
 
-Applying children finds them (`adapters.kube.children.apply_children` leaves them
+Applying children finds them (`adapters.kube.owned.apply_children` leaves them
 untouched); the status of the same reconcile may already be written by then, so the
 finding is kept per rollout, the loop is woken at once, and the next decision carries it
 as Degraded=True (reason `ChildNotOwned`) naming each object and how to resolve it. The
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from specdecode.adapters.kube.children import ForeignObject
+from specdecode.adapters.kube.owned import ForeignObject
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from specdecode.adapters.kube.children import (
-    apply_children,
     delete_children,
     observe_children,
     stale_objects,
 )
 from specdecode.adapters.kube.load_pods import delete_pod
+from specdecode.adapters.kube.owned import apply_children
 from specdecode.adapters.kube.tunings import (
     apply_config_map,
     blocks_name,

@@ -4,12 +4,10 @@ Observation reads the watched cache (`cache.ClusterView`), never the API server:
 Deployments and their pods become `ChildState` values, including the scheduler's and
 kubelet's reasons, which become the rollout's "why".
 
-Writes go only to objects the operator owns (`apply_children`): another object of a
-child's name is left as it is and reported, so a user's Service is never rewritten,
-adopted or garbage-collected. They happen only where the cache differs from the rendered
-objects: `covers` says whether an observed object already holds every field the operator
-renders (the API server adds defaults, so "holds" is a subset test with quantities
-compared by value).
+Writes go only to objects the operator owns (`adapters.kube.owned.apply_children`), and
+only where the cache differs from the rendered objects: `covers` says whether an
+observed object already holds every field the operator renders (the API server adds
+defaults, so "holds" is a subset test with quantities compared by value).
 A child deleted or edited by hand therefore differs, and its watch event triggers the
 reconcile that restores it; an unchanged rollout sends nothing. Shadows the domain no
 longer wants are deleted only if the cache says they exist.
@@ -17,16 +15,15 @@ longer wants are deleted only if the cache says they exist.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from kubernetes.client import ApiException
 from kubernetes.utils import parse_quantity
 
 from specdecode.adapters.kube.cache import JsonObject, labels_of, named
 from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.owned import owner_uids
 from specdecode.adapters.render import CONFIG_LABEL, ROLE_LABEL, child_name
 from specdecode.domain.observations import ChildRole, ChildState
 
@@ -76,118 +73,6 @@ def stale_objects(
         if current is None or not covers(current, obj):
             stale.append(obj)
     return stale
-
-
-@dataclass(frozen=True)
-class ForeignObject:
-    """An object named like a child that the operator does not own: left untouched."""
-
-    kind: str
-    namespace: str
-    name: str
-
-    def message(self) -> str:
-        """What the rollout's Degraded condition says, and how to resolve it."""
-        return (
-            f"{self.kind} {self.namespace}/{self.name} already exists and is not owned by this "
-            "rollout (no ownerReference to it), so the operator leaves it untouched: rename "
-            f"the rollout, or delete the {self.kind} if nothing else uses it"
-        )
-
-
-def owner_uids(obj: Mapping[str, Any]) -> set[str]:
-    """The uids of an object's ownerReferences."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return {str(ref.get("uid")) for ref in refs}
-
-
-async def apply_children(
-    clients: KubeClients,
-    objects: Sequence[dict[str, Any]],
-    manager: str,
-    observed: Iterable[JsonObject] = (),
-) -> list[ForeignObject]:
-    """Apply each object (the caller passes only stale ones, and what the cache shows), all
-    at once, each in a worker thread: a new rollout's Deployments and Services do not wait
-    in line. Only objects the operator owns are changed; the others are returned.
-
-    Owned means an ownerReference to the uid the rendered object names. The cache watches
-    only labelled objects, so an absent child may still exist: a dry-run create asks
-    first (`_name_is_free`), and only a taken name costs one GET, to tell our own (the
-    watch lags) from somebody else's.
-    """
-    by_name = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in observed}
-    found = await asyncio.gather(
-        *(
-            asyncio.to_thread(
-                _apply_owned, clients, obj, manager, by_name.get((obj["kind"], _name(obj)))
-            )
-            for obj in objects
-        )
-    )
-    return [foreign for foreign in found if foreign is not None]
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(obj["metadata"]["name"])
-
-
-def _apply_owned(
-    clients: KubeClients, obj: dict[str, Any], manager: str, cached: JsonObject | None
-) -> ForeignObject | None:
-    ours = owner_uids(obj)
-    foreign = ForeignObject(obj["kind"], obj["metadata"]["namespace"], _name(obj))
-    if cached is not None:
-        if not ours & owner_uids(cached):
-            return foreign
-        clients.server_side_apply(obj, manager)
-        return None
-    if _name_is_free(clients, obj):
-        clients.server_side_apply(obj, manager, force=False)
-        return None
-    existing = _read_owner_uids(clients, foreign)
-    if existing is not None and not ours & existing:
-        return foreign
-    clients.server_side_apply(obj, manager)  # ours, created before the watch told us
-    return None
-
-
-def _name_is_free(clients: KubeClients, obj: dict[str, Any]) -> bool:
-    """Whether no object of this kind and name exists: a dry-run create (nothing is stored,
-    nothing is changed; AlreadyExists says it is taken).
-
-    Why not create for real: a created object's fields would belong to an Update, which a
-    later apply can never prune. Why not apply without force at once: it would add our
-    fields to somebody else's object wherever they do not conflict (labels, the
-    ownerReference). What is left is a race of the dry run's round trip: an object created
-    by someone else in between is applied to without force (conflicting fields refused).
-    """
-    namespace, body = obj["metadata"]["namespace"], cast(Any, obj)
-    try:
-        if obj["kind"] == "Deployment":
-            clients.apps.create_namespaced_deployment(namespace, body, dry_run="All")
-        else:
-            clients.core.create_namespaced_service(namespace, body, dry_run="All")
-    except ApiException as error:
-        if error.status == 409:
-            return False
-        raise
-    return True
-
-
-def _read_owner_uids(clients: KubeClients, child: ForeignObject) -> set[str] | None:
-    """The ownerReference uids of the named Deployment or Service; None if absent."""
-    found: Any
-    try:
-        if child.kind == "Deployment":
-            found = clients.apps.read_namespaced_deployment(child.name, child.namespace)
-        else:
-            found = clients.core.read_namespaced_service(child.name, child.namespace)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    return {str(ref.uid) for ref in found.metadata.owner_references or []}
 
 
 def shadows_to_delete(

@@ -156,7 +156,7 @@ class KubeClients:
         `force` takes over fields another manager (kubectl edit, a drifted hand edit)
         changed. Callers force only objects the operator owns (an ownerReference to its
         rollout), so drift of its own children is repaired; a new object is applied
-        without it (`children.apply_children`).
+        without it (`owned.apply_children`).
         """
         resource = self.dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         metadata = obj["metadata"]
