@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import kopf
 
-from specdecode.adapters.kube.client import KUBE_CONCURRENCY
+from specdecode.adapters.kube.client import KUBE_CONCURRENCY, Fence
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.leadership import elector_for, run_when_leading
 from specdecode.handlers.lifecycle import register_lifecycle_handlers
@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     if settings.metrics_port:
         metrics.serve(settings.metrics_host, settings.metrics_port)
     registry = kopf.OperatorRegistry()
-    register_lifecycle_handlers(registry, settings, args.kubeconfig, metrics)
+    fence = Fence()  # closed by leadership when this replica must stop sending requests
+    register_lifecycle_handlers(registry, settings, args.kubeconfig, metrics, fence)
     register_watches(registry)
     register_rollout_handlers(registry)
     register_tuning_handlers(registry)
@@ -116,7 +117,12 @@ def main(argv: list[str] | None = None) -> None:
     if settings.leader_election:
         elector = elector_for(settings, args.kubeconfig)
         leading = run_when_leading(
-            settings, elector, run_operator, liveness, lambda on: metrics.leader.set(float(on))
+            settings,
+            elector,
+            run_operator,
+            liveness,
+            lambda on: metrics.leader.set(float(on)),
+            fence,
         )
         sys.exit(asyncio.run(with_kube_threads(leading)))
     metrics.leader.set(1.0)

@@ -26,6 +26,15 @@ class OperatorSettings:
     prometheus_timeout_seconds: float = 10.0
     """A query slower than this is a metric error (Error verdict), not a hang."""
 
+    prometheus_ca_file: str | None = None
+    """PEM CA bundle that signs an https Prometheus's certificate (default: the system's)."""
+
+    prometheus_bearer_token_file: str | None = None
+    """File whose bearer token is sent with every Prometheus query (re-read each time)."""
+
+    prometheus_insecure_skip_verify: bool = False
+    """Do not verify an https Prometheus's certificate (test servers only)."""
+
     reconcile_interval_seconds: float = 5.0
     """The analysis clock: how often a rollout in Pending, Deploying, Analyzing or Promoting
     is reconciled without a change (looks, warm-ups and deadlines are due on it)."""
@@ -80,6 +89,12 @@ class OperatorSettings:
             prometheus_timeout_seconds=float(
                 env.get("SPECDECODE_PROMETHEUS_TIMEOUT", cls.prometheus_timeout_seconds)
             ),
+            prometheus_ca_file=env.get("SPECDECODE_PROMETHEUS_CA_FILE") or None,
+            prometheus_bearer_token_file=env.get("SPECDECODE_PROMETHEUS_BEARER_TOKEN_FILE") or None,
+            prometheus_insecure_skip_verify=env.get(
+                "SPECDECODE_PROMETHEUS_INSECURE_SKIP_VERIFY", ""
+            ).lower()
+            in TRUE_WORDS,
             reconcile_interval_seconds=float(
                 env.get("SPECDECODE_RECONCILE_INTERVAL", cls.reconcile_interval_seconds)
             ),

@@ -4,11 +4,14 @@ Why not a framework: the load image should stay small and the main process serve
 tiny routes to one client (the operator), so httptools' request parser plus one response
 per connection (`Connection: close`) is all it needs. Handlers are synchronous and return
 JSON-ready data; encoding happens here, in the main process, never in a measuring loop.
+With a token (the rollout's, from the environment) every route but `/healthz` (the
+kubelet's probe) requires `Authorization: Bearer <token>`: 401 otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 from collections.abc import Callable
 from http import HTTPStatus
@@ -19,11 +22,15 @@ import httptools
 # (method, target, body) -> (status, JSON-ready payload)
 Handler = Callable[[str, str, bytes], tuple[int, Any]]
 MAX_BODY_BYTES = 1 << 20
+OPEN_PATHS = ("/healthz",)  # what answers without the token
+TOKEN_ENV = "SPECDECODE_LOAD_TOKEN"  # where the pod finds it (the operator sets it)
 
 
 class _Request(asyncio.Protocol):
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, token: str | None = None) -> None:
         self._handler = handler
+        self._expected = f"Bearer {token}".encode() if token else None
+        self._authorization = b""
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._target = b""
@@ -35,6 +42,10 @@ class _Request(asyncio.Protocol):
 
     def on_url(self, url: bytes) -> None:
         self._target += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"authorization":
+            self._authorization = value
 
     def on_body(self, body: bytes) -> None:
         self._body += body
@@ -52,6 +63,8 @@ class _Request(asyncio.Protocol):
             return
         if len(self._body) > MAX_BODY_BYTES:
             self._respond(413, {"error": "request body too large"})
+        elif self._complete and not self._authorized():
+            self._respond(401, {"error": "a load pod answers its rollout's operator only"})
         elif self._complete:
             method = self._parser.get_method().decode()
             try:
@@ -59,6 +72,11 @@ class _Request(asyncio.Protocol):
             except Exception as error:
                 status, payload = 500, {"error": f"{type(error).__name__}: {error}"}
             self._respond(status, payload)
+
+    def _authorized(self) -> bool:
+        if self._expected is None or self._target.split(b"?")[0].decode() in OPEN_PATHS:
+            return True
+        return hmac.compare_digest(self._authorization, self._expected)
 
     def _respond(self, status: int, payload: Any) -> None:
         body = json.dumps(payload, separators=(",", ":")).encode()
@@ -73,7 +91,10 @@ class _Request(asyncio.Protocol):
         self._complete = True
 
 
-async def serve_http(host: str, port: int, handler: Handler) -> asyncio.Server:
-    """Listen on host:port and answer every request with `handler`."""
+async def serve_http(
+    host: str, port: int, handler: Handler, token: str | None = None
+) -> asyncio.Server:
+    """Listen on host:port and answer every request with `handler` (only those carrying
+    `token`, when given, except `/healthz`)."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: _Request(handler), host, port)
+    return await loop.create_server(lambda: _Request(handler, token), host, port)

@@ -101,11 +101,15 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
     # One Role per watched namespace, plus the leader-election Lease Role in the release's own.
     namespaces = sorted(r["metadata"]["namespace"] for r in of_kind(namespaced, "Role"))
     assert namespaces == ["a", "b", "ops"]
+    # Only the operator reaches the load pods' control port, in each watched namespace.
+    policies = of_kind(namespaced, "NetworkPolicy")
+    assert sorted(p["metadata"]["namespace"] for p in policies) == ["a", "b"]
+    assert not of_kind(docs, "NetworkPolicy")  # cluster-wide: no namespace to put one in
     for role in of_kind(namespaced, "Role") + of_kind(namespaced, "ClusterRole"):
         for rule in role["rules"]:
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
-            if "secrets" in rule["resources"]:
-                assert rule["verbs"] == ["get"]
+            if "secrets" in rule["resources"]:  # the prompt set; a rollout's load token
+                assert set(rule["verbs"]) <= {"get", "create"}
     env = {
         e["name"]: e.get("value")
         for e in of_kind(namespaced, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0][

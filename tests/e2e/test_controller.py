@@ -6,6 +6,14 @@
   nothing at all once the rollouts are deleted).
 - An invalid spec (one the API server stores but the operator cannot parse) removes the
   shadows, which hold GPUs, and leaves production running.
+- Ownership: a user's unlabelled Service and Deployment named like a new rollout's
+  production are left byte for byte as they were, the rollout is Degraded naming them,
+  and once the user deletes them the rollout proceeds.
+- The load path: a load pod answers its control endpoints only with its rollout's token
+  (from a Secret the rollout owns); the operator's own calls carry it.
+- A hung API server: the leader's connection goes through a proxy that stops forwarding;
+  it fences itself (stops every reconcile, sends nothing more) before the standby may
+  take the Lease, and the standby finishes the analysis with one Event per transition.
 - Leader hand-over: two replicas with leader election; the leader is stopped as an
   upgrade or a drain would stop it, the standby takes the Lease and carries the analysis
   on; one Event per transition throughout.
@@ -17,6 +25,7 @@ nothing depends on the engines' answers); the manual gate makes the verdicts the
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import random
@@ -25,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -36,6 +46,7 @@ import yaml
 
 from localcluster.extra_nodes import STANDIN_IMAGE, ExtraGpuNodes
 from localcluster.handle import LocalCluster
+from localcluster.hung_proxy import HungProxy
 from localcluster.manifests import load_example, merged
 from localcluster.operator_process import CRD_NAME, OperatorProcess, install_crds
 from localcluster.ports import pick_free_ports
@@ -215,20 +226,143 @@ def test_an_invalid_spec_removes_the_shadows_and_keeps_production(
     cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
 
 
+# --- ownership ---------------------------------------------------------------------------
+
+USERS_SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "llama", "labels": {"app": "users-own"}},
+    "spec": {"selector": {"app": "users-own"}, "ports": [{"port": 80, "targetPort": 8080}]},
+}
+USERS_DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "llama", "labels": {"app": "users-own"}},
+    "spec": {
+        "replicas": 0,
+        "selector": {"matchLabels": {"app": "users-own"}},
+        "template": {
+            "metadata": {"labels": {"app": "users-own"}},
+            "spec": {"containers": [{"name": "web", "image": STANDIN_IMAGE}]},
+        },
+    },
+}
+
+
+def _as_stored(cluster: LocalCluster, namespace: str, kind: str) -> dict[str, Any]:
+    out = cluster.kubectl("get", kind, "llama", "-n", namespace, "-o", "json", check=True)
+    stored: dict[str, Any] = json.loads(out.stdout)
+    stored.pop("status", None)  # the Deployment controller's, not a write to the object
+    return stored
+
+
+def _not_owned_message(status: dict[str, Any]) -> str | None:
+    conditions = status.get("conditions") or []
+    degraded: dict[str, Any] = next((c for c in conditions if c.get("type") == "Degraded"), {})
+    if degraded.get("status") == "True" and degraded.get("reason") == "ChildNotOwned":
+        return str(degraded.get("message"))
+    return None
+
+
+def test_objects_named_like_a_new_rollouts_children_are_left_alone(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, namespace: str
+) -> None:
+    for manifest in (USERS_SERVICE, USERS_DEPLOYMENT):
+        cluster.kubectl(
+            "apply", "-n", namespace, "-f", "-", input=json.dumps(manifest), check=True
+        )  # fmt: skip
+
+    def settled() -> bool:  # the Deployment controller has written its status
+        stored = json.loads(
+            cluster.kubectl("get", "deployment", "llama", "-n", namespace, "-o", "json").stdout
+        )
+        return bool((stored.get("status") or {}).get("observedGeneration"))
+
+    wait_for(settled, timeout=30, message="the user's Deployment observed")
+    before = {kind: _as_stored(cluster, namespace, kind) for kind in ("service", "deployment")}
+
+    r = rollout("llama")
+    r.apply(merged(load_example(), MANUAL))
+    message = r.wait(_not_owned_message, timeout=60, message="Degraded: not owned")
+    assert f"Service {namespace}/llama already exists" in message, message
+    assert f"Deployment {namespace}/llama already exists" in message, message
+    assert "rename the rollout" in message
+    after = {kind: _as_stored(cluster, namespace, kind) for kind in ("service", "deployment")}
+    assert after == before  # spec and metadata, managedFields and resourceVersion included
+
+    for kind in ("service", "deployment"):
+        cluster.kubectl("delete", kind, "llama", "-n", namespace, check=True)
+    r.wait_phase("Analyzing", timeout=240)
+    assert _not_owned_message(r.status()) is None
+    service = _as_stored(cluster, namespace, "service")
+    assert [ref["uid"] for ref in service["metadata"]["ownerReferences"]] == [
+        r.get()["metadata"]["uid"]
+    ]
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
+
+
+# --- the load path -----------------------------------------------------------------------
+
+
+def _load_requests(status: dict[str, Any]) -> int:
+    return sum(((stage.get("load") or {}).get("requests") or 0) for stage in status["stages"])
+
+
+def _status_code(url: str, method: str = "GET", token: str | None = None) -> int:
+    body = b'{"urls": ["http://10.0.0.1:8000"]}' if method == "POST" else None
+    request = urllib.request.Request(url, data=body, method=method)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def test_a_load_pod_answers_its_rollouts_operator_only(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    r = rollout("llama")
+    r.apply(merged(load_example(), MANUAL))
+    r.wait_phase("Analyzing", timeout=240)
+    # The operator's own calls carry the token: its looks count the load pods' requests.
+    r.wait(lambda status: _load_requests(status) > 0, timeout=120, message="load measured")
+    pod = r.pods("shadow-load")[0]
+    base = f"http://{pod['status']['podIP']}:8090"
+    assert _status_code(f"{base}/v1/report?since=0") == 401
+    assert _status_code(f"{base}/v1/endpoints", "POST") == 401
+    assert _status_code(f"{base}/v1/endpoints", "POST", token="a-guess") == 401
+    assert _status_code(f"{base}/healthz") == 200  # the kubelet's probe needs no token
+    secret = json.loads(
+        cluster.kubectl(
+            "get", "secret", "llama-load-token", "-n", r.namespace, "-o", "json", check=True
+        ).stdout
+    )  # fmt: skip
+    owner = secret["metadata"]["ownerReferences"][0]
+    assert owner["uid"] == r.get()["metadata"]["uid"]  # deleted with the rollout
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    assert _status_code(f"{base}/v1/report?since=0", token=token) == 200
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--wait=false")
+
+
 # --- leader hand-over --------------------------------------------------------------------
 
 
 class Replica:
     """One operator replica with leader election, as the chart runs it."""
 
-    def __init__(self, cluster: LocalCluster, namespace: str, name: str) -> None:
+    def __init__(
+        self, cluster: LocalCluster, namespace: str, name: str, kubeconfig: Path | None = None
+    ) -> None:
         self.cluster, self.name = cluster, name
         self.component = f"operator-{name}"
         ports = pick_free_ports([f"{name}-metrics", f"{name}-health"])
         self.health = f"http://127.0.0.1:{ports[f'{name}-health']}/healthz"
+        self.metrics = f"http://127.0.0.1:{ports[f'{name}-metrics']}/metrics"
         program = shutil.which("specdecode-operator", path=str(Path(sys.executable).parent))
         argv = [program or "specdecode-operator", "--leader-elect"]
-        argv += ["--kubeconfig", str(cluster.kubeconfig)]
+        argv += ["--kubeconfig", str(kubeconfig or cluster.kubeconfig)]
         argv += ["--prometheus-url", cluster.prometheus_url, "--reconcile-interval", "1"]
         argv += ["--metrics-port", str(ports[f"{name}-metrics"])]
         env = {
@@ -246,6 +380,13 @@ class Replica:
     def _alive(self) -> bool:
         with urllib.request.urlopen(self.health, timeout=2):
             return True
+
+    def metric(self, name: str) -> float:
+        """The sum of a metric's samples on this replica's /metrics (served locally)."""
+        with urllib.request.urlopen(self.metrics, timeout=2) as reply:
+            text = reply.read().decode()
+        lines = [line for line in text.splitlines() if line.startswith(name)]
+        return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
 
     def stop(self) -> None:
         """SIGTERM, as the kubelet does on an upgrade or a drain."""
@@ -297,6 +438,58 @@ def test_leader_hand_over_keeps_the_analysis_going(
     finally:
         for replica in replicas.values():
             replica.stop()
+        running_operator.start()
+
+
+def test_a_leader_cut_off_by_a_hung_api_server_stops_before_the_standby_takes_over(
+    rollout: Callable[[str], Rollout],
+    cluster: LocalCluster,
+    namespace: str,
+    running_operator: OperatorProcess,
+    tmp_path: Path,
+) -> None:
+    running_operator.stop()
+    proxy = HungProxy(cluster.apiserver_url)
+    through = proxy.kubeconfig_through(cluster.kubeconfig, tmp_path / "through-proxy.kubeconfig")
+    replicas: list[Replica] = []
+    try:
+        leader = Replica(cluster, namespace, "replica-a", kubeconfig=through)
+        replicas.append(leader)
+        wait_for(lambda: lease_holder(cluster, namespace) == "replica-a", timeout=30)
+        replicas.append(Replica(cluster, namespace, "replica-b"))
+        r = rollout("llama")
+        r.apply(merged(load_example(), MANUAL))
+        before = r.wait_phase("Analyzing", timeout=240)
+
+        proxy.freeze()
+        seen: dict[str, float] = {}
+
+        def both_seen() -> bool:
+            now = time.monotonic()
+            if "fenced" not in seen and leader.metric("specdecode_operator_leader") == 0:
+                seen["fenced"] = now
+                seen["requests"] = leader.metric("specdecode_operator_api_requests_total")
+            if "taken" not in seen and lease_holder(cluster, namespace) == "replica-b":
+                seen["taken"] = now
+            return len(seen) == 3
+
+        wait_for(both_seen, timeout=90, interval=0.1, message="fenced, then taken over")
+        # The old leader stopped first (its fence: a renewal period before the Lease runs
+        # out), and the standby waited for the whole lease duration.
+        assert seen["fenced"] < seen["taken"], seen
+
+        r.annotate("promote")
+        after = r.wait_phase("Promoted", timeout=180)
+        assert after["analysisStartedAt"] == before["analysisStartedAt"]
+        assert duplicated_events(r) == [], r.describe()
+        # Fenced means silent: not one request attempted since, not even into the proxy.
+        if leader.child.poll() is None:
+            assert leader.metric("specdecode_operator_api_requests_total") == seen["requests"]
+        assert leader.child.wait(timeout=60) == 1  # exits to restart as a standby
+    finally:
+        for replica in replicas:
+            replica.stop()
+        proxy.close()
         running_operator.start()
 
 

@@ -54,13 +54,16 @@ The rules the operator needs in every namespace it serves, derived from its code
 - specdecodetunings (+ /status): the same for tunings; `create` (and patch) on
   specdecoderollouts starts the winner's rollout of a tuning with `apply: true`.
 - deployments, services: children are server-side applied (patch; create when absent)
-  and shadows are deleted; deployments (and pods) are listed to observe readiness.
+  and shadows are deleted; deployments (and pods) are listed to observe readiness; `get`
+  only when a create-only apply is refused, to tell a child of ours the watch has not
+  delivered yet from somebody else's object of that name (left untouched).
 - pods: watched (also where the shadow engines' ready pods answer, for the load pods); the
   shadow-load pods of each analysis stage are created and deleted (the operator sends no
   inference traffic itself).
 - configmaps, secrets: `get` of the one prompt set a rollout names, and of a tuning's
   report and trial-data ConfigMaps (which it also creates, patches, deletes); never list
-  or watch.
+  or watch. Secrets: also `create` of each rollout's load-pod token (owned by the rollout,
+  so deleted with it); the operator reads back only that Secret, by name.
 - events: one core/v1 Event per transition, posted before the status write; deleted only
   when that write is refused (409), so none announces a transition that never happened.
 */}}
@@ -84,16 +87,20 @@ The rules the operator needs in every namespace it serves, derived from its code
 # Children: watched (the operator's cache), written only where they differ.
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "create", "delete"]
 - apiGroups: [""]
   resources: ["configmaps", "secrets"]
   verbs: ["get"]
+# Each rollout's load-pod token: a Secret it owns, created once (read back only by name).
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
 # A tuning's report and trial-data ConfigMaps (server-side apply; removed when done).
 - apiGroups: [""]
   resources: ["configmaps"]

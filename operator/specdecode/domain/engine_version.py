@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from specdecode.api.status import Condition, ConditionStatus, SpecDecodeRolloutStatus
-from specdecode.domain.conditions import DEGRADED
+from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.degraded import with_degraded
 
 VERSION_MISMATCH = "VllmVersionMismatch"
 
@@ -56,26 +56,4 @@ def with_version_check(
     wrong = mismatches(expected, running)
     if not wrong:
         return new
-    conditions = list(new.conditions)
-    index = next((i for i, c in enumerate(conditions) if c.type == DEGRADED), None)
-    if (
-        index is not None
-        and conditions[index].status is ConditionStatus.TRUE
-        and conditions[index].reason != VERSION_MISMATCH
-    ):
-        return new
-    before = next((c for c in old.conditions if c.type == DEGRADED), None)
-    kept = before is not None and before.reason == VERSION_MISMATCH
-    degraded = Condition(
-        type=DEGRADED,
-        status=ConditionStatus.TRUE,
-        reason=VERSION_MISMATCH,
-        message=mismatch_message(expected, wrong),
-        last_transition_time=before.last_transition_time if kept and before else now,
-        observed_generation=conditions[index].observed_generation if index is not None else None,
-    )
-    if index is None:
-        conditions.append(degraded)
-    else:
-        conditions[index] = degraded
-    return new.model_copy(update={"conditions": conditions})
+    return with_degraded(old, new, VERSION_MISMATCH, mismatch_message(expected, wrong), now)

@@ -6,8 +6,18 @@ Lease in the background. On SIGTERM (an upgrade, a node drain) kopf stops gracef
 rollout's loop finishes its reconcile, then the Lease is released and the standby takes
 over within one poll. Analyses keep running meanwhile: the shadow load runs in its own
 pods and status holds everything else, so the new leader continues where the old one
-stopped. A leader that cannot renew for a whole lease duration, or finds the Lease taken,
-stops reconciling at once and exits non-zero (the kubelet restarts it as a standby).
+stopped.
+
+Fencing: a standby takes an unrenewed Lease no earlier than `lease_duration_seconds`
+after the holder sent its last successful renewal (it measures from when it first saw
+that record, which is later). So the leader fences itself before that instant, with
+`lease_renew_seconds` to spare (`fence_at`): once no renewal has succeeded by then (taken
+over, API errors, or a renewal hanging on a hung API server: every Lease request has a
+deadline, and waiting for one ends at the fence anyway) it closes the `Fence` of its API
+clients, so no request leaves the process any more, even from a reconcile under way,
+cancels kopf (every reconcile loop) without the graceful wait, and exits non-zero (the
+kubelet restarts it as a standby). A renewal that still lands late is refused by its
+resourceVersion once the standby has written the Lease.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from urllib.parse import urlparse
 from aiohttp import web
 from kubernetes import client
 
-from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.client import Deadlines, Fence, KubeClients
 from specdecode.adapters.kube.lease import LeaseElector, LeaseTerms
 from specdecode.settings import OperatorSettings
 
@@ -35,6 +45,9 @@ LEASE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lease")
 T = TypeVar("T")
 RunOperator = Callable[[asyncio.Event], Awaitable[None]]
 LeadingHook = Callable[[bool], None]
+# How long a fenced kopf may take to unwind after its cancellation before the process
+# exits anyway (nothing it does can reach the API server: the fence is closed).
+UNWIND_SECONDS = 10.0
 
 
 def elector_for(settings: OperatorSettings, kubeconfig: str | None) -> LeaseElector:
@@ -45,7 +58,17 @@ def elector_for(settings: OperatorSettings, kubeconfig: str | None) -> LeaseElec
         identity=settings.identity,
         duration_seconds=settings.lease_duration_seconds,
     )
-    return LeaseElector(client.CoordinationV1Api(KubeClients.connect(kubeconfig).api), terms)
+    # A Lease request never outlives one renewal period.
+    renew = settings.lease_renew_seconds
+    deadlines = Deadlines(connect=min(5.0, renew), read=renew)
+    api = KubeClients.connect(kubeconfig, deadlines=deadlines).api
+    return LeaseElector(client.CoordinationV1Api(api), terms)
+
+
+def fence_at(settings: OperatorSettings, renewal_sent: float) -> float:
+    """When a leader whose last successful renewal was sent at `renewal_sent` (monotonic
+    seconds) must have stopped: a renewal period before any standby may take over."""
+    return renewal_sent + settings.lease_duration_seconds - settings.lease_renew_seconds
 
 
 async def run_when_leading(
@@ -54,32 +77,45 @@ async def run_when_leading(
     run_operator: RunOperator,
     liveness_endpoint: str | None,
     on_leading: LeadingHook = lambda leading: None,
+    fence: Fence | None = None,
 ) -> int:
     """Wait for the Lease, run the operator while holding it, release it on the way out.
 
-    `on_leading` is told when this replica starts and stops leading (a metric). Returns
-    the process's exit code: 1 if leadership was lost (restart as a standby).
+    `on_leading` is told when this replica starts and stops leading (a metric); `fence`
+    is the one the operator's API clients pass (closed if leadership is not renewed in
+    time). Returns the process's exit code: 1 if leadership was lost (restart as a standby).
     """
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stopping.set)
-    if not await _wait_for_lease(settings, elector, stopping, liveness_endpoint):
+    acquired_sent = await _wait_for_lease(settings, elector, stopping, liveness_endpoint)
+    if acquired_sent is None:
         return 0
     logger.info("%s holds Lease %s: reconciling", settings.identity, settings.lease_name)
+    fence = fence or Fence()
     stop_flag = asyncio.Event()
-    renewer = asyncio.create_task(_keep_leading(settings, elector, stop_flag))
+    renewer = asyncio.create_task(_keep_leading(settings, elector, fence, acquired_sent))
+    operator = asyncio.ensure_future(run_operator(stop_flag))
     on_leading(True)
     try:
-        await run_operator(stop_flag)
+        await asyncio.wait({operator, renewer}, return_when=asyncio.FIRST_COMPLETED)
+        if renewer.done():  # fenced: stop every reconcile now, not after a graceful stop
+            on_leading(False)
+            stop_flag.set()
+            operator.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(operator, UNWIND_SECONDS)
+        else:
+            operator.result()
     finally:
-        on_leading(False)
         renewer.cancel()
-        lost = stop_flag.is_set() and not elector.leading
-        await _on_lease_thread(elector.release)
-        logger.info("%s released Lease %s", settings.identity, settings.lease_name)
-    return 1 if lost else 0
+        if not fence.closed:  # a fenced leader has nothing to release (nor a free thread)
+            on_leading(False)
+            await _on_lease_thread(elector.release)
+            logger.info("%s released Lease %s", settings.identity, settings.lease_name)
+    return 1 if fence.closed else 0
 
 
 async def _wait_for_lease(
@@ -87,45 +123,54 @@ async def _wait_for_lease(
     elector: LeaseElector,
     stopping: asyncio.Event,
     liveness_endpoint: str | None,
-) -> bool:
-    """Poll until the Lease is ours (True) or the process is told to stop (False)."""
+) -> float | None:
+    """Poll until the Lease is ours: when the request that won it was sent (monotonic
+    seconds); None if the process is told to stop first."""
     health = await _serve_standby_health(liveness_endpoint)
+    loop = asyncio.get_running_loop()
     try:
         while not stopping.is_set():
+            sent = loop.time()
             try:
                 if await _on_lease_thread(elector.try_acquire_or_renew):
-                    return True
+                    return sent
             except Exception as error:
                 logger.warning("cannot read Lease %s: %s", settings.lease_name, error)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), settings.lease_retry_seconds)
-        return False
+        return None
     finally:
         if health is not None:
             await health.cleanup()
 
 
 async def _keep_leading(
-    settings: OperatorSettings, elector: LeaseElector, stop_flag: asyncio.Event
+    settings: OperatorSettings, elector: LeaseElector, fence: Fence, renewal_sent: float
 ) -> None:
-    """Renew every `lease_renew_seconds`; stop the operator if leadership is lost."""
+    """Renew every `lease_renew_seconds`; return, with `fence` closed, once leadership is
+    lost or no renewal succeeded in time (`fence_at`)."""
     loop = asyncio.get_running_loop()
-    confirmed = loop.time()
     while True:
-        await asyncio.sleep(settings.lease_renew_seconds)
+        deadline = fence_at(settings, renewal_sent)
+        await asyncio.sleep(max(0.0, min(settings.lease_renew_seconds, deadline - loop.time())))
+        sent = loop.time()
+        if sent >= deadline:
+            logger.error("Lease %s not renewed in time: fenced", settings.lease_name)
+            break
         try:
-            if await _on_lease_thread(elector.try_acquire_or_renew):
-                confirmed = loop.time()
+            renew = _on_lease_thread(elector.try_acquire_or_renew)
+            if await asyncio.wait_for(renew, deadline - sent):
+                renewal_sent = sent
                 continue
-            logger.error("Lease %s was taken over: stopping", settings.lease_name)
+            logger.error("Lease %s was taken over: fenced", settings.lease_name)
+            break
+        except TimeoutError:
+            logger.error("Lease %s: no answer before the fence: fenced", settings.lease_name)
+            break
         except Exception as error:
-            if loop.time() - confirmed < settings.lease_duration_seconds:
-                logger.warning("cannot renew Lease %s: %s", settings.lease_name, error)
-                continue
-            logger.error("Lease %s not renewed for a whole duration: stopping", error)
-        elector.abandon()  # not ours any more: never release it
-        stop_flag.set()
-        return
+            logger.warning("cannot renew Lease %s: %s", settings.lease_name, error)
+    fence.close()  # first: nothing leaves the process from now on
+    elector.abandon()  # not ours any more: never release it
 
 
 async def _on_lease_thread(call: Callable[[], T]) -> T:

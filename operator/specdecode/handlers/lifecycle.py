@@ -14,12 +14,14 @@ from typing import Any
 
 import kopf
 
+from specdecode.adapters.kube.client import Fence
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.watches import configure_watches
 from specdecode.reconciler.runtime import Runtime
 from specdecode.settings import OperatorSettings
 
 KOPF_PREFIX = "kopf.specdecode.io"
+KOPF_CONNECT_TIMEOUT = 5.0
 NO_LOG_EVENTS = 100  # above CRITICAL: events are posted explicitly, one per transition
 
 
@@ -37,18 +39,27 @@ def register_lifecycle_handlers(
     operator_settings: OperatorSettings,
     kubeconfig: str | None,
     metrics: OperatorMetrics,
+    fence: Fence | None = None,
 ) -> None:
     """Register startup (clients, kopf settings) and cleanup (stop traffic) handlers.
 
     `metrics` is the process's registry, already served: a standby replica exposes it too.
+    `fence`: closed by leadership when this replica must stop sending requests.
     """
 
     async def startup(memo: kopf.Memo, settings: kopf.OperatorSettings, **_: Any) -> None:
         configure_kopf(settings)
         settings.posting.level = NO_LOG_EVENTS
         settings.watching.server_timeout = 300
+        # kopf's own requests have deadlines too: connect, and each request (a watch's
+        # stream is bounded by watching.server_timeout plus its client timeout instead).
+        settings.networking.connect_timeout = KOPF_CONNECT_TIMEOUT
         settings.networking.request_timeout = 60
-        runtime = await asyncio.to_thread(Runtime.create, operator_settings, kubeconfig, metrics)
+        settings.watching.connect_timeout = KOPF_CONNECT_TIMEOUT
+        settings.watching.client_timeout = settings.watching.server_timeout + 30
+        runtime = await asyncio.to_thread(
+            Runtime.create, operator_settings, kubeconfig, metrics, fence
+        )
         memo["runtime"] = runtime
 
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:

@@ -84,7 +84,7 @@ async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger)
         runtime.metrics.reconciled(outcome, time.monotonic() - started)
     for event in decision.events:
         logger.info("%s: %s", event.reason, event.message)
-    return next_reconcile_in(runtime, decision)
+    return next_reconcile_in(runtime, decision, ref.key)
 
 
 async def rollout_loop(

@@ -44,18 +44,19 @@ import hashlib
 from dataclasses import dataclass
 
 from specdecode.adapters.kube.children import (
-    apply_children,
     delete_children,
     shadows_to_delete,
     stale_objects,
 )
 from specdecode.adapters.kube.events import EventTarget, post_event, withdraw_event
+from specdecode.adapters.kube.owned import apply_children
 from specdecode.adapters.kube.rollouts import StaleRollout, clear_action, patch_status
 from specdecode.adapters.render import Owner, render_children
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
+from specdecode.reconciler.ownership import record_foreign
 from specdecode.reconciler.runtime import Runtime
 
 # Phases in which time alone can change the decision (looks, warm-ups, deadlines): the
@@ -87,21 +88,27 @@ class RolloutRef:
         return Owner(self.name, self.namespace, self.uid)
 
 
-def next_reconcile_in(runtime: Runtime, decision: Decision) -> float:
+def next_reconcile_in(runtime: Runtime, decision: Decision, key: str | None = None) -> float:
     """Seconds until the rollout must be looked at again without any event.
 
     While time drives the phase: the decision's next timed event when it has one (an
     analysis: its next look, warm-up or duration end, `cadence.next_timed_event`), else
     the operator's clock (`reconcile_interval_seconds`). The slow resync otherwise, which
-    only repairs what a missed watch event could have hidden.
+    only repairs what a missed watch event could have hidden. A rollout (`key`) with an
+    object named like a child that it does not own: at least at the operator's clock (no
+    watch event says when that object goes).
     """
     settings = runtime.settings
     if decision.status.phase not in CLOCKED_PHASES:
-        return settings.resync_seconds
-    if decision.wake_at is None:
-        return settings.reconcile_interval_seconds
-    until = (decision.wake_at - runtime.clock.now()).total_seconds()
-    return min(max(until, 0.0) + WAKE_SLACK_SECONDS, settings.resync_seconds)
+        wait = settings.resync_seconds
+    elif decision.wake_at is None:
+        wait = settings.reconcile_interval_seconds
+    else:
+        until = (decision.wake_at - runtime.clock.now()).total_seconds()
+        wait = min(max(until, 0.0) + WAKE_SLACK_SECONDS, settings.resync_seconds)
+    if key is not None and key in runtime.foreign_children:
+        return min(wait, settings.reconcile_interval_seconds)
+    return wait
 
 
 async def commit_status(
@@ -182,11 +189,13 @@ async def apply_children_of(
     services = runtime.cluster.rollout_services(ref.namespace, ref.name)
     if spec is not None:
         rendered = render_children(ref.name, ref.namespace, ref.uid, spec, decision.children)
-        stale = stale_objects(rendered, [*deployments, *services])
-        if stale:
-            await apply_children(runtime.kube, stale, runtime.settings.field_manager)
+        observed = [*deployments, *services]
+        stale = stale_objects(rendered, observed)
+        manager = runtime.settings.field_manager
+        foreign = await apply_children(runtime.kube, stale, manager, observed) if stale else []
+        record_foreign(runtime, ref.key, foreign)
     if not decision.children.shadows:
-        doomed = shadows_to_delete(ref.name, deployments, services)
+        doomed = shadows_to_delete(ref.name, deployments, services, ref.uid)
         if doomed:
             await asyncio.to_thread(delete_children, runtime.kube, ref.namespace, doomed)
 

@@ -28,6 +28,7 @@ from specdecode.adapters.kube.load_pods import (
     delete_pod,
     observed_load_pods,
 )
+from specdecode.adapters.kube.load_token import ensure_load_token, read_load_token
 from specdecode.adapters.kube.prompt_source import read_prompt_text
 from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, plan_hash, render_load_pods
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
@@ -82,16 +83,18 @@ async def read_windows(
     pods: Sequence[LoadPod],
     since: float,
     now: float,
+    uid: str = "",
 ) -> tuple[LatencySamples | MetricError | None, LatencySamples | MetricError | None]:
     """(baseline, candidate) windows of the stage run from its load pods' reports.
 
     Each report's echo of the engine endpoints its pod uses is kept for `sync_load_pods`
-    (`rollout` is the rollout's "namespace/name").
+    (`rollout` is the rollout's "namespace/name", `uid` its uid: the owner of its token).
     """
     current = _current(pods, plan)
     echoed = runtime.load_endpoints.setdefault(rollout, {})
+    token = await _known_token(runtime, rollout, uid) if current else None
     windows = await asyncio.gather(
-        *(_side(runtime, plan, side, current, since, now, echoed) for side in SIDES)
+        *(_side(runtime, plan, side, current, since, now, echoed, token) for side in SIDES)
     )
     return windows[0], windows[1]
 
@@ -104,6 +107,7 @@ async def _side(
     since: float,
     now: float,
     echoed: dict[str, tuple[str, ...]],
+    token: str | None,
 ) -> LatencySamples | MetricError | None:
     by_shard = {pod.shard: pod for pod in pods if pod.side == side.value}
     reports: list[LoadReport] = []
@@ -115,7 +119,7 @@ async def _side(
             missing.append(f"shard {shard} has no running load pod")
             continue
         try:
-            report = await fetch_report(runtime.http, url, since)
+            report = await fetch_report(runtime.http, url, since, token)
         except ReportUnavailable as why:
             missing.append(f"load pod {pod.name} did not answer ({why})")
             continue
@@ -160,9 +164,25 @@ async def sync_load_pods(
         desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
         absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
         if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
+            if key not in runtime.load_tokens:  # before the first pod: they read it at start
+                made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
+                runtime.load_tokens[key] = made
             for wanted_pod in absent:
                 await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
-    await _push_changed_endpoints(runtime, key, running, endpoints)
+    known = await _known_token(runtime, key, owner.uid) if running else None
+    await _push_changed_endpoints(runtime, key, running, endpoints, known)
+
+
+async def _known_token(runtime: Runtime, rollout: str, uid: str) -> str | None:
+    """The rollout's load token: kept in memory, else read once (after a restart); None
+    while it has none (its pods, if any, predate tokens and require none)."""
+    token = runtime.load_tokens.get(rollout)
+    if token is None and uid:
+        namespace, name = rollout.split("/", 1)
+        token = await asyncio.to_thread(read_load_token, runtime.kube, namespace, name, uid)
+        if token is not None:
+            runtime.load_tokens[rollout] = token
+    return token
 
 
 async def _push_changed_endpoints(
@@ -170,6 +190,7 @@ async def _push_changed_endpoints(
     rollout: str,
     running: Sequence[LoadPod],
     endpoints: dict[ChildRole, list[str]],
+    token: str | None,
 ) -> None:
     """Push each running pod its side's endpoints where they differ from those it uses.
 
@@ -190,7 +211,7 @@ async def _push_changed_endpoints(
         in_use = known if known is not None else pod.endpoints
         if pod.report_url is None or urls == in_use or (known is None and not unechoed_due):
             continue
-        taken = await push_endpoints(runtime.http, pod.report_url, list(urls))
+        taken = await push_endpoints(runtime.http, pod.report_url, list(urls), token)
         if taken and known is not None:
             echoed[pod.name] = urls
         else:  # unconfirmed: pushed again on the timer until its reports echo the list

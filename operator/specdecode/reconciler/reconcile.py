@@ -63,6 +63,7 @@ from specdecode.reconciler.load import (
     uses_load_pods,
 )
 from specdecode.reconciler.mirror import mirror_problem, observe_routes
+from specdecode.reconciler.ownership import with_foreign_children
 from specdecode.reconciler.runtime import Runtime
 
 __all__ = [
@@ -120,6 +121,7 @@ async def reconcile(
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
+    decision = with_foreign_children(runtime, ref.key, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
     await _apply(runtime, ref, spec, status, decision, action, first=not raw_status)
     return decision
@@ -196,7 +198,7 @@ async def _observe_stage(
     baseline: LatencySamples | MetricError | None = None
     candidate: LatencySamples | MetricError | None = None
     if plan is not None and uses_load_pods(spec) and needs & LOAD_REPORT_NEEDS:
-        baseline, candidate = await read_windows(runtime, ref.key, plan, pods, since, now)
+        baseline, candidate = await read_windows(runtime, ref.key, plan, pods, since, now, ref.uid)
     server_step_itl = None
     if Need.SERVER_STEP_HISTOGRAMS in needs:
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)

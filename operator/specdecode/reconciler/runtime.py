@@ -14,9 +14,10 @@ import httpx
 from specdecode.adapters.clock import Clock, SystemClock
 from specdecode.adapters.engine_version import EngineVersions
 from specdecode.adapters.kube.cache import ClusterView
-from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.client import Fence, KubeClients
 from specdecode.adapters.metrics import (
     AcceptanceSource,
+    PrometheusAccess,
     PrometheusRunningRequests,
     RunningRequestsSource,
     StepLatencySource,
@@ -52,6 +53,11 @@ class Runtime:
     superseded: dict[str, str] = field(default_factory=dict)
     """Per rollout, the resourceVersion our last status write replaced: a copy of the
     rollout still at that version is stale (the watch has not delivered our write yet)."""
+    foreign_children: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per rollout, what its last apply found named like a child but not owned by it
+    (`reconciler.ownership`): one message per object, shown as Degraded."""
+    load_tokens: dict[str, str] = field(default_factory=dict)
+    """Per rollout, the token its load pods require (`adapters.kube.load_token`)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # When each rollout's load pods without a known echo were last pushed the engine
     # endpoints (monotonic seconds): such pushes repeat on a timer, not every reconcile.
@@ -72,25 +78,36 @@ class Runtime:
         settings: OperatorSettings,
         kubeconfig: str | None = None,
         metrics: OperatorMetrics | None = None,
+        fence: Fence | None = None,
     ) -> Runtime:
         """Connect to the API server and Prometheus as the settings say.
 
-        `metrics`: the process's registry, if it is already served (it outlives kopf).
+        `metrics`: the process's registry, if it is already served (it outlives kopf);
+        `fence`: closed by leadership when this replica must stop sending requests.
         """
+        access = PrometheusAccess(
+            ca_file=settings.prometheus_ca_file,
+            bearer_token_file=settings.prometheus_bearer_token_file,
+            insecure_skip_verify=settings.prometheus_insecure_skip_verify,
+        )
         prometheus = make_metric_source(
-            "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds
+            "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds, access
         )
         metrics = metrics or OperatorMetrics()
+        kube = KubeClients.connect(kubeconfig, on_request=metrics.count_request, fence=fence)
         return cls(
             settings=settings,
-            kube=KubeClients.connect(kubeconfig, on_request=metrics.count_request),
+            kube=kube,
             metrics=metrics,
             acceptance=prometheus,
             step_latency=prometheus,
             running=PrometheusRunningRequests(
-                settings.prometheus_url, settings.prometheus_timeout_seconds
+                settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),
-            http=httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)),
+            http=httpx.AsyncClient(
+                timeout=httpx.Timeout(10.0, connect=3.0),
+                event_hooks={"request": [kube.fence.refuse_http]},
+            ),
         )
 
     def lock(self, key: str) -> asyncio.Lock:
@@ -102,6 +119,8 @@ class Runtime:
         key = f"{namespace}/{name}"
         self._locks.pop(key, None)
         self.superseded.pop(key, None)
+        self.foreign_children.pop(key, None)
+        self.load_tokens.pop(key, None)
         self.endpoints_pushed_at.pop(key, None)
         self.load_endpoints.pop(key, None)
         self.wakeups.unregister(key)

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from specdecode.adapters.kube.children import (
-    apply_children,
     delete_children,
     observe_children,
     stale_objects,
 )
 from specdecode.adapters.kube.load_pods import delete_pod
+from specdecode.adapters.kube.owned import apply_children
 from specdecode.adapters.kube.tunings import (
     apply_config_map,
     blocks_name,
@@ -133,9 +133,10 @@ async def ensure_engines(runtime: Runtime, trial: Trial) -> EngineState:
     deployments = runtime.cluster.rollout_deployments(namespace, trial.name)
     services = runtime.cluster.rollout_services(namespace, trial.name)
     rendered = render_trial_children(trial.owner, trial.spec)
-    stale = stale_objects(rendered, [*deployments, *services])
+    observed = [*deployments, *services]
+    stale = stale_objects(rendered, observed)
     if stale:
-        await apply_children(runtime.kube, stale, runtime.settings.field_manager)
+        await apply_children(runtime.kube, stale, runtime.settings.field_manager, observed)
     states = observe_children(deployments, runtime.cluster.rollout_pods(namespace, trial.name))
     crashed = [
         f"{role.value} engine: {state.crash_reason}"
@@ -173,7 +174,9 @@ async def look(
     namespace = trial.owner.namespace
     pods = observe_load_pods(runtime, namespace, trial.name)
     key = f"{namespace}/{trial.name}"
-    baseline, candidate = await read_windows(runtime, key, plan, pods, since, until)
+    baseline, candidate = await read_windows(
+        runtime, key, plan, pods, since, until, trial.owner.uid
+    )
     earlier = await _earlier_blocks(runtime, trial) if resumed else {}
     engine = EngineSelector(namespace, child_name(trial.name, ChildRole.CANDIDATE))
     start, end = datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC)

@@ -129,11 +129,11 @@ def test_leader_election_rules_are_exactly_what_the_code_uses() -> None:
     assert rules_of(defined_block("specdecode-operator.leaderElectionRules")) == derived
 
 
-def test_no_wildcards_and_secrets_are_get_only() -> None:
+def test_no_wildcards_and_secrets_are_never_listed_or_changed() -> None:
     rbac_text = (CHART / "templates" / "_helpers.tpl").read_text()
     assert '"*"' not in rbac_text and "'*'" not in rbac_text
     rules = rules_of(defined_block("specdecode-operator.namespacedRules"))
-    assert rules[("", "secrets")] == {"get"}
+    assert rules[("", "secrets")] == {"get", "create"}  # no list, watch or update
 
 
 def test_discovery_rules_are_read_only() -> None:

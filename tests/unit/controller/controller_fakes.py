@@ -12,6 +12,7 @@ import copy
 import itertools
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, cast
 
 import httpx
@@ -93,12 +94,23 @@ class FakeKube:
         self.apps, self.core = _Api(self, "apps"), _Api(self, "core")
         self.custom, self.discovery = _Api(self, "custom"), _Api(self, "discovery")
         self.api = self.dynamic = None
+        # Objects that exist on the server but not in the watched cache: (kind, name) ->
+        # their ownerReference uids.
+        self.uncached: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.secrets: dict[str, Any] = {}  # the load tokens created
 
     def as_clients(self) -> KubeClients:
         return cast(KubeClients, self)
 
-    def server_side_apply(self, obj: dict[str, Any], field_manager: str) -> None:
-        self.calls.append(("apply", (obj,), {"field_manager": field_manager}))
+    def server_side_apply(
+        self, obj: dict[str, Any], field_manager: str, *, force: bool = True
+    ) -> None:
+        verb = "apply" if force else "apply-unforced"
+        self.calls.append((verb, (obj,), {"field_manager": field_manager}))
+
+    def add_uncached(self, kind: str, name: str, owner_uids: tuple[str, ...] = ()) -> None:
+        """An object the watched cache does not show (unlabelled, or not delivered yet)."""
+        self.uncached[(kind, name)] = owner_uids
 
     def handle(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self.calls.append((method, args, kwargs))
@@ -109,9 +121,30 @@ class FakeKube:
             if name in self.events:
                 raise ApiException(status=409, reason="AlreadyExists")
             self.events[name] = args[1]
+        if method in ("apps.create_namespaced_deployment", "core.create_namespaced_service"):
+            assert kwargs == {"dry_run": "All"}  # children are applied, never created
+            kind = "Deployment" if method.startswith("apps") else "Service"
+            if (kind, args[1]["metadata"]["name"]) in self.uncached:
+                raise ApiException(status=409, reason="AlreadyExists")
+            return {}
+        if method == "core.create_namespaced_secret":
+            self.secrets[args[1]["metadata"]["name"]] = args[1]
+            return {}
+        if method == "core.read_namespaced_secret":
+            raise ApiException(status=404, reason="NotFound")  # tests read none back
+        if method in ("apps.read_namespaced_deployment", "core.read_namespaced_service"):
+            return self._read_uncached(
+                "Deployment" if method.startswith("apps") else "Service", args[0]
+            )
         if method == "core.delete_namespaced_event" and self.events.pop(args[0], None) is None:
             raise ApiException(status=404, reason="NotFound")
         return {}
+
+    def _read_uncached(self, kind: str, name: str) -> Any:
+        if (kind, name) not in self.uncached:
+            raise ApiException(status=404, reason="NotFound")
+        refs = [SimpleNamespace(uid=uid) for uid in self.uncached[(kind, name)]]
+        return SimpleNamespace(metadata=SimpleNamespace(owner_references=refs))
 
     def _patch_status(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.die_at_status_write == "before":
@@ -138,7 +171,8 @@ class FakeKube:
         return [method.split(".")[-1] for method, _, _ in self.calls]
 
     def applied(self) -> list[dict[str, Any]]:
-        return [args[0] for method, args, _ in self.calls if method == "apply"]
+        """Every object sent by server-side apply (create-only or not)."""
+        return [args[0] for method, args, _ in self.calls if "apply" in method]
 
     def event_reasons(self) -> list[str]:
         return [event.reason for event in self.events.values()]

@@ -122,7 +122,7 @@ async def test_an_action_on_an_idle_rollout_acts_on_its_watch_event() -> None:
     body, memo = kopf.Body(cast(Any, raw)), kopf.Memo(runtime=runtime)
     stopper, loop = start_loop(body, memo)
     try:
-        await wait_until(lambda: "apply" in kube.verbs())  # first pass: production created
+        await wait_until(lambda: bool(kube.applied()))  # first pass: production created
         await wait_until(lambda: reconciles(runtime) >= 1)
         # The watch delivers our status write, then the user's annotation.
         written = [a for m, a, _ in kube.calls if m.endswith("custom_object_status")]
@@ -166,7 +166,7 @@ async def test_a_new_rollouts_first_copy_is_let_go_once(finalizer_arrives: bool)
         if finalizer_arrives:
             raw["metadata"]["finalizers"] = [KOPF_FINALIZER]
         await rollout_event(body=body, memo=memo)  # kopf's write, or any later event
-        await wait_until(lambda: "apply" in kube.verbs())
+        await wait_until(lambda: bool(kube.applied()))
     finally:
         stopper.set()
         await asyncio.wait_for(loop, 5.0)

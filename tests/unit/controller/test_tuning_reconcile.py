@@ -46,8 +46,10 @@ class TuningKube(FakeKube):
         self.config_maps: dict[str, dict[str, Any]] = {}
         self.rollouts_created = 0
 
-    def server_side_apply(self, obj: dict[str, Any], field_manager: str) -> None:
-        super().server_side_apply(obj, field_manager)
+    def server_side_apply(
+        self, obj: dict[str, Any], field_manager: str, *, force: bool = True
+    ) -> None:
+        super().server_side_apply(obj, field_manager, force=force)
         if obj["kind"] == "ConfigMap":
             self.config_maps[obj["metadata"]["name"]] = obj
 
@@ -141,7 +143,9 @@ def test_a_crash_looping_engine_fails_the_tuning_and_removes_every_trial() -> No
     assert kube.status is not None and kube.status["phase"] == "Failed"
     assert "candidate engine" in kube.status["message"]
     assert "crash-looping" in kube.status["message"], kube.status["message"]
-    deleted = [args[0] for method, args, _ in kube.calls if method.endswith("_deployment")]
+    deleted = [
+        args[0] for method, args, _ in kube.calls if method.endswith("delete_namespaced_deployment")
+    ]
     assert len(deleted) == 4
     assert "TuningFailed" in kube.event_reasons()
 

@@ -5,6 +5,7 @@ answering over a mock transport.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +48,7 @@ class FakeCore:
     def __init__(self) -> None:
         self.pods: dict[str, dict[str, Any]] = {}
         self.config_maps: dict[str, dict[str, str]] = {}
+        self.secrets: dict[str, dict[str, Any]] = {}
         self.calls: list[str] = []
 
     def create_namespaced_pod(self, namespace: str, body: dict[str, Any]) -> None:
@@ -57,6 +59,21 @@ class FakeCore:
         self.calls.append(f"delete {name}")
         if self.pods.pop(name, None) is None:
             raise ApiException(status=404)
+
+    def create_namespaced_secret(self, namespace: str, body: dict[str, Any]) -> None:
+        self.calls.append(f"create secret {body['metadata']['name']}")
+        if body["metadata"]["name"] in self.secrets:
+            raise ApiException(status=409)
+        self.secrets[body["metadata"]["name"]] = body
+
+    def read_namespaced_secret(self, name: str, namespace: str) -> Any:
+        self.calls.append(f"get secret {name}")
+        if name not in self.secrets:
+            raise ApiException(status=404)
+        body = self.secrets[name]
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in body["stringData"].items()}
+        refs = [SimpleNamespace(uid=r["uid"]) for r in body["metadata"]["ownerReferences"]]
+        return SimpleNamespace(data=data, metadata=SimpleNamespace(owner_references=refs))
 
     def read_namespaced_config_map(self, name: str, namespace: str) -> Any:
         if name not in self.config_maps:

@@ -4,9 +4,10 @@ Observation reads the watched cache (`cache.ClusterView`), never the API server:
 Deployments and their pods become `ChildState` values, including the scheduler's and
 kubelet's reasons, which become the rollout's "why".
 
-Writes happen only where the cache differs from the rendered objects: `covers` says
-whether an observed object already holds every field the operator renders (the API
-server adds defaults, so "holds" is a subset test with quantities compared by value).
+Writes go only to objects the operator owns (`adapters.kube.owned.apply_children`), and
+only where the cache differs from the rendered objects: `covers` says whether an
+observed object already holds every field the operator renders (the API server adds
+defaults, so "holds" is a subset test with quantities compared by value).
 A child deleted or edited by hand therefore differs, and its watch event triggers the
 reconcile that restores it; an unchanged rollout sends nothing. Shadows the domain no
 longer wants are deleted only if the cache says they exist.
@@ -14,7 +15,6 @@ longer wants are deleted only if the cache says they exist.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -24,6 +24,7 @@ from kubernetes.utils import parse_quantity
 
 from specdecode.adapters.kube.cache import JsonObject, labels_of, named
 from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.owned import owner_uids
 from specdecode.adapters.render import CONFIG_LABEL, ROLE_LABEL, child_name
 from specdecode.domain.observations import ChildRole, ChildState
 
@@ -78,30 +79,23 @@ def stale_objects(
     return stale
 
 
-async def apply_children(
-    clients: KubeClients, objects: Sequence[dict[str, Any]], manager: str
-) -> int:
-    """Server-side apply each object (the caller passes only stale ones), all at once, each
-    in a worker thread: a new rollout's Deployments and Services do not wait in line; how
-    many."""
-    await asyncio.gather(
-        *(asyncio.to_thread(clients.server_side_apply, obj, manager) for obj in objects)
-    )
-    return len(objects)
-
-
 def shadows_to_delete(
-    rollout: str, deployments: Iterable[JsonObject], services: Iterable[JsonObject]
+    rollout: str,
+    deployments: Iterable[JsonObject],
+    services: Iterable[JsonObject],
+    owner_uid: str | None = None,
 ) -> list[tuple[str, str]]:
     """("Deployment" | "Service", name) of every shadow child the cache says exists and
-    is not already being deleted."""
+    is not already being deleted; with `owner_uid`, only those it owns."""
     deployments, services = list(deployments), list(services)
     doomed = []
     for role in SHADOW_ROLES:
         name = child_name(rollout, role)
         for kind, objects in (("Deployment", deployments), ("Service", services)):
             obj = named(objects, name)
-            if obj is not None and not (obj.get("metadata") or {}).get("deletionTimestamp"):
+            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            if owner_uid is None or owner_uid in owner_uids(obj):
                 doomed.append((kind, name))
     return doomed
 

@@ -19,6 +19,7 @@ from kubernetes.client import ApiException
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.api import ACTION_ANNOTATION, GROUP, PLURAL, VERSION
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.api.status_budget import within_budget
 
 
 class StaleRollout(Exception):
@@ -28,9 +29,10 @@ class StaleRollout(Exception):
 def status_patch_body(
     status: SpecDecodeRolloutStatus, resource_version: str | None = None
 ) -> dict[str, Any]:
-    """The merge-patch body that makes the stored status equal `status`, guarded by
-    `resource_version` when given."""
-    body: dict[str, Any] = {"status": status.model_dump(mode="json", by_alias=True)}
+    """The merge-patch body that makes the stored status equal `status` (within its size
+    budget: `api.status_budget`), guarded by `resource_version` when given."""
+    written = within_budget(status)
+    body: dict[str, Any] = {"status": written.model_dump(mode="json", by_alias=True)}
     if resource_version:
         body["metadata"] = {"resourceVersion": resource_version}
     return body

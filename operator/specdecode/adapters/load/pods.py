@@ -35,6 +35,17 @@ SHARD_LABEL = "specdecode.io/shard"
 PLAN_LABEL = "specdecode.io/load-plan"
 STAGE_LABEL = "specdecode.io/stage"
 REPORT_PORT = 8090
+# The per-rollout Secret whose token every control request to a load pod must carry
+# (`adapters.kube.load_token`); the pod reads it from this environment variable.
+TOKEN_KEY = "token"
+TOKEN_ENV = "SPECDECODE_LOAD_TOKEN"
+
+
+def token_secret_name(rollout: str) -> str:
+    """The Secret holding the rollout's load-pod token."""
+    return f"{rollout}-load-token"
+
+
 STATE_DIR = "/var/run/specdecode-load"
 PROMPTS_DIR = "/etc/specdecode-load/prompts"
 PROMPTS_FILE = "prompts.jsonl"
@@ -191,6 +202,8 @@ def render_load_pods(
                 "image": generator.image or default_image,
                 "args": _args(spec, plan, side, shard, endpoints.get(side, []), hashed),
                 "port": REPORT_PORT,
+                "token_env": TOKEN_ENV,
+                "token_secret": {"name": token_secret_name(owner.name), "key": TOKEN_KEY},
                 "resources": resources,
                 "volumes": volumes,
                 "volume_mounts": mounts,

@@ -18,8 +18,15 @@ class ReportUnavailable(Exception):
     """The pod did not answer (not up yet, restarting, gone): a missing shard."""
 
 
-async def fetch_report(http: httpx.AsyncClient, base_url: str, since: float) -> LoadReport:
-    """One pod's report of the blocks since `since`.
+def _auth(token: str | None) -> dict[str, str]:
+    """The header a load pod's control endpoints require (its rollout's token)."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+async def fetch_report(
+    http: httpx.AsyncClient, base_url: str, since: float, token: str | None = None
+) -> LoadReport:
+    """One pod's report of the blocks since `since` (`token`: the rollout's).
 
     Raises ReportUnavailable when the pod cannot be reached or answers with an error
     status, and ReportError when it answers with something that is not a report (a
@@ -29,6 +36,7 @@ async def fetch_report(http: httpx.AsyncClient, base_url: str, since: float) -> 
         response = await http.get(
             f"{base_url}/v1/report",
             params={"since": f"{since:.3f}"},
+            headers=_auth(token),
             timeout=REPORT_TIMEOUT_SECONDS,
         )
     except httpx.HTTPError as error:
@@ -44,11 +52,16 @@ async def fetch_report(http: httpx.AsyncClient, base_url: str, since: float) -> 
     return report_from_wire(data)
 
 
-async def push_endpoints(http: httpx.AsyncClient, base_url: str, urls: list[str]) -> bool:
+async def push_endpoints(
+    http: httpx.AsyncClient, base_url: str, urls: list[str], token: str | None = None
+) -> bool:
     """Tell a load pod the engine endpoints of its side; False if it did not take them."""
     try:
         response = await http.post(
-            f"{base_url}/v1/endpoints", json={"urls": urls}, timeout=REPORT_TIMEOUT_SECONDS
+            f"{base_url}/v1/endpoints",
+            json={"urls": urls},
+            headers=_auth(token),
+            timeout=REPORT_TIMEOUT_SECONDS,
         )
     except httpx.HTTPError:
         return False

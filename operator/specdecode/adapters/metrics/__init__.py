@@ -6,6 +6,7 @@ Chosen by `make_metric_source`, as Argo Rollouts picks a metric provider by name
 
 from __future__ import annotations
 
+from specdecode.adapters.metrics.access import PrometheusAccess
 from specdecode.adapters.metrics.prometheus import PrometheusMetrics
 from specdecode.adapters.metrics.protocol import (
     AcceptanceSource,
@@ -16,16 +17,19 @@ from specdecode.adapters.metrics.protocol import (
 from specdecode.adapters.metrics.running import PrometheusRunningRequests, UnknownRunningRequests
 
 
-def make_metric_source(kind: str, url: str, timeout_seconds: float) -> PrometheusMetrics:
+def make_metric_source(
+    kind: str, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
+) -> PrometheusMetrics:
     """The metric source named by `kind` ("prometheus" is the only one so far)."""
     if kind == "prometheus":
-        return PrometheusMetrics(url, timeout_seconds)
+        return PrometheusMetrics(url, timeout_seconds, access)
     raise ValueError(f"unknown metric source {kind!r}; known: prometheus")
 
 
 __all__ = [
     "AcceptanceSource",
     "EngineSelector",
+    "PrometheusAccess",
     "PrometheusMetrics",
     "PrometheusRunningRequests",
     "RunningRequestsSource",

@@ -26,6 +26,7 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
+from specdecode.adapters.metrics.access import PrometheusAccess, prometheus_session
 from specdecode.adapters.metrics.prometheus import MALFORMED, why
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.observations import MetricError
@@ -71,10 +72,12 @@ def parse_running(rows: list[dict[str, Any]]) -> dict[int, float]:
 class PrometheusRunningRequests:
     """`RunningRequestsSource` backed by a Prometheus server."""
 
-    def __init__(self, url: str, timeout_seconds: float) -> None:
+    def __init__(
+        self, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
+    ) -> None:
         self._url = url
         self._timeout = timeout_seconds
-        self._client = PrometheusConnect(url=url, disable_ssl=True)
+        self._client = PrometheusConnect(url=url, session=prometheus_session(access))
 
     async def running_histogram(
         self, engine: EngineSelector, start: datetime, end: datetime

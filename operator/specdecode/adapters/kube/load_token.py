@@ -1,0 +1,77 @@
+"""The token of a rollout's load pods: a Secret the rollout owns, made once, read once.
+
+Why: a load pod's control endpoints decide what a verdict measures (`POST /v1/endpoints`
+points a side's load at a server; `GET /v1/report` is the measurement), and any pod that
+can reach a load pod could otherwise call them. Every load pod gets the token from this
+Secret (an environment variable, `adapters.load.pods`) and refuses a control request
+without it; the operator sends it with each. The operator creates the Secret before the
+rollout's first load pod and keeps the value in memory, so after a restart it is one GET
+per rollout. A Secret of that name the rollout does not own is never used.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from typing import Any, cast
+
+from kubernetes.client import ApiException
+
+from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.load.pods import TOKEN_KEY, token_secret_name
+from specdecode.adapters.render import ROLLOUT_LABEL, Owner
+
+
+class LoadTokenError(Exception):
+    """The token Secret cannot be used (another object holds its name)."""
+
+
+def read_load_token(clients: KubeClients, namespace: str, rollout: str, uid: str) -> str | None:
+    """The rollout's token, if its Secret exists; None if not yet."""
+    name = token_secret_name(rollout)
+    try:
+        secret = clients.core.read_namespaced_secret(name, namespace)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    metadata = secret.metadata
+    refs = (metadata.owner_references if metadata is not None else None) or []
+    owners = {str(ref.uid) for ref in refs}
+    value = (secret.data or {}).get(TOKEN_KEY)
+    if uid not in owners or not value:
+        raise LoadTokenError(
+            f"Secret {namespace}/{name} exists and is not this rollout's load token: "
+            "rename the rollout, or delete the Secret"
+        )
+    return base64.b64decode(value).decode()
+
+
+def ensure_load_token(clients: KubeClients, owner: Owner) -> str:
+    """The rollout's token, creating its Secret if there is none yet."""
+    found = read_load_token(clients, owner.namespace, owner.name, owner.uid)
+    if found is not None:
+        return found
+    token = secrets.token_urlsafe(32)
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {
+            "name": token_secret_name(owner.name),
+            "namespace": owner.namespace,
+            "labels": {ROLLOUT_LABEL: owner.name},
+            "ownerReferences": [owner.reference()],
+        },
+        "stringData": {TOKEN_KEY: token},
+    }
+    try:
+        clients.core.create_namespaced_secret(owner.namespace, cast(Any, body))
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        raced = read_load_token(clients, owner.namespace, owner.name, owner.uid)
+        if raced is None:
+            raise
+        return raced
+    return token

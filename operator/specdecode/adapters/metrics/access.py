@@ -1,0 +1,46 @@
+"""How the operator reaches Prometheus: TLS verified (a CA bundle if given), a bearer token.
+
+Why: a verdict is only as honest as the numbers Prometheus answers, and an unverified TLS
+connection lets anything on the path answer instead. Verification is on unless turned off
+explicitly (`insecure_skip_verify`, for a test server). The token is read from its file
+on every request, as Kubernetes rotates projected ServiceAccount tokens in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+from requests.auth import AuthBase
+
+
+@dataclass(frozen=True)
+class PrometheusAccess:
+    """TLS and authentication for the Prometheus HTTP API."""
+
+    ca_file: str | None = None
+    """PEM bundle of the CA(s) that sign Prometheus's certificate (default: the system's)."""
+    bearer_token_file: str | None = None
+    """A file holding a bearer token sent with every query (e.g. the ServiceAccount's)."""
+    insecure_skip_verify: bool = False
+    """Do not verify Prometheus's certificate (a test server only)."""
+
+
+class _BearerFromFile(AuthBase):
+    def __init__(self, path: str) -> None:
+        self._path = Path(path)
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self._path.read_text().strip()}"
+        return request
+
+
+def prometheus_session(access: PrometheusAccess | None) -> requests.Session:
+    """A requests session for prometheus-api-client, configured as `access` says."""
+    access = access or PrometheusAccess()
+    session = requests.Session()
+    session.verify = False if access.insecure_skip_verify else (access.ca_file or True)
+    if access.bearer_token_file:
+        session.auth = _BearerFromFile(access.bearer_token_file)
+    return session

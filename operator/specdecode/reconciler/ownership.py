@@ -1,0 +1,47 @@
+"""Children named like objects the operator does not own: remembered, shown as Degraded.
+
+Applying children finds them (`adapters.kube.owned.apply_children` leaves them
+untouched); the status of the same reconcile may already be written by then, so the
+finding is kept per rollout, the loop is woken at once, and the next decision carries it
+as Degraded=True (reason `ChildNotOwned`) naming each object and how to resolve it. The
+cache does not watch such objects (they lack the operator's labels), so a rollout with one
+retries at the analysis clock, not the slow resync: the user deleting it is seen soon.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from specdecode.adapters.kube.owned import ForeignObject
+from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision
+from specdecode.domain.degraded import with_degraded
+from specdecode.reconciler.runtime import Runtime
+
+NOT_OWNED = "ChildNotOwned"
+
+
+def record_foreign(runtime: Runtime, key: str, found: Sequence[ForeignObject]) -> None:
+    """Keep what this apply found (nothing: forget); wake the loop if that changed."""
+    messages = tuple(sorted(foreign.message() for foreign in found))
+    before = runtime.foreign_children.get(key, ())
+    if messages:
+        runtime.foreign_children[key] = messages
+    else:
+        runtime.foreign_children.pop(key, None)
+    if messages != before:
+        runtime.wakeups.wake(key)
+
+
+def with_foreign_children(
+    runtime: Runtime, key: str, old: SpecDecodeRolloutStatus, decision: Decision
+) -> Decision:
+    """`decision`, Degraded=True while an object named like a child is not the rollout's."""
+    messages = runtime.foreign_children.get(key)
+    if not messages:
+        return decision
+    status = with_degraded(
+        old, decision.status, NOT_OWNED, "; ".join(messages), runtime.clock.now()
+    )
+    return dataclasses.replace(decision, status=status)

@@ -1,0 +1,29 @@
+"""The chart's NetworkPolicy admits only the operator to the load pods' control port: it
+must select the labels the operator puts on load pods and the port they listen on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specdecode.adapters.load.pods import LOAD_ROLE, REPORT_PORT
+from specdecode.adapters.render import ROLE_LABEL
+
+pytestmark = pytest.mark.unit
+
+CHART = Path(__file__).resolve().parents[3] / "charts" / "specdecode-operator"
+
+
+def test_the_policy_selects_the_load_pods_and_their_control_port() -> None:
+    text = (CHART / "templates" / "networkpolicy.yaml").read_text().split("---\n", 1)[1]
+    body = yaml.safe_load(
+        "\n".join(line for line in text.splitlines() if "{{" not in line and "}}" not in line)
+    )
+    assert body["spec"]["podSelector"]["matchLabels"] == {ROLE_LABEL: LOAD_ROLE}
+    assert body["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = body["spec"]["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": REPORT_PORT}]
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["networkPolicy"]["loadPods"] is True
