@@ -84,7 +84,15 @@ class StageSpec(KubeModel):
 
 
 def default_stages() -> list[StageSpec]:
-    """The recipe: acceptance at low concurrency, then stalls and speedup at production's."""
+    """The recipe: acceptance at low concurrency, then stalls, speedup and errors at production's.
+
+    Both stages judge ErrorRate, but at different strictness: a pass needs clean requests
+    in proportion to 1 / maxErrorRate (0 failed of n bounds the extra failure rate by about
+    z^2 / n at the look's z of 2.5-3, so 0.02 needs ~300-450 per side), and 4 streams of
+    256-token requests finish ~160-240 in a stage's 600 s on slow (80 ms) steps. So stage 0
+    makes a gross check (0.1: ~60-90 requests), and production concurrency, with 8x the
+    requests, holds the default 0.02. A failing candidate is Failed on far fewer requests.
+    """
     return [
         StageSpec(
             name="acceptance",
@@ -102,7 +110,8 @@ def default_stages() -> list[StageSpec]:
                 GateSpec(
                     name="tpot-speedup", type=GateType.SPEEDUP, methods=METHOD_NEUTRAL_METHODS
                 ),
-                GateSpec(name="error-rate", type=GateType.ERROR_RATE),
+                # A gross check at low concurrency (see the docstring); 0.02 at production's.
+                GateSpec(name="error-rate", type=GateType.ERROR_RATE, max_error_rate=0.1),
             ],
         ),
         StageSpec(

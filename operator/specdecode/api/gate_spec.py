@@ -84,7 +84,9 @@ GATE_DEFAULTS: dict[str, object] = {
     "itl_definition": ItlDefinition.PER_CHUNK,
     "speedup_metric": SpeedupMetric.TIME_PER_OUTPUT_TOKEN,
     "min_speedup": 1.0,
-    "max_error_rate": 0.01,
+    # The candidate's failed share minus the baseline's, at the bound: proving <= 0.01 takes
+    # ~600-900 clean requests per side at a look's error, 0.02 takes ~300-450.
+    "max_error_rate": 0.02,
 }
 # min_samples differs by type: what a verdict needs before it may be trusted.
 MIN_SAMPLES_DEFAULTS: dict[GateType, int] = {

@@ -23,7 +23,7 @@ from specdecode.domain.stats import wilson_interval
 pytestmark = pytest.mark.unit
 
 LOOK = LookPlan(measured_seconds=300, max_seconds=600)  # a first look half-way
-GATE = GateSpec(name="errors", type=GateType.ERROR_RATE)  # maxErrorRate 0.01, 20 requests
+GATE = GateSpec(name="errors", type=GateType.ERROR_RATE, max_error_rate=0.01)  # 20 requests
 MAX_WRONG = 0.05  # 1 - the default confidence
 TRIALS = 300
 
