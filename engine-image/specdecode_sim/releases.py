@@ -54,6 +54,12 @@ METHODS: dict[str, Span] = {
     "dflash": Span(20),
     "dspark": Span(25),
 }
+# In the Literal, yet V1's model registry has no MLPSpeculator: the draft's ModelConfig fails
+# at start-up in every release (the operator's vllm_versions.NEVER_STARTS).
+NEVER_STARTS: dict[str, str] = {
+    "mlp_speculator": "Model architectures ['MLPSpeculatorPreTrainedModel'] are not supported "
+    "for now.",
+}
 MTP_ALIASES = (
     "deepseek_mtp",
     "mimo_mtp",
