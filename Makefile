@@ -18,7 +18,7 @@ UV_COMPILE = $(BIN)/uv pip compile --quiet --generate-hashes --universal --pytho
 MYPY_TARGETS := operator/specdecode operator/specdecode_load engine-image/specdecode_sim \
 	tests/cluster/localcluster tests/unit tests/e2e tools
 
-.PHONY: help venv lock lock-vllm verify-lock verify-version mypy system-deps binaries test test-unit test-e2e \
+.PHONY: help venv lock lock-vllm vllm-lane verify-lock verify-version mypy system-deps binaries test test-unit test-e2e \
         lint crds verify-crds cluster-up cluster-down demo bench ci clean
 
 help:
@@ -61,6 +61,9 @@ verify-version: venv ## Fail unless pyproject, Chart.yaml (version, appVersion) 
 
 system-deps: ## Debian packages the local cluster needs (Prometheus, Lua for the Argo CD health check)
 	@bash tests/cluster/install-system-deps.sh
+
+vllm-lane: venv ## Install (or reuse) the real vLLM lane's virtualenv and test models, cached outside the repo
+	PYTHONPATH=tests/cluster $(BIN)/python -c 'from localcluster import realvllm; print(realvllm.prepare())'
 
 binaries: ## Build (or reuse) etcd, kube-*, kubectl and helm from Go modules, cached outside the repo
 	@bash tests/cluster/build-binaries.sh >/dev/null

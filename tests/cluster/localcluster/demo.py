@@ -1,6 +1,6 @@
 """`make demo`: a live speculative-decoding rollout on the local cluster, start to verdict.
 
-    python -m localcluster.demo [--scenario promote|rollback|mirror] [--namespace demo]
+    python -m localcluster.demo [--scenario promote|rollback|mirror|real] [--namespace demo]
 
 Starts (or reuses) the local control plane, installs the CRD, runs the operator in the
 background, applies examples/simulator/specdecode-rollout.yaml, and prints the gate table
@@ -8,8 +8,10 @@ each time the status changes until the rollout is Promoted or RolledBack. The `r
 scenario makes the simulated draft head weak (low acceptance), so the acceptance gate
 must roll it back. The `mirror` scenario puts an HTTPRoute and a gateway process in front
 of production, plays live users through it, and lets the operator mirror a share of their
-requests to the shadows (Gateway API RequestMirror) instead of replaying prompts. Exits
-non-zero if the verdict is not the one the scenario expects.
+requests to the shadows (Gateway API RequestMirror) instead of replaying prompts. The `real`
+scenario runs the same stages on the real vLLM (its CPU build, installed on first use) with
+tiny locally made models (localcluster/realvllm.py): the verdict is whatever the gates
+decide. Exits non-zero if the verdict is not the one the scenario expects.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from localcluster import realvllm
 from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
 from localcluster.live_traffic import live_users
@@ -44,7 +47,12 @@ from localcluster.startup import up
 from specdecode.report import gate_table
 
 ENDINGS = {"Promoted", "RolledBack", "Failed"}
-EXPECTED = {"promote": "Promoted", "rollback": "RolledBack", "mirror": "Promoted"}
+EXPECTED = {"promote": "Promoted", "rollback": "RolledBack", "mirror": "Promoted", "real": ""}
+REAL_NOTICE = (
+    "the real vLLM (CPU build 0.32.0) on a shared CPU, serving a 2-layer Llama with random "
+    "weights and a draft identical to it: timings are a CPU's, not a GPU's, and the "
+    "acceptance comes from made-up models, not from any real draft head"
+)
 WEAK_DRAFT_HEAD = [{"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.2"}]  # alpha 0.08 at k=3
 DEMO_TIMEOUT_SECONDS = 900
 
@@ -53,6 +61,8 @@ def scenario_manifest(scenario: str) -> dict[str, Any]:
     """The simulator example, its weak-draft-head variant, or its Mirror-traffic variant."""
     if scenario == "mirror":
         return mirror_rollout()
+    if scenario == "real":
+        return realvllm.demo_rollout()
     manifest = load_example()
     if scenario == "rollback":
         env = list(manifest["spec"]["engine"].get("env", [])) + WEAK_DRAFT_HEAD
@@ -118,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = ClusterPaths.default()
     started = time.monotonic()
+    models = None
+    if args.scenario == "real":
+        print(f"real vLLM: {REAL_NOTICE}")
+        print("installing the lane if needed (3 GB, ~3 min the first time) and its models")
+        models = realvllm.prepare()
     if not is_up(paths):
         print("starting the local control plane (first run builds Kubernetes from Go modules)")
         up(paths)
@@ -131,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     name = f"llama-8b-{args.scenario}"
     cluster.kubectl("delete", "sdr", name, "-n", args.namespace, "--ignore-not-found", "--wait")
     rollout = Rollout(cluster, args.namespace, name)
+    if models is not None:
+        realvllm.apply_model_volume(cluster, args.namespace, models)
     with ExitStack() as stack:
         extra = None
         if args.scenario == "mirror":
@@ -141,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         if extra is not None:
             print(extra())
     print(f"\nverdict: {final} after {time.monotonic() - started:.0f}s")
+    if models is not None:
+        print(f"(real vLLM: {REAL_NOTICE})")
     print(
         "\nlook around:\n"
         f"  source {paths.env_file}\n"
@@ -151,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         "'query=vllm:spec_decode_num_accepted_tokens_total'\n"
         "stop everything:\n  make cluster-down"
     )
+    if args.scenario == "real":  # the gates decide; any verdict is a finished demo
+        return 0 if final in ENDINGS else 1
     return 0 if final == EXPECTED[args.scenario] else 1
 
 

@@ -8,7 +8,8 @@
 # repo under $SPECDECODE_CACHE: one wheelhouse (wheels never change under a name, so every
 # lock shares it) and one virtualenv per hash of the lock, the pin and the interpreter, so a
 # warm run costs a hash and a lock bump installs afresh. Takes ~3 min cold (3 GB of wheels),
-# ~2 min from the wheelhouse, well under a second when installed.
+# ~2 min from the wheelhouse, well under a second when installed. `install.sh --installed`
+# prints the folder only if it is installed (exit 1 otherwise).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +26,8 @@ if [ -f "$venv/.installed" ]; then
   echo "$venv"
   exit 0
 fi
+# --installed: only say where it is (exit 1 if not installed); never install.
+[ "${1:-}" = "--installed" ] && exit 1
 
 log() { printf '[vllm-install %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mkdir -p "$cache" "$wheels"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from localcluster.agent import realvllm
 from localcluster.agent.images import (
     ImageNotFound,
     LaunchRequest,
@@ -108,3 +109,38 @@ def test_args_replace_the_default_command_of_busybox() -> None:
     assert Path(plan.argv[0]).name == "sh" and plan.argv[1:] == ["-c", "echo hi"]
     default = plan_launch(request("busybox"), TOOLS)
     assert Path(default.argv[0]).name == "sh" and default.argv[1:] == []
+
+
+def test_the_vllm_cpu_image_runs_the_real_vllm_on_the_pod_ip_one_core_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(realvllm, "installed_venv", lambda: Path("/lane"))
+    monkeypatch.setattr(realvllm, "_cores", lambda: [0, 1])
+    image = "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.32.0"
+    args = ["/models/target", "--host", "0.0.0.0", "--port", "8000"]
+    plans = [plan_launch(request(image, ["vllm", "serve"], args), TOOLS) for _ in range(2)]
+    assert plans[0].argv == [
+        "/lane/bin/python",
+        str(realvllm.LAUNCHER),
+        "serve",
+        "/models/target",
+        "--host",
+        "127.0.0.9",
+        "--port",
+        "8000",
+    ]
+    env = plans[0].env
+    assert env["VLLM_HOST_IP"] == "127.0.0.9"
+    assert env["HF_HUB_OFFLINE"] == "1" and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    # two engines started one after the other compute on different cores
+    binds = {plan.env["VLLM_CPU_OMP_THREADS_BIND"] for plan in plans}
+    assert binds == {"0", "1"}
+
+
+def test_the_vllm_cpu_image_fails_like_a_missing_image_until_the_lane_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(realvllm, "installed_venv", lambda: None)
+    image = "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.32.0"
+    with pytest.raises(UnsupportedCommand, match=r"install\.sh"):
+        plan_launch(request(image, ["vllm", "serve"], ["m"]), TOOLS)

@@ -121,3 +121,14 @@ def test_state_files_and_logs(tmp_path: Path) -> None:
     assert previous_states(tmp_path)["u1"]["name"] == "p"
     with pytest.raises(FileNotFoundError):
         read_logs(tmp_path, "ns", "p", "sidecar")
+
+
+def test_claim_resolves_to_its_persistent_volumes_host_folder(tmp_path: Path) -> None:
+    source = DictObjectSource(claims={("ns", "models"): str(tmp_path / "models")})
+    builder = VolumeBuilder(tmp_path / "pod", source, None)
+    claim = {"name": "model-cache", "persistentVolumeClaim": {"claimName": "models"}}
+    paths = builder.build(pod([claim]), PodRuntime("10.0.0.1"))
+    assert paths == {"model-cache": tmp_path / "models"}
+    unbound = {"name": "other", "persistentVolumeClaim": {"claimName": "missing"}}
+    with pytest.raises(ContainerConfigError, match='"missing" is not bound'):
+        builder.build(pod([unbound]), PodRuntime("10.0.0.1"))

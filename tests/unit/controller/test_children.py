@@ -10,6 +10,7 @@ from controller_fakes import EAGLE3, NAME, NAMESPACE, UID, FakeCluster, raw_spec
 
 from specdecode.adapters.kube.children import (
     covers,
+    error_line,
     observe_children,
     shadows_to_delete,
     stale_objects,
@@ -119,3 +120,22 @@ def test_observed_children_carry_readiness_and_reasons() -> None:
     assert states[ChildRole.CANDIDATE].crash_reason is not None
     assert "CUDA out of memory" in (states[ChildRole.CANDIDATE].crash_reason or "")
     assert states[ChildRole.CANDIDATE].unschedulable_reason is None
+
+
+def test_a_crash_is_named_by_its_error_line_not_the_start_of_its_log_tail() -> None:
+    tail = (
+        "INFO 11-26 14:20:01 [api_server.py:1] vLLM API server version 0.32.0\n"
+        "Traceback (most recent call last):\n"
+        '  File "vllm/config/speculative.py", line 1651, in _maybe_override\n'
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+        "SpeculativeConfig\n"
+        "  Value error, speculative_max_model_len=4096 cannot be larger than "
+        "draft_max_model_len=2048 [type=value_error]\n"
+        "    For further information visit https://errors.pydantic.dev/2.12/v/value_error\n"
+    )
+    assert error_line(tail) == (
+        "Value error, speculative_max_model_len=4096 cannot be larger than "
+        "draft_max_model_len=2048 [type=value_error]"
+    )
+    assert error_line("RuntimeError: CUDA out of memory") == "RuntimeError: CUDA out of memory"
+    assert error_line("killed\nno cause here") is None

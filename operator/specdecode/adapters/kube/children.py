@@ -15,6 +15,7 @@ longer wants are deleted only if the cache says they exist.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,9 @@ from specdecode.adapters.render import CONFIG_LABEL, ROLE_LABEL, child_name
 from specdecode.domain.observations import ChildRole, ChildState
 
 SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
+# A line of a crashed engine's log that names the cause: an exception (`ValueError: ...`)
+# or a pydantic validation message (`  Value error, ...`, as vLLM's config classes raise).
+_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\b|Value error, )")
 
 
 def covers(observed: Any, desired: Any) -> bool:
@@ -171,6 +175,17 @@ def _unschedulable(pod: JsonObject) -> str | None:
     return None
 
 
+def error_line(log_tail: str) -> str | None:
+    """The last line of a crash's log tail that names its cause, if one does.
+
+    Why: the terminated state's message is the log's last ~2 KB (FallbackToLogsOnError), a
+    traceback whose cause is its last line or near it (pydantic adds a "For further
+    information" line after); the rollout's message has room for ~1,000 characters.
+    """
+    lines = [line.strip() for line in log_tail.splitlines() if _ERROR_LINE.match(line)]
+    return lines[-1] if lines else None
+
+
 def _crashing(pod: JsonObject) -> str | None:
     """A container in CrashLoopBackOff (it has exited and been restarted at least once)."""
     for container in (pod.get("status") or {}).get("containerStatuses") or []:
@@ -181,7 +196,7 @@ def _crashing(pod: JsonObject) -> str | None:
         detail = ""
         if last:
             text = (last.get("message") or last.get("reason") or "").strip()
-            detail = f" (exit code {last.get('exitCode')}: {text})"
+            detail = f" (exit code {last.get('exitCode')}: {error_line(text) or text})"
         return (
             f"pod {_pod_name(pod)} container {container.get('name')} is crash-looping after "
             f"{container.get('restartCount', 0)} restarts{detail}"

@@ -20,6 +20,8 @@ them apart:
 | docker.io/library/python                  | this interpreter for `python`/`python3`        |
 | ghcr.io/specdecode-operator/engine-standin| testimages/engine_standin.py for `vllm` (scale |
 |                                           |   benchmark: /health only, a few MiB per pod)  |
+| public.ecr.aws/q9t5s3a7/                  | the real vLLM (CPU build) for `vllm`, from the |
+|   vllm-cpu-release-repo                   |   lane's venv: see realvllm.py                 |
 
 Anything else fails like a missing image: ErrImagePull, then ImagePullBackOff.
 """
@@ -175,10 +177,17 @@ def _python(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
     return LaunchPlan(argv=[tools.python, *argv[1:]])
 
 
+def _real_vllm(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
+    from .realvllm import real_vllm  # imports this module
+
+    return real_vllm(request, tools)
+
+
 IMAGE_TABLE: dict[str, Mapper] = {
     "ghcr.io/specdecode-operator/vllm-sim": _vllm_sim,
     "docker.io/vllm/vllm-openai": _vllm_sim,
     "ghcr.io/specdecode-operator/engine-standin": _engine_standin,
+    "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo": _real_vllm,
     "ghcr.io/specdecode-operator/operator": _operator,
     "registry.k8s.io/e2e-test-images/agnhost": _agnhost,
     "registry.k8s.io/pause": _pause,

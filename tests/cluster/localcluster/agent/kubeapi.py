@@ -134,6 +134,14 @@ class ApiObjectSource:
         obj = self._get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
         return None if obj is None else secret_payload(obj)
 
+    def claim_host_path(self, namespace: str, claim: str) -> str | None:
+        pvc = self._get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}")
+        volume_name = ((pvc or {}).get("spec") or {}).get("volumeName")
+        pv = self._get(f"/api/v1/persistentvolumes/{volume_name}") if volume_name else None
+        spec = (pv or {}).get("spec") or {}
+        path = (spec.get("hostPath") or spec.get("local") or {}).get("path")
+        return str(path) if path else None
+
 
 class PodCredentials:
     """Mints pod-bound ServiceAccount tokens and writes kubeconfigs carrying them."""

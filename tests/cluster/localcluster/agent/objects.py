@@ -1,4 +1,4 @@
-"""Read access to the ConfigMaps and Secrets that pods reference, behind a small Protocol.
+"""Read access to the ConfigMaps, Secrets and volume claims pods reference (a small Protocol).
 
 Env resolution and volume materialisation are pure functions of a pod and this source, so
 unit tests pass a dict-backed fake while the agent passes one backed by the API server.
@@ -26,6 +26,11 @@ class ObjectSource(Protocol):
     def secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
         """Return a Secret's decoded data, or None if absent; why bytes: as for config_map."""
 
+    def claim_host_path(self, namespace: str, claim: str) -> str | None:
+        """The host folder behind a PersistentVolumeClaim: the hostPath (or local path) of the
+        PersistentVolume it names, or None if either is missing. Why: a model volume reaches
+        an engine the way it would on a real node, through a claim."""
+
 
 class DictObjectSource:
     """An in-memory ObjectSource for tests: {(namespace, name): {key: value}}."""
@@ -34,9 +39,11 @@ class DictObjectSource:
         self,
         config_maps: dict[tuple[str, str], dict[str, str]] | None = None,
         secrets: dict[tuple[str, str], dict[str, str]] | None = None,
+        claims: dict[tuple[str, str], str] | None = None,
     ) -> None:
         self._config_maps = config_maps or {}
         self._secrets = secrets or {}
+        self._claims = claims or {}
 
     def config_map(self, namespace: str, name: str) -> dict[str, bytes] | None:
         data = self._config_maps.get((namespace, name))
@@ -45,6 +52,9 @@ class DictObjectSource:
     def secret(self, namespace: str, name: str) -> dict[str, bytes] | None:
         data = self._secrets.get((namespace, name))
         return None if data is None else {k: v.encode() for k, v in data.items()}
+
+    def claim_host_path(self, namespace: str, claim: str) -> str | None:
+        return self._claims.get((namespace, claim))
 
 
 def config_map_payload(obj: dict[str, object]) -> dict[str, bytes]:

@@ -6,7 +6,8 @@ volume is its real host path) and, per container, every occurrence of a `mountPa
 command, args and env values is replaced by that folder (plus `subPath`). A path the program
 builds itself from a compiled-in default will not be found: pass paths explicitly.
 
-Supported: configMap, secret, emptyDir, hostPath, downwardAPI and projected (configMap,
+Supported: configMap, secret, emptyDir, hostPath, persistentVolumeClaim (the host folder of
+the hostPath or local PersistentVolume the claim names), downwardAPI and projected (configMap,
 secret, downwardAPI, serviceAccountToken). Other kinds become empty folders.
 """
 
@@ -82,6 +83,15 @@ class VolumeBuilder:
             name = str(volume["name"])
             if "hostPath" in volume:
                 paths[name] = Path(volume["hostPath"]["path"])
+                continue
+            if "persistentVolumeClaim" in volume:
+                claim = str(volume["persistentVolumeClaim"]["claimName"])
+                host = self._source.claim_host_path(namespace, claim)
+                if host is None:
+                    raise ContainerConfigError(
+                        f'persistentvolumeclaim "{claim}" is not bound to a hostPath volume'
+                    )
+                paths[name] = Path(host)
                 continue
             folder = self._root / name
             paths[name] = folder

@@ -1,0 +1,189 @@
+"""The real-vLLM lane for tests and the demo: install, make models, and write a rollout.
+
+Why: the simulator's fidelity is asserted by the team that wrote both sides; this lane puts
+the real vLLM (PyPI's CPU build, 0.32.0) behind the same operator. Everything it needs is
+made on the machine and cached outside the repo (tests/cluster/realvllm/: install.sh for
+the virtualenv, make_models.py for the tiny models), so a fresh machine installs it itself
+and a warm run costs seconds. The models reach the engine pods the way a user's would: a
+PersistentVolumeClaim bound to a hostPath PersistentVolume, mounted where spec.model.name
+and the speculative config's `model` point. Timings are a 2-core CPU's and acceptance comes
+from made-up models: assert on counters and verdicts, never on speed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from localcluster.handle import LocalCluster
+
+REALVLLM_DIR = Path(__file__).resolve().parents[1] / "realvllm"
+IMAGE = "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.32.0"
+VLLM_VERSION = "0.32.0"
+MOUNT = "/models"
+CLAIM = "models"
+SERVED_NAME = "tiny-llama"
+# Each server holds ~3.8-4.0 GiB; CPU-friendly flags a user of the CPU image would pass.
+EXTRA_ARGS = ["--enforce-eager", "--max-num-seqs", "16", "--seed", "0"]
+
+
+def install() -> Path:
+    """The lane's virtualenv (installed on first use; its progress goes to stderr)."""
+    out = subprocess.run(
+        ["bash", str(REALVLLM_DIR / "install.sh")],
+        stdout=subprocess.PIPE,
+        stderr=sys.stderr,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def make_models(venv: Path) -> Path:
+    """The folder holding target/, draft-same/, draft-small/, eagle3-random/ (made once)."""
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), str(REALVLLM_DIR / "make_models.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"make_models.py failed:\n{out.stderr[-3000:]}")
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def prepare() -> Path:
+    """Install the lane if needed and make its models; return the models' folder."""
+    return make_models(install())
+
+
+def volume_name(namespace: str) -> str:
+    return f"specdecode-models-{namespace}"[:63]
+
+
+def apply_model_volume(cluster: LocalCluster, namespace: str, models: Path) -> None:
+    """A hostPath PersistentVolume with the models, pre-bound to the claim `models`."""
+    name = volume_name(namespace)
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": {"specdecode.io/test-models": "true"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadOnlyMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "hostPath": {"path": str(models), "type": "Directory"},
+            "claimRef": {"namespace": namespace, "name": CLAIM},
+        },
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": CLAIM, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "storageClassName": "",
+            "volumeName": name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": [volume, claim]})
+    cluster.kubectl("apply", "-f", "-", input=body, check=True)
+
+
+def delete_model_volume(cluster: LocalCluster, namespace: str) -> None:
+    cluster.kubectl("delete", "pv", volume_name(namespace), "--ignore-not-found", "--wait=false")
+
+
+def model_path(name: str) -> str:
+    """Where a model folder is inside the engine container (the claim's mount path)."""
+    return f"{MOUNT}/{name}"
+
+
+def stage(name: str, concurrency: int, gates: list[dict[str, Any]], **times: int) -> dict[str, Any]:
+    """A short stage: a few seconds' warm-up, then judged every look for up to 2 minutes."""
+    return {
+        "name": name,
+        "concurrency": concurrency,
+        "warmupSeconds": times.get("warmup", 5),
+        "minDurationSeconds": times.get("minimum", 20),
+        "maxDurationSeconds": times.get("maximum", 120),
+        "gates": gates,
+    }
+
+
+def rollout(
+    speculative: dict[str, Any],
+    stages: list[dict[str, Any]],
+    workload: str = "chat",
+    max_tokens: int = 128,
+) -> dict[str, Any]:
+    """A SpecDecodeRollout on the real vLLM CPU image serving the tiny target.
+
+    Production has no replicas: only the two shadows run (two servers fit the machine).
+    """
+    manifest: dict[str, Any] = {
+        "apiVersion": "specdecode.io/v1alpha1",
+        "kind": "SpecDecodeRollout",
+        "metadata": {"name": "tiny", "namespace": "default"},
+        "spec": {
+            "model": {
+                "name": model_path("target"),
+                "servedModelName": SERVED_NAME,
+                "maxModelLen": 1024,
+                "dtype": "bfloat16",
+                "extraArgs": list(EXTRA_ARGS),
+            },
+            "gpuPool": {
+                "gpuProduct": "NVIDIA-H100-80GB-HBM3",
+                "gpusPerReplica": 1,
+                "tensorParallelSize": 1,
+            },
+            "engine": {
+                "image": IMAGE,
+                "port": 8000,
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                "modelCache": {"claimName": CLAIM, "mountPath": MOUNT},
+                "startupTimeoutSeconds": 300,
+            },
+            "serving": {"replicas": 0},
+            "speculative": copy.deepcopy(speculative),
+            "analysis": {
+                "traffic": {"builtinWorkload": workload, "maxTokens": max_tokens},
+                "intervalSeconds": 5,
+                "progressDeadlineSeconds": 400,
+                "stages": stages,
+            },
+        },
+    }
+    return manifest
+
+
+def demo_rollout() -> dict[str, Any]:
+    """`make demo SCENARIO=real`: the simulator demo's two stages, on the real engine with a
+    draft identical to the target (acceptance ~1 by construction; whether it pays on a CPU
+    is for the latency gates to say)."""
+    speculative = {
+        "method": "draft_model",
+        "model": model_path("draft-same"),
+        "num_speculative_tokens": 3,
+    }
+    stages = [
+        stage("acceptance", 4, [{"name": "alpha", "type": "Acceptance"}]),
+        stage(
+            "tail-latency",
+            8,
+            [
+                {"name": "p99-itl", "type": "TailLatency"},
+                {"name": "tpot-speedup", "type": "Speedup"},
+            ],
+        ),
+    ]
+    manifest = rollout(speculative, stages)
+    manifest["metadata"]["name"] = "llama-8b-real"
+    return manifest
