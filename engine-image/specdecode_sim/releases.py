@@ -106,6 +106,13 @@ class ReleaseError(ValueError):
     """SPECDECODE_VLLM_VERSION names no release the simulator (and operator) supports."""
 
 
+# Request errors as vLLM 0.32.0 words them (measured: tests/data/vllm-0.32.0-contract.json):
+# an unknown model lists the served names with `param: "model"`; max_tokens above
+# max_model_len is refused as such (vllm/renderers/params.py) with the parameter and value.
+# Older releases keep 0.11.2's wording; the release between that changed it is not checked.
+REQUEST_ERRORS_WITH_PARAM = Span(32)
+
+
 @dataclass(frozen=True)
 class Release:
     """One imitated vLLM release: its version string and 0.x minor."""
@@ -129,6 +136,11 @@ class Release:
     def rejects_unknown_keys(self) -> bool:
         """0.16+ refuses unknown `--speculative-config` keys; older releases drop them."""
         return self.minor in UNKNOWN_KEYS_REJECTED
+
+    @property
+    def request_errors_with_param(self) -> bool:
+        """Whether request errors name the parameter (0.32+, REQUEST_ERRORS_WITH_PARAM)."""
+        return self.minor in REQUEST_ERRORS_WITH_PARAM
 
     @property
     def runs_draft_model(self) -> bool:

@@ -18,9 +18,11 @@ def sse(payload: dict[str, Any] | str) -> bytes:
     return f"data: {data}\n\n".encode()
 
 
-def error_body(message: str, error_type: str, status: int) -> dict[str, Any]:
+def error_body(
+    message: str, error_type: str, status: int, param: str | None = None
+) -> dict[str, Any]:
     """vLLM's ErrorResponse."""
-    return {"error": {"message": message, "type": error_type, "param": None, "code": status}}
+    return {"error": {"message": message, "type": error_type, "param": param, "code": status}}
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
