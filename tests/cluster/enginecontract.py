@@ -35,6 +35,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parents[2]
 SERVED_NAME = "contract-model"
+PINNED_VERSION = (REPO / "engine-image/VLLM_VERSION").read_text().strip()
 MAX_MODEL_LEN = 1024
 # n-gram drafting (no draft model), as both engines run it; k = 3.
 SPECULATIVE_CONFIG = {
