@@ -111,6 +111,11 @@ class ReleaseError(ValueError):
 # max_model_len is refused as such (vllm/renderers/params.py) with the parameter and value.
 # Older releases keep 0.11.2's wording; the release between that changed it is not checked.
 REQUEST_ERRORS_WITH_PARAM = Span(32)
+# Streamed chunks as 0.32.0 sends them (measured, same file): per-chunk usage without
+# `prompt_tokens_details` (chat: with `completion_tokens_details: null`), `prompt_text: null`
+# on the chat role chunk, `system_fingerprint` on the final usage chunk. Older releases keep
+# the 0.11.2 shapes; the release between that changed them is not checked.
+STREAM_FORMAT_0_32 = Span(32)
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,11 @@ class Release:
     def request_errors_with_param(self) -> bool:
         """Whether request errors name the parameter (0.32+, REQUEST_ERRORS_WITH_PARAM)."""
         return self.minor in REQUEST_ERRORS_WITH_PARAM
+
+    @property
+    def streams_as_0_32(self) -> bool:
+        """Whether streamed chunks take 0.32's shapes (STREAM_FORMAT_0_32)."""
+        return self.minor in STREAM_FORMAT_0_32
 
     @property
     def runs_draft_model(self) -> bool:

@@ -206,14 +206,22 @@ async def _stream(
     finished = False
     generated = 0
 
+    release = parse_release(runtime.vllm_version)
+
     def with_usage(body: dict[str, Any]) -> dict[str, Any]:
         if parsed.continuous_usage:
-            body["usage"] = wire.usage(prompt_tokens, generated)
+            if release.streams_as_0_32:
+                body["usage"] = wire.chunk_usage(prompt_tokens, generated, header.chat)
+            else:
+                body["usage"] = wire.usage(prompt_tokens, generated)
         return body
 
     try:
         if header.chat:
-            yield wire.sse(with_usage(wire.chunk(header, "", None, role=True)))
+            role_chunk = wire.chunk(header, "", None, role=True)
+            if release.streams_as_0_32:
+                role_chunk["prompt_text"] = None
+            yield wire.sse(with_usage(role_chunk))
         while True:
             emission = await queue.get()
             generated += len(emission.tokens)
@@ -227,7 +235,10 @@ async def _stream(
                 finished = True
                 break
         if parsed.include_usage:
-            yield wire.sse(wire.usage_chunk(header, prompt_tokens, len(emission.request.output)))
+            final = wire.usage_chunk(header, prompt_tokens, len(emission.request.output))
+            if release.streams_as_0_32:
+                final["system_fingerprint"] = f"vllm-{release.version}"
+            yield wire.sse(final)
         yield wire.sse("[DONE]")
     finally:
         if not finished:

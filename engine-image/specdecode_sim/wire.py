@@ -35,6 +35,19 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     }
 
 
+def chunk_usage(prompt_tokens: int, completion_tokens: int, chat: bool) -> dict[str, Any]:
+    """Per-chunk usage (`continuous_usage_stats`) as vLLM 0.32 dumps it (exclude_unset):
+    the three counts, and for chat the explicitly set `completion_tokens_details`."""
+    body: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if chat:
+        body["completion_tokens_details"] = None
+    return body
+
+
 @dataclass(frozen=True)
 class ResponseHeader:
     """Fields every chunk of one response repeats."""
