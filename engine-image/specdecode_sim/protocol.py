@@ -16,12 +16,17 @@ class RequestError(Exception):
     """A request vLLM would reject; carries the OpenAI error type and HTTP status."""
 
     def __init__(
-        self, message: str, status: int = 400, error_type: str = "BadRequestError"
+        self,
+        message: str,
+        status: int = 400,
+        error_type: str = "BadRequestError",
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.error_type = error_type
+        self.param = param
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,12 @@ METHODS: dict[str, Span] = {
     "dflash": Span(20),
     "dspark": Span(25),
 }
+# In the Literal, yet V1's model registry has no MLPSpeculator: the draft's ModelConfig fails
+# at start-up in every release (the operator's vllm_versions.NEVER_STARTS).
+NEVER_STARTS: dict[str, str] = {
+    "mlp_speculator": "Model architectures ['MLPSpeculatorPreTrainedModel'] are not supported "
+    "for now.",
+}
 MTP_ALIASES = (
     "deepseek_mtp",
     "mimo_mtp",
@@ -100,6 +106,18 @@ class ReleaseError(ValueError):
     """SPECDECODE_VLLM_VERSION names no release the simulator (and operator) supports."""
 
 
+# Request errors as vLLM 0.32.0 words them (measured: tests/data/vllm-0.32.0-contract.json):
+# an unknown model lists the served names with `param: "model"`; max_tokens above
+# max_model_len is refused as such (vllm/renderers/params.py) with the parameter and value.
+# Older releases keep 0.11.2's wording; the release between that changed it is not checked.
+REQUEST_ERRORS_WITH_PARAM = Span(32)
+# Streamed chunks as 0.32.0 sends them (measured, same file): per-chunk usage without
+# `prompt_tokens_details` (chat: with `completion_tokens_details: null`), `prompt_text: null`
+# on the chat role chunk, `system_fingerprint` on the final usage chunk. Older releases keep
+# the 0.11.2 shapes; the release between that changed them is not checked.
+STREAM_FORMAT_0_32 = Span(32)
+
+
 @dataclass(frozen=True)
 class Release:
     """One imitated vLLM release: its version string and 0.x minor."""
@@ -123,6 +141,16 @@ class Release:
     def rejects_unknown_keys(self) -> bool:
         """0.16+ refuses unknown `--speculative-config` keys; older releases drop them."""
         return self.minor in UNKNOWN_KEYS_REJECTED
+
+    @property
+    def request_errors_with_param(self) -> bool:
+        """Whether request errors name the parameter (0.32+, REQUEST_ERRORS_WITH_PARAM)."""
+        return self.minor in REQUEST_ERRORS_WITH_PARAM
+
+    @property
+    def streams_as_0_32(self) -> bool:
+        """Whether streamed chunks take 0.32's shapes (STREAM_FORMAT_0_32)."""
+        return self.minor in STREAM_FORMAT_0_32
 
     @property
     def runs_draft_model(self) -> bool:

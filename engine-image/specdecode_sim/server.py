@@ -23,7 +23,7 @@ from starlette.routing import Route
 from specdecode_sim import wire
 from specdecode_sim.loop import EngineLoop
 from specdecode_sim.protocol import ParsedRequest, RequestError, decode_body, parse_request
-from specdecode_sim.releases import PINNED_VLLM_VERSION
+from specdecode_sim.releases import PINNED_VLLM_VERSION, parse_release
 from specdecode_sim.request import Emission
 from specdecode_sim.settings import Faults
 from specdecode_sim.textgen import detokenize, tokenize
@@ -53,7 +53,8 @@ class ServerRuntime:
 
 def _error(error: RequestError) -> JSONResponse:
     return JSONResponse(
-        wire.error_body(error.message, error.error_type, error.status), status_code=error.status
+        wire.error_body(error.message, error.error_type, error.status, error.param),
+        status_code=error.status,
     )
 
 
@@ -105,7 +106,12 @@ def _authorized(runtime: ServerRuntime, request: Request) -> bool:
 
 def _validate(runtime: ServerRuntime, parsed: ParsedRequest) -> tuple[str, int, int]:
     """(workload, prompt tokens, max_tokens) or RequestError, with vLLM's messages."""
+    with_param = parse_release(runtime.vllm_version).request_errors_with_param
     if parsed.model is not None and parsed.model not in runtime.served_names:
+        if with_param:
+            aliases = ", ".join(runtime.served_names)
+            message = f"The model `{parsed.model}` does not exist. Valid aliases: {aliases}."
+            raise RequestError(message, 404, "NotFoundError", "model")
         raise RequestError(f"The model `{parsed.model}` does not exist.", 404, "NotFoundError")
     workload = resolve_workload(parsed.workload, parsed.prompt_text, runtime.default_workload)
     if workload is None:
@@ -122,6 +128,12 @@ def _validate(runtime: ServerRuntime, parsed: ParsedRequest) -> tuple[str, int, 
             f"has {prompt_tokens} input tokens. Please reduce the length of the input messages."
         )
     max_tokens = parsed.max_tokens if parsed.max_tokens is not None else limit - prompt_tokens
+    if with_param and max_tokens > limit:
+        raise RequestError(
+            f"max_tokens={max_tokens} cannot be greater than max_model_len={limit}. Please "
+            f"request fewer output tokens. (parameter=max_tokens, value={max_tokens})",
+            param="max_tokens",
+        )
     if prompt_tokens + max_tokens > limit:
         raise RequestError(
             f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's "
@@ -194,14 +206,22 @@ async def _stream(
     finished = False
     generated = 0
 
+    release = parse_release(runtime.vllm_version)
+
     def with_usage(body: dict[str, Any]) -> dict[str, Any]:
         if parsed.continuous_usage:
-            body["usage"] = wire.usage(prompt_tokens, generated)
+            if release.streams_as_0_32:
+                body["usage"] = wire.chunk_usage(prompt_tokens, generated, header.chat)
+            else:
+                body["usage"] = wire.usage(prompt_tokens, generated)
         return body
 
     try:
         if header.chat:
-            yield wire.sse(with_usage(wire.chunk(header, "", None, role=True)))
+            role_chunk = wire.chunk(header, "", None, role=True)
+            if release.streams_as_0_32:
+                role_chunk["prompt_text"] = None
+            yield wire.sse(with_usage(role_chunk))
         while True:
             emission = await queue.get()
             generated += len(emission.tokens)
@@ -215,7 +235,10 @@ async def _stream(
                 finished = True
                 break
         if parsed.include_usage:
-            yield wire.sse(wire.usage_chunk(header, prompt_tokens, len(emission.request.output)))
+            final = wire.usage_chunk(header, prompt_tokens, len(emission.request.output))
+            if release.streams_as_0_32:
+                final["system_fingerprint"] = f"vllm-{release.version}"
+            yield wire.sse(final)
         yield wire.sse("[DONE]")
     finally:
         if not finished:

@@ -20,7 +20,13 @@ from typing import Any
 from pydantic import Field, SkipValidation, ValidationError
 from pydantic.dataclasses import dataclass
 
-from specdecode_sim.releases import MTP_ALIASES, PINNED_VLLM_VERSION, Release, parse_release
+from specdecode_sim.releases import (
+    MTP_ALIASES,
+    NEVER_STARTS,
+    PINNED_VLLM_VERSION,
+    Release,
+    parse_release,
+)
 from specdecode_sim.specprecheck import check_release_fields
 from specdecode_sim.specrules import check_schedule, check_synthetic
 
@@ -226,6 +232,11 @@ def build_speculative_config(
         raise SpeculativeConfigError(refusal)
     if kept.get("method") == "draft_model" and not release.runs_draft_model:
         raise SpeculativeConfigError(f"NotImplementedError: {DRAFT_MODEL_UNSUPPORTED}")
+    if kept.get("model") and kept.get("method") in NEVER_STARTS:
+        raise SpeculativeConfigError(
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+            f"SpeculativeConfig\n  Value error, {NEVER_STARTS[kept['method']]}"
+        )
     try:
         return SpeculativeConfig(
             **{**kept, "target": target, "release": release, "ignored_keys": tuple(ignored)}

@@ -18,9 +18,11 @@ def sse(payload: dict[str, Any] | str) -> bytes:
     return f"data: {data}\n\n".encode()
 
 
-def error_body(message: str, error_type: str, status: int) -> dict[str, Any]:
+def error_body(
+    message: str, error_type: str, status: int, param: str | None = None
+) -> dict[str, Any]:
     """vLLM's ErrorResponse."""
-    return {"error": {"message": message, "type": error_type, "param": None, "code": status}}
+    return {"error": {"message": message, "type": error_type, "param": param, "code": status}}
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
@@ -31,6 +33,19 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
         "completion_tokens": completion_tokens,
         "prompt_tokens_details": None,
     }
+
+
+def chunk_usage(prompt_tokens: int, completion_tokens: int, chat: bool) -> dict[str, Any]:
+    """Per-chunk usage (`continuous_usage_stats`) as vLLM 0.32 dumps it (exclude_unset):
+    the three counts, and for chat the explicitly set `completion_tokens_details`."""
+    body: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if chat:
+        body["completion_tokens_details"] = None
+    return body
 
 
 @dataclass(frozen=True)

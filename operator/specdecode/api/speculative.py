@@ -76,8 +76,8 @@ class SpeculativeConfig(VerbatimModel):
 
     method: SpeculativeMethod = Field(
         description="Drafting method: eagle3, eagle, draft_model (0.15+), mtp, ngram, "
-        "ngram_gpu (0.18+), suffix, dflash (0.20+), dspark (0.25+), medusa and "
-        "mlp_speculator (to 0.32)."
+        "ngram_gpu (0.18+), suffix, dflash (0.20+), dspark (0.25+), medusa (to 0.32); "
+        "mlp_speculator is refused (no vLLM V1 release can start it)."
     )
     model: str | None = Field(
         default=None,

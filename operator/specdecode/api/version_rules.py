@@ -14,6 +14,7 @@ from specdecode.api.rules import (
     Cond,
     Expr,
     Has,
+    Not,
     Ref,
     Rule,
     all_of,
@@ -61,6 +62,10 @@ def _speculative(name: str) -> Ref:
     return Ref("self", ("speculative", name))
 
 
+def _method_is(method: str) -> Expr:
+    return Binary("==", _speculative("method"), lit(method))
+
+
 def _only_in(condition: Expr, span: facts.Span) -> Expr:
     engine = Ref("self", ("engine",))
     return implies(all_of(Has(Ref("self", ("speculative",))), condition), version_in(span, engine))
@@ -69,8 +74,17 @@ def _only_in(condition: Expr, span: facts.Span) -> Expr:
 def spec_rules() -> tuple[Rule, ...]:
     """Rules on the rollout spec: methods, fields and values by release."""
     rules = []
+    for method, reason in facts.NEVER_STARTS.items():
+        rules.append(
+            Rule(
+                Not(all_of(Has(Ref("self", ("speculative",))), _method_is(method))),
+                f"speculative.method {method} starts in no vLLM release (vLLM V1 refuses it: "
+                f"{reason})",
+                ".speculative.method",
+            )
+        )
     for method, method_facts in facts.METHODS.items():
-        if method_facts.span == facts.ALL:
+        if method_facts.span == facts.ALL or method in facts.NEVER_STARTS:
             continue
         message = f"speculative.method {method} needs {method_facts.span.text()}"
         if method == "draft_model":

@@ -93,6 +93,15 @@ METHODS: dict[str, MethodFacts] = {
     "dflash": MethodFacts(Span(20), True),  # DFlashModelTypes, 0.20.0
     "dspark": MethodFacts(Span(25), None),  # DSparkModelTypes, 0.25.0
 }
+# In the Literal, yet no supported release can start it: vllm/model_executor/models/
+# registry.py has `"MLPSpeculatorPreTrainedModel"` commented out ("Temporarily disabled ...
+# Re-enable this once the MLP Speculator is supported in V1") in every V1-only release, so
+# building the draft's ModelConfig fails at start-up. Checked against 0.32.0's own code
+# (tests/data/vllm-0.32.0-speculative-configs.yaml). The operator refuses it in every release.
+NEVER_STARTS: dict[str, str] = {
+    "mlp_speculator": "Model architectures ['MLPSpeculatorPreTrainedModel'] are not supported "
+    "for now.",
+}
 DRAFT_MODEL_NOT_IMPLEMENTED = (
     "NotImplementedError: Draft model speculative decoding is not supported yet. Please "
     "consider using other speculative decoding methods such as ngram, medusa, eagle, or mtp."
@@ -203,7 +212,9 @@ def minor_of(version: str) -> int:
 def methods_in(version: str) -> frozenset[str]:
     """Methods the operator accepts for this release."""
     minor = minor_of(version)
-    return frozenset(name for name, facts in METHODS.items() if minor in facts.span)
+    return frozenset(
+        name for name, facts in METHODS.items() if minor in facts.span and name not in NEVER_STARTS
+    )
 
 
 def field_exists(field: str, version: str) -> bool:

@@ -46,6 +46,7 @@ def test_simulator_release_table_matches_the_operators() -> None:
         m: _span(f.span) for m, f in FACTS.METHODS.items()
     } | {"draft_model": (11, 33)}  # in the Literal from 0.11; runs from 0.15 (below)
     assert _span(releases.DRAFT_MODEL_RUNS) == _span(FACTS.METHODS["draft_model"].span)
+    assert releases.NEVER_STARTS == FACTS.NEVER_STARTS
     assert {f: _span(s) for f, s in releases.FIELDS.items()} == {
         f: _span(s) for f, s in FACTS.FIELDS.items()
     }
