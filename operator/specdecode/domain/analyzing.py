@@ -129,7 +129,13 @@ def _judge(
     enforced = [gate for gate in stage.gates if gate.name not in unenforced]
     if analysis.manual:
         if min_duration_reached(stage_spec, stage, now):
-            return _stage_succeeded(spec, status, index, now, "measured (manual analysis)")
+            # A person decides: the message puts what the gates said in front of them,
+            # failures first, so a Failed gate is never hidden behind "measured".
+            ranked = sorted(stage.gates, key=lambda g: g.verdict is not GateVerdict.FAILED)
+            said = "; ".join(_gate_summary(gate) for gate in ranked) or "no gates"
+            return _stage_succeeded(
+                spec, status, index, now, f"measured (manual analysis, not gated): {said}"
+            )
         return Step(status)
     failed = [gate for gate in enforced if gate.failures > analysis.failure_limit]
     if failed:

@@ -93,3 +93,21 @@ def incomplete_window(threshold: float, *sides: LatencySamples | None) -> Measur
     """
     why = next((side.incomplete for side in sides if side is not None and side.incomplete), None)
     return None if why is None else Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
+
+
+def mostly_failed_window(threshold: float, *sides: LatencySamples | None) -> Measurement | None:
+    """Inconclusive when most of a side's requests failed: its timings are the failures' waits.
+
+    Why: a failed request adds its last wait to the latency data (so a failure is never
+    silently absent), but a window made mostly of failures measures how errors are timed,
+    not the engine; judging it would let two equally broken sides pass a latency gate.
+    Whether the failures themselves are acceptable is the ErrorRate gate's question.
+    """
+    for name, side in zip(("baseline", "candidate"), sides, strict=False):
+        if side is not None and side.requests_failed > side.requests_ok:
+            why = (
+                f"{side.requests_failed} of {side.requests_failed + side.requests_ok} "
+                f"{name} requests failed: its latency is the failures', not the engine's"
+            )
+            return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
+    return None

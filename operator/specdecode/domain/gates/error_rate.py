@@ -53,6 +53,11 @@ def _counts(side: LatencySamples | None) -> tuple[int, int]:
     return side.requests_failed, side.requests_ok + side.requests_failed
 
 
+# A baseline failing more than this share (at its lower bound) is unhealthy: the difference
+# from it says nothing about the candidate (two equally broken sides differ by zero).
+UNHEALTHY_BASELINE = 0.05
+
+
 @register(GateType.ERROR_RATE)
 class ErrorRateGate:
     """Pass when the difference's upper bound <= maxErrorRate; fail when its lower exceeds."""
@@ -81,8 +86,18 @@ class ErrorRateGate:
                 threshold=threshold,
                 samples=min(c_total, b_total),
             )
-        verdict = judge_at_most(interval, threshold)
         c_rate, b_rate = c_failed / c_total, b_failed / b_total
+        baseline_share = wilson_interval(b_failed, b_total, look.error)
+        if baseline_share is not None and baseline_share.lower > UNHEALTHY_BASELINE:
+            return Measurement(
+                GateVerdict.INCONCLUSIVE,
+                f"the baseline fails {b_rate:.4f} of the shadow requests (at least "
+                f"{baseline_share.lower:.4f}): errors on both sides are no evidence for the "
+                "candidate; check the prompt set and the baseline engine",
+                threshold=threshold,
+                samples=min(c_total, b_total),
+            )
+        verdict = judge_at_most(interval, threshold)
         reason = (
             f"failure rate {c_rate:.4f} - baseline {b_rate:.4f} = {interval.value:.4f} "
             f"[{interval.lower:.4f}, {interval.upper:.4f}] vs {threshold} over "

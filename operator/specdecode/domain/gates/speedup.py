@@ -24,6 +24,7 @@ from specdecode.domain.gate_measures import (
     judge_at_least,
     judged,
     metric_error,
+    mostly_failed_window,
 )
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.gates.tail_latency import log_ratio_interval
@@ -52,6 +53,8 @@ class SpeedupGate:
         if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
             return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
         if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
+            return unjudged
+        if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
             return unjudged
         base = block_quantile(
             [b.time_per_output_token for b in baseline.blocks],

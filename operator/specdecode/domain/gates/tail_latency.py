@@ -40,6 +40,7 @@ from specdecode.domain.gate_measures import (
     judge_at_most,
     judged,
     metric_error,
+    mostly_failed_window,
     relation,
 )
 from specdecode.domain.gates.registry import Look, Need, register
@@ -141,6 +142,8 @@ def measure_client_tail(
     if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
         return Measurement(GateVerdict.INCONCLUSIVE, "no latency samples yet", threshold=threshold)
     if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
+        return unjudged
+    if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
         return unjudged
     definition = gate.effective_itl_definition
     label = f"P{q * 100:g} {definition.value} ITL"
