@@ -57,7 +57,7 @@ def test_two_sides_failing_every_request_never_pass() -> None:
 def test_a_baseline_that_fails_often_is_no_yardstick_for_errors() -> None:
     rng = random.Random(3)
     errors_only = STAGE.model_copy(update={"gates": [STAGE.gates[1]]})
-    # 30 % on both sides: no difference at all, but both broken.
+    # 30 % on both sides: no difference at all, but both broken: judged on its own share.
     phase = _run_stage(errors_only, _failing_side(rng, 3000, 7000), _failing_side(rng, 3000, 7000))
     assert phase is Phase.ROLLED_BACK
 

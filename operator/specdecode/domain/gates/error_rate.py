@@ -54,7 +54,8 @@ def _counts(side: LatencySamples | None) -> tuple[int, int]:
 
 
 # A baseline failing more than this share (at its lower bound) is unhealthy: the difference
-# from it says nothing about the candidate (two equally broken sides differ by zero).
+# from it says nothing about the candidate (two equally broken sides differ by zero), so
+# the candidate's own failure share is held to maxErrorRate instead.
 UNHEALTHY_BASELINE = 0.05
 
 
@@ -89,14 +90,23 @@ class ErrorRateGate:
         c_rate, b_rate = c_failed / c_total, b_failed / b_total
         baseline_share = wilson_interval(b_failed, b_total, look.error)
         if baseline_share is not None and baseline_share.lower > UNHEALTHY_BASELINE:
-            return Measurement(
-                GateVerdict.INCONCLUSIVE,
-                f"the baseline fails {b_rate:.4f} of the shadow requests (at least "
-                f"{baseline_share.lower:.4f}): errors on both sides are no evidence for the "
-                "candidate; check the prompt set and the baseline engine",
-                threshold=threshold,
-                samples=min(c_total, b_total),
-            )
+            # Two broken sides differ by nothing: judge the candidate's own share instead.
+            own = wilson_interval(c_failed, c_total, look.error)
+            if own is not None:
+                reason = (
+                    f"the baseline fails {b_rate:.4f} of the shadow requests (no yardstick): "
+                    f"the candidate's own failure rate {own.value:.4f} "
+                    f"[{own.lower:.4f}, {own.upper:.4f}] vs {threshold} over {c_total} requests"
+                )
+                return judged(
+                    judge_at_most(own, threshold),
+                    reason,
+                    own,
+                    threshold,
+                    baseline_value=b_rate,
+                    candidate_value=c_rate,
+                    units=c_total,
+                )
         verdict = judge_at_most(interval, threshold)
         reason = (
             f"failure rate {c_rate:.4f} - baseline {b_rate:.4f} = {interval.value:.4f} "
