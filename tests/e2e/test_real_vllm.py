@@ -32,6 +32,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from localcluster import realvllm
 from localcluster.agent.images import LaunchRequest, Toolbox, plan_launch
+from localcluster.default_stages import gates_of
+from localcluster.default_stages import summary as report
 from localcluster.handle import LocalCluster
 from localcluster.rollouts import Rollout
 from localcluster.waiting import wait_for
@@ -59,24 +61,6 @@ def model_claim(cluster: LocalCluster, namespace: str, models: Path) -> Iterator
     realvllm.apply_model_volume(cluster, namespace, models)
     yield realvllm.CLAIM
     realvllm.delete_model_volume(cluster, namespace)
-
-
-def gates_of(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"{stage['name']}/{gate['name']}": gate
-        for stage in status.get("stages", [])
-        for gate in stage.get("gates", [])
-    }
-
-
-def report(name: str, status: dict[str, Any]) -> str:
-    lines = [f"{name}: {status.get('phase')} - {status.get('message', '')}"]
-    for key, gate in gates_of(status).items():
-        lines.append(
-            f"  {key}: {gate.get('verdict')} value {gate.get('value')} "
-            f"[{gate.get('lowerBound')}, {gate.get('upperBound')}] n={gate.get('samples')}"
-        )
-    return "\n".join(lines)
 
 
 def counters(cluster: LocalCluster, namespace: str) -> dict[str, float]:
