@@ -9,6 +9,7 @@ load pods are gone.
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.request
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from localcluster.operator_process import OperatorProcess
 from localcluster.rollouts import Rollout
 from localcluster.sockets import tcp_peers
 from localcluster.waiting import wait_for
+from specdecode.adapters.load.pods import TOKEN_KEY, token_secret_name
 
 pytestmark = pytest.mark.e2e
 
@@ -66,9 +68,21 @@ def load_pods(r: Rollout) -> list[dict[str, Any]]:
     return r.pods(LOAD_ROLE)
 
 
-def report(pod: dict[str, Any], since: float) -> dict[str, Any]:
+def load_token(cluster: LocalCluster, r: Rollout) -> str:
+    """The rollout's load-pod token (its Secret): the load pods answer nobody else."""
+    secret = json.loads(
+        cluster.kubectl(
+            "get", "secret", token_secret_name(r.name), "-n", r.namespace, "-o", "json",
+            check=True,
+        ).stdout
+    )  # fmt: skip
+    return base64.b64decode(secret["data"][TOKEN_KEY]).decode()
+
+
+def report(pod: dict[str, Any], since: float, token: str) -> dict[str, Any]:
     url = f"http://{pod['status']['podIP']}:8090/v1/report?since={since}"
-    with urllib.request.urlopen(url, timeout=5) as reply:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=5) as reply:
         data: dict[str, Any] = json.loads(reply.read())
         return data
 
@@ -131,14 +145,17 @@ def test_load_runs_in_owned_pods_survives_an_operator_kill_and_is_cleaned_up(
     stage_before = stage_status(measuring)
     since = datetime.fromisoformat(stage_before["measureFrom"].replace("Z", "+00:00"))
     since_unix = since.timestamp()
+    token = load_token(cluster, r)
     running_operator.kill()
-    counted_at_kill = window_requests([report(p, since_unix) for p in pods])
+    counted_at_kill = window_requests([report(p, since_unix, token) for p in pods])
     wait_for(
-        lambda: window_requests([report(p, since_unix) for p in pods]) > counted_at_kill + 20,
+        lambda: (
+            window_requests([report(p, since_unix, token) for p in pods]) > counted_at_kill + 20
+        ),
         timeout=60,
         message="load pods measuring while the operator is down",
     )
-    counted_before_restart = window_requests([report(p, since_unix) for p in pods])
+    counted_before_restart = window_requests([report(p, since_unix, token) for p in pods])
     running_operator.start()
 
     status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=300)
