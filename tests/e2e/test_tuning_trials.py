@@ -4,7 +4,9 @@ Three tunings run at once on the simulator, each trial a baseline and a candidat
 with their own load pods (the rollout's machinery), judged by the gates' statistics:
 - Llama-3.1-8B on code: suffix decoding beats EAGLE-3 at 8 and 32 streams (the physics:
   1.73x and 1.59x against 1.02x and 0.93x), so suffix wins every band;
-- Llama-3.1-8B on chat: EAGLE-3 beats n-gram (1.53x / 1.38x against 1.09x / 1.07x), and
+- Llama-3.1-8B on chat: EAGLE-3 at k = 2 beats n-gram (1.51x / 1.35x against 1.14x /
+  1.09x, measured; k = 3's P99 chunk gap at 32 streams, ~1.40x, sits on the default 1.4
+  tail constraint, so which of the two led there was a coin toss), and
   with `apply: true` the tuning starts a SpecDecodeRollout with it;
 - Llama-3.3-70B on 4 A100s (TP 4), a head accepting half its tokens: EAGLE-3 pays at 16
   streams (1.43x measured) and not at 256 (the verify of 4 tokens a sequence makes the
@@ -116,7 +118,7 @@ def test_tuning_picks_the_config_that_pays_per_workload_and_load(
         traffic={"builtinWorkload": "chat", "maxTokens": 64},
         searchSpace={
             "candidates": [
-                {"method": "eagle3", "model": EAGLE3_8B, "num_speculative_tokens": 3},
+                {"method": "eagle3", "model": EAGLE3_8B, "num_speculative_tokens": 2},
                 {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
             ]
         },
@@ -168,7 +170,7 @@ def test_tuning_picks_the_config_that_pays_per_workload_and_load(
         {name: (r["gpu_seconds"], r["exhaustive_gpu_seconds"]) for name, r in reports.items()},
     )
     # Chat: an EAGLE-family head wins every load, and the gated rollout of it was started.
-    assert set(winner_labels(reports["chat"]).values()) == {"eagle3 k=3"}, reports["chat"]
+    assert set(winner_labels(reports["chat"]).values()) == {"eagle3 k=2"}, reports["chat"]
     started = kubectl_json(cluster, "get", "sdr", "chat", "-n", namespace)
     assert started["spec"]["speculative"]["method"] == "eagle3"
     assert "SpecDecodeRollout chat created" in statuses["chat"]["message"]
