@@ -191,7 +191,9 @@ class EngineCore:
         if config.latency_spike_probability and (
             self._spike_rng.random() < config.latency_spike_probability
         ):
-            seconds += config.latency_spike_seconds
+            # Uniform in [0.5, 1.5] x the mean: real stalls (a GC pause, a preemption, a
+            # swap) vary, and a fixed length would tie every stalled gap in one bucket.
+            seconds += config.latency_spike_seconds * self._spike_rng.uniform(0.5, 1.5)
         return seconds
 
     def _run_decode(

@@ -89,8 +89,20 @@ def _namespace_name(test_name: str) -> str:
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, kube_api: client.ApiClient) -> Iterator[str]:
     """A fresh namespace for one test, deleted afterwards (without waiting for it to go)."""
+    yield from _fresh_namespace(kube_api, _namespace_name(request.node.name))
+
+
+@pytest.fixture(scope="module")
+def module_namespace(request: pytest.FixtureRequest, kube_api: client.ApiClient) -> Iterator[str]:
+    """A fresh namespace shared by one module's tests: for analyses that run in one window
+    and are asserted by several tests."""
+    yield from _fresh_namespace(
+        kube_api, _namespace_name(request.module.__name__.rsplit(".", 1)[-1])
+    )
+
+
+def _fresh_namespace(kube_api: client.ApiClient, name: str) -> Iterator[str]:
     core: Any = client.CoreV1Api(kube_api)
-    name = _namespace_name(request.node.name)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     # Pods are rejected until the ServiceAccount controller made the "default" account.
     wait_for(

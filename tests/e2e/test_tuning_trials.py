@@ -145,6 +145,10 @@ def test_tuning_picks_the_config_that_pays_per_workload_and_load(
         },
         concurrencyLadder=[16, 256],
         budget={"maxParallelTrials": 1, "maxGpuSeconds": 8000},
+        # This one is about where the speedup crosses 1. Its P99 chunk gap at 16 streams
+        # measured 1.31x on one 90 s trial, near the default 1.4 constraint (over it,
+        # plain decoding would win the band): the constraint is relaxed, and said so.
+        constraints={"maxTailRatio": 1.6},
     )
     big["spec"]["engine"]["env"] = [
         {"name": "SPECDECODE_SIM_GPU", "value": "A100"},

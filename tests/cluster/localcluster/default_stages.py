@@ -1,6 +1,6 @@
-"""Rollouts on the default analysis, and reading their gates: shared by the verdict e2e
-tests (`test_verdicts`, `test_faults`), which judge simulated engines with no stage or gate
-of their own, so what they assert is what the defaults decide."""
+"""Rollouts on the default analysis, and reading their gates: for the verdict e2e tests
+(`test_verdicts`, the fault pair included), which judge simulated engines with no stage or
+gate of their own, so what they assert is what the defaults decide."""
 
 from __future__ import annotations
 

@@ -16,7 +16,13 @@ from specdecode.api.analysis import default_stages
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import MAX_LOOKS_KEPT
 from specdecode.domain.clustered import block_quantile, ratio_of_sums
-from specdecode.domain.gates import LookPlan, evaluate_gate, look_error, not_judged_reason
+from specdecode.domain.gates import (
+    MIN_LOOK_ERROR,
+    LookPlan,
+    evaluate_gate,
+    look_error,
+    not_judged_reason,
+)
 from specdecode.domain.gates.registry import registered_types
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -147,6 +153,17 @@ def test_the_history_is_bounded_and_a_lost_look_spends_only_its_increment() -> N
     plan = LookPlan(400, 600)
     expected = spent(0.05, 400 / 600) - spent(0.05, result.looks[-1].measured_seconds / 600)  # type: ignore[attr-defined]
     assert look_error(gate, result, plan) == pytest.approx(expected)  # type: ignore[arg-type]
+
+
+def test_looks_taken_but_none_kept_leave_nothing_to_spend() -> None:
+    """A status whose look history is gone (edited, or written by another tool) must not
+    spend the budget from 0 again: the looks it counted may have spent all of it."""
+    result = _alpha_look(_alpha_look(None, 16), 31)
+    emptied = result.model_copy(update={"looks": []})  # type: ignore[attr-defined]
+    gate = GateSpec(name="alpha", type=GateType.ACCEPTANCE)
+    plan = LookPlan(400, 600)
+    assert look_error(gate, emptied, plan) == MIN_LOOK_ERROR
+    assert look_error(gate, result, plan) > 1e-6  # the control: with its history it spends
 
 
 _TAIL_STAGE = {"p99-itl", "tpot-speedup", "error-rate"}
