@@ -465,6 +465,7 @@ def sim_row(streams: int, workers: int, seconds: float, warmup: float) -> Row:
             listen = free_port()
             command = [
                 str(bin_dir / "specdecode-load"),
+                "--allow-no-token",  # a local run: no rollout, no Secret
                 "--side",
                 role,
                 "--model",

@@ -20,6 +20,7 @@ from specdecode.domain.prompts import (
     builtin_prompts,
     parse_jsonl,
 )
+from specdecode_load.httpserver import TOKEN_ENV
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
 
 BIND_HOST_ENV = "SPECDECODE_BIND_HOST"
@@ -52,6 +53,7 @@ class LoadConfig:
     listen_port: int
     stage: str | None
     plan: str | None
+    token: str | None = None  # every route but /healthz needs it; None only when allowed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--listen", default="0.0.0.0:8090", help=f"HOST:PORT ({BIND_HOST_ENV})")
     p.add_argument("--stage", help="echoed in the report")
     p.add_argument("--plan", help="echoed in the report")
+    p.add_argument(
+        "--allow-no-token",
+        action="store_true",
+        help=f"serve every route to anyone when ${TOKEN_ENV} is empty (local runs only)",
+    )
     return p
 
 
@@ -113,6 +120,15 @@ def parse_config(argv: list[str] | None = None) -> LoadConfig:
     if not host or not port.isdigit() or not 0 <= int(port) < 65536:
         parser.error(f"--listen must be HOST:PORT, got {args.listen!r}")
     host = os.environ.get(BIND_HOST_ENV) or host
+    token = os.environ.get(TOKEN_ENV) or None
+    if token is None and not args.allow_no_token:
+        # Fail closed: without the rollout's token anyone who reaches the pod could read
+        # its report and push it endpoints to load.
+        parser.error(
+            f"${TOKEN_ENV} is empty: the report and endpoint routes would be open to anyone "
+            "(the operator sets it from the rollout's load-token Secret; --allow-no-token "
+            "for a local run)"
+        )
     try:
         endpoints = tuple(parse_endpoint(url) for url in args.endpoint)
         sampling = SamplingDefaults(temperature=args.temperature, top_p=args.top_p)
@@ -158,4 +174,5 @@ def parse_config(argv: list[str] | None = None) -> LoadConfig:
         listen_port=int(port),
         stage=args.stage,
         plan=args.plan,
+        token=token,
     )

@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 import math
-import os
 import signal
 import time
 from dataclasses import replace
@@ -24,7 +23,7 @@ from specdecode.domain.load_report import Gap, LoadReport, report_to_wire
 from specdecode.domain.observations import LatencyBlock
 from specdecode_load.collector import Collector
 from specdecode_load.config import LoadConfig
-from specdecode_load.httpserver import TOKEN_ENV, serve_http
+from specdecode_load.httpserver import serve_http
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
 from specdecode_load.probe import ProbeWriter
 from specdecode_load.schedule import split_concurrency, split_evenly, worker_schedules
@@ -215,8 +214,7 @@ class Pod:
         probes = ProbeWriter(probe_fds)
         probes.start()
         c = self.config
-        token = os.environ.get(TOKEN_ENV) or None  # the rollout's (adapters/load/pods.py)
-        server = await serve_http(c.listen_host, c.listen_port, self.handle, token)
+        server = await serve_http(c.listen_host, c.listen_port, self.handle, c.token)
         log.info(
             "%s shard %d/%d: %d workers, listening on %s:%d, %s",
             c.side, c.shard, c.shards, c.processes, c.listen_host, c.listen_port,

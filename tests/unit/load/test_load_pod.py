@@ -13,6 +13,7 @@ from specdecode.domain.observations import AcceptedMoments, LatencyBlock
 from specdecode.domain.sketch import Sketch
 from specdecode_load.collector import DROPPED_REASON, Collector
 from specdecode_load.config import parse_config
+from specdecode_load.httpserver import TOKEN_ENV
 from specdecode_load.pod import NO_ENDPOINTS, Pod
 from specdecode_load.recorder import BlockRecorder
 from specdecode_load.state import RESTART_REASON
@@ -75,7 +76,7 @@ def config(tmp_path: Path, *extra: str) -> list[str]:
     return [
         "--side", "candidate", "--model", "m", "--concurrency", "4", "--processes", "2",
         "--max-requests", "100", "--state-dir", str(tmp_path / "state"),
-        "--block-seconds", "2", *extra,
+        "--block-seconds", "2", "--allow-no-token", *extra,
     ]  # fmt: skip
 
 
@@ -163,3 +164,19 @@ def test_bad_prompt_line_exits_2_naming_the_line(
         parse_config(config(tmp_path, "--endpoint", "engine:8000"))
     with pytest.raises(SystemExit):
         parse_config(config(tmp_path, "--shard", "2", "--shards", "2"))
+
+
+def test_without_its_token_a_load_pod_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fail closed: an empty token would open the report and endpoint routes to anyone."""
+    flags = [f for f in config(tmp_path) if f != "--allow-no-token"]
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        parse_config(flags)
+    assert exit_info.value.code == 2
+    assert TOKEN_ENV in capsys.readouterr().err
+    monkeypatch.setenv(TOKEN_ENV, "s3cret")
+    assert parse_config(flags).token == "s3cret"
+    monkeypatch.delenv(TOKEN_ENV)
+    assert parse_config([*flags, "--allow-no-token"]).token is None
