@@ -14,7 +14,7 @@ from domain_fixtures import T0, acceptance, stage_obs
 from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.api.analysis import default_stages
 from specdecode.api.speculative import SpeculativeMethod
-from specdecode.api.status import MAX_LOOKS_KEPT
+from specdecode.api.status import MAX_LOOKS_KEPT, GateResult
 from specdecode.domain.clustered import block_quantile, ratio_of_sums
 from specdecode.domain.gates import (
     MIN_LOOK_ERROR,
@@ -159,7 +159,8 @@ def test_looks_taken_but_none_kept_leave_nothing_to_spend() -> None:
     """A status whose look history is gone (edited, or written by another tool) must not
     spend the budget from 0 again: the looks it counted may have spent all of it."""
     result = _alpha_look(_alpha_look(None, 16), 31)
-    emptied = result.model_copy(update={"looks": []})  # type: ignore[attr-defined]
+    assert isinstance(result, GateResult)
+    emptied = result.model_copy(update={"looks": []})
     gate = GateSpec(name="alpha", type=GateType.ACCEPTANCE)
     plan = LookPlan(400, 600)
     assert look_error(gate, emptied, plan) == MIN_LOOK_ERROR
