@@ -45,7 +45,7 @@ CONFIGS: dict[str, tuple[str, dict[str, Any] | None]] = {
     "EAGLE-3 chat (k 2)": ("chat", STUDY_EAGLE3),
     "EAGLE-3 chat (k 3)": ("chat", EAGLE3),
     "EAGLE-3 translation (k 3)": ("translation", EAGLE3),
-    "none + 0.1 s on 2 % of steps": ("chat", None),
+    "none + 0.1 s (mean) on 2 % of steps": ("chat", None),
 }
 SPIKE = {
     "SPECDECODE_SIM_LATENCY_SPIKE_PROBABILITY": "0.02",

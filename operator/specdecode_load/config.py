@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from specdecode.domain.prompts import (
@@ -53,7 +53,8 @@ class LoadConfig:
     listen_port: int
     stage: str | None
     plan: str | None
-    token: str | None = None  # every route but /healthz needs it; None only when allowed
+    # every route but /healthz needs it; None only when allowed; kept out of any repr
+    token: str | None = field(default=None, repr=False)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,7 @@ nothing depends on the engines' answers); the manual gate makes the verdicts the
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 import random
@@ -461,20 +462,25 @@ def test_a_leader_cut_off_by_a_hung_api_server_stops_before_the_standby_takes_ov
         r.apply(merged(load_example(), MANUAL))
         before = r.wait_phase("Analyzing", timeout=240)
 
+        log = cluster.paths.log_file(leader.component)
+        log_before = log.stat().st_size
         proxy.freeze()
         seen: dict[str, float] = {}
+        since: list[float] = []  # its request count, read after the fence while it answers
+        requests = "specdecode_operator_api_requests_total"
 
         def both_seen() -> bool:
-            now = time.monotonic()
+            alive = leader.child.poll() is None
             if "fenced" not in seen:
                 # Fenced, it exits to restart as a standby: an exit seen first is a fence too.
-                exited = leader.child.poll() is not None
-                if exited or leader.metric("specdecode_operator_leader") == 0:
-                    seen["fenced"] = now
-                if not exited and "fenced" in seen:
-                    seen["requests"] = leader.metric("specdecode_operator_api_requests_total")
+                if not alive or leader.metric("specdecode_operator_leader") == 0:
+                    seen["fenced"] = time.monotonic()
+                    if alive:
+                        seen["requests"] = leader.metric(requests)
+            elif alive and "requests" in seen:
+                since.append(leader.metric(requests))
             if "taken" not in seen and lease_holder(cluster, namespace) == "replica-b":
-                seen["taken"] = now
+                seen["taken"] = time.monotonic()
             return "fenced" in seen and "taken" in seen
 
         wait_for(both_seen, timeout=90, interval=0.1, message="fenced, then taken over")
@@ -486,16 +492,15 @@ def test_a_leader_cut_off_by_a_hung_api_server_stops_before_the_standby_takes_ov
         after = r.wait_phase("Promoted", timeout=180)
         assert after["analysisStartedAt"] == before["analysisStartedAt"]
         assert duplicated_events(r) == [], r.describe()
-        # Fenced means silent: not one request attempted since, not even into the proxy.
-        # It exits to restart as a standby, so its /metrics may close under the read; then
-        # the exit below must follow.
-        if "requests" in seen:
-            try:
-                since = leader.metric("specdecode_operator_api_requests_total")
-            except OSError:
-                since = seen["requests"]
-            assert since == seen["requests"]
+        # Fenced means silent: not one request attempted since, not even into the proxy
+        # (every read while it still answered; its /metrics may close under a read).
+        if leader.child.poll() is None and "requests" in seen:
+            with contextlib.suppress(OSError):
+                since.append(leader.metric(requests))
+        assert all(count == seen["requests"] for count in since), (seen, since)
         assert leader.child.wait(timeout=60) == 1  # exits to restart as a standby
+        # ... because it fenced itself, not because it crashed (which also exits 1)
+        assert ": fenced" in log.read_bytes()[log_before:].decode(errors="replace")
     finally:
         for replica in replicas:
             replica.stop()

