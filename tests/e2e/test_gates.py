@@ -190,9 +190,13 @@ def test_an_a_a_pair_at_concurrency_64_passes_its_tail_latency_gate(
     Answers of at most 48 tokens: the 64 streams run nearly in step, so the P99 gaps (the
     steps that prefill the next requests) fall in one 2-second block per wave of requests,
     and the gate needs 30 such blocks. At 128 tokens a wave took ~13 s and 300 s held 28
-    (Inconclusive, CI of stop 28); at 48 a wave takes ~5 s."""
+    (Inconclusive, CI of stop 28); at 48 a wave takes ~5 s.
+
+    The default tolerance (0.4): each side's P99 then falls among the prefill steps, whose
+    length varies by wave, so at 0.25 two CI runs decided after 150 s (0.896 [0.585,
+    1.010]) and after 570 s, 30 s before the stage's end (0.990 [0.797, 1.243])."""
     r = rollout("llama")
-    manifest = gated_rollout(acceptance=0.85, production_concurrency=64, tolerance=0.25)
+    manifest = gated_rollout(acceptance=0.85, production_concurrency=64, tolerance=0.4)
     manifest["spec"]["analysis"]["traffic"]["maxTokens"] = 48
     aa_env = [
         {"name": "SPECDECODE_SIM_GPU", "value": "GB10"},
@@ -207,7 +211,7 @@ def test_an_a_a_pair_at_concurrency_64_passes_its_tail_latency_gate(
     status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=900)
     assert status["phase"] == "Promoted", r.describe()
     itl = gate(status, "tail-latency", "p99-itl")
-    assert itl["verdict"] == "Successful" and itl["upperBound"] <= 1.25
+    assert itl["verdict"] == "Successful" and itl["upperBound"] <= itl["threshold"] == 1.4
     # The instrument is unbiased: the bound covers the truth, 1. (The point estimate is
     # not held to +-10 %: each side's P99 falls among the steps that prefill a wave, whose
     # length varies by wave; a CI run measured 0.896 [0.585, 1.010].)
