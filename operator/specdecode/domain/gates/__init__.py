@@ -105,13 +105,11 @@ def look_error(gate: GateSpec, previous: GateResult, plan: LookPlan) -> float:
     alpha = (1.0 - gate.confidence) / max(1, plan.runs)
     horizon = max(plan.max_seconds, 1e-9)
     now = plan.measured_seconds / horizon
-    if previous.look_count > len(previous.looks) and not previous.looks:
-        # Looks were taken but none is kept (an edited or foreign status): what they spent
-        # is unknown, so nothing is left; spending from 0 again would re-spend it.
-        error = 0.0
-    elif previous.look_count > len(previous.looks):
-        before = previous.looks[-1].measured_seconds / horizon
-        error = spent(alpha, now) - spent(alpha, before)
+    if previous.look_count > len(previous.looks):
+        # Older looks were dropped: spend only the increment since the last one kept. With
+        # none kept (an edited or foreign status) what they spent is unknown: nothing left.
+        last = previous.looks[-1].measured_seconds / horizon if previous.looks else None
+        error = 0.0 if last is None else spent(alpha, now) - spent(alpha, last)
     else:
         times = (*(look.measured_seconds / horizon for look in previous.looks), now)
         error = nominal_error(critical_values(times, alpha)[-1])
