@@ -15,9 +15,13 @@ the audit log check below fails if any other client still wrote the rollout's st
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +30,9 @@ from typing import Any
 import pytest
 import yaml
 
+from localcluster import dashboards, prometheus
 from localcluster.handle import LocalCluster
-from localcluster.manifests import load_example
+from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess
 from localcluster.rollouts import Rollout
 from localcluster.waiting import wait_for
@@ -253,11 +258,26 @@ def test_operator_pod_from_the_chart_runs_and_cannot_list_secrets(
     wait_for(denial_audited, timeout=30, message="the 403 on list secrets in the audit log")
 
 
-def test_full_rollout_under_the_charts_rbac(cluster: LocalCluster, release: Release) -> None:
+def test_full_rollout_under_the_charts_rbac(
+    cluster: LocalCluster, release: Release, alert_rules: None
+) -> None:
+    """One rollout promoted, one rolled back by a gate, one tuning: the dashboard and the
+    alerts are then checked against what Prometheus scraped of them (issue 26)."""
+    started = time.time()
     rollout = Rollout(cluster, release.namespace, "llama-8b")
     rollout.apply(load_example())
+    strict = Rollout(cluster, release.namespace, "llama-8b-strict")
+    strict.apply(merged(load_example(), {"spec": {"analysis": {"stages": STRICT_STAGES}}}))
+    apply_tuning(cluster, release.namespace)
     status = rollout.wait_phase(ENDED, timeout=420)
     assert status["phase"] in VERDICTS, f"no verdict: {status['phase']}: {status.get('message')}"
+    failed = strict.wait_phase(ENDED, timeout=120)
+    assert failed["phase"] == "RolledBack" and failed["reason"] == "GateFailed", failed
+    wait_for(
+        lambda: tuning_phase(cluster, release.namespace) == "Succeeded",
+        timeout=300,
+        message=f"tuning {TUNING} Succeeded",
+    )
 
     plugin = run_plugin(cluster, "status", "llama-8b", "-n", release.namespace)
     assert plugin.returncode == 0, plugin.stderr
@@ -285,6 +305,186 @@ def test_full_rollout_under_the_charts_rbac(cluster: LocalCluster, release: Rele
     assert status_writers == {release.user}, f"another client wrote the status: {status_writers}"
     log = operator_log(cluster, release)
     assert "Forbidden" not in log and " 403 " not in log, log[-3000:]
+
+    statuses = {"llama-8b": rollout.status(), "llama-8b-strict": strict.status()}
+    panels = dashboard_answers(cluster, release.namespace, statuses, started - 5)
+    dashboard_agrees_with_status(panels, statuses)
+    alerts_fired(cluster, release.namespace, started - 5, status["phase"] == "Promoted")
+
+
+# Stage 0 asks for an alpha no EAGLE-3 head reaches (the simulator's ~0.6-0.7): the gate
+# fails at the first look whose upper bound is under 0.9, and the rollout rolls back.
+STRICT_STAGES = [
+    {
+        "name": "acceptance",
+        "concurrency": 4,
+        "warmupSeconds": 5,
+        "minDurationSeconds": 20,
+        "maxDurationSeconds": 180,
+        "gates": [{"name": "alpha", "type": "Acceptance", "minAlpha": 0.9}],
+    }
+]
+TUNING = "llama-8b-code"
+TUNING_EXAMPLE = REPO / "examples" / "simulator" / "specdecode-tuning.yaml"
+ARTIFACTS = REPO / "artifacts" / "dashboard"
+VARIABLES = ("namespace", "rollout", "tuning")
+# Panel types Grafana draws one row per series (state timelines, stats, tables, the
+# tuning trend): drawn banded so that equal values do not hide each other.
+BANDED = {"stat", "state-timeline", "table", "trend"}
+
+
+def apply_tuning(cluster: LocalCluster, namespace: str) -> None:
+    """The simulator tuning example cut to one config at one concurrency (one trial)."""
+    manifest = yaml.safe_load(TUNING_EXAMPLE.read_text())
+    manifest["metadata"]["namespace"] = namespace
+    manifest["spec"]["searchSpace"]["candidates"] = [
+        {"method": "suffix", "num_speculative_tokens": 8}
+    ]
+    manifest["spec"]["concurrencyLadder"] = [8]
+    manifest["spec"]["budget"]["maxParallelTrials"] = 1
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest), check=True)
+
+
+def tuning_phase(cluster: LocalCluster, namespace: str) -> str:
+    out = cluster.kubectl(
+        "get", "sdt", TUNING, "-n", namespace, "-o", "jsonpath={.status.phase}"
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def alert_rules(cluster: LocalCluster) -> Iterator[None]:
+    """The chart's PrometheusRule groups evaluated by the local Prometheus for one test,
+    with `stuckFor` cut to 15 s so that an analysis' phases run long enough to fire it."""
+    docs = rendered(
+        cluster, "--set=monitoring.prometheusRule.enabled=true",
+        "--set=monitoring.prometheusRule.stuckFor=15s",
+    )  # fmt: skip
+    groups = of_kind(docs, "PrometheusRule")[0]["spec"]["groups"]
+    prometheus.load_rules(cluster.paths, cluster.prometheus_url, "chart", groups)
+    try:
+        yield
+    finally:
+        prometheus.unload_rules(cluster.paths, cluster.prometheus_url, "chart")
+
+
+def dashboard_answers(
+    cluster: LocalCluster, namespace: str, statuses: dict[str, Any], start: float
+) -> dict[str, list[dashboards.Series]]:
+    """Every panel query run over the rollouts' lifetime and drawn; series by panel title.
+    Fails on a query with no series, a series without a label its panel shows, or a
+    picture that shows fewer series than the query returned."""
+    api = dashboards.PrometheusApi(cluster.prometheus_url)
+    for name, status in statuses.items():  # the verdict's own scrape is in
+        query = (
+            f'specdecode_rollout_phase{{namespace="{namespace}",rollout="{name}",'
+            f'phase="{status["phase"]}"}} == 1'
+        )
+        wait_for(
+            functools.partial(cluster.prometheus_query, query),
+            timeout=30,
+            message=f"{query} scraped",
+        )
+    end, step = time.time(), 2.0
+    dashboard = json.loads((CHART / "dashboards" / "specdecode-rollouts.json").read_text())
+    wanted = {"namespace": [namespace], "rollout": list(statuses), "tuning": [TUNING]}
+    # As Grafana formats a multi-value selection for a Prometheus regex.
+    selected = {"namespace": namespace, "rollout": f"({'|'.join(statuses)})", "tuning": TUNING}
+    for variable, query in dashboards.variable_queries(dashboard).items():
+        offered = api.label_values(dashboards.substitute(query, selected, step), start, end)
+        assert set(wanted[variable]) <= set(offered), f"${variable}: {offered}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    by_panel: dict[str, list[tuple[str, dashboards.Series]]] = {}
+    types: dict[str, str] = {}
+    counts: list[str] = []
+    for target in dashboards.targets(dashboard):
+        expr = dashboards.substitute(target.expr, selected, step)
+        series = [s for s in api.query_range(expr, start, end, step) if s.points]
+        counts.append(f"{len(series):4d}  {target.panel}: {target.expr[:80]}")
+        assert series, f"panel {target.panel!r}: no data for {expr}"
+        for one in series:
+            missing = target.required_labels() - set(one.labels)
+            assert not missing, f"panel {target.panel!r}: series {one.labels} lacks {missing}"
+            by_panel.setdefault(target.panel, []).append((dashboards.legend_text(target, one), one))
+        types[target.panel] = target.panel_type
+    print("\nseries per dashboard query:\n" + "\n".join(counts))
+    for title, drawn in by_panel.items():
+        path = ARTIFACTS / (re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") + ".png")
+        seen = dashboards.draw(title, drawn, path, start, banded=types[title] in BANDED)
+        assert path.stat().st_size > 5_000, f"{path}: nearly empty"
+        assert seen == len(drawn), f"{path}: {seen} of {len(drawn)} series visible"
+    print(f"{len(by_panel)} panels drawn to {ARTIFACTS}")
+    return {title: [one for _, one in drawn] for title, drawn in by_panel.items()}
+
+
+def last_of(series: list[dashboards.Series], **labels: str) -> float:
+    """The last value of the one series whose labels include `labels`."""
+    found = [s for s in series if labels.items() <= s.labels.items()]
+    assert len(found) == 1, f"{labels}: {[s.labels for s in series]}"
+    return found[0].last
+
+
+def gate_of(status: dict[str, Any], gate_type: str) -> tuple[str, dict[str, Any]]:
+    """The stage name and result of the last stage's gate of `gate_type` that ran."""
+    for stage in reversed(status["stages"]):
+        for gate in stage.get("gates", []):
+            if gate["type"] == gate_type and gate.get("value") is not None:
+                return stage["name"], gate
+    raise AssertionError(f"no {gate_type} result in {status['stages']}")
+
+
+def dashboard_agrees_with_status(
+    panels: dict[str, list[dashboards.Series]], statuses: dict[str, Any]
+) -> None:
+    """The panels' last values are the rollouts' final status, to float precision."""
+    for name, status in statuses.items():
+        assert last_of(panels["Phase"], rollout=name, phase=status["phase"]) == 1.0
+    strict = dict(rollout="llama-8b-strict")
+    stage, alpha = gate_of(statuses["llama-8b-strict"], "Acceptance")
+    assert alpha["verdict"] == "Failed", alpha
+    failed = dict(strict, stage=stage, gate=alpha["name"], verdict="Failed")
+    assert last_of(panels["Gate verdicts by stage"], **failed) == 1.0
+    for bound, field in (("value", "value"), ("lower", "lowerBound"), ("upper", "upperBound")):
+        shown = last_of(
+            panels["Acceptance rate (alpha) with confidence bounds"], **strict, bound=bound
+        )
+        assert math.isclose(shown, alpha[field], rel_tol=1e-9), (bound, shown, alpha[field])
+    rollbacks = panels["Rollbacks and analysis duration"]
+    assert last_of(rollbacks, **strict, reason="GateFailed") == 1.0
+    promoted = statuses["llama-8b"]
+    if promoted["phase"] == "Promoted":
+        stage, tail = gate_of(promoted, "TailLatency")
+        for role, field in (("baseline", "baselineValue"), ("candidate", "candidateValue")):
+            shown = last_of(
+                panels["Client P99 ITL: baseline vs candidate"],
+                rollout="llama-8b", stage=stage, role=role,
+            )  # fmt: skip
+            assert math.isclose(shown, tail[field], rel_tol=1e-9), (role, shown, tail[field])
+
+
+def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: bool) -> None:
+    """The chart's alerts fired for what happened, named the rollout, and no other fired
+    for it: ALERTS, the series Prometheus keeps of its alerts' states, over the test."""
+    api = dashboards.PrometheusApi(cluster.prometheus_url)
+    wanted = {
+        ("SpecDecodeGateFailed", "llama-8b-strict"),
+        ("SpecDecodeRolledBack", "llama-8b-strict"),
+        ("SpecDecodeRolloutStuck", "llama-8b"),  # Analyzing for longer than 15 s
+    }
+
+    def fired() -> set[tuple[str, str]] | None:
+        series = api.query_range(
+            f'ALERTS{{alertstate="firing",namespace="{namespace}"}}', start, time.time(), 1.0
+        )
+        names = {(s.labels["alertname"], s.labels.get("rollout", "")) for s in series}
+        return names if wanted <= names else None
+
+    names = wait_for(fired, timeout=60, message=f"alerts {sorted(wanted)} fired")
+    print(f"alerts fired: {sorted(names)}")
+    if promoted:
+        assert ("SpecDecodeGateFailed", "llama-8b") not in names
+        assert ("SpecDecodeRolledBack", "llama-8b") not in names
+    assert not {n for n, _ in names} & {"SpecDecodeGateErrors", "SpecDecodeProductionDegraded"}
 
 
 def run_plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:

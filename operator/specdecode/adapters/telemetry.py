@@ -2,8 +2,11 @@
 
 Gauges are set from each reconcile's computed status (so they are always the status, never
 a second bookkeeping), on a registry owned by the Runtime rather than the global default.
-Per-stage series exist only for the stage in progress: a finished stage's, and a deleted
-rollout's, are removed, so a dashboard never shows a stale verdict as current. The
+Per-stage series exist only for the stage that speaks for the rollout now: the stage in
+progress, or, once the analysis has ended (Promoting, Promoted, RolledBack), the stage
+that decided it, so the failing gate stays visible (and SpecDecodeGateFailed can fire)
+while the rollout is rolled back. Every other stage's, and a deleted rollout's, are removed,
+so a dashboard never shows a stale verdict as current. The
 operator's own health for on-call: reconcile durations by outcome and API requests by verb.
 Tunings have their own gauges (`tuning_metrics`), set from each report the runner writes.
 """
@@ -14,7 +17,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from specdecode.adapters.tuning_metrics import TuningMetrics
 from specdecode.api.gate_spec import GateType
-from specdecode.api.status import GateResult, GateVerdict, Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import (
+    GateResult,
+    GateVerdict,
+    Phase,
+    SpecDecodeRolloutStatus,
+    StagePhase,
+)
 from specdecode.api.tuning_status import SpecDecodeTuningStatus
 from specdecode.domain.tuning.report import TuningReport
 
@@ -22,6 +31,8 @@ ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)
 RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 # Phases whose current stage is live: its gate series are current, every other stage's go.
 LIVE_STAGE_PHASES = frozenset({Phase.ANALYZING, Phase.PAUSED})
+# Phases after a verdict: the deciding stage (the last one that ran) keeps its series.
+DECIDED_PHASES = frozenset({Phase.PROMOTING, Phase.PROMOTED, Phase.ROLLED_BACK})
 
 
 class OperatorMetrics:
@@ -141,7 +152,7 @@ class OperatorMetrics:
         """Reflect a freshly computed status; count transitions into a verdict once."""
         for phase in Phase:
             self.phase.labels(namespace, rollout, phase.value).set(float(new.phase is phase))
-        live = new.current_stage if new.phase in LIVE_STAGE_PHASES else None
+        live = _speaking_stage(new)
         for stage in new.stages:
             if stage.name != live:
                 continue
@@ -202,6 +213,17 @@ class OperatorMetrics:
             ):
                 if value is not None:
                     self.itl.labels(namespace, rollout, stage, role).set(value)
+
+
+def _speaking_stage(status: SpecDecodeRolloutStatus) -> str | None:
+    """The stage whose gate series are current: the one in progress, or after a verdict
+    the last stage that ran (the one that passed last, or failed); None before any."""
+    if status.phase in LIVE_STAGE_PHASES:
+        return status.current_stage
+    if status.phase in DECIDED_PHASES:
+        ran = [stage.name for stage in status.stages if stage.phase is not StagePhase.PENDING]
+        return ran[-1] if ran else None
+    return None
 
 
 def _reason(status: SpecDecodeRolloutStatus) -> str:

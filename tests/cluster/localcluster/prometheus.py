@@ -4,7 +4,9 @@ Why file_sd: Debian's build rejects ``kubernetes_sd_configs``, so the node agent
 scrape targets of annotated pods (with namespace, pod and pod-label target labels) to a JSON
 file and Prometheus re-reads it every second. Scrape and evaluation intervals are 1 s so
 tests see fresh samples quickly. ``--web.enable-lifecycle`` lets tests stop it via /-/quit
-and the harness start it again on the same port.
+and the harness start it again on the same port. Alerting rules a test hands over
+(`load_rules`: the chart's PrometheusRule groups) are evaluated every second like the
+Prometheus Operator would have them evaluated; their ALERTS series stay in the TSDB.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ def write_config(paths: ClusterPaths, port: int) -> Path:
     """prometheus.yml: itself, plus every target the agent lists in the SD file."""
     if not paths.prometheus_sd_file.exists():
         paths.prometheus_sd_file.write_text("[]\n")
+    rules_dir(paths).mkdir(parents=True, exist_ok=True)
     config = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules_dir(paths) / "*.yaml")],
         "scrape_configs": [
             {
                 "job_name": "prometheus",
@@ -59,6 +63,30 @@ def write_config(paths: ClusterPaths, port: int) -> Path:
     target = paths.prometheus_dir / "prometheus.yml"
     target.write_text(yaml.safe_dump(config, sort_keys=False))
     return target
+
+
+def rules_dir(paths: ClusterPaths) -> Path:
+    """Where rule files go; Prometheus loads every *.yaml there on start and on reload."""
+    return paths.prometheus_dir / "rules"
+
+
+def load_rules(paths: ClusterPaths, url: str, name: str, groups: list[dict[str, object]]) -> None:
+    """Write `groups` as rule file `name` and make Prometheus reload its configuration."""
+    (rules_dir(paths) / f"{name}.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    _reload(url)
+
+
+def unload_rules(paths: ClusterPaths, url: str, name: str) -> None:
+    """Remove rule file `name` (if any) and reload."""
+    (rules_dir(paths) / f"{name}.yaml").unlink(missing_ok=True)
+    _reload(url)
+
+
+def _reload(url: str) -> None:
+    request = urllib.request.Request(f"{url}/-/reload", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        if int(reply.status) != 200:
+            raise RuntimeError(f"Prometheus reload answered {reply.status}")
 
 
 def start(paths: ClusterPaths, port: int) -> subprocess.Popen[bytes]:

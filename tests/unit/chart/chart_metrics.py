@@ -73,7 +73,7 @@ def vllm_metric_names() -> set[str]:
 def metrics_in(expression: str) -> set[str]:
     """Metric names an expression selects: identifiers outside braces, strings and ranges."""
     stripped = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expression)
-    stripped = re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", stripped)
+    stripped = re.sub(r"\{[^}]*\}|\[[^\]]*\]|\boffset\s+\w+", " ", stripped)
     stripped = re.sub(r"\b(?:by|without|on|group_left|group_right)\s*\([^)]*\)", " ", stripped)
     found = {m.group(0) for m in IDENTIFIER.finditer(stripped)}
     return {name for name in found if name not in PROMQL_WORDS and not name.startswith("$")}

@@ -150,7 +150,7 @@ def test_discovery_rules_are_read_only() -> None:
 @pytest.fixture(scope="module")
 def alert_expressions() -> dict[str, str]:
     text = (CHART / "templates" / "prometheusrule.yaml").read_text()
-    pairs = re.findall(r"- alert: (\w+)\n\s+expr: (.+)", text)
+    pairs = re.findall(r"- alert: (\w+)\n(?:\s+#.*\n)*\s+expr: (.+)", text)
     return {name: re.sub(r"\{\{[^}]*\}\}", '".*"', expr) for name, expr in pairs}
 
 
@@ -167,6 +167,10 @@ def test_alert_expressions_use_exported_metrics(alert_expressions: dict[str, str
         ("SpecDecodeGateFailed", 'specdecode_gate_verdict{verdict="Failed"}'),
         ("SpecDecodeRolloutStuck", "specdecode_rollout_phase{phase=~"),
         ("SpecDecodeRolledBack", "increase(specdecode_rollbacks_total[15m]) > 0"),
+        (
+            "SpecDecodeRolledBack",
+            "specdecode_rollbacks_total unless specdecode_rollbacks_total offset 15m",
+        ),
         ("SpecDecodeOperatorDown", "absent(up{job=~"),
     ],
 )

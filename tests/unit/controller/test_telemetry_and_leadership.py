@@ -19,6 +19,7 @@ from specdecode.api.status import (
     GateVerdict,
     Phase,
     SpecDecodeRolloutStatus,
+    StagePhase,
     StageStatus,
 )
 from specdecode.handlers.leadership import run_when_leading
@@ -27,10 +28,13 @@ from specdecode.settings import OperatorSettings
 pytestmark = pytest.mark.unit
 
 
-def analysing(stage: str | None, phase: Phase = Phase.ANALYZING) -> SpecDecodeRolloutStatus:
+def analysing(
+    stage: str | None, phase: Phase = Phase.ANALYZING, ran: tuple[str, ...] = ()
+) -> SpecDecodeRolloutStatus:
     stages = [
         StageStatus(
             name=name,
+            phase=StagePhase.SUCCESSFUL if name in ran else StagePhase.PENDING,
             gates=[
                 GateResult(
                     name="alpha",
@@ -61,8 +65,27 @@ def test_only_the_stage_in_progress_has_series() -> None:
     assert stages_with_series(metrics) == {"acceptance"}
     metrics.observe("ns", "r", analysing("acceptance"), analysing("tail-latency"))
     assert stages_with_series(metrics) == {"tail-latency"}
-    metrics.observe("ns", "r", analysing("tail-latency"), analysing(None, Phase.PROMOTED))
-    assert stages_with_series(metrics) == set()
+    promoted = analysing(None, Phase.PROMOTED, ran=("acceptance", "tail-latency"))
+    metrics.observe("ns", "r", analysing("tail-latency"), promoted)
+    assert stages_with_series(metrics) == {"tail-latency"}  # the stage that decided
+    metrics.observe("ns", "r", promoted, analysing(None, Phase.DEPLOYING))
+    assert stages_with_series(metrics) == set()  # a new analysis: no verdict is current
+
+
+def test_a_rolled_back_rollout_keeps_its_failing_gate() -> None:
+    """SpecDecodeGateFailed reads this series: the look that fails a gate also ends the
+    analysis, so the Failed verdict must outlive the stage or no alert ever sees it."""
+    metrics = OperatorMetrics()
+    ended = analysing(None, Phase.ROLLED_BACK, ran=("acceptance",))
+    gate = ended.stages[0].gates[0].model_copy(update={"verdict": GateVerdict.FAILED})
+    stage = ended.stages[0].model_copy(update={"gates": [gate]})
+    failed = ended.model_copy(update={"stages": [stage, *ended.stages[1:]]})
+    metrics.observe("ns", "r", analysing("acceptance"), failed)
+    labels = {"namespace": "ns", "rollout": "r", "stage": "acceptance", "gate": "alpha"}
+    verdict = metrics.registry.get_sample_value(
+        "specdecode_gate_verdict", {**labels, "verdict": "Failed"}
+    )
+    assert verdict == 1
 
 
 def test_a_deleted_rollout_leaves_no_series() -> None:
