@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -485,6 +486,17 @@ def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: 
         assert ("SpecDecodeGateFailed", "llama-8b") not in names
         assert ("SpecDecodeRolledBack", "llama-8b") not in names
     assert not {n for n, _ in names} & {"SpecDecodeGateErrors", "SpecDecodeProductionDegraded"}
+    firing = httpx.get(f"{cluster.prometheus_url}/api/v1/alerts", timeout=10).json()
+    failed = [
+        alert
+        for alert in firing["data"]["alerts"]
+        if alert["labels"]["alertname"] == "SpecDecodeGateFailed"
+        and alert["labels"].get("rollout") == "llama-8b-strict"
+    ]
+    assert failed, firing
+    annotations = failed[0]["annotations"]
+    assert f"{namespace}/llama-8b-strict" in annotations["summary"], annotations
+    assert annotations["runbook_url"].endswith("README.md#on-call"), annotations
 
 
 def run_plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:

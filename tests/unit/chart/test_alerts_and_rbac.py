@@ -178,6 +178,17 @@ def test_required_alerts(alert_expressions: dict[str, str], alert: str, fragment
     assert fragment in alert_expressions[alert].replace(")) > 0", ") > 0")
 
 
+def test_every_alert_has_its_runbook_line(alert_expressions: dict[str, str]) -> None:
+    """Each alert's runbook_url points at the README's On call section: one row each."""
+    readme = (REPO / "README.md").read_text()
+    on_call = readme.split("\n## On call\n", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| (SpecDecode\w+) \|", on_call, flags=re.MULTILINE))
+    assert rows == set(alert_expressions)
+    rules = (CHART / "templates" / "prometheusrule.yaml").read_text()
+    assert rules.count("runbook_url:") == len(alert_expressions)
+    assert 'printf "%s#on-call"' in rules
+
+
 def test_values_schema_accepts_the_default_values() -> None:
     import json
 
