@@ -266,12 +266,27 @@ def test_full_rollout_under_the_charts_rbac(
     alerts are then checked against what Prometheus scraped of them (issue 26)."""
     started = time.time()
     rollout = Rollout(cluster, release.namespace, "llama-8b")
-    rollout.apply(load_example())
+    rollout.apply(merged(load_example(), {"spec": {"analysis": {"pauseBeforePromotion": True}}}))
     strict = Rollout(cluster, release.namespace, "llama-8b-strict")
     strict.apply(merged(load_example(), {"spec": {"analysis": {"stages": STRICT_STAGES}}}))
+    broken = Rollout(cluster, release.namespace, "llama-8b-no-prompts")
+    broken.apply(merged(load_example(), {"spec": {"analysis": {"traffic": MISSING_PROMPTS}}}))
     apply_tuning(cluster, release.namespace)
-    status = rollout.wait_phase(ENDED, timeout=420)
+    status = rollout.wait_phase((*ENDED, "Paused"), timeout=420)
+    if status["phase"] == "Paused":  # gates passed: on call is told, a person promotes
+        wait_for(
+            functools.partial(
+                firing, cluster, release.namespace, "SpecDecodeRolloutAwaitingPromotion"
+            ),
+            timeout=30,
+            message="SpecDecodeRolloutAwaitingPromotion fired",
+        )
+        promote = run_plugin(cluster, "promote", "llama-8b", "-n", release.namespace)
+        assert promote.returncode == 0, promote.stderr
+        status = rollout.wait_phase(ENDED, timeout=120)
     assert status["phase"] in VERDICTS, f"no verdict: {status['phase']}: {status.get('message')}"
+    unusable = broken.wait_phase(ENDED, timeout=60)
+    assert unusable["phase"] == "Failed" and "prompt set unusable" in unusable["message"], unusable
     failed = strict.wait_phase(ENDED, timeout=120)
     assert failed["phase"] == "RolledBack" and failed["reason"] == "GateFailed", failed
     wait_for(
@@ -325,6 +340,8 @@ STRICT_STAGES = [
         "gates": [{"name": "alpha", "type": "Acceptance", "minAlpha": 0.9}],
     }
 ]
+# A prompt set that does not exist: the rollout fails (TrafficSourceInvalid), production kept.
+MISSING_PROMPTS = {"builtinWorkload": None, "configMapRef": {"name": "no-such-prompts", "key": "p"}}
 TUNING = "llama-8b-code"
 TUNING_EXAMPLE = REPO / "examples" / "simulator" / "specdecode-tuning.yaml"
 ARTIFACTS = REPO / "artifacts" / "dashboard"
@@ -356,10 +373,13 @@ def tuning_phase(cluster: LocalCluster, namespace: str) -> str:
 @pytest.fixture
 def alert_rules(cluster: LocalCluster) -> Iterator[None]:
     """The chart's PrometheusRule groups evaluated by the local Prometheus for one test,
-    with `stuckFor` cut to 15 s so that an analysis' phases run long enough to fire it."""
+    with `stuckFor` cut to 15 s so that an analysis' phases run long enough to fire it,
+    and `pausedFor` and `degradedFor` to seconds."""
     docs = rendered(
         cluster, "--set=monitoring.prometheusRule.enabled=true",
         "--set=monitoring.prometheusRule.stuckFor=15s",
+        "--set=monitoring.prometheusRule.pausedFor=2s",
+        "--set=monitoring.prometheusRule.degradedFor=5s",
     )  # fmt: skip
     groups = of_kind(docs, "PrometheusRule")[0]["spec"]["groups"]
     prometheus.load_rules(cluster.paths, cluster.prometheus_url, "chart", groups)
@@ -463,6 +483,12 @@ def dashboard_agrees_with_status(
             assert math.isclose(shown, tail[field], rel_tol=1e-9), (role, shown, tail[field])
 
 
+def firing(cluster: LocalCluster, namespace: str, alert: str) -> bool:
+    """Whether `alert` fires now for a rollout of `namespace`."""
+    query = f'ALERTS{{alertstate="firing",alertname="{alert}",namespace="{namespace}"}}'
+    return bool(cluster.prometheus_query(query))
+
+
 def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: bool) -> None:
     """The chart's alerts fired for what happened, named the rollout, and no other fired
     for it: ALERTS, the series Prometheus keeps of its alerts' states, over the test."""
@@ -471,7 +497,10 @@ def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: 
         ("SpecDecodeGateFailed", "llama-8b-strict"),
         ("SpecDecodeRolledBack", "llama-8b-strict"),
         ("SpecDecodeRolloutStuck", "llama-8b"),  # Analyzing for longer than 15 s
+        ("SpecDecodeProductionDegraded", "llama-8b-no-prompts"),  # Failed
     }
+    if promoted:
+        wanted.add(("SpecDecodeRolloutAwaitingPromotion", "llama-8b"))
 
     def fired() -> set[tuple[str, str]] | None:
         series = api.query_range(
@@ -485,7 +514,8 @@ def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: 
     if promoted:
         assert ("SpecDecodeGateFailed", "llama-8b") not in names
         assert ("SpecDecodeRolledBack", "llama-8b") not in names
-    assert not {n for n, _ in names} & {"SpecDecodeGateErrors", "SpecDecodeProductionDegraded"}
+    assert "SpecDecodeGateErrors" not in {n for n, _ in names}
+    assert {r for n, r in names if n == "SpecDecodeProductionDegraded"} == {"llama-8b-no-prompts"}
     firing = httpx.get(f"{cluster.prometheus_url}/api/v1/alerts", timeout=10).json()
     failed = [
         alert
