@@ -364,20 +364,39 @@ def engine_tokens(port: int) -> float:
     )
 
 
-async def stream_all(port: int, bodies: list[dict[str, object]]) -> list[LatencyBlock]:
-    """The load pods' own client and recorder, one request at a time."""
+PAUSE_SECONDS = 1.5
+
+
+async def stream_all(
+    port: int, bodies: list[dict[str, object]], pause: tuple[int, float] | None = None
+) -> list[LatencyBlock]:
+    """The load pods' own client and recorder, one request at a time. `pause` (pid,
+    seconds): stop that process for that long, starting 0.3 s into the last request."""
     blocks: list[LatencyBlock] = []
     recorder = BlockRecorder(3600.0, blocks.append)
     loop = asyncio.get_running_loop()
     url = f"http://127.0.0.1:{port}"
-    for body in bodies:
+    for index, body in enumerate(bodies):
         _, connection = await loop.create_connection(
             lambda: StreamConnection(recorder, url), "127.0.0.1", port
         )
-        await connection.send(request_bytes(f"127.0.0.1:{port}", body, None), 120.0)
+        sent = connection.send(request_bytes(f"127.0.0.1:{port}", body, None), 120.0)
+        if pause is not None and index == len(bodies) - 1:
+            await asyncio.gather(sent, _stop_for(*pause, after=0.3))
+        else:
+            await sent
         connection.close()
     blocks.append(recorder.close())
     return blocks
+
+
+async def _stop_for(pid: int, seconds: float, after: float) -> None:
+    await asyncio.sleep(after)  # the fault's timing, not a wait for a condition
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 @pytest.mark.timeout(600)
@@ -387,10 +406,14 @@ def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_co
     """Greedy n-gram with a per-batch-size schedule in one stream, read by the load pods'
     own client and recorder. A chunk is one gap carrying its tokens, however many steps
     vLLM merged into it: the per-chunk sketch counts it once, the per-token sketch spreads
-    it over its tokens, and the tokens add up to vLLM's own count. (Measured here: 1.8
-    tokens per chunk and 208 of 572 events sharing a socket read; the ~130-token chunks
-    of an earlier single-stream run on this machine did not recur, so steps merged by a
-    lagging API process are not forced by this test.)"""
+    it over its tokens, and the tokens add up to vLLM's own count.
+
+    The merge is forced: an API process that lags its engine core (as the tiny model's did
+    once here, ~130 tokens a chunk) is made by stopping vLLM's API server process
+    (SIGSTOP) for PAUSE seconds while the engine core, its own process, keeps generating
+    the last, long request; vLLM's output collector then merges the steps it holds into
+    one delta. That request's stall must come out as one per-chunk gap of about PAUSE,
+    spread over many tokens in the per-token sketch."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -427,6 +450,7 @@ def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_co
         }
         for sentence in REPEATED
     ]
+    bodies[-1]["max_tokens"] = 640  # ~1.5-3 s of generation: long enough to pause within
     with (tmp_path / "vllm.log").open("w") as log:
         server = subprocess.Popen(
             plan.argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -443,7 +467,7 @@ def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_co
 
         wait_for(healthy, timeout=240, interval=1.0, message="vLLM healthy")
         before = engine_tokens(port)
-        blocks = asyncio.run(stream_all(port, bodies))
+        blocks = asyncio.run(stream_all(port, bodies, pause=(server.pid, PAUSE_SECONDS)))
         generated = engine_tokens(port) - before
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -468,3 +492,9 @@ def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_co
     # a merged chunk is one gap (per chunk) that carries all its tokens (per token)
     assert per_chunk == gaps == steps
     assert per_token == after_first
+    # the stall: one gap of about PAUSE (per chunk), spread over its many tokens (per token)
+    chunk_max = max(block.per_chunk_itl.quantile(1.0) for block in blocks)
+    token_max = max(block.per_token_itl.quantile(1.0) for block in blocks)
+    print(f"longest gap {chunk_max:.3f} s per chunk, {token_max:.4f} s per token")
+    assert chunk_max >= 0.8 * PAUSE_SECONDS
+    assert token_max <= chunk_max / 10  # the stalled chunk carried >= 10 tokens
