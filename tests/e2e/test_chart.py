@@ -135,6 +135,59 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_the_admission_policy_refuses_what_the_allow_lists_do_not_name(
+    cluster: LocalCluster, namespace: str, operator: OperatorProcess
+) -> None:
+    """The chart's ValidatingAdmissionPolicy on the real API server: a rollout whose image
+    or prompt Secret is outside the allow-lists is refused with the policy's message naming
+    the field and value; one inside them is admitted (server-side dry runs)."""
+    del operator  # the CRDs
+    docs = rendered(
+        cluster, "--set=admissionPolicy.enabled=true",
+        "--set=admissionPolicy.allowedImages={ghcr.io/specdecode-operator/vllm-sim}",
+        "--set=admissionPolicy.allowedSecrets={prompts}",
+    )  # fmt: skip
+    policy = of_kind(docs, "ValidatingAdmissionPolicy") + of_kind(
+        docs, "ValidatingAdmissionPolicyBinding"
+    )
+    assert len(policy) == 2
+    manifest = yaml.safe_dump_all(policy)
+    cluster.kubectl("apply", "-f", "-", input=manifest, check=True)
+    try:
+
+        def dry_run(patch: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+            body = merged(load_example(), {"metadata": {"namespace": namespace}, **patch})
+            return cluster.kubectl(
+                "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump(body)
+            )
+
+        foreign = {"spec": {"engine": {"image": "registry.example.com/vllm:latest"}}}
+
+        def refused_foreign() -> subprocess.CompletedProcess[str] | None:
+            result = dry_run(foreign)
+            return result if result.returncode != 0 else None
+
+        # the API server picks the policy up within a second or two
+        refused = wait_for(refused_foreign, timeout=30, message="a foreign image refused")
+        assert (
+            'spec.engine.image: image "registry.example.com/vllm:latest" is not in the '
+            "chart's admissionPolicy.allowedImages"
+        ) in refused.stderr, refused.stderr
+        refused = dry_run(prompts_in("other"))
+        assert refused.returncode != 0
+        assert 'secretRef.name: Secret "other" is not in the chart' in refused.stderr
+        admitted = dry_run(prompts_in("prompts"))
+        assert admitted.returncode == 0, admitted.stderr
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", input=manifest)
+
+
+def prompts_in(secret: str) -> dict[str, Any]:
+    """A patch: the rollout's prompt set read from key `p` of Secret `secret`."""
+    traffic = {"builtinWorkload": None, "secretRef": {"name": secret, "key": "p"}}
+    return {"spec": {"analysis": {"traffic": traffic}}}
+
+
 @dataclass(frozen=True)
 class Release:
     """The chart installed into one namespace, its operator pod Ready."""
