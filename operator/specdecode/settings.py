@@ -38,9 +38,9 @@ class OperatorSettings:
     engine_scrape_grace_seconds: float = 35.0
     """How long a shadow engine pod is Ready before the operator expects Prometheus to hold
     its series; none then: the rollout is Degraded (MetricsUnavailable). Two 15 s scrape
-    intervals and some discovery lag, so with the analysis clock the condition is up
-    within 60 s of the engines being Ready. Set it above twice a longer scrape interval;
-    0 turns the check off."""
+    intervals and some discovery lag; the rollout's loop wakes when it ends, so the
+    condition is up well within 60 s of the engines being Ready. Set it above twice a
+    longer scrape interval; 0 turns the check off."""
 
     reconcile_interval_seconds: float = 5.0
     """The analysis clock: how often a rollout in Pending, Deploying, Analyzing or Promoting
