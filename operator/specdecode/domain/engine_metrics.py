@@ -21,6 +21,10 @@ discovery delay too, and would need `retry` after the fix; the stage's own clock
 is how the other checks outside the state machine behave (`engine_version`,
 ChildNotOwned): the phase says where the analysis is, Degraded says what people must fix.
 
+The reason is the one the phase gives when the gates' Prometheus errors exhaust
+consecutiveErrorLimit (a rollback): the same cause, no data from the metric backend; the
+message tells them apart (this one starts with `NO_SERIES`).
+
 Only rollouts whose gates read engine metrics are checked (Acceptance, AcceptedLength,
 TailLatency: ServerStep, or the step-histogram cross-check beside PerChunk and PerToken):
 one judged by Speedup and ErrorRate alone reads only the load pods' measurements.
@@ -46,6 +50,7 @@ METRICS_UNAVAILABLE = "MetricsUnavailable"
 ENGINE_GAUGE = "vllm:num_requests_running"
 ENGINE_METRIC_NEEDS = frozenset({Need.ACCEPTANCE_COUNTERS, Need.SERVER_STEP_HISTOGRAMS})
 CHART_VALUE = "monitoring.enginePodMonitor.enabled"
+NO_SERIES = "Prometheus has no series of the engine pods"  # how this check's message starts
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def presence_query(namespace: str, pods: Iterable[str]) -> str:
 def unavailable_message(query: str) -> str:
     """What came back empty and what to fix."""
     return (
-        f"Prometheus has no series of the engine pods: `{query}` returned nothing, so the "
+        f"{NO_SERIES}: `{query}` returned nothing, so the "
         "gates that read vLLM's counters cannot judge. Prometheus must scrape the engine "
         "pods (their prometheus.io/port, path /metrics) with `namespace` and `pod` labels: "
         f"with the Prometheus Operator, install the chart with {CHART_VALUE}=true (or "
@@ -111,9 +116,11 @@ def with_metrics_check(
 
     Not known (Prometheus unreachable, or not asked) keeps a MetricsUnavailable the old
     status had, and sets none: an unreachable Prometheus is the gates' Error, not this.
+    A Degraded already True is left as it is: the phase's (its own MetricsUnavailable
+    too, a rollback after the gates' errors) or an earlier check's.
     """
     due = settled(pods, now, grace)
-    if not due:
+    if not due or _phase_degraded(new):
         return new
     if scraped is None:
         before = next((c for c in old.conditions if c.type == DEGRADED), None)
@@ -121,6 +128,7 @@ def with_metrics_check(
             before is None
             or before.status is not ConditionStatus.TRUE
             or before.reason != METRICS_UNAVAILABLE
+            or not before.message.startswith(NO_SERIES)  # the phase's, of an earlier run
         ):
             return new
         return with_degraded(old, new, METRICS_UNAVAILABLE, before.message, now)
@@ -129,3 +137,7 @@ def with_metrics_check(
         return new
     message = unavailable_message(presence_query(namespace, missing))
     return with_degraded(old, new, METRICS_UNAVAILABLE, message, now)
+
+
+def _phase_degraded(status: SpecDecodeRolloutStatus) -> bool:
+    return any(c.type == DEGRADED and c.status is ConditionStatus.TRUE for c in status.conditions)

@@ -118,19 +118,22 @@ def test_an_unknown_answer_keeps_the_condition_but_never_sets_it() -> None:
     assert kept.reason == METRICS_UNAVAILABLE and kept.last_transition_time == at(35)
 
 
-def test_degraded_for_a_reason_of_the_phase_stays_that_reason() -> None:
+@pytest.mark.parametrize("reason", ["AnalysisFailed", METRICS_UNAVAILABLE])
+def test_degraded_for_a_reason_of_the_phase_stays_as_the_phase_says(reason: str) -> None:
+    """Its own MetricsUnavailable too: a rollback after the gates' errors keeps its text."""
     phase = SpecDecodeRolloutStatus(
         conditions=[
             Condition(
                 type=DEGRADED,
                 status=ConditionStatus.TRUE,
-                reason="AnalysisFailed",
+                reason=reason,
+                message="the phase's words",
                 last_transition_time=T0,
             )
         ]
     )
     checked = with_metrics_check(phase, phase, NS, both_ready_at(0), frozenset(), GRACE, at(40))
-    assert degraded(checked).reason == "AnalysisFailed"
+    assert checked is phase
 
 
 def test_dots_in_pod_names_are_literal_in_the_regex() -> None:
