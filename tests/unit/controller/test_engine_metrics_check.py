@@ -3,6 +3,7 @@ one query, Degraded MetricsUnavailable while series are missing, none once seen.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -27,7 +28,7 @@ from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.decision import Decision, DesiredChildren
 from specdecode.domain.observations import MetricError
 from specdecode.reconciler.apply import WAKE_SLACK_SECONDS, RolloutRef, next_reconcile_in
-from specdecode.reconciler.engine_metrics import with_engine_metrics_check
+from specdecode.reconciler.engine_metrics import log_prometheus_reach, with_engine_metrics_check
 
 pytestmark = pytest.mark.unit
 
@@ -128,3 +129,27 @@ async def test_a_zero_grace_turns_the_check_off() -> None:
 
 def old_status() -> SpecDecodeRolloutStatus:
     return SpecDecodeRolloutStatus(phase=Phase.ANALYZING)
+
+
+class Counted(Answers):
+    def __init__(self, count: int | MetricError) -> None:
+        super().__init__()
+        self.count = count
+
+    async def engine_series_count(self) -> int | MetricError:
+        return self.count
+
+
+async def test_one_start_up_line_and_a_warning_when_prometheus_does_not_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runtime = make_runtime(FakeKube(), FakeCluster())
+    caplog.set_level(logging.INFO, logger="specdecode.metrics")
+    runtime.engine_series = Counted(3)
+    await log_prometheus_reach(runtime)
+    runtime.engine_series = Counted(MetricError(source="p", message="connection refused"))
+    await log_prometheus_reach(runtime)
+    (info, warning) = caplog.records
+    assert info.levelno == logging.INFO and "holds 3 vLLM engine series" in info.getMessage()
+    assert warning.levelno == logging.WARNING
+    assert "does not answer (connection refused)" in warning.getMessage()
