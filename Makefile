@@ -19,7 +19,7 @@ MYPY_TARGETS := operator/specdecode operator/specdecode_load engine-image/specde
 	tests/cluster/localcluster tests/unit tests/e2e tools
 
 .PHONY: help venv lock lock-vllm vllm-lane verify-lock verify-version mypy system-deps binaries test test-unit test-e2e \
-        lint crds verify-crds cluster-up cluster-down demo bench ci clean
+        lint crds verify-crds cluster-up cluster-down demo bench ci clean images
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -58,6 +58,28 @@ verify-lock: venv ## Fail if requirements/*.lock is stale against pyproject.toml
 
 verify-version: venv ## Fail unless pyproject, Chart.yaml (version, appVersion) and image labels agree
 	$(BIN)/python tools/verify_version.py
+
+# Images for a real cluster, tagged as the chart and the examples name them: the operator at
+# pyproject's version, the simulator at the vLLM release it imitates (the operator reads the
+# release from the tag). IMAGE_REGISTRY=registry.example.com/team to push elsewhere.
+IMAGE_REGISTRY ?= ghcr.io/specdecode-operator
+IMAGE_VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -n 1)
+SIM_VLLM_VERSION = $(shell cat engine-image/VLLM_VERSION)
+# The first usable builder: docker and nerdctl only if their daemon answers (`info`).
+BUILDER ?= $(shell for tool in docker podman nerdctl buildah; do \
+	command -v $$tool >/dev/null || continue; \
+	if [ $$tool = docker ] || [ $$tool = nerdctl ]; then $$tool info >/dev/null 2>&1 || continue; fi; \
+	echo $$tool; break; done)
+
+images: ## Build the operator and simulator images with docker, podman, nerdctl or buildah (the first usable)
+	@if [ -z "$(BUILDER)" ]; then \
+		echo "make images: no usable container builder: docker, podman, nerdctl or buildah on PATH" >&2; \
+		echo "(docker and nerdctl only when their daemon answers 'info'). Install one, or run" >&2; \
+		echo "make images BUILDER=<tool>; the Dockerfiles: operator/Dockerfile, engine-image/Dockerfile.sim." >&2; \
+		exit 1; \
+	fi
+	$(BUILDER) build -f operator/Dockerfile -t $(IMAGE_REGISTRY)/operator:$(IMAGE_VERSION) .
+	$(BUILDER) build -f engine-image/Dockerfile.sim -t $(IMAGE_REGISTRY)/vllm-sim:v$(SIM_VLLM_VERSION) .
 
 system-deps: ## Debian packages the local cluster needs (Prometheus, Lua for the Argo CD health check)
 	@bash tests/cluster/install-system-deps.sh

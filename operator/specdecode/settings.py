@@ -35,6 +35,13 @@ class OperatorSettings:
     prometheus_insecure_skip_verify: bool = False
     """Do not verify an https Prometheus's certificate (test servers only)."""
 
+    engine_scrape_grace_seconds: float = 35.0
+    """How long a shadow engine pod is Ready before the operator expects Prometheus to hold
+    its series; none then: the rollout is Degraded (MetricsUnavailable). Two 15 s scrape
+    intervals and some discovery lag; the rollout's loop wakes when it ends, so the
+    condition is up well within 60 s of the engines being Ready. Set it above twice a
+    longer scrape interval; 0 turns the check off."""
+
     reconcile_interval_seconds: float = 5.0
     """The analysis clock: how often a rollout in Pending, Deploying, Analyzing or Promoting
     is reconciled without a change (looks, warm-ups and deadlines are due on it)."""
@@ -95,6 +102,9 @@ class OperatorSettings:
                 "SPECDECODE_PROMETHEUS_INSECURE_SKIP_VERIFY", ""
             ).lower()
             in TRUE_WORDS,
+            engine_scrape_grace_seconds=float(
+                env.get("SPECDECODE_ENGINE_SCRAPE_GRACE_SECONDS", cls.engine_scrape_grace_seconds)
+            ),
             reconcile_interval_seconds=float(
                 env.get("SPECDECODE_RECONCILE_INTERVAL", cls.reconcile_interval_seconds)
             ),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -308,3 +309,83 @@ def _endpoint_ips(cluster: LocalCluster, namespace: str, service: str) -> set[st
         if (endpoint.get("conditions") or {}).get("ready", True)
         for address in endpoint["addresses"]
     }
+
+
+# The README's check ("Install on a real cluster"): the Degraded condition in one line.
+SHOW_DEGRADED = (
+    'jsonpath={range .status.conditions[?(@.type=="Degraded")]}'
+    '{.status} {.reason}: {.message}{"\\n"}{end}'
+)
+
+
+def _shadow_pods_named(r: Rollout) -> list[str] | None:
+    names = [p["metadata"]["name"] for role in ("baseline", "candidate") for p in r.pods(role)]
+    return names if len(names) == 2 else None
+
+
+def _ready_since(pod: dict[str, Any]) -> datetime | None:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    ready: dict[str, Any] = next((c for c in conditions if c["type"] == "Ready"), {})
+    if ready.get("status") != "True":
+        return None
+    return datetime.fromisoformat(ready["lastTransitionTime"].replace("Z", "+00:00"))
+
+
+def _scrape(cluster: LocalCluster, r: Rollout, pods: list[str], value: str) -> None:
+    for pod in pods:
+        cluster.kubectl(
+            "annotate", "pod", pod, "-n", r.namespace, f"prometheus.io/scrape={value}",
+            "--overwrite", check=True,
+        )  # fmt: skip
+
+
+def test_engines_prometheus_does_not_scrape_make_the_rollout_degraded_within_a_minute(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster, running_operator: OperatorProcess
+) -> None:
+    """Issue 25: an unscraped engine is Degraded MetricsUnavailable, not a run-out clock.
+
+    The harness' Prometheus scrapes pods annotated `prometheus.io/scrape: "true"` (as a
+    plain Prometheus with the usual annotation rule does); turning that off on the shadow
+    pods as soon as they exist is a Prometheus that does not scrape them (the series an
+    early scrape left are marked stale when the target goes).
+    """
+    log = cluster.paths.log_file("operator").read_text()
+    assert "vLLM engine series (vllm:num_requests_running)" in log  # the start-up line
+    r = rollout("unscraped")
+    r.apply(manual_rollout())
+    pods = wait_for(lambda: _shadow_pods_named(r), timeout=60, message="both shadow pods")
+    _scrape(cluster, r, pods, "false")
+
+    def ready_at() -> datetime | None:
+        pods = [p for role in ("baseline", "candidate") for p in r.pods(role)]
+        times = [t for t in map(_ready_since, pods) if t is not None]
+        return max(times) if len(pods) == len(times) == 2 else None
+
+    engines_ready = wait_for(ready_at, timeout=120, message="both shadow engines Ready")
+
+    def unavailable(status: dict[str, Any]) -> dict[str, Any] | None:
+        found = condition(status, "Degraded")
+        return found if found.get("reason") == "MetricsUnavailable" else None
+
+    def naming_both(status: dict[str, Any]) -> dict[str, Any] | None:
+        # The engine Ready first is named first; the other joins when its grace ends
+        # (the condition keeps its transition time).
+        found = unavailable(status)
+        return found if found and all(pod in found["message"] for pod in pods) else None
+
+    degraded = r.wait(naming_both, timeout=90, message="Degraded MetricsUnavailable, both pods")
+    since = datetime.fromisoformat(degraded["lastTransitionTime"].replace("Z", "+00:00"))
+    elapsed = (since - engines_ready).total_seconds()
+    print(f"engines Ready to Degraded MetricsUnavailable: {elapsed:.0f} s")
+    assert degraded["status"] == "True" and elapsed <= 60, degraded
+    assert r.status()["phase"] == "Analyzing"  # a condition over the phase, no verdict
+    query = degraded["message"].split("`")[1]
+    assert query.startswith(f'vllm:num_requests_running{{namespace="{r.namespace}",pod=~"')
+    assert cluster.prometheus_query(query) == []  # the named query is empty indeed
+    assert "monitoring.enginePodMonitor.enabled" in degraded["message"]
+    shown = cluster.kubectl("get", "sdr", r.name, "-n", r.namespace, "-o", SHOW_DEGRADED)
+    assert shown.stdout.startswith("True MetricsUnavailable: Prometheus has no series"), shown
+
+    _scrape(cluster, r, pods, "true")  # Prometheus scrapes them again: the condition goes
+    r.wait(lambda s: unavailable(s) is None, timeout=60, message="MetricsUnavailable cleared")
+    assert cluster.prometheus_query(query) != []

@@ -17,6 +17,7 @@ import kopf
 from specdecode.adapters.kube.client import Fence
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.handlers.watches import configure_watches
+from specdecode.reconciler.engine_metrics import log_prometheus_reach
 from specdecode.reconciler.runtime import Runtime
 from specdecode.settings import OperatorSettings
 
@@ -61,6 +62,8 @@ def register_lifecycle_handlers(
             Runtime.create, operator_settings, kubeconfig, metrics, fence
         )
         memo["runtime"] = runtime
+        # One line on what Prometheus holds; in the background: start-up does not wait.
+        memo["prometheus_reach"] = asyncio.create_task(log_prometheus_reach(runtime))
 
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         runtime: Runtime | None = memo.get("runtime")

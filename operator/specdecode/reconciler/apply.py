@@ -96,7 +96,8 @@ def next_reconcile_in(runtime: Runtime, decision: Decision, key: str | None = No
     the operator's clock (`reconcile_interval_seconds`). The slow resync otherwise, which
     only repairs what a missed watch event could have hidden. A rollout (`key`) with an
     object named like a child that it does not own: at least at the operator's clock (no
-    watch event says when that object goes).
+    watch event says when that object goes). The scrape check's next instant
+    (`reconciler.engine_metrics`): at it, whatever the phase (no event marks a grace's end).
     """
     settings = runtime.settings
     if decision.status.phase not in CLOCKED_PHASES:
@@ -107,7 +108,11 @@ def next_reconcile_in(runtime: Runtime, decision: Decision, key: str | None = No
         until = (decision.wake_at - runtime.clock.now()).total_seconds()
         wait = min(max(until, 0.0) + WAKE_SLACK_SECONDS, settings.resync_seconds)
     if key is not None and key in runtime.foreign_children:
-        return min(wait, settings.reconcile_interval_seconds)
+        wait = min(wait, settings.reconcile_interval_seconds)
+    check = runtime.engine_series_memory.next_check(key) if key is not None else None
+    if check is not None:  # an engine's scrape grace ends, or a missing series is re-asked
+        until = (check - runtime.clock.now()).total_seconds()
+        wait = min(wait, max(until, 0.0) + WAKE_SLACK_SECONDS)
     return wait
 
 

@@ -54,6 +54,7 @@ from specdecode.reconciler.apply import (
     commit_status,
     next_reconcile_in,
 )
+from specdecode.reconciler.engine_metrics import with_engine_metrics_check
 from specdecode.reconciler.engine_version import with_engine_version_check
 from specdecode.reconciler.load import (
     observe_load_pods,
@@ -101,6 +102,7 @@ async def reconcile(
         spec = SpecDecodeRolloutSpec.model_validate(dict(raw_spec))
     except ValidationError as error:
         decision = decide_invalid_spec(status, validation_message(error), ref.generation, now)
+        runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
         await _apply(runtime, ref, None, status, decision, None)
         return decision
 
@@ -121,6 +123,8 @@ async def reconcile(
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
+    # Scrape check (Prometheus holds the settled engines' series): MetricsUnavailable if not.
+    decision = await with_engine_metrics_check(runtime, ref, spec, status, decision)
     decision = with_foreign_children(runtime, ref.key, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
     await _apply(runtime, ref, spec, status, decision, action, first=not raw_status)

@@ -12,15 +12,19 @@ from dataclasses import dataclass, field
 import httpx
 
 from specdecode.adapters.clock import Clock, SystemClock
+from specdecode.adapters.engine_series import EngineSeriesMemory
 from specdecode.adapters.engine_version import EngineVersions
 from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import Fence, KubeClients
 from specdecode.adapters.metrics import (
     AcceptanceSource,
+    EngineSeriesSource,
     PrometheusAccess,
+    PrometheusEngineSeries,
     PrometheusRunningRequests,
     RunningRequestsSource,
     StepLatencySource,
+    UnknownEngineSeries,
     UnknownRunningRequests,
     make_metric_source,
 )
@@ -68,6 +72,10 @@ class Runtime:
     # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
     # the one request the operator sends an engine (reconciler/engine_version.py).
     engine_versions: EngineVersions = field(default_factory=EngineVersions)
+    # Whether Prometheus holds series of the engine pods at all (the scrape check,
+    # reconciler/engine_metrics.py), and per rollout what it last answered.
+    engine_series: EngineSeriesSource = field(default_factory=UnknownEngineSeries)
+    engine_series_memory: EngineSeriesMemory = field(default_factory=EngineSeriesMemory)
     # Per tuning, the generation this process finished (Succeeded or Failed): a copy of the
     # tuning still showing Running (the watch lags our write) must not finish it again.
     finished_tunings: dict[str, int] = field(default_factory=dict)
@@ -104,6 +112,9 @@ class Runtime:
             running=PrometheusRunningRequests(
                 settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),
+            engine_series=PrometheusEngineSeries(
+                settings.prometheus_url, settings.prometheus_timeout_seconds, access
+            ),
             http=httpx.AsyncClient(
                 timeout=httpx.Timeout(10.0, connect=3.0),
                 event_hooks={"request": [kube.fence.refuse_http]},
@@ -125,6 +136,7 @@ class Runtime:
         self.load_endpoints.pop(key, None)
         self.wakeups.unregister(key)
         self.engine_versions.forget(key)
+        self.engine_series_memory.forget(key)
         self.metrics.forget(namespace, name)
 
     async def close(self) -> None:

@@ -11,10 +11,12 @@ from specdecode.adapters.metrics.prometheus import PrometheusMetrics
 from specdecode.adapters.metrics.protocol import (
     AcceptanceSource,
     EngineSelector,
+    EngineSeriesSource,
     RunningRequestsSource,
     StepLatencySource,
 )
 from specdecode.adapters.metrics.running import PrometheusRunningRequests, UnknownRunningRequests
+from specdecode.adapters.metrics.series import PrometheusEngineSeries, UnknownEngineSeries
 
 
 def make_metric_source(
@@ -29,11 +31,14 @@ def make_metric_source(
 __all__ = [
     "AcceptanceSource",
     "EngineSelector",
+    "EngineSeriesSource",
     "PrometheusAccess",
+    "PrometheusEngineSeries",
     "PrometheusMetrics",
     "PrometheusRunningRequests",
     "RunningRequestsSource",
     "StepLatencySource",
+    "UnknownEngineSeries",
     "UnknownRunningRequests",
     "make_metric_source",
 ]

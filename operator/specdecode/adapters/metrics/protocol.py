@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -69,4 +70,25 @@ class RunningRequestsSource(Protocol):
         empty dict: unknown, and the tuning falls back; a failed backend is a
         `MetricError`, never raised.
         """
+        ...
+
+
+class EngineSeriesSource(Protocol):
+    """Whether Prometheus holds any series of given engine pods (that it scrapes them)."""
+
+    url: str
+
+    async def pods_with_series(
+        self, namespace: str, pods: Sequence[str]
+    ) -> frozenset[str] | MetricError:
+        """The pods among `pods` whose vLLM gauge Prometheus holds now.
+
+        Why a gauge and not the gates' counters: it exists from an engine's start, drafts
+        or not, so its absence means "not scraped", never "idle". None of them is an empty
+        set; a failed backend is a `MetricError`, never raised.
+        """
+        ...
+
+    async def engine_series_count(self) -> int | MetricError:
+        """How many engine series Prometheus holds in all (for one line at start-up)."""
         ...

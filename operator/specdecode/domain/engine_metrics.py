@@ -1,0 +1,143 @@
+"""Engines Prometheus does not scrape: Degraded (MetricsUnavailable) within a minute.
+
+The gates that read vLLM's counters (Acceptance, ServerStep tail latency) take an empty
+answer as "no drafts yet" (Inconclusive), never as a verdict, which is right for a look
+but hides a Prometheus that does not scrape the engines at all: the rollout then runs
+out its clock (minutes) saying nothing useful. So once a shadow engine pod (baseline or
+candidate) has been Ready for a grace period (longer than a scrape interval or two, see
+`OperatorSettings.engine_scrape_grace_seconds`), the operator asks Prometheus for one of
+vLLM's gauges of that pod; if none exists, the rollout says Degraded=True, reason
+`MetricsUnavailable`, naming the query that came back empty and what to fix. Series
+seen once for the current pods are not asked for again; the condition goes when they
+appear.
+
+Why a condition over the phase and not a rollback: no verdict can come from missing
+data either way (the gates fail closed), and what is wrong is the monitoring, not the
+candidate config. The usual fix (turn the chart's engine PodMonitor on, let Prometheus
+select the namespace) takes minutes and needs no new analysis: the stage then measures
+on from the first scrape. A rollback would throw away warm engines over a transient
+discovery delay too, and would need `retry` after the fix; the stage's own clock
+(maxDurationSeconds, progressDeadlineSeconds) still bounds what the shadows cost. This
+is how the other checks outside the state machine behave (`engine_version`,
+ChildNotOwned): the phase says where the analysis is, Degraded says what people must fix.
+
+The reason is the one the phase gives when the gates' Prometheus errors exhaust
+consecutiveErrorLimit (a rollback): the same cause, no data from the metric backend; the
+message tells them apart (this one starts with `NO_SERIES`).
+
+Only rollouts whose gates read engine metrics are checked (Acceptance, AcceptedLength,
+TailLatency: ServerStep, or the step-histogram cross-check beside PerChunk and PerToken):
+one judged by Speedup and ErrorRate alone reads only the load pods' measurements.
+Pure: the caller passes what Prometheus answered (None: not known, e.g. unreachable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.domain.analyzing import observations_needed
+from specdecode.domain.conditions import DEGRADED
+from specdecode.domain.degraded import with_degraded
+from specdecode.domain.gates.registry import Need
+
+METRICS_UNAVAILABLE = "MetricsUnavailable"
+# A gauge every vLLM release (and the simulator) exports from start-up, 0 when idle: its
+# presence says "this pod is scraped", whether or not it has drafted yet.
+ENGINE_GAUGE = "vllm:num_requests_running"
+ENGINE_METRIC_NEEDS = frozenset({Need.ACCEPTANCE_COUNTERS, Need.SERVER_STEP_HISTOGRAMS})
+CHART_VALUE = "monitoring.enginePodMonitor.enabled"
+NO_SERIES = "Prometheus has no series of the engine pods"  # how this check's message starts
+
+
+@dataclass(frozen=True)
+class EnginePod:
+    """One shadow engine pod: its name and since when it has been Ready (None: not)."""
+
+    name: str
+    ready_since: datetime | None
+
+
+def reads_engine_metrics(spec: SpecDecodeRolloutSpec) -> bool:
+    """Whether any stage's gates read vLLM's counters from Prometheus."""
+    return any(
+        observations_needed(spec, index) & ENGINE_METRIC_NEEDS
+        for index in range(len(spec.analysis.stages))
+    )
+
+
+def settled(pods: Iterable[EnginePod], now: datetime, grace: timedelta) -> tuple[str, ...]:
+    """The pods Ready for at least `grace`: Prometheus has had time to scrape them."""
+    return tuple(
+        sorted(p.name for p in pods if p.ready_since is not None and now - p.ready_since >= grace)
+    )
+
+
+def settles_at(pods: Iterable[EnginePod], now: datetime, grace: timedelta) -> datetime | None:
+    """The first instant after `now` at which a Ready pod becomes due for the check."""
+    later = [p.ready_since + grace for p in pods if p.ready_since is not None]
+    future = [instant for instant in later if instant > now]
+    return min(future) if future else None
+
+
+def presence_query(namespace: str, pods: Iterable[str]) -> str:
+    """The PromQL that must return a series per scraped pod: the engine gauge, selected
+    by the `namespace` and `pod` labels every engine query of the operator selects on."""
+    names = "|".join(name.replace(".", "\\\\.") for name in sorted(pods))
+    return f'{ENGINE_GAUGE}{{namespace="{namespace}",pod=~"{names}"}}'
+
+
+def unavailable_message(query: str) -> str:
+    """What came back empty and what to fix."""
+    return (
+        f"{NO_SERIES}: `{query}` returned nothing, so the "
+        "gates that read vLLM's counters cannot judge. Prometheus must scrape the engine "
+        "pods (their prometheus.io/port, path /metrics) with `namespace` and `pod` labels: "
+        f"with the Prometheus Operator, install the chart with {CHART_VALUE}=true (or "
+        "select the namespace in Prometheus's podMonitorNamespaceSelector); with plain "
+        "Prometheus, keep the pods' prometheus.io/scrape annotations in its scrape config"
+    )
+
+
+def with_metrics_check(
+    old: SpecDecodeRolloutStatus,
+    new: SpecDecodeRolloutStatus,
+    namespace: str,
+    pods: Iterable[EnginePod],
+    scraped: frozenset[str] | None,
+    grace: timedelta,
+    now: datetime,
+) -> SpecDecodeRolloutStatus:
+    """`new` with Degraded=True (MetricsUnavailable) while a settled engine pod has no
+    series (`scraped`: the pods Prometheus holds the gauge of; None: not known).
+
+    Not known (Prometheus unreachable, or not asked) keeps a MetricsUnavailable the old
+    status had, and sets none: an unreachable Prometheus is the gates' Error, not this.
+    A Degraded already True is left as it is: the phase's (its own MetricsUnavailable
+    too, a rollback after the gates' errors) or an earlier check's.
+    """
+    due = settled(pods, now, grace)
+    if not due or _phase_degraded(new):
+        return new
+    if scraped is None:
+        before = next((c for c in old.conditions if c.type == DEGRADED), None)
+        if (
+            before is None
+            or before.status is not ConditionStatus.TRUE
+            or before.reason != METRICS_UNAVAILABLE
+            or not before.message.startswith(NO_SERIES)  # the phase's, of an earlier run
+        ):
+            return new
+        return with_degraded(old, new, METRICS_UNAVAILABLE, before.message, now)
+    missing = [name for name in due if name not in scraped]
+    if not missing:
+        return new
+    message = unavailable_message(presence_query(namespace, missing))
+    return with_degraded(old, new, METRICS_UNAVAILABLE, message, now)
+
+
+def _phase_degraded(status: SpecDecodeRolloutStatus) -> bool:
+    return any(c.type == DEGRADED and c.status is ConditionStatus.TRUE for c in status.conditions)

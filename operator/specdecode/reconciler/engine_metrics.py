@@ -1,0 +1,83 @@
+"""The scrape check of one reconcile: does Prometheus hold series of the rollout's settled
+shadow engines? None: Degraded (MetricsUnavailable), see `domain.engine_metrics`. Kept
+apart from `reconcile` so the check is one call there; at most one query per reconcile,
+none once the current pods were seen (`adapters.engine_series`). Also the one line the
+operator logs at start-up about what its Prometheus holds."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import timedelta
+
+from specdecode.adapters.engine_series import shadow_engine_pods
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision
+from specdecode.domain.engine_metrics import (
+    CHART_VALUE,
+    ENGINE_GAUGE,
+    reads_engine_metrics,
+    settled,
+    settles_at,
+    with_metrics_check,
+)
+from specdecode.domain.observations import MetricError
+from specdecode.reconciler.apply import RolloutRef
+from specdecode.reconciler.runtime import Runtime
+
+logger = logging.getLogger("specdecode.metrics")
+
+
+async def with_engine_metrics_check(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    old: SpecDecodeRolloutStatus,
+    decision: Decision,
+) -> Decision:
+    """`decision`, its status with Degraded=True while a shadow engine pod Ready for the
+    grace period has no series in Prometheus (rollouts whose gates read engine metrics)."""
+    memory = runtime.engine_series_memory
+    seconds = runtime.settings.engine_scrape_grace_seconds
+    if seconds <= 0 or not reads_engine_metrics(spec):
+        memory.forget(ref.key)
+        return decision
+    grace, now = timedelta(seconds=seconds), runtime.clock.now()
+    pods = shadow_engine_pods(runtime.cluster.rollout_pods(ref.namespace, ref.name))
+    due = settled(pods, now, grace)
+    if not due:
+        memory.forget(ref.key)  # no settled engine: nothing asked, nothing to show
+    memory.expect(ref.key, settles_at(pods, now, grace))
+    if not due:
+        return decision
+    scraped = await memory.scraped(runtime.engine_series, ref.key, ref.namespace, due, now)
+    checked = with_metrics_check(old, decision.status, ref.namespace, pods, scraped, grace, now)
+    if checked is decision.status:
+        return decision
+    return dataclasses.replace(decision, status=checked)
+
+
+async def log_prometheus_reach(runtime: Runtime) -> None:
+    """One line at start-up: what the operator's Prometheus holds of vLLM's engines (a
+    warning if it does not answer). Rollouts say more, per rollout, once engines run."""
+    source = runtime.engine_series
+    count = await source.engine_series_count()
+    if isinstance(count, MetricError):
+        logger.warning(
+            "Prometheus at %s does not answer (%s): gates that read vLLM's counters will "
+            "report Error until it does",
+            source.url,
+            count.message,
+        )
+        return
+    logger.info(
+        "Prometheus at %s answers and holds %d vLLM engine series (%s); each rollout's "
+        "engines must be scraped with namespace and pod labels (chart: %s), else the "
+        "rollout is Degraded MetricsUnavailable %.0f s after its engines are Ready",
+        source.url,
+        count,
+        ENGINE_GAUGE,
+        CHART_VALUE,
+        runtime.settings.engine_scrape_grace_seconds,
+    )
