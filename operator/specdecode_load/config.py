@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.domain.prompts import (
     WORKLOADS,
     PromptSourceError,
@@ -20,7 +21,6 @@ from specdecode.domain.prompts import (
     builtin_prompts,
     parse_jsonl,
 )
-from specdecode_load.httpserver import TOKEN_ENV
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
 
 BIND_HOST_ENV = "SPECDECODE_BIND_HOST"

@@ -23,7 +23,6 @@ import httptools
 Handler = Callable[[str, str, bytes], tuple[int, Any]]
 MAX_BODY_BYTES = 1 << 20
 OPEN_PATHS = ("/healthz",)  # what answers without the token
-TOKEN_ENV = "SPECDECODE_LOAD_TOKEN"  # where the pod finds it (the operator sets it)
 
 
 class _Request(asyncio.Protocol):

@@ -20,6 +20,9 @@ GET /v1/report?since=<unix seconds> answers with the blocks that start at or aft
 the last list the operator pushed), so the operator pushes only when they differ. A pod
 of an older image omits the key: `LoadReport.endpoints` is then None and the operator
 falls back to comparing with the pod's start-up arguments.
+
+Every request to a load pod's control routes carries the rollout's token (`Authorization:
+Bearer`), which the pod reads at start from the environment variable `TOKEN_ENV`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from specdecode.domain.latency_block import (
 from specdecode.domain.sketch import Sketch
 
 SCHEMA = 1
+
+TOKEN_ENV = "SPECDECODE_LOAD_TOKEN"  # the operator sets it; the load pod reads it
 
 
 class ReportError(ValueError):

@@ -28,7 +28,11 @@ from specdecode.adapters.kube.load_pods import (
     delete_pod,
     observed_load_pods,
 )
-from specdecode.adapters.kube.load_token import ensure_load_token, read_load_token
+from specdecode.adapters.kube.load_token import (
+    LoadTokenError,
+    ensure_load_token,
+    read_load_token,
+)
 from specdecode.adapters.kube.prompt_source import read_prompt_text
 from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, plan_hash, render_load_pods
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
@@ -39,6 +43,7 @@ from specdecode.domain.load_report import LoadReport, ReportError
 from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
 from specdecode.domain.prompts import PromptSourceError, parse_jsonl
+from specdecode.reconciler.ownership import record_foreign_token
 from specdecode.reconciler.runtime import Runtime
 
 LOAD_SOURCE = "shadow-load pods"
@@ -165,7 +170,12 @@ async def sync_load_pods(
         absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
         if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
             if key not in runtime.load_tokens:  # before the first pod: they read it at start
-                made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
+                try:
+                    made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
+                except LoadTokenError as error:  # another object holds the Secret's name
+                    record_foreign_token(runtime, key, str(error))
+                    return
+                record_foreign_token(runtime, key, None)
                 runtime.load_tokens[key] = made
             for wanted_pod in absent:
                 await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)

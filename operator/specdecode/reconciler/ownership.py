@@ -6,6 +6,8 @@ finding is kept per rollout, the loop is woken at once, and the next decision ca
 as Degraded=True (reason `ChildNotOwned`) naming each object and how to resolve it. The
 cache does not watch such objects (they lack the operator's labels), so a rollout with one
 retries at the analysis clock, not the slow resync: the user deleting it is seen soon.
+The load-token Secret is such a child too, found when the first load pod is due
+(`record_foreign_token`); no load pod starts while another object holds its name.
 """
 
 from __future__ import annotations
@@ -34,11 +36,24 @@ def record_foreign(runtime: Runtime, key: str, found: Sequence[ForeignObject]) -
         runtime.wakeups.wake(key)
 
 
+def record_foreign_token(runtime: Runtime, key: str, problem: str | None) -> None:
+    """Keep why the rollout's load-token Secret cannot be used (None: it can); wake the
+    loop if that changed."""
+    before = runtime.foreign_token.get(key)
+    if problem:
+        runtime.foreign_token[key] = problem
+    else:
+        runtime.foreign_token.pop(key, None)
+    if problem != before:
+        runtime.wakeups.wake(key)
+
+
 def with_foreign_children(
     runtime: Runtime, key: str, old: SpecDecodeRolloutStatus, decision: Decision
 ) -> Decision:
     """`decision`, Degraded=True while an object named like a child is not the rollout's."""
-    messages = runtime.foreign_children.get(key)
+    token = runtime.foreign_token.get(key)
+    messages = (*runtime.foreign_children.get(key, ()), *((token,) if token else ()))
     if not messages:
         return decision
     status = with_degraded(

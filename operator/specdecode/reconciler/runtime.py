@@ -60,6 +60,9 @@ class Runtime:
     foreign_children: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per rollout, what its last apply found named like a child but not owned by it
     (`reconciler.ownership`): one message per object, shown as Degraded."""
+    foreign_token: dict[str, str] = field(default_factory=dict)
+    """Per rollout, why its load-token Secret's name is held by an object it does not own
+    (`reconciler.ownership.record_foreign_token`), shown as Degraded."""
     load_tokens: dict[str, str] = field(default_factory=dict)
     """Per rollout, the token its load pods require (`adapters.kube.load_token`)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -131,6 +134,7 @@ class Runtime:
         self._locks.pop(key, None)
         self.superseded.pop(key, None)
         self.foreign_children.pop(key, None)
+        self.foreign_token.pop(key, None)
         self.load_tokens.pop(key, None)
         self.endpoints_pushed_at.pop(key, None)
         self.load_endpoints.pop(key, None)

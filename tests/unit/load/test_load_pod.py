@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from specdecode.domain.load_report import report_from_wire
+from specdecode.domain.load_report import TOKEN_ENV, report_from_wire
 from specdecode.domain.observations import AcceptedMoments, LatencyBlock
 from specdecode.domain.sketch import Sketch
 from specdecode_load.collector import DROPPED_REASON, Collector
 from specdecode_load.config import parse_config
-from specdecode_load.httpserver import TOKEN_ENV
 from specdecode_load.pod import NO_ENDPOINTS, Pod
 from specdecode_load.recorder import BlockRecorder
 from specdecode_load.state import RESTART_REASON

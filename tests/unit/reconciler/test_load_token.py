@@ -18,8 +18,12 @@ import pytest
 from load_fakes import OWNER, PLAN, SPEC, FakeCore, report, runtime
 
 from specdecode.adapters.kube.load_token import LoadTokenError, ensure_load_token
-from specdecode.adapters.load.pods import TOKEN_ENV, token_secret_name
+from specdecode.adapters.load.pods import token_secret_name
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision, DesiredChildren
+from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.reconciler.load import observe_load_pods, read_windows, sync_load_pods
+from specdecode.reconciler.ownership import with_foreign_children
 from specdecode_load import httpserver
 
 pytestmark = pytest.mark.unit
@@ -48,7 +52,7 @@ async def test_every_control_request_carries_the_rollouts_token() -> None:
     assert len(token) >= 40
     for pod in core.pods.values():
         (env,) = pod["spec"]["containers"][0]["env"]
-        assert env["name"] == TOKEN_ENV == httpserver.TOKEN_ENV
+        assert env["name"] == TOKEN_ENV
         assert env["valueFrom"]["secretKeyRef"] == {"name": secret_name, "key": "token"}
 
     restarted = runtime(core, pods_answer)  # a new process: nothing in memory
@@ -69,6 +73,30 @@ def test_a_secret_of_that_name_the_rollout_does_not_own_is_never_used() -> None:
     with pytest.raises(LoadTokenError, match="not this rollout's load token"):
         ensure_load_token(SimpleNamespace(core=core), OWNER)  # type: ignore[arg-type]
     assert not any(call.startswith("create") for call in core.calls)
+
+
+async def test_a_foreign_secret_in_the_tokens_place_makes_the_rollout_degraded() -> None:
+    """No load pod starts (it would read another object's token); the rollout says
+    Degraded ChildNotOwned naming the Secret, and recovers once the Secret is gone."""
+    core = FakeCore()
+    name = token_secret_name(OWNER.name)
+    core.secrets[name] = {
+        "metadata": {"ownerReferences": [{"uid": "somebody-else"}]},
+        "stringData": {"token": "known-to-somebody-else"},
+    }
+    rt = runtime(core, lambda request: httpx.Response(500))
+    await sync_load_pods(rt, OWNER, SPEC, PLAN, [])
+    assert not core.pods and not any(call.startswith("create") for call in core.calls)
+    old = SpecDecodeRolloutStatus(phase=Phase.ANALYZING)
+    decision = with_foreign_children(rt, ROLLOUT, old, Decision(old, DesiredChildren(None)))
+    degraded = next(c for c in decision.status.conditions if c.type == "Degraded")
+    assert degraded.reason == "ChildNotOwned" and f"Secret team-a/{name}" in degraded.message
+    del core.secrets[name]  # the user deletes it
+    await sync_load_pods(rt, OWNER, SPEC, PLAN, [])
+    assert core.pods and ROLLOUT not in rt.foreign_token
+    assert (
+        with_foreign_children(rt, ROLLOUT, old, Decision(old, DesiredChildren(None))).status == old
+    )
 
 
 async def _ask(port: int, path: str, token: str | None) -> int:

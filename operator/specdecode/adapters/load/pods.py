@@ -27,6 +27,7 @@ from specdecode.adapters.render import (
 )
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.domain.observations import ChildRole
 
 LOAD_ROLE = "shadow-load"
@@ -38,7 +39,6 @@ REPORT_PORT = 8090
 # The per-rollout Secret whose token every control request to a load pod must carry
 # (`adapters.kube.load_token`); the pod reads it from this environment variable.
 TOKEN_KEY = "token"
-TOKEN_ENV = "SPECDECODE_LOAD_TOKEN"
 
 
 def token_secret_name(rollout: str) -> str:
