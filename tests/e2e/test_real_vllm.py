@@ -267,8 +267,7 @@ def test_ngram_on_repetitive_prompts_is_judged_on_the_real_stream(
             "prompt_lookup_max": 4,
             "prompt_lookup_min": 2,
         },
-        # the verdict is whatever the gates say by 60 s (CI time: the default 120 s ran out)
-        [realvllm.stage("repetitive", 4, gates, minimum=30, maximum=60)],
+        [realvllm.stage("repetitive", 4, gates, minimum=30)],
     )
     manifest["spec"]["analysis"]["traffic"] = {
         "configMapRef": repetitive_prompts(cluster, r.namespace),
