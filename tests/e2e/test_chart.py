@@ -123,6 +123,14 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
         ]
     }
     assert env["SPECDECODE_NAMESPACES"] == "a,b"
+    # Cluster-wide, a namespaced install asks only what kopf needs to find the CRDs and
+    # the namespaces it serves: nothing of any workload or Secret outside them.
+    (cluster_role,) = of_kind(namespaced, "ClusterRole")
+    assert sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r["verbs"]))
+                  for r in cluster_role["rules"]) == [
+        (("",), ("namespaces",), ("list", "watch")),
+        (("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list", "watch")),
+    ]  # fmt: skip
 
     monitored = rendered(cluster, *ALL_MONITORING)
     assert of_kind(monitored, "PodMonitor") and of_kind(monitored, "ServiceMonitor")
@@ -133,6 +141,22 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
         ["promtool", "check", "rules", str(rules_file)], capture_output=True, text=True, check=False
     )
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_namespaced_install_is_accepted_by_the_api_server(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    """Everything `helm install` would create for one watched namespace, through the real
+    API server's validation and RBAC escalation checks (a server-side dry run)."""
+    out = helm_ok(
+        cluster, "template", "sdo", str(CHART), "--namespace", namespace,
+        f"--set=watchNamespaces={{{namespace}}}", "--set=admissionPolicy.enabled=true",
+    )  # fmt: skip
+    kinds = sorted({doc["kind"] for doc in yaml.safe_load_all(out) if doc})
+    dry = cluster.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", input=out)
+    assert dry.returncode == 0, dry.stderr
+    assert "ClusterRole" in kinds and "NetworkPolicy" in kinds, kinds
+    print(f"server-side dry run accepted: {', '.join(kinds)}")
 
 
 def test_the_admission_policy_refuses_what_the_allow_lists_do_not_name(
