@@ -55,6 +55,14 @@ class AcceptanceBlock:
 
 
 @dataclass(frozen=True)
+class ProductionAcceptance:
+    """What the reconciler read for one guard look: production's blocks up to `look_at`."""
+
+    look_at: datetime
+    blocks: tuple[AcceptanceBlock, ...]
+
+
+@dataclass(frozen=True)
 class GuardLook:
     """One look of the guard's grid: the window it judges and where it lies in it."""
 
@@ -92,7 +100,9 @@ class GuardGrid:
         if elapsed < self.interval:
             return None
         window = math.floor(elapsed / self.window)
-        look = min(self.looks_per_window, math.floor((elapsed - window * self.window) / self.interval))
+        look = min(
+            self.looks_per_window, math.floor((elapsed - window * self.window) / self.interval)
+        )
         if look == 0:
             window, look = window - 1, self.looks_per_window
         times = tuple(j * self.interval / self.window for j in range(1, look + 1))

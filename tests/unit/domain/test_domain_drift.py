@@ -30,8 +30,7 @@ ONE_LOOK = (1.0,)
 def _blocks(alpha: float, count: int, tokens: float = 3000.0) -> tuple[AcceptanceBlock, ...]:
     """Blocks whose alpha alternates slightly around `alpha` (a spread to estimate)."""
     return tuple(
-        AcceptanceBlock(tokens, tokens * (alpha + (0.01 if i % 2 else -0.01)))
-        for i in range(count)
+        AcceptanceBlock(tokens, tokens * (alpha + (0.01 if i % 2 else -0.01))) for i in range(count)
     )
 
 
@@ -108,7 +107,9 @@ def _window_at_threshold(rng: random.Random, blocks: int) -> list[AcceptanceBloc
         alpha = min(1.0, max(0.0, rng.gauss(THRESHOLD, 0.04)))
         tokens = float(max(1, round(rng.gauss(3000, 160))))
         spread = math.sqrt(tokens * alpha * (1 - alpha) * 4)
-        out.append(AcceptanceBlock(tokens, min(tokens, max(0.0, rng.gauss(alpha * tokens, spread)))))
+        out.append(
+            AcceptanceBlock(tokens, min(tokens, max(0.0, rng.gauss(alpha * tokens, spread))))
+        )
     return out
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from specdecode.domain.drift import AcceptanceBlock
 from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 
 
@@ -69,4 +70,16 @@ class RunningRequestsSource(Protocol):
         empty dict: unknown, and the tuning falls back; a failed backend is a
         `MetricError`, never raised.
         """
+        ...
+
+
+class AcceptanceBlocksSource(Protocol):
+    """Production's spec-decode counters per time block, for the drift guard."""
+
+    async def acceptance_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[AcceptanceBlock, ...] | MetricError:
+        """Draft and accepted tokens over each whole `block_seconds` block of [start, end],
+        summed over the engine's pods, in time order. A block without samples is left out
+        (no data, never zeros); a failed backend is a `MetricError`, never raised."""
         ...
