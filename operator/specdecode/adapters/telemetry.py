@@ -36,6 +36,8 @@ RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 
 LIVE_STAGE_PHASES = frozenset({Phase.ANALYZING, Phase.PAUSED})
 # Phases after a verdict: the deciding stage (the last one that ran) keeps its series.
 DECIDED_PHASES = frozenset({Phase.PROMOTING, Phase.PROMOTED, Phase.ROLLED_BACK})
+# Phases in which production runs the config a drift was found on.
+DRIFTING_PHASES = frozenset({Phase.PROMOTED, Phase.DEGRADED})
 
 
 class OperatorMetrics:
@@ -82,7 +84,8 @@ class OperatorMetrics:
         )
         self.drifted = Gauge(
             "specdecode_drifted",
-            "1 while the drift guard finds production's acceptance below its threshold.",
+            "1 while production runs a config whose acceptance the drift guard found below "
+            "its threshold.",
             labels,
             registry=self.registry,
         )
@@ -168,7 +171,10 @@ class OperatorMetrics:
         """Reflect a freshly computed status; count transitions into a verdict once."""
         for phase in Phase:
             self.phase.labels(namespace, rollout, phase.value).set(float(new.phase is phase))
-        self.drifted.labels(namespace, rollout).set(float(new.drift is not None))
+        # Only while production still runs the drifted config (not after onDrift: Rollback,
+        # which SpecDecodeRolledBack announces): the alert asks for action that is left.
+        running_drifted = new.drift is not None and new.phase in DRIFTING_PHASES
+        self.drifted.labels(namespace, rollout).set(float(running_drifted))
         live = _speaking_stage(new)
         for stage in new.stages:
             if stage.name != live:

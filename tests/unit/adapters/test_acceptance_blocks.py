@@ -55,7 +55,7 @@ class _Failing:
 
 def test_a_failed_backend_is_a_metric_error_and_a_short_window_is_no_blocks() -> None:
     source = PrometheusAcceptanceBlocks("http://prometheus:9090", 5.0)
-    source._client = _Failing()  # type: ignore[assignment]
+    source._client = _Failing()
     start = datetime(2026, 1, 1, tzinfo=UTC)
     failed = asyncio.run(
         source.acceptance_blocks(PRODUCTION, start, start + timedelta(seconds=60), 5)

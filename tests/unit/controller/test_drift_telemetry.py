@@ -38,6 +38,10 @@ def test_drifted_gauge_follows_status_and_alpha_follows_looks() -> None:
     drifted = promoted.model_copy(update={"drift": DRIFT})
     metrics.observe("serving", "llama", promoted, drifted)
     assert metrics.registry.get_sample_value("specdecode_drifted", LABELS) == 1.0
+    rolled_back = drifted.model_copy(update={"phase": Phase.ROLLED_BACK})
+    metrics.observe("serving", "llama", drifted, rolled_back)  # onDrift: Rollback acted
+    assert metrics.registry.get_sample_value("specdecode_drifted", LABELS) == 0.0
+    metrics.observe("serving", "llama", rolled_back, drifted)
 
     check = DriftCheck(DriftVerdict.DRIFTED, alpha=0.1, lower=0.08, upper=0.12, blocks=10)
     metrics.production_looked("serving", "llama", check, 0.2)
