@@ -8,6 +8,8 @@ that decided it, so the failing gate stays visible (and SpecDecodeGateFailed can
 while the rollout is rolled back. Every other stage's, and a deleted rollout's, are removed,
 so a dashboard never shows a stale verdict as current. The
 operator's own health for on-call: reconcile durations by outcome and API requests by verb.
+The drift guard's gauges (`specdecode_drifted` from status; `specdecode_production_alpha`
+from each look with data, so dashboards follow production between drifts without a write).
 Tunings have their own gauges (`tuning_metrics`), set from each report the runner writes.
 """
 
@@ -25,6 +27,7 @@ from specdecode.api.status import (
     StagePhase,
 )
 from specdecode.api.tuning_status import SpecDecodeTuningStatus
+from specdecode.domain.drift import DriftCheck
 from specdecode.domain.tuning.report import TuningReport
 
 ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)
@@ -33,6 +36,8 @@ RECONCILE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 
 LIVE_STAGE_PHASES = frozenset({Phase.ANALYZING, Phase.PAUSED})
 # Phases after a verdict: the deciding stage (the last one that ran) keeps its series.
 DECIDED_PHASES = frozenset({Phase.PROMOTING, Phase.PROMOTED, Phase.ROLLED_BACK})
+# Phases in which production runs the config a drift was found on.
+DRIFTING_PHASES = frozenset({Phase.PROMOTED, Phase.DEGRADED})
 
 
 class OperatorMetrics:
@@ -75,6 +80,20 @@ class OperatorMetrics:
             "specdecode_load_window_requests",
             "Shadow requests finished in the stage's measuring window, both sides.",
             [*labels, "stage"],
+            registry=self.registry,
+        )
+        self.drifted = Gauge(
+            "specdecode_drifted",
+            "1 while production runs a config whose acceptance the drift guard found below "
+            "its threshold.",
+            labels,
+            registry=self.registry,
+        )
+        self.production_alpha = Gauge(
+            "specdecode_production_alpha",
+            "Production's draft acceptance rate at the drift guard's latest look with data "
+            "(bound: value, lower, upper, threshold).",
+            [*labels, "bound"],
             registry=self.registry,
         )
         self.rollbacks = Counter(
@@ -152,6 +171,10 @@ class OperatorMetrics:
         """Reflect a freshly computed status; count transitions into a verdict once."""
         for phase in Phase:
             self.phase.labels(namespace, rollout, phase.value).set(float(new.phase is phase))
+        # Only while production still runs the drifted config (not after onDrift: Rollback,
+        # which SpecDecodeRolledBack announces): the alert asks for action that is left.
+        running_drifted = new.drift is not None and new.phase in DRIFTING_PHASES
+        self.drifted.labels(namespace, rollout).set(float(running_drifted))
         live = _speaking_stage(new)
         for stage in new.stages:
             if stage.name != live:
@@ -188,9 +211,22 @@ class OperatorMetrics:
             self.load_delay,
             self.load_requests,
             self.rollbacks,
+            self.drifted,
+            self.production_alpha,
         )
         for metric in (*metrics, self.analysis_duration):
             metric.remove_by_labels({"namespace": namespace, "rollout": rollout})
+
+    def production_looked(
+        self, namespace: str, rollout: str, check: DriftCheck, threshold: float
+    ) -> None:
+        """The guard's look at production's acceptance (every look with data, drifted or
+        not: a gauge costs no API write)."""
+        if check.alpha is None or check.lower is None or check.upper is None:
+            return
+        values = {"value": check.alpha, "lower": check.lower, "upper": check.upper}
+        for bound, value in {**values, "threshold": threshold}.items():
+            self.production_alpha.labels(namespace, rollout, bound).set(value)
 
     def _forget_stage(self, namespace: str, rollout: str, stage: str) -> None:
         per_stage = (self.gate_verdict, self.alpha, self.itl, self.load_delay, self.load_requests)

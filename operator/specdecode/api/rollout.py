@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
 from specdecode.api.base import KubeModel
+from specdecode.api.guard import GuardSpec
 from specdecode.api.rules import Binary, Rule, RuleSet, all_of, at, lit, matches, size
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
@@ -70,6 +71,10 @@ class SpecDecodeRolloutSpec(KubeModel):
     )
     analysis: AnalysisSpec = Field(
         default_factory=AnalysisSpec, description="Shadow traffic, stages and gates."
+    )
+    guard: GuardSpec = Field(
+        default_factory=GuardSpec,
+        description="After promotion: production's acceptance keeps being judged (drift).",
     )
 
     @model_validator(mode="after")

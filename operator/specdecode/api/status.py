@@ -15,6 +15,7 @@ from pydantic import Field
 
 from specdecode.api.base import KubeModel
 from specdecode.api.gate_spec import GateType, ItlDefinition
+from specdecode.api.guard import DriftStatus
 from specdecode.api.speculative import SpeculativeConfig
 
 
@@ -225,5 +226,13 @@ class SpecDecodeRolloutStatus(KubeModel):
     alpha: str | None = Field(default=None, description="Latest alpha with bounds (display).")
     itl_ratio: str | None = Field(
         default=None, description="Latest candidate/baseline P99 ITL ratio (display)."
+    )
+    previous_stable_speculative: SpeculativeConfig | None = Field(
+        default=None,
+        description="The config production ran before the last promotion (empty: plain "
+        "decoding); what `guard.onDrift: Rollback` returns to.",
+    )
+    drift: DriftStatus | None = Field(
+        default=None, description="Production's acceptance found below its threshold."
     )
     conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing...")

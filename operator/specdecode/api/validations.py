@@ -17,6 +17,7 @@ from typing import Any
 
 from specdecode.api.analysis_rules import ANALYSIS_RULES, SPEC_JUDGED_RULES, STAGE_RULES
 from specdecode.api.gate_spec import GATE_RULES
+from specdecode.api.guard import GUARD_RULES
 from specdecode.api.rollout import ROOT_RULES as ROOT_RULE_SET
 from specdecode.api.rollout import SPEC_RULES
 from specdecode.api.rules import Rule
@@ -56,6 +57,7 @@ RULES: Mapping[str, tuple[Rule | CelRule, ...]] = {
     "GateSpec": tuple(GATE_RULES.rules),
     "AnalysisSpec": tuple(ANALYSIS_RULES.rules),
     "TrafficSpec": tuple(TRAFFIC_RULES.rules),
+    "GuardSpec": tuple(GUARD_RULES.rules),
 }
 
 # Rules on the whole object: only these may read `self.metadata.name`.

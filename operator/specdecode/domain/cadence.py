@@ -1,6 +1,7 @@
 """When time alone next changes an analysis: the wake-up of the rollout's reconcile loop.
 
-Why: gates look every `analysis.intervalSeconds`, and a stage's warm-up, minimum and
+Why: gates look every `analysis.intervalSeconds` (and, once Promoted, the drift guard every
+`guard.intervalSeconds`), and a stage's warm-up, minimum and
 maximum durations end at fixed instants. Waking the loop at a fixed operator clock instead
 would make the looks land on that clock (an interval of 7 s looked every 10 s, 1 s every
 5 s) and spend reconciles on passes where nothing can have changed. Everything else that
@@ -14,13 +15,16 @@ from datetime import datetime, timedelta
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.guarding import guard_grid
 from specdecode.domain.stages import last_evaluated
 
 
 def next_timed_event(
     spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
 ) -> datetime | None:
-    """The first instant after `now` at which the Analyzing phase must be decided again.
+    """The first instant after `now` at which the rollout must be decided again.
+
+    Promoted with the guard on: its next look (`guarding.guard_grid`).
 
     The candidates: the end of the current stage's warm-up, its next look (an interval
     after the last one, or the end of the warm-up if it has not looked yet) and the ends
@@ -29,6 +33,9 @@ def next_timed_event(
     Analyzing, the stage has not started, or nothing is left: the caller keeps its own
     clock then.
     """
+    grid = guard_grid(spec, status)
+    if grid is not None:  # Promoted: the guard's next look (slow; none while disabled)
+        return grid.next_after(now)
     index = status.current_stage_index
     if status.phase is not Phase.ANALYZING or index is None:
         return None

@@ -5,6 +5,8 @@
   Paused, Promoting).
 - Degraded: True when the desired config could not be rolled out (RolledBack), when the
   spec cannot be acted on (Failed) or when production is unavailable (Degraded).
+- Drifted: present (True, AcceptanceDrifted) only while `status.drift` stands: the guard
+  found production's acceptance below its threshold after promotion (`guarding`).
 - Reconciling / Stalled: what kstatus (Flux, Argo CD's health via kstatus, `kubectl wait`)
   reads natively: Reconciling=True is "in progress", Stalled=True is "failed", neither is
   "current".
@@ -26,6 +28,7 @@ READY, PROGRESSING, DEGRADED, RECONCILING, STALLED = (
     "Stalled",
 )
 PRODUCTION_NOT_READY = "ProductionNotReady"
+DRIFTED, DRIFT_REASON = "Drifted", "AcceptanceDrifted"
 IN_PROGRESS = frozenset(
     {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING}
 )
@@ -64,6 +67,8 @@ def compute_conditions(
         (RECONCILING, phase in IN_PROGRESS, reason, message),
         (STALLED, phase in STOPPED, reason if phase in STOPPED else "AsExpected", message),
     ]
+    if status.drift is not None:  # only while a drift stands: no write for the others
+        wanted.append((DRIFTED, True, DRIFT_REASON, status.drift.message))
     previous = {condition.type: condition for condition in status.conditions}
     conditions = []
     for kind, value, why, text in wanted:

@@ -16,6 +16,7 @@ from functools import cached_property
 from itertools import pairwise
 from typing import Generic, TypeVar
 
+from specdecode.domain.drift import ProductionAcceptance
 from specdecode.domain.latency_block import (
     BLOCK_FIELDS,
     AcceptedMoments,
@@ -223,6 +224,8 @@ class Observations:
     action: str | None = None  # value of the specdecode.io/action annotation, if any
     stage: StageObservations | None = None
     traffic_error: str | None = None  # the shadow driver could not run (bad prompts...)
+    # Promoted: production's counters in time blocks for the guard's look due now, if any.
+    production_acceptance: ProductionAcceptance | MetricError | None = None
 
     def child(self, role: ChildRole) -> ChildState:
         """The observed state of a child; absent means it does not exist."""

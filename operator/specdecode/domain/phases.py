@@ -10,7 +10,8 @@
   Promoted (stable = candidate); past the deadline -> RolledBack (PromotionFailed) and
   production returns to the stable config.
 - Promoted: production not ready for longer than the progress deadline -> Degraded
-  (ProductionUnavailable); Degraded -> Promoted once production is ready again.
+  (ProductionUnavailable); Degraded -> Promoted once production is ready again. While
+  production is ready, the drift guard judges its acceptance (see `guarding`).
 - RolledBack: stays until the desired config changes or `retry`.
 - Failed: a traffic source the operator cannot use (TrafficSourceInvalid); left on a new
   generation of the spec or `retry`. Production is untouched throughout.
@@ -25,6 +26,7 @@ from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.analyzing import analyze, begin_stage
 from specdecode.domain.conditions import production_unready_since
+from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
 from specdecode.domain.transitions import (
     Step,
@@ -142,8 +144,8 @@ def _steady(
         if healthy:
             return enter(status, Phase.PROMOTED, now, "ProductionRecovered", "production ready")
         return Step(status)
-    if healthy:
-        return Step(status)
+    if healthy:  # judged after promotion: production's acceptance (the drift guard)
+        return guard(spec, status, observations.production_acceptance, now)
     grace = spec.analysis.progress_deadline_seconds
     if (now - production_unready_since(status, now)).total_seconds() > grace:
         why = _why_not_ready(ChildRole.PRODUCTION, production)

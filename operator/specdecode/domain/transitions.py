@@ -102,6 +102,7 @@ def start_analysis(
         verdict=None,
         alpha=None,
         itl_ratio=None,
+        drift=None,
     )
 
 
@@ -115,6 +116,8 @@ def promoted(status: SpecDecodeRolloutStatus, now: datetime, reason: str, messag
         message,
         stable_speculative=status.candidate_speculative,
         stable_fingerprint=status.candidate_fingerprint,
+        previous_stable_speculative=status.stable_speculative,
+        drift=None,
         verdict=Phase.PROMOTED.value,
         current_stage=None,
         current_stage_index=None,
@@ -163,5 +166,6 @@ def pursue_desired(
             current_stage=None,
             current_stage_index=None,
             verdict=None,
+            drift=None,
         )
     return start_analysis(spec, status, now, reason, message)

@@ -91,22 +91,23 @@ class RolloutRef:
 def next_reconcile_in(runtime: Runtime, decision: Decision, key: str | None = None) -> float:
     """Seconds until the rollout must be looked at again without any event.
 
-    While time drives the phase: the decision's next timed event when it has one (an
-    analysis: its next look, warm-up or duration end, `cadence.next_timed_event`), else
-    the operator's clock (`reconcile_interval_seconds`). The slow resync otherwise, which
-    only repairs what a missed watch event could have hidden. A rollout (`key`) with an
-    object named like a child that it does not own: at least at the operator's clock (no
-    watch event says when that object goes). The scrape check's next instant
-    (`reconciler.engine_metrics`): at it, whatever the phase (no event marks a grace's end).
+    The decision's next timed event when it has one (an analysis: its next look, warm-up
+    or duration end; Promoted: the drift guard's next look; `cadence.next_timed_event`),
+    else, while time drives the phase, the operator's clock (`reconcile_interval_seconds`).
+    The slow resync otherwise, which only repairs what a missed watch event could have
+    hidden. A rollout (`key`) with an object named like a child that it does not own: at
+    least at the operator's clock (no watch event says when that object goes).
+    The scrape check's next instant (`reconciler.engine_metrics`): at it, whatever the
+    phase (no event marks a grace's end).
     """
     settings = runtime.settings
-    if decision.status.phase not in CLOCKED_PHASES:
-        wait = settings.resync_seconds
-    elif decision.wake_at is None:
-        wait = settings.reconcile_interval_seconds
-    else:
+    if decision.wake_at is not None:  # an analysis' next look, or the drift guard's
         until = (decision.wake_at - runtime.clock.now()).total_seconds()
         wait = min(max(until, 0.0) + WAKE_SLACK_SECONDS, settings.resync_seconds)
+    elif decision.status.phase in CLOCKED_PHASES:
+        wait = settings.reconcile_interval_seconds
+    else:
+        wait = settings.resync_seconds
     if key is not None and key in runtime.foreign_children:
         wait = min(wait, settings.reconcile_interval_seconds)
     check = runtime.engine_series_memory.next_check(key) if key is not None else None

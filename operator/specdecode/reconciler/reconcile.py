@@ -1,8 +1,9 @@
 """One reconcile of one rollout: observe, decide, apply. A straight sequence of steps.
 
 1. parse the spec (an invalid one becomes a Failed status, never an exception loop);
-2. observe children, the action annotation, and the current stage's measurements; children
-   and routes come from the watched cache (`runtime.cluster`), not from the API server;
+2. observe children, the action annotation, the current stage's measurements and, once
+   Promoted, production's counters for the drift guard's look (`guard`); children and
+   routes come from the watched cache (`runtime.cluster`), not from the API server;
 3. `decide(spec, status, observations, now)`: pure, in the domain;
 4. apply (`_apply`, the one path every decision takes, the invalid-spec one included):
    post the transition's Events (named so a repeat is refused), write the status guarded by
@@ -56,6 +57,7 @@ from specdecode.reconciler.apply import (
 )
 from specdecode.reconciler.engine_metrics import with_engine_metrics_check
 from specdecode.reconciler.engine_version import with_engine_version_check
+from specdecode.reconciler.guard import observe_production_acceptance
 from specdecode.reconciler.load import (
     observe_load_pods,
     prompt_problem,
@@ -119,6 +121,7 @@ async def reconcile(
         stage=await _observe_stage(runtime, ref, spec, status, pods, now.timestamp()),
         traffic_error=await _traffic_problem(runtime, ref, spec, status, pods)
         or mirror_problem(routes, ref.name, spec),
+        production_acceptance=await observe_production_acceptance(runtime, ref, spec, status, now),
     )
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.

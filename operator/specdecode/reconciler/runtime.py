@@ -17,8 +17,11 @@ from specdecode.adapters.engine_version import EngineVersions
 from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import Fence, KubeClients
 from specdecode.adapters.metrics import (
+    AcceptanceBlocksSource,
     AcceptanceSource,
     EngineSeriesSource,
+    NoAcceptanceBlocks,
+    PrometheusAcceptanceBlocks,
     PrometheusAccess,
     PrometheusEngineSeries,
     PrometheusRunningRequests,
@@ -50,6 +53,8 @@ class Runtime:
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
     running: RunningRequestsSource = field(default_factory=UnknownRunningRequests)
+    acceptance_blocks: AcceptanceBlocksSource = field(default_factory=NoAcceptanceBlocks)
+    """Production's acceptance counters per time block, for the drift guard (none by default)."""
     """Production's running-request histogram for a tuning's report (unknown by default)."""
     cluster: ClusterView = field(default_factory=ClusterView)
     """The watched children, pods and routes (kopf's indexes, attached by the handlers)."""
@@ -112,6 +117,9 @@ class Runtime:
             metrics=metrics,
             acceptance=prometheus,
             step_latency=prometheus,
+            acceptance_blocks=PrometheusAcceptanceBlocks(
+                settings.prometheus_url, settings.prometheus_timeout_seconds, access
+            ),
             running=PrometheusRunningRequests(
                 settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),

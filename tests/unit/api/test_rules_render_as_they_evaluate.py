@@ -56,6 +56,8 @@ BOUNDARY_PATCHES: list[dict[str, Any]] = [
     {"spec": {"analysis": {"traffic": {**MIRROR, "maxOutputTokensPerStage": 10}}}},
     {"spec": {"analysis": {"stages": [{"name": "s", "requestRate": 2.0}]}}},
     {"spec": {"analysis": {"traffic": MIRROR, "stages": [{"name": "m"}]}}},
+    {"spec": {"guard": {"intervalSeconds": 600, "windowSeconds": 300}}},
+    {"spec": {"guard": {"intervalSeconds": 300, "windowSeconds": 300}}},
     *(
         {"spec": {"analysis": {"stages": [{"name": "s", "concurrency": 1, "gates": [gate]}]}}}
         for gate in (

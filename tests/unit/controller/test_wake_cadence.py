@@ -49,5 +49,8 @@ def test_without_a_timed_event_the_operator_clock_and_the_resync_apply() -> None
     now = runtime.clock.now()
     deploying = _decision(Phase.DEPLOYING, None, now)
     assert next_reconcile_in(runtime, deploying) == runtime.settings.reconcile_interval_seconds
-    promoted = _decision(Phase.PROMOTED, 7.0, now)
+    promoted = _decision(Phase.PROMOTED, None, now)
     assert next_reconcile_in(runtime, promoted) == runtime.settings.resync_seconds
+    # Promoted with the drift guard on: its next look is a timed event like an analysis'.
+    guarded = _decision(Phase.PROMOTED, 7.0, now)
+    assert next_reconcile_in(runtime, guarded) == pytest.approx(7.0 + WAKE_SLACK_SECONDS)

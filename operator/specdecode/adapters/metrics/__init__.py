@@ -7,8 +7,10 @@ Chosen by `make_metric_source`, as Argo Rollouts picks a metric provider by name
 from __future__ import annotations
 
 from specdecode.adapters.metrics.access import PrometheusAccess
+from specdecode.adapters.metrics.blocks import NoAcceptanceBlocks, PrometheusAcceptanceBlocks
 from specdecode.adapters.metrics.prometheus import PrometheusMetrics
 from specdecode.adapters.metrics.protocol import (
+    AcceptanceBlocksSource,
     AcceptanceSource,
     EngineSelector,
     EngineSeriesSource,
@@ -29,9 +31,12 @@ def make_metric_source(
 
 
 __all__ = [
+    "AcceptanceBlocksSource",
     "AcceptanceSource",
     "EngineSelector",
     "EngineSeriesSource",
+    "NoAcceptanceBlocks",
+    "PrometheusAcceptanceBlocks",
     "PrometheusAccess",
     "PrometheusEngineSeries",
     "PrometheusMetrics",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from specdecode.domain.drift import AcceptanceBlock
 from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 
 
@@ -91,4 +92,16 @@ class EngineSeriesSource(Protocol):
 
     async def engine_series_count(self) -> int | MetricError:
         """How many engine series Prometheus holds in all (for one line at start-up)."""
+        ...
+
+
+class AcceptanceBlocksSource(Protocol):
+    """Production's spec-decode counters per time block, for the drift guard."""
+
+    async def acceptance_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[AcceptanceBlock, ...] | MetricError:
+        """Draft and accepted tokens over each whole `block_seconds` block of [start, end],
+        summed over the engine's pods, in time order. A block without samples is left out
+        (no data, never zeros); a failed backend is a `MetricError`, never raised."""
         ...

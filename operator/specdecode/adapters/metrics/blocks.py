@@ -1,0 +1,106 @@
+"""Production's acceptance counters in time blocks, for the drift guard (`domain.drift`).
+
+Why blocks and not one window: the guard's bound rests on time blocks as its independent
+units, so it needs each block's increase, not only the window's. One range query per
+counter, `sum(increase(counter{production pods}[B s]))` stepped every B seconds from the
+window's start + B to the look, gives the increase over each block [t - B, t], summed over
+production's pods (`EngineSelector.pod_regex`: `<rollout>-<replicaset>-<suffix>`, which
+the shadows' `<rollout>-baseline-...` pods do not match). Counter resets from pod restarts
+are Prometheus' business (`increase`). A block where either counter has no sample is left
+out (no data, never zeros); a failed backend is a MetricError, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from specdecode.adapters.metrics.access import PrometheusAccess, prometheus_session
+from specdecode.adapters.metrics.prometheus import ACCEPTED, DRAFT_TOKENS, MALFORMED, why
+from specdecode.adapters.metrics.protocol import EngineSelector
+from specdecode.domain.drift import AcceptanceBlock
+from specdecode.domain.observations import MetricError
+
+
+def block_query(metric: str, engine: EngineSelector, seconds: int) -> str:
+    """The counter's increase over each block, summed over the engine's pods."""
+    selector = f'namespace="{engine.namespace}",pod=~"{engine.pod_regex}"'
+    return f"sum(increase({metric}{{{selector}}}[{seconds}s]))"
+
+
+def by_time(rows: list[dict[str, Any]]) -> dict[float, float]:
+    """A matrix answer of one series as timestamp -> value; NaN samples are left out."""
+    values: dict[float, float] = {}
+    for row in rows:
+        for stamp, text in row["values"]:
+            value = float(text)
+            if not math.isnan(value):
+                values[float(stamp)] = values.get(float(stamp), 0.0) + value
+    return values
+
+
+def join_blocks(
+    drafts: dict[float, float], accepted: dict[float, float]
+) -> tuple[AcceptanceBlock, ...]:
+    """Blocks in time order where both counters answered."""
+    return tuple(
+        AcceptanceBlock(draft_tokens=drafts[t], accepted_tokens=min(drafts[t], accepted[t]))
+        for t in sorted(drafts)
+        if t in accepted
+    )
+
+
+class PrometheusAcceptanceBlocks:
+    """Production's draft and accepted tokens per time block, from a Prometheus server."""
+
+    def __init__(
+        self, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
+    ) -> None:
+        self._url = url
+        self._timeout = timeout_seconds
+        self._client = PrometheusConnect(url=url, session=prometheus_session(access))
+
+    async def acceptance_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[AcceptanceBlock, ...] | MetricError:
+        """The whole blocks of [start, end]; none (empty) when the window holds none."""
+        if (end - start).total_seconds() < block_seconds:
+            return ()
+        try:
+            return await asyncio.to_thread(self._blocks, engine, start, end, block_seconds)
+        except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
+            return MetricError(source=f"prometheus {self._url}", message=why(error))
+
+    def _blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, seconds: int
+    ) -> tuple[AcceptanceBlock, ...]:
+        first = start + timedelta(seconds=seconds)
+        drafts, accepted = (
+            by_time(
+                self._client.custom_query_range(
+                    block_query(metric, engine, seconds),
+                    start_time=first,
+                    end_time=end,
+                    step=f"{seconds}s",
+                    timeout=self._timeout,
+                )
+            )
+            for metric in (DRAFT_TOKENS, ACCEPTED)
+        )
+        return join_blocks(drafts, accepted)
+
+
+class NoAcceptanceBlocks:
+    """A source for runtimes built without Prometheus: the guard never has data."""
+
+    async def acceptance_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[AcceptanceBlock, ...] | MetricError:
+        """Always empty: no blocks, no verdict."""
+        return ()

@@ -1,0 +1,146 @@
+"""The guard's step while Promoted: production's acceptance judged against its threshold.
+
+Why in the domain: the reaction to a drift (a condition, an Event, maybe a rollback) is a
+transition like any other, decided by `decide` from the status, the spec and what was
+observed, so it is tested without a cluster and replayed after a restart.
+
+- When: only Promoted, production healthy on a speculative config, `guard.enabled`. The
+  looks land on `guard_grid` (from `phaseSince`, every `guard.intervalSeconds`, windows of
+  `guard.windowSeconds`), so no per-look timestamp lives in status.
+- Against what: the strictest enforced Acceptance gate of the analysis (`minAlpha`, its
+  `confidence` and `minDraftTokens`), else the Acceptance defaults.
+- Drifted (first time): `status.drift` records the look; a Warning Event `Drifted`. With
+  `onDrift: Rollback` the phase becomes RolledBack (reason Drifted) and production returns
+  to `previousStableSpeculative` (none: plain decoding); the desired config is still the
+  promoted one, so no new analysis starts until the spec changes or `retry`.
+- A drift already recorded is not announced again; but if `onDrift` was switched to
+  Rollback meanwhile, the next look that still finds the drift rolls back.
+- A later window whose lower bound is above the threshold clears the drift (an Event
+  `DriftRecovered`). Anything else (no data, a straddling bound, a failed Prometheus, a
+  drift already recorded) changes nothing, so nothing is written.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from specdecode.api.gate_spec import GateSpec, GateType
+from specdecode.api.guard import DriftAction, DriftStatus
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.speculative import fingerprint_of
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Event, EventType
+from specdecode.domain.drift import (
+    DriftCheck,
+    DriftVerdict,
+    GuardGrid,
+    GuardLook,
+    ProductionAcceptance,
+    check_drift,
+)
+from specdecode.domain.observations import MetricError
+from specdecode.domain.transitions import Step, describe, enter
+
+DRIFTED = "Drifted"  # the Event's and the rollback's reason
+ACCEPTANCE_DRIFTED = "AcceptanceDrifted"  # the Drifted condition's reason
+DEFAULT_GATE = GateSpec(name="acceptance", type=GateType.ACCEPTANCE)  # the defaults
+
+
+def guard_grid(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -> GuardGrid | None:
+    """The guard's look grid, or None when the guard has nothing to judge."""
+    guard = spec.guard
+    if not guard.enabled or status.phase is not Phase.PROMOTED or status.phase_since is None:
+        return None
+    if status.stable_speculative is None:  # plain decoding: no drafts to judge
+        return None
+    return GuardGrid(status.phase_since, guard.interval_seconds, guard.window_seconds)
+
+
+def judged_against(spec: SpecDecodeRolloutSpec) -> tuple[float, float, float]:
+    """(minAlpha, error, minDraftTokens) of the strictest enforced Acceptance gate."""
+    gates = [
+        gate
+        for stage in spec.analysis.stages
+        for gate in stage.gates
+        if gate.type is GateType.ACCEPTANCE and not gate.dry_run
+    ]
+    gate = max(gates or [DEFAULT_GATE], key=lambda g: g.number("min_alpha"))
+    return gate.number("min_alpha"), 1.0 - gate.confidence, gate.number("min_draft_tokens")
+
+
+def _message(check: DriftCheck, threshold: float, look: GuardLook) -> str:
+    return (
+        f"production alpha {check.alpha:.3f} [{check.lower:.3f}, {check.upper:.3f}] is below "
+        f"minAlpha {threshold:g} over the {look.seconds:.0f}s window from "
+        f"{look.window_start.isoformat()} ({check.blocks} blocks, "
+        f"{check.draft_tokens:.0f} draft tokens)"
+    )
+
+
+def guard_check(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observed: ProductionAcceptance | MetricError | None,
+    now: datetime,
+) -> tuple[GuardLook, DriftCheck, float] | None:
+    """The look due now, its check and the threshold; None when nothing is to be judged
+    (no look due, or the observation is missing, failed or of another look)."""
+    grid = guard_grid(spec, status)
+    look = grid.latest(now) if grid is not None else None
+    if look is None or not isinstance(observed, ProductionAcceptance):
+        return None
+    if observed.look_at != look.at:
+        return None
+    threshold, error, min_tokens = judged_against(spec)
+    return look, check_drift(observed.blocks, threshold, error, look.times, min_tokens), threshold
+
+
+def guard(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observed: ProductionAcceptance | MetricError | None,
+    now: datetime,
+) -> Step:
+    """The guard's reaction to the look due now (see the module docstring)."""
+    judged = guard_check(spec, status, observed, now)
+    if judged is None:
+        return Step(status)
+    look, check, threshold = judged
+    if check.verdict is DriftVerdict.ABOVE and status.drift is not None:
+        text = f"production alpha {check.alpha:.3f} is above minAlpha {threshold:g} again"
+        return Step(status.model_copy(update={"drift": None}), (Event("DriftRecovered", text),))
+    rollback = spec.guard.on_drift is DriftAction.ROLLBACK
+    if check.verdict is not DriftVerdict.DRIFTED or (status.drift is not None and not rollback):
+        return Step(status)
+    assert check.alpha is not None and check.lower is not None and check.upper is not None
+    message = _message(check, threshold, look)
+    previous = status.previous_stable_speculative
+    if rollback:
+        message += f"; production returns to {describe(previous)}"
+    drift = DriftStatus(
+        detected_at=now,
+        alpha=round(check.alpha, 4),
+        lower_bound=round(check.lower, 4),
+        upper_bound=round(check.upper, 4),
+        threshold=threshold,
+        window_start=look.window_start,
+        window_seconds=look.seconds,
+        blocks=check.blocks,
+        draft_tokens=round(check.draft_tokens),
+        message=message,
+    )
+    if not rollback:
+        event = Event(DRIFTED, message, EventType.WARNING)
+        return Step(status.model_copy(update={"drift": drift}), (event,))
+    return enter(
+        status,
+        Phase.ROLLED_BACK,
+        now,
+        DRIFTED,
+        message,
+        warning=True,
+        verdict=Phase.ROLLED_BACK.value,
+        stable_speculative=previous,
+        stable_fingerprint=fingerprint_of(previous),
+        drift=drift,
+    )

@@ -1,0 +1,50 @@
+"""Read production's counters for the drift guard's look, when one is due.
+
+Why here and not in `reconcile`: the guard is the one read a steady (Promoted) rollout
+makes, and it must stay small: nothing at all while the guard has nothing to judge
+(disabled, plain decoding, any other phase, before the first look), else one range query
+per counter for the latest look of the grid (`domain.drift.GuardGrid`), evaluated at that
+look's instant and not at `now`, so a reconcile that a watch event causes between looks
+judges the same data as the look itself (same verdict, no extra look spending error).
+The look's numbers also go to the `specdecode_production_alpha` gauge (a gauge, not a
+status write).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from specdecode.adapters.metrics import EngineSelector
+from specdecode.adapters.render import child_name
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.drift import ProductionAcceptance, block_seconds
+from specdecode.domain.guarding import guard_check, guard_grid
+from specdecode.domain.observations import ChildRole, MetricError
+from specdecode.reconciler.apply import RolloutRef
+from specdecode.reconciler.runtime import Runtime
+
+
+async def observe_production_acceptance(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
+) -> ProductionAcceptance | MetricError | None:
+    """Production's blocks for the look due at `now`; None when no look is due."""
+    grid = guard_grid(spec, status)
+    look = grid.latest(now) if grid is not None else None
+    if look is None:
+        return None
+    engine = EngineSelector(ref.namespace, child_name(ref.name, ChildRole.PRODUCTION))
+    blocks = await runtime.acceptance_blocks.acceptance_blocks(
+        engine, look.window_start, look.at, block_seconds(spec.guard.window_seconds)
+    )
+    if isinstance(blocks, MetricError):
+        return blocks
+    observed = ProductionAcceptance(look_at=look.at, blocks=blocks)
+    judged = guard_check(spec, status, observed, now)
+    if judged is not None:
+        runtime.metrics.production_looked(ref.namespace, ref.name, judged[1], judged[2])
+    return observed

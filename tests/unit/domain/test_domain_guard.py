@@ -1,0 +1,155 @@
+"""After promotion the guard judges production's acceptance: Drifted (condition, one Warning
+Event), optionally a rollback to the previous stable config, and no change at all (so no
+status write) while nothing drifts or the data are missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, status_in
+
+from specdecode.api import Phase, SpecDecodeRolloutSpec
+from specdecode.api.guard import DriftAction, GuardSpec
+from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.domain.cadence import next_timed_event
+from specdecode.domain.decision import Decision, EventType
+from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
+from specdecode.domain.observations import MetricError
+from specdecode.domain.transitions import promoted
+
+pytestmark = pytest.mark.unit
+
+FIRST_LOOK = 300.0  # guard defaults: every 300 s in windows of 900 s from the promotion
+
+
+def _spec(**guard: Any) -> SpecDecodeRolloutSpec:
+    return make_spec().model_copy(update={"guard": GuardSpec(**guard)})
+
+
+def _blocks(alpha: float, count: int = 10, spread: float = 0.01) -> tuple[AcceptanceBlock, ...]:
+    return tuple(
+        AcceptanceBlock(3000.0, 3000.0 * (alpha + (spread if i % 2 else -spread)))
+        for i in range(count)
+    )
+
+
+def _promoted(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
+    """Promoted at t=0 from plain decoding (the fixture's analysis gates minAlpha 0.55)."""
+    status = status_in(spec, "Promoted")
+    assert status.phase is Phase.PROMOTED and status.stable_speculative == EAGLE3
+    return run(spec, status, observe(production=ready(EAGLE3)), 1).status  # settled
+
+
+def _look(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    seconds: float,
+    observed: Any,
+    production: Any = EAGLE3,
+) -> Decision:
+    return run(
+        spec, status, observe(production=ready(production), production_acceptance=observed), seconds
+    )
+
+
+def test_a_drift_is_a_condition_and_one_warning_event_and_production_keeps_its_config() -> None:
+    spec = _spec()
+    status = _promoted(spec)
+    observed = ProductionAcceptance(at(FIRST_LOOK), _blocks(0.3))
+    decision = _look(spec, status, FIRST_LOOK, observed)
+    assert decision.status.phase is Phase.PROMOTED
+    assert decision.children.production == EAGLE3
+    drift = decision.status.drift
+    assert drift is not None and drift.threshold == 0.55 and drift.upper_bound < 0.55
+    assert [(e.reason, e.type) for e in decision.events] == [("Drifted", EventType.WARNING)]
+    condition = next(c for c in decision.status.conditions if c.type == "Drifted")
+    assert condition.status is ConditionStatus.TRUE and condition.reason == "AcceptanceDrifted"
+    assert "0.300" in condition.message and "minAlpha 0.55" in condition.message
+    # The same look again, and the next look still drifted: nothing new to say or write.
+    again = _look(spec, decision.status, FIRST_LOOK + 5, observed)
+    later = _look(spec, again.status, 600, ProductionAcceptance(at(600), _blocks(0.3, 20)))
+    assert again.events == () and later.events == ()
+    assert later.status == decision.status
+
+
+@pytest.mark.parametrize(
+    "observed",
+    [
+        None,  # no look due
+        ProductionAcceptance(at(FIRST_LOOK), _blocks(0.7)),  # healthy
+        ProductionAcceptance(at(FIRST_LOOK), _blocks(0.54, spread=0.1)),  # straddles: no verdict
+        ProductionAcceptance(at(FIRST_LOOK), _blocks(0.3, count=3)),  # too few blocks
+        ProductionAcceptance(at(FIRST_LOOK), ()),  # no counters (no traffic)
+        ProductionAcceptance(at(FIRST_LOOK - 1), _blocks(0.3)),  # not this look's window
+        MetricError("prometheus", "timeout"),
+    ],
+)
+def test_nothing_changes_while_nothing_drifts_or_data_are_missing(observed: Any) -> None:
+    spec = _spec()
+    status = _promoted(spec)
+    decision = _look(spec, status, FIRST_LOOK, observed)
+    assert decision.status == status
+    assert decision.events == ()
+
+
+def test_a_disabled_guard_judges_nothing_and_sets_no_timer() -> None:
+    spec = _spec(enabled=False)
+    status = _promoted(spec)
+    decision = _look(spec, status, FIRST_LOOK, ProductionAcceptance(at(FIRST_LOOK), _blocks(0.1)))
+    assert decision.status == status
+    assert next_timed_event(spec, status, at(10)) is None
+
+
+def test_the_guard_wakes_the_loop_on_its_grid_only_while_promoted_on_a_speculative_config() -> None:
+    spec = _spec(interval_seconds=60, window_seconds=180)
+    status = _promoted(spec)
+    assert next_timed_event(spec, status, at(10)) == at(60)
+    assert next_timed_event(spec, status, at(180)) == at(240)
+    plain = status.model_copy(update={"stable_speculative": None})
+    assert next_timed_event(spec, plain, at(10)) is None
+
+
+def test_rollback_returns_production_to_the_previous_config_and_does_not_restart() -> None:
+    spec = _spec(on_drift=DriftAction.ROLLBACK)
+    status = _promoted(spec)
+    assert status.previous_stable_speculative is None  # promoted from plain decoding
+    observed = ProductionAcceptance(at(FIRST_LOOK), _blocks(0.2))
+    decision = _look(spec, status, FIRST_LOOK, observed)
+    assert decision.status.phase is Phase.ROLLED_BACK
+    assert decision.status.reason == "Drifted"
+    assert decision.status.stable_speculative is None
+    assert decision.children.production is None  # plain decoding again
+    assert [(e.reason, e.type) for e in decision.events] == [("Drifted", EventType.WARNING)]
+    # Production rolls back; later reconciles (same spec) stay put: no new analysis loop.
+    after = _look(spec, decision.status, FIRST_LOOK + 60, None, production=None)
+    assert after.status.phase is Phase.ROLLED_BACK and after.events == ()
+    assert after.status.candidate_fingerprint == decision.status.candidate_fingerprint
+    assert after.children.production is None and not after.children.shadows
+
+
+def test_a_later_window_surely_above_the_threshold_clears_the_drift() -> None:
+    spec = _spec()
+    status = _promoted(spec)
+    drifted = _look(spec, status, FIRST_LOOK, ProductionAcceptance(at(FIRST_LOOK), _blocks(0.3)))
+    recovered = _look(spec, drifted.status, 1200, ProductionAcceptance(at(1200), _blocks(0.8)))
+    assert recovered.status.drift is None
+    assert [e.reason for e in recovered.events] == ["DriftRecovered"]
+    assert all(c.type != "Drifted" for c in recovered.status.conditions)
+
+
+def test_a_promotion_remembers_the_config_it_replaced() -> None:
+    status = _promoted(_spec()).model_copy(update={"candidate_speculative": None})
+    after = promoted(status, at(5), "Promoted", "production runs plain decoding").status
+    assert after.stable_speculative is None
+    assert after.previous_stable_speculative == EAGLE3
+
+
+def test_switching_to_rollback_while_drifted_rolls_back_at_the_next_drifted_look() -> None:
+    spec = _spec()
+    status = _promoted(spec)
+    alerted = _look(spec, status, FIRST_LOOK, ProductionAcceptance(at(FIRST_LOOK), _blocks(0.3)))
+    escalated = _spec(on_drift=DriftAction.ROLLBACK)
+    decision = _look(escalated, alerted.status, 600, ProductionAcceptance(at(600), _blocks(0.3)))
+    assert decision.status.phase is Phase.ROLLED_BACK and decision.status.reason == "Drifted"
+    assert [e.reason for e in decision.events] == ["Drifted"]
