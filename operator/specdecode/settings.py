@@ -42,6 +42,11 @@ class OperatorSettings:
     condition is up well within 60 s of the engines being Ready. Set it above twice a
     longer scrape interval; 0 turns the check off."""
 
+    engine_scrape_interval_seconds: float = 15.0
+    """How often Prometheus scrapes the engines (the chart's PodMonitor: 5 s). The drift
+    guard's time blocks last at least four of these, or `increase()` finds one sample in a
+    block and the guard sees nothing."""
+
     reconcile_interval_seconds: float = 5.0
     """The analysis clock: how often a rollout in Pending, Deploying, Analyzing or Promoting
     is reconciled without a change (looks, warm-ups and deadlines are due on it)."""
@@ -104,6 +109,11 @@ class OperatorSettings:
             in TRUE_WORDS,
             engine_scrape_grace_seconds=float(
                 env.get("SPECDECODE_ENGINE_SCRAPE_GRACE_SECONDS", cls.engine_scrape_grace_seconds)
+            ),
+            engine_scrape_interval_seconds=float(
+                env.get(
+                    "SPECDECODE_ENGINE_SCRAPE_INTERVAL_SECONDS", cls.engine_scrape_interval_seconds
+                )
             ),
             reconcile_interval_seconds=float(
                 env.get("SPECDECODE_RECONCILE_INTERVAL", cls.reconcile_interval_seconds)

@@ -261,6 +261,7 @@ def _installed(cluster: LocalCluster, namespace: str) -> Iterator[Release]:
         f"--set=watchNamespaces={{{namespace}}}",
         f"--set=operator.prometheusUrl={cluster.prometheus_url}",
         "--set=operator.reconcileIntervalSeconds=1",
+        "--set=operator.engineScrapeIntervalSeconds=1",
         # Pods share one network namespace here: bind the pod's own 127.0.0.N address.
         "--set=operator.listenAddress=$(POD_IP)",
         "--set=nodeSelector.specdecode\\.dev/pool=cpu",

@@ -359,7 +359,8 @@ def test_engines_prometheus_does_not_scrape_make_the_rollout_degraded_within_a_m
     def ready_at() -> datetime | None:
         pods = [p for role in ("baseline", "candidate") for p in r.pods(role)]
         times = [t for t in map(_ready_since, pods) if t is not None]
-        return max(times) if len(pods) == len(times) == 2 else None
+        # the first engine Ready: its grace is the first to end, and with it the condition
+        return min(times) if len(pods) == len(times) == 2 else None
 
     engines_ready = wait_for(ready_at, timeout=120, message="both shadow engines Ready")
 

@@ -102,6 +102,14 @@ class OperatorMetrics:
             [*labels, "reason"],
             registry=self.registry,
         )
+        # What SpecDecodeRolledBack reads: a counter born at 1 is invisible to increase(),
+        # and "absent 15 minutes ago" also holds after any scrape gap; a timestamp is neither.
+        self.last_rollback = Gauge(
+            "specdecode_last_rollback_timestamp_seconds",
+            "When the rollout last rolled back (unix seconds), by reason.",
+            [*labels, "reason"],
+            registry=self.registry,
+        )
         self.analysis_duration = Histogram(
             "specdecode_analysis_duration_seconds",
             "From analysis start to verdict.",
@@ -195,6 +203,9 @@ class OperatorMetrics:
         if new.phase is not old.phase and new.phase in (Phase.PROMOTED, Phase.ROLLED_BACK):
             if new.phase is Phase.ROLLED_BACK:
                 self.rollbacks.labels(namespace, rollout, _reason(new)).inc()
+                if new.phase_since is not None:
+                    when = new.phase_since.timestamp()
+                    self.last_rollback.labels(namespace, rollout, _reason(new)).set(when)
             if new.analysis_started_at is not None and new.phase_since is not None:
                 seconds = (new.phase_since - new.analysis_started_at).total_seconds()
                 self.analysis_duration.labels(namespace, rollout, new.phase.value).observe(
@@ -211,6 +222,7 @@ class OperatorMetrics:
             self.load_delay,
             self.load_requests,
             self.rollbacks,
+            self.last_rollback,
             self.drifted,
             self.production_alpha,
         )

@@ -96,9 +96,11 @@ def unavailable_message(query: str) -> str:
         f"{NO_SERIES}: `{query}` returned nothing, so the "
         "gates that read vLLM's counters cannot judge. Prometheus must scrape the engine "
         "pods (their prometheus.io/port, path /metrics) with `namespace` and `pod` labels: "
-        f"with the Prometheus Operator, install the chart with {CHART_VALUE}=true (or "
-        "select the namespace in Prometheus's podMonitorNamespaceSelector); with plain "
-        "Prometheus, keep the pods' prometheus.io/scrape annotations in its scrape config"
+        f"with the Prometheus Operator, the chart's PodMonitor ({CHART_VALUE}) must exist "
+        "and match Prometheus's podMonitorSelector (kube-prometheus-stack: "
+        "monitoring.enginePodMonitor.labels.release=<its release>) and "
+        "podMonitorNamespaceSelector; with plain Prometheus, keep the pods' "
+        "prometheus.io/scrape annotations in its scrape config"
     )
 
 

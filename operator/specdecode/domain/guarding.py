@@ -15,6 +15,12 @@ observed, so it is tested without a cluster and replayed after a restart.
   promoted one, so no new analysis starts until the spec changes or `retry`.
 - A drift already recorded is not announced again; but if `onDrift` was switched to
   Rollback meanwhile, the next look that still finds the drift rolls back.
+- Rollback only where it changes something: when the config before the promotion is the
+  one running (Git reverted to it, then it drifted), the drift is reported, not "rolled
+  back" to itself.
+- A drift recorded while the guard is then turned off (or production runs plain
+  decoding) is cleared: nothing could ever clear it otherwise, and its alert would fire
+  for good.
 - A later window whose lower bound is above the threshold clears the drift (an Event
   `DriftRecovered`). Anything else (no data, a straddling bound, a failed Prometheus, a
   drift already recorded) changes nothing, so nothing is written.
@@ -102,6 +108,9 @@ def guard(
     now: datetime,
 ) -> Step:
     """The guard's reaction to the look due now (see the module docstring)."""
+    if status.drift is not None and guard_grid(spec, status) is None:
+        text = "the drift guard no longer judges production (disabled, or plain decoding)"
+        return Step(status.model_copy(update={"drift": None}), (Event("DriftCleared", text),))
     judged = guard_check(spec, status, observed, now)
     if judged is None:
         return Step(status)
@@ -109,12 +118,16 @@ def guard(
     if check.verdict is DriftVerdict.ABOVE and status.drift is not None:
         text = f"production alpha {check.alpha:.3f} is above minAlpha {threshold:g} again"
         return Step(status.model_copy(update={"drift": None}), (Event("DriftRecovered", text),))
-    rollback = spec.guard.on_drift is DriftAction.ROLLBACK
+    previous = status.previous_stable_speculative
+    rollback = spec.guard.on_drift is DriftAction.ROLLBACK and fingerprint_of(
+        previous
+    ) != fingerprint_of(status.stable_speculative)
     if check.verdict is not DriftVerdict.DRIFTED or (status.drift is not None and not rollback):
         return Step(status)
     assert check.alpha is not None and check.lower is not None and check.upper is not None
     message = _message(check, threshold, look)
-    previous = status.previous_stable_speculative
+    if spec.guard.on_drift is DriftAction.ROLLBACK and not rollback:
+        message += "; no rollback: the config before the promotion is the one running"
     if rollback:
         message += f"; production returns to {describe(previous)}"
     drift = DriftStatus(

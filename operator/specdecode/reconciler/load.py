@@ -160,6 +160,7 @@ async def sync_load_pods(
     if wanted is None or spec is None:
         runtime.endpoints_pushed_at.pop(key, None)
         runtime.load_endpoints.pop(key, None)
+        record_foreign_token(runtime, key, None)  # no load pod wanted: nothing blocked
         return
     running = _current(pods, wanted)
     engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
@@ -189,7 +190,11 @@ async def _known_token(runtime: Runtime, rollout: str, uid: str) -> str | None:
     token = runtime.load_tokens.get(rollout)
     if token is None and uid:
         namespace, name = rollout.split("/", 1)
-        token = await asyncio.to_thread(read_load_token, runtime.kube, namespace, name, uid)
+        try:
+            token = await asyncio.to_thread(read_load_token, runtime.kube, namespace, name, uid)
+        except LoadTokenError as error:  # swapped for another object's since the pods began
+            record_foreign_token(runtime, rollout, str(error))
+            return None
         if token is not None:
             runtime.load_tokens[rollout] = token
     return token

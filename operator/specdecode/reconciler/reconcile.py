@@ -126,9 +126,11 @@ async def reconcile(
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
+    # Objects holding a child's name first: they block the analysis, which the scrape
+    # check's MetricsUnavailable (Degraded keeps the first reason) would otherwise hide.
+    decision = with_foreign_children(runtime, ref.key, status, decision)
     # Scrape check (Prometheus holds the settled engines' series): MetricsUnavailable if not.
     decision = await with_engine_metrics_check(runtime, ref, spec, status, decision)
-    decision = with_foreign_children(runtime, ref.key, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
     await _apply(runtime, ref, spec, status, decision, action, first=not raw_status)
     return decision

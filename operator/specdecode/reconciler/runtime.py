@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import httpx
 
@@ -65,6 +66,10 @@ class Runtime:
     foreign_children: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per rollout, what its last apply found named like a child but not owned by it
     (`reconciler.ownership`): one message per object, shown as Degraded."""
+    guard_judged: dict[str, datetime] = field(default_factory=dict)
+    """Per rollout, the drift guard's last look judged (`reconciler.guard`): each once."""
+    guard_blind: set[str] = field(default_factory=set)
+    """Rollouts whose guard window was said too short for the scrape interval (once)."""
     foreign_token: dict[str, str] = field(default_factory=dict)
     """Per rollout, why its load-token Secret's name is held by an object it does not own
     (`reconciler.ownership.record_foreign_token`), shown as Degraded."""
@@ -143,6 +148,8 @@ class Runtime:
         self.superseded.pop(key, None)
         self.foreign_children.pop(key, None)
         self.foreign_token.pop(key, None)
+        self.guard_judged.pop(key, None)
+        self.guard_blind.discard(key)
         self.load_tokens.pop(key, None)
         self.endpoints_pushed_at.pop(key, None)
         self.load_endpoints.pop(key, None)

@@ -6,8 +6,9 @@ the scrape). Here each panel's PromQL gets its variables the way Grafana substit
 (`$namespace`, `$rollout`, `$tuning` as one selected value each; `$__rate_interval` as
 max(step + scrape interval, 4 x scrape interval)), runs as a range query over the time a
 rollout was live, and is drawn to a PNG. The picture is then read back, and every series
-must have left its own colour inside the plot area: a panel that draws fewer lines than
-its query returned is caught.
+must have left its own colour inside the plot area (a series with no point to draw is
+caught). This is a picture of the data for people, drawn by this module: it does not
+test Grafana's own rendering; the weight of the checks is in the queries' answers.
 """
 
 from __future__ import annotations

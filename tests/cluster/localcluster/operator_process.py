@@ -81,6 +81,8 @@ class OperatorProcess:
         env = {
             "SPECDECODE_METRICS_HOST": "127.0.0.1",
             "SPECDECODE_LIVENESS_ENDPOINT": f"http://127.0.0.1:{self.health_port}/healthz",
+            # the local Prometheus scrapes every second (localcluster.prometheus)
+            "SPECDECODE_ENGINE_SCRAPE_INTERVAL_SECONDS": "1",
         }
         self.child = start_component(self.cluster.paths, COMPONENT, argv, extra_env=env)
         wait_until_ready(COMPONENT, self.child, self._alive, timeout, self.log_file)

@@ -45,6 +45,7 @@ PROMQL_WORDS = frozenset(
         "le",
         "offset",
         "label_values",
+        "time",
         "up",
         "",
     ]

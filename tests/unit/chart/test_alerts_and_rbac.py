@@ -166,11 +166,7 @@ def test_alert_expressions_use_exported_metrics(alert_expressions: dict[str, str
     [
         ("SpecDecodeGateFailed", 'specdecode_gate_verdict{verdict="Failed"}'),
         ("SpecDecodeRolloutStuck", "specdecode_rollout_phase{phase=~"),
-        ("SpecDecodeRolledBack", "increase(specdecode_rollbacks_total[15m]) > 0"),
-        (
-            "SpecDecodeRolledBack",
-            "specdecode_rollbacks_total unless specdecode_rollbacks_total offset 15m",
-        ),
+        ("SpecDecodeRolledBack", "time() - max by (namespace, rollout, reason)"),
         ("SpecDecodeOperatorDown", "absent(up{job=~"),
     ],
 )

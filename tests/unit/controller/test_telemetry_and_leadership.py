@@ -8,6 +8,7 @@ at once, never releases what is not its own, and exits non-zero.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -86,6 +87,28 @@ def test_a_rolled_back_rollout_keeps_its_failing_gate() -> None:
         "specdecode_gate_verdict", {**labels, "verdict": "Failed"}
     )
     assert verdict == 1
+
+
+def test_a_rollback_is_stamped_with_its_time_for_the_alert() -> None:
+    """SpecDecodeRolledBack reads this timestamp: a counter born at 1 is invisible to
+    increase(), and a timestamp survives scrape gaps."""
+    metrics = OperatorMetrics()
+    when = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    rolled_back = analysing(None, Phase.ROLLED_BACK).model_copy(update={"phase_since": when})
+    metrics.observe("ns", "r", analysing("acceptance"), rolled_back)
+    stamp = metrics.registry.get_sample_value(
+        "specdecode_last_rollback_timestamp_seconds",
+        {"namespace": "ns", "rollout": "r", "reason": "Unknown"},
+    )
+    assert stamp == when.timestamp()
+    metrics.forget("ns", "r")
+    assert (
+        metrics.registry.get_sample_value(
+            "specdecode_last_rollback_timestamp_seconds",
+            {"namespace": "ns", "rollout": "r", "reason": "Unknown"},
+        )
+        is None
+    )
 
 
 def test_a_deleted_rollout_leaves_no_series() -> None:

@@ -153,3 +153,31 @@ def test_switching_to_rollback_while_drifted_rolls_back_at_the_next_drifted_look
     decision = _look(escalated, alerted.status, 600, ProductionAcceptance(at(600), _blocks(0.3)))
     assert decision.status.phase is Phase.ROLLED_BACK and decision.status.reason == "Drifted"
     assert [e.reason for e in decision.events] == ["Drifted"]
+
+
+def test_a_drift_of_the_config_that_was_there_before_is_reported_not_rolled_back_to_itself() -> (
+    None
+):
+    """Git reverted to the config before the promotion (UpToDate), then it drifted: there is
+    nothing earlier to return to, so Rollback only reports (no RolledBack to itself)."""
+    spec = _spec(on_drift=DriftAction.ROLLBACK)
+    status = _promoted(spec).model_copy(update={"previous_stable_speculative": EAGLE3})
+    observed = ProductionAcceptance(at(FIRST_LOOK), _blocks(0.2))
+    decision = _look(spec, status, FIRST_LOOK, observed)
+    assert decision.status.phase is Phase.PROMOTED and decision.children.production == EAGLE3
+    assert decision.status.drift is not None
+    assert "no rollback" in decision.status.drift.message
+
+
+def test_a_drift_is_cleared_when_the_guard_is_turned_off() -> None:
+    """Nothing could clear it otherwise: the Drifted condition (and its alert) would stay."""
+    spec = _spec()
+    status = _promoted(spec)
+    drifted = _look(spec, status, FIRST_LOOK, ProductionAcceptance(at(FIRST_LOOK), _blocks(0.3)))
+    assert drifted.status.drift is not None
+    off = _spec(enabled=False)
+    cleared = _look(off, drifted.status, FIRST_LOOK + 5, None)
+    assert cleared.status.drift is None and [e.reason for e in cleared.events] == ["DriftCleared"]
+    assert all(c.type != "Drifted" or c.status is not ConditionStatus.TRUE
+               for c in cleared.status.conditions)  # fmt: skip
+    assert _look(off, cleared.status, FIRST_LOOK + 10, None).status == cleared.status
