@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import requests
+from prometheus_api_client import PrometheusConnect
 from requests.auth import AuthBase
 
 
@@ -44,3 +45,16 @@ def prometheus_session(access: PrometheusAccess | None) -> requests.Session:
     if access.bearer_token_file:
         session.auth = _BearerFromFile(access.bearer_token_file)
     return session
+
+
+class PrometheusReader:
+    """What every Prometheus-backed source holds: the URL (named in its MetricErrors), the
+    query timeout and one client configured by `PrometheusAccess`, built in one place so
+    that no source can forget TLS verification or the token."""
+
+    def __init__(
+        self, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
+    ) -> None:
+        self.url = url
+        self._timeout = timeout_seconds
+        self._client = PrometheusConnect(url=url, session=prometheus_session(access))

@@ -18,10 +18,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import requests
-from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
-from specdecode.adapters.metrics.access import PrometheusAccess, prometheus_session
+from specdecode.adapters.metrics.access import (
+    PrometheusReader,
+)
 from specdecode.adapters.metrics.prometheus import ACCEPTED, DRAFT_TOKENS, MALFORMED, why
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.drift import AcceptanceBlock
@@ -56,15 +57,8 @@ def join_blocks(
     )
 
 
-class PrometheusAcceptanceBlocks:
+class PrometheusAcceptanceBlocks(PrometheusReader):
     """Production's draft and accepted tokens per time block, from a Prometheus server."""
-
-    def __init__(
-        self, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
-    ) -> None:
-        self._url = url
-        self._timeout = timeout_seconds
-        self._client = PrometheusConnect(url=url, session=prometheus_session(access))
 
     async def acceptance_blocks(
         self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
@@ -75,7 +69,7 @@ class PrometheusAcceptanceBlocks:
         try:
             return await asyncio.to_thread(self._blocks, engine, start, end, block_seconds)
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self._url}", message=why(error))
+            return MetricError(source=f"prometheus {self.url}", message=why(error))
 
     def _blocks(
         self, engine: EngineSelector, start: datetime, end: datetime, seconds: int

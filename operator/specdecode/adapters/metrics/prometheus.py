@@ -18,10 +18,11 @@ from datetime import datetime
 from typing import Any
 
 import requests
-from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
-from specdecode.adapters.metrics.access import PrometheusAccess, prometheus_session
+from specdecode.adapters.metrics.access import (
+    PrometheusReader,
+)
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 
@@ -92,15 +93,8 @@ def why(error: Exception) -> str:
     return f"{kind}{error}"[:500]
 
 
-class PrometheusMetrics:
+class PrometheusMetrics(PrometheusReader):
     """`AcceptanceSource` and `StepLatencySource` backed by a Prometheus server."""
-
-    def __init__(
-        self, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
-    ) -> None:
-        self._url = url
-        self._timeout = timeout_seconds
-        self._client = PrometheusConnect(url=url, session=prometheus_session(access))
 
     async def acceptance(
         self, engine: EngineSelector, start: datetime, end: datetime
@@ -109,7 +103,7 @@ class PrometheusMetrics:
         try:
             return await asyncio.to_thread(self._query_all, engine, start, end)
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self._url}", message=why(error))
+            return MetricError(source=f"prometheus {self.url}", message=why(error))
 
     async def step_itl_histogram(
         self, engine: EngineSelector, start: datetime, end: datetime
@@ -123,7 +117,7 @@ class PrometheusMetrics:
         try:
             return await asyncio.to_thread(self._step_histogram, engine, seconds, end)
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self._url}", message=why(error))
+            return MetricError(source=f"prometheus {self.url}", message=why(error))
 
     def _step_histogram(self, engine: EngineSelector, seconds: int, end: datetime) -> StepHistogram:
         at = {"time": f"{end.timestamp():.3f}"}

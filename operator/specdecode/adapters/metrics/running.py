@@ -23,10 +23,11 @@ from datetime import datetime
 from typing import Any
 
 import requests
-from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
-from specdecode.adapters.metrics.access import PrometheusAccess, prometheus_session
+from specdecode.adapters.metrics.access import (
+    PrometheusReader,
+)
 from specdecode.adapters.metrics.prometheus import MALFORMED, why
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.observations import MetricError
@@ -69,15 +70,8 @@ def parse_running(rows: list[dict[str, Any]]) -> dict[int, float]:
     return {c: counts[c] / total for c in sorted(counts)}
 
 
-class PrometheusRunningRequests:
+class PrometheusRunningRequests(PrometheusReader):
     """`RunningRequestsSource` backed by a Prometheus server."""
-
-    def __init__(
-        self, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
-    ) -> None:
-        self._url = url
-        self._timeout = timeout_seconds
-        self._client = PrometheusConnect(url=url, session=prometheus_session(access))
 
     async def running_histogram(
         self, engine: EngineSelector, start: datetime, end: datetime
@@ -86,7 +80,7 @@ class PrometheusRunningRequests:
         try:
             return await asyncio.to_thread(self._histogram, engine, start, end)
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self._url}", message=why(error))
+            return MetricError(source=f"prometheus {self.url}", message=why(error))
 
     def _histogram(
         self, engine: EngineSelector, start: datetime, end: datetime

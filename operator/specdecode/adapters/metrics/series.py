@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import requests
-from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
-from specdecode.adapters.metrics.access import PrometheusAccess, prometheus_session
+from specdecode.adapters.metrics.access import (
+    PrometheusReader,
+)
 from specdecode.adapters.metrics.prometheus import MALFORMED, why
 from specdecode.domain.engine_metrics import ENGINE_GAUGE, presence_query
 from specdecode.domain.observations import MetricError
@@ -27,15 +28,8 @@ def scraped_pods(rows: list[dict[str, Any]]) -> frozenset[str]:
     return frozenset(str(row["metric"]["pod"]) for row in rows if "pod" in row["metric"])
 
 
-class PrometheusEngineSeries:
+class PrometheusEngineSeries(PrometheusReader):
     """`EngineSeriesSource` backed by a Prometheus server."""
-
-    def __init__(
-        self, url: str, timeout_seconds: float, access: PrometheusAccess | None = None
-    ) -> None:
-        self.url = url
-        self._timeout = timeout_seconds
-        self._client = PrometheusConnect(url=url, session=prometheus_session(access))
 
     async def pods_with_series(
         self, namespace: str, pods: Sequence[str]
