@@ -167,8 +167,9 @@ def rollout(
 def demo_rollout() -> dict[str, Any]:
     """`make demo SCENARIO=real`: the simulator demo's two stages, on the real engine with a
     draft identical to the target (acceptance ~1 by construction; whether it pays on a CPU
-    is for the latency gates to say). The tail stage may run 300 s: at 120 s one run here
-    had 29 of the 30 tail blocks the P99 gate needs and ended Inconclusive."""
+    is for the latency gates to say). Two runs here ended RolledBack, Inconclusive: at
+    120 s with 29 of the 30 tail blocks the P99 gate needs (4 min 11 s in all), and at 300 s
+    on a busier machine with the load clients saturated (6 min 56 s); so 120 s it stays."""
     speculative = {
         "method": "draft_model",
         "model": model_path("draft-same"),
@@ -183,7 +184,6 @@ def demo_rollout() -> dict[str, Any]:
                 {"name": "p99-itl", "type": "TailLatency"},
                 {"name": "tpot-speedup", "type": "Speedup"},
             ],
-            maximum=300,
         ),
     ]
     manifest = rollout(speculative, stages)
