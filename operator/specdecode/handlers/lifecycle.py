@@ -66,6 +66,9 @@ def register_lifecycle_handlers(
         memo["prometheus_reach"] = asyncio.create_task(log_prometheus_reach(runtime))
 
     async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+        reach: asyncio.Task[None] | None = memo.get("prometheus_reach")
+        if reach is not None and not reach.done():
+            reach.cancel()  # a Prometheus still not answering at shutdown: nothing to say
         runtime: Runtime | None = memo.get("runtime")
         if runtime is not None:
             await runtime.close()
