@@ -169,19 +169,34 @@ def test_default_stages_promote_what_pays_for_each_method(
         return len(pods) == 1 and speculative_arg(argv) == STUDY_EAGLE3
 
     wait_for(production_runs_the_candidate, timeout=120, message="production rolled")
-    # The operator's /metrics says the same, for dashboards and alerts; per-stage series
-    # live only while their stage runs, so a finished analysis leaves no stale gate.
-    metrics = {
-        f"{family.name}{sorted(sample.labels.items())}": sample.value
+    # The operator's /metrics says the same, for dashboards and alerts. Per-stage series
+    # live while their stage runs; after a verdict only the stage that decided it keeps
+    # them, showing its final verdicts (so a Failed gate stays visible to its alert).
+    samples = [
+        (family.name, sample.labels, sample.value)
         for family in text_string_to_metric_families(operator.metrics_text())
         for sample in family.samples
         if sample.labels.get("namespace") == promoted.namespace
+    ]
+    phases = {
+        labels["phase"]: value
+        for name, labels, value in samples
+        if name == "specdecode_rollout_phase" and labels["rollout"] == promoted.name
     }
-    labels = [("namespace", promoted.namespace), ("rollout", promoted.name)]
-    assert metrics[f"specdecode_rollout_phase{sorted([*labels, ('phase', 'Promoted')])}"] == 1
-    assert metrics[f"specdecode_rollout_phase{sorted([*labels, ('phase', 'Analyzing')])}"] == 0
-    stage_series = [key for key in metrics if "('stage', " in key]
-    assert stage_series == [], stage_series  # none of the six left one behind
+    assert phases["Promoted"] == 1 and phases["Analyzing"] == 0, phases
+    for rollout, status in window.statuses.items():
+        ran = [stage for stage in status["stages"] if stage["phase"] != "Pending"]
+        deciding = ran[-1]
+        stages = {labels["stage"] for _, labels, _ in samples
+                  if labels.get("rollout") == rollout and "stage" in labels}  # fmt: skip
+        assert stages == {deciding["name"]}, (rollout, stages)  # none left behind
+        shown = {
+            labels["gate"]: labels["verdict"]
+            for name, labels, value in samples
+            if name == "specdecode_gate_verdict" and labels["rollout"] == rollout and value == 1
+        }
+        final = {gate["name"]: gate["verdict"] for gate in deciding["gates"]}
+        assert shown == final, (rollout, shown, final)
 
 
 def test_default_stages_roll_back_weak_heads_by_a_failed_gate(window: Window) -> None:
