@@ -142,6 +142,9 @@ def test_operator_killed_at_random_points_posts_one_event_per_transition_and_orp
     try:
         for r in rollouts:
             r.wait_phase("Analyzing", timeout=600)
+        # Mirror analyses wait in Analyzing for the action: let the killer strike at least
+        # three times by now (a fast start once left it 2 kills for the whole test).
+        wait_for(lambda: killer.kills >= 3, timeout=120, message="three kills of the operator")
         for index, r in enumerate(rollouts):
             r.annotate("promote" if index % 2 == 0 else "abort")
         for index, r in enumerate(rollouts):
