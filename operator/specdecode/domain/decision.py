@@ -7,7 +7,7 @@ Handlers apply them through adapters; the domain never performs I/O itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
@@ -78,3 +78,8 @@ class Decision:
     clear_action: bool = False  # the specdecode.io/action annotation was acted on
     # When time alone next changes the decision (`cadence.next_timed_event`); None: unknown.
     wake_at: datetime | None = None
+
+    def with_status(self, status: SpecDecodeRolloutStatus) -> Decision:
+        """This decision with `status` (itself when `status` is its own: the checks laid
+        over a decision change nothing most of the time)."""
+        return self if status is self.status else replace(self, status=status)

@@ -6,7 +6,6 @@ operator logs at start-up about what its Prometheus holds."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from datetime import timedelta
 
@@ -53,9 +52,7 @@ async def with_engine_metrics_check(
         return decision
     scraped = await memory.scraped(runtime.engine_series, ref.key, ref.namespace, due, now)
     checked = with_metrics_check(old, decision.status, ref.namespace, pods, scraped, grace, now)
-    if checked is decision.status:
-        return decision
-    return dataclasses.replace(decision, status=checked)
+    return decision.with_status(checked)
 
 
 async def log_prometheus_reach(runtime: Runtime) -> None:

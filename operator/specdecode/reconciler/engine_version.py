@@ -4,8 +4,6 @@ the rollout's config was validated for; a mismatch turns Degraded on (see
 
 from __future__ import annotations
 
-import dataclasses
-
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
@@ -28,6 +26,4 @@ async def with_engine_version_check(
     running = await versions.running_versions(runtime.http, ref.key, pods, spec.engine.port)
     expected = spec.engine.effective_vllm_version
     checked = with_version_check(old, decision.status, expected, running, runtime.clock.now())
-    if checked is decision.status:
-        return decision
-    return dataclasses.replace(decision, status=checked)
+    return decision.with_status(checked)

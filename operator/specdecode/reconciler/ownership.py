@@ -12,8 +12,8 @@ The load-token Secret is such a child too, found when the first load pod is due
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
+from typing import TypeVar
 
 from specdecode.adapters.kube.owned import ForeignObject
 from specdecode.api.status import SpecDecodeRolloutStatus
@@ -22,30 +22,30 @@ from specdecode.domain.degraded import with_degraded
 from specdecode.reconciler.runtime import Runtime
 
 NOT_OWNED = "ChildNotOwned"
+T = TypeVar("T", tuple[str, ...], str)
+
+
+def _keep(runtime: Runtime, store: dict[str, T], key: str, found: T) -> None:
+    """Keep `found` for the rollout (empty: forget); wake its loop if that changed."""
+    before = store.get(key)
+    if found:
+        store[key] = found
+    else:
+        store.pop(key, None)
+    if (found or None) != before:
+        runtime.wakeups.wake(key)
 
 
 def record_foreign(runtime: Runtime, key: str, found: Sequence[ForeignObject]) -> None:
     """Keep what this apply found (nothing: forget); wake the loop if that changed."""
     messages = tuple(sorted(foreign.message() for foreign in found))
-    before = runtime.foreign_children.get(key, ())
-    if messages:
-        runtime.foreign_children[key] = messages
-    else:
-        runtime.foreign_children.pop(key, None)
-    if messages != before:
-        runtime.wakeups.wake(key)
+    _keep(runtime, runtime.foreign_children, key, messages)
 
 
 def record_foreign_token(runtime: Runtime, key: str, problem: str | None) -> None:
     """Keep why the rollout's load-token Secret cannot be used (None: it can); wake the
     loop if that changed."""
-    before = runtime.foreign_token.get(key)
-    if problem:
-        runtime.foreign_token[key] = problem
-    else:
-        runtime.foreign_token.pop(key, None)
-    if problem != before:
-        runtime.wakeups.wake(key)
+    _keep(runtime, runtime.foreign_token, key, problem or "")
 
 
 def with_foreign_children(
@@ -59,4 +59,4 @@ def with_foreign_children(
     status = with_degraded(
         old, decision.status, NOT_OWNED, "; ".join(messages), runtime.clock.now()
     )
-    return dataclasses.replace(decision, status=status)
+    return decision.with_status(status)
