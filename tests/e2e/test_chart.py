@@ -484,7 +484,10 @@ def dashboard_answers(
             timeout=30,
             message=f"{query} scraped",
         )
+    # The grid ends at `end`, so its last point sees every verdict scraped above (a grid
+    # from `start` ended up to a step earlier, before a verdict scraped in the last 2 s).
     end, step = time.time(), 2.0
+    start = end - math.ceil((end - start) / step) * step
     dashboard = json.loads((CHART / "dashboards" / "specdecode-rollouts.json").read_text())
     wanted = {"namespace": [namespace], "rollout": list(statuses), "tuning": [TUNING]}
     # As Grafana formats a multi-value selection for a Prometheus regex.
