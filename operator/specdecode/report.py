@@ -72,7 +72,7 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
                     stage.get("name", "-"),
                     stage.get("phase", "-"),
                     _since(stage.get("startedAt"), now) if not stage.get("finishedAt") else "done",
-                    gate.get("name", "-") + (" (dry-run)" if gate.get("dryRun") else ""),
+                    gate.get("name", "-") + _gate_role(gate),
                     gate.get("verdict", "-"),
                     _number(gate.get("value")),
                     _interval(gate),
@@ -101,3 +101,11 @@ def _load_lines(status: Mapping[str, Any]) -> list[str]:
     )
     outcomes = [f"    {side}" for side in load.get("outcomes") or []]
     return [line, *outcomes, *(f"    {note}" for note in load.get("notes") or [])]
+
+
+def _gate_role(gate: dict[str, Any]) -> str:
+    """' (dry-run)' or ' (fail-only)' after a gate's name: whether its verdict can fail or
+    pass the stage is not its verdict."""
+    if gate.get("dryRun"):
+        return " (dry-run)"
+    return " (fail-only)" if gate.get("failOnly") else ""

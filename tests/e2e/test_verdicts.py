@@ -13,9 +13,10 @@ built-in prompt set of that class, then:
   `method: eagle`, alpha ~0.06) are rolled back by a Failed gate, not by running out of
   time;
 - the study's EAGLE-3 on chat with a fault injected into its candidate only
-  (`localcluster.faults`): failing 5 % of its requests, it passes the acceptance stage's
-  gross check (at most 0.1 more than the baseline) and is rolled back by a Failed ErrorRate
-  gate at production concurrency (at most 0.02 more); stalling an extra 0.1 s on 2 % of
+  (`localcluster.faults`): failing 10 % of its requests, exactly on the acceptance stage's
+  fail-only gross check (at most 0.1 more than the baseline, which the stage does not wait
+  for), it is rolled back by a Failed ErrorRate gate, at production concurrency (at most
+  0.02 more) unless the gross check already failed it; stalling an extra 0.1 s on 2 % of
   steps, it passes the acceptance stage and is rolled back by the tail gate at production
   concurrency, and the verdict says it paid at the lower concurrency.
 All six run in one window (one module-scoped fixture; each test asserts its own rollouts),
@@ -227,14 +228,22 @@ def test_a_candidate_that_fails_or_stalls_is_rolled_back_by_the_gate_that_sees_i
         assert degraded_reason(status) == "GateFailed", status["conditions"]
         assert status.get("stableSpeculative") is None
 
-    # 5 % of requests fail: a Failed ErrorRate gate rolls it back at production concurrency
-    # (at 10 %, the acceptance stage's 0.1 gross check passed by luck or stayed undecided).
+    # 10 % of requests fail, exactly the acceptance stage's gross check (fail-only: the
+    # stage does not wait on a threshold no bound can decide): a Failed ErrorRate gate rolls
+    # it back, at production concurrency (0.02) unless the gross check caught it first.
     errors = window.statuses["errors"]
     gates = gates_of(errors)
-    assert gates["acceptance/error-rate"]["verdict"] == "Successful", summary("errors", errors)
-    failed = gates["tail-latency/error-rate"]
-    assert failed["verdict"] == "Failed" and failed["lowerBound"] > 0.02, failed
-    assert "tail-latency/error-rate" in errors["message"]
+    gross = gates["acceptance/error-rate"]
+    assert gross["failOnly"] and gross["threshold"] == pytest.approx(0.1), gross
+    failed = [name for name in ("acceptance/error-rate", "tail-latency/error-rate")
+              if gates.get(name, {}).get("verdict") == "Failed"]  # fmt: skip
+    assert len(failed) == 1 and failed[0] in errors["message"], summary("errors", errors)
+    print(f"errors: {failed[0]}: {gates[failed[0]]['reason']}")
+    if failed[0] == "tail-latency/error-rate":
+        assert gates["acceptance/alpha"]["verdict"] == "Successful"
+        assert gates[failed[0]]["lowerBound"] > 0.02, gates[failed[0]]
+    else:
+        assert gates[failed[0]]["lowerBound"] > 0.1, gates[failed[0]]
 
     # 0.1 s stalls on 2 % of steps: acceptance is untouched, so stage 0 passes; at 32
     # streams the P99 chunk gap is past 1.4x the baseline's and the tail gate fails.

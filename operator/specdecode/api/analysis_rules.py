@@ -2,7 +2,7 @@
 
 StageSpec and AnalysisSpec enforce them in their validators, and the CRD carries the same
 rules as CEL (`validations`). Fail closed: a stage that can never judge anything (no gate,
-only dry runs, only gates Mirror cannot judge) is refused here; one with no gate that
+only dry runs or fail-only checks, only gates Mirror cannot judge) is refused here; one with no gate that
 applies to the rollout's method, on the spec (`SPEC_JUDGED_RULES`, which the rollout's
 spec enforces). They live apart from the models so `analysis` stays a description of the
 fields; what Mirror traffic can judge is defined here once (`mirror_judges`,
@@ -13,6 +13,9 @@ list-map keys (and the models' validators), not by a rule.
 from __future__ import annotations
 
 from specdecode.api.gate_spec import GateType, ItlDefinition
+
+# A gate with either flag set is no evidence for a pass (`enforced`).
+FLAGS = ("dryRun", "failOnly")
 from specdecode.api.rules import (
     Binary,
     Expr,
@@ -40,7 +43,7 @@ MIRROR_GATES_MESSAGE = (
 )
 MIRROR_LATENCY_MESSAGE = (
     "analysis.stages: with traffic source Mirror, some stage needs an enforced TailLatency "
-    "gate (not dryRun, no methods filter): Speedup cannot be judged on mirrored traffic, and "
+    "gate (not dryRun, not failOnly, no methods filter): Speedup cannot be judged on mirrored traffic, and "
     "acceptance alone never shows that the candidate is not slower"
 )
 
@@ -71,9 +74,9 @@ def mirror_judges(gate: Ref) -> Expr:
 
 
 NOTHING_ENFORCED_MESSAGE = (
-    "analysis.stages: every stage needs a gate that is not a dry run: a stage passes only on "
-    "an enforced gate's evidence, so gates: [] or only dryRun gates could never pass "
-    "(manual analyses excepted)"
+    "analysis.stages: every stage needs a gate that is neither dryRun nor failOnly: a stage "
+    "passes only on an enforced gate's evidence, so gates: [] or only dryRun and failOnly "
+    "gates could never pass (manual analyses excepted)"
 )
 MIRROR_NOTHING_JUDGED_MESSAGE = (
     "analysis.stages: with traffic source Mirror, every stage needs an enforced gate Mirror "
@@ -83,8 +86,11 @@ MIRROR_NOTHING_JUDGED_MESSAGE = (
 
 
 def enforced(gate: Ref) -> Expr:
-    """Whether the gate at `gate` (wire form) is enforced: not a dry run."""
-    return any_of(Not(Has(gate["dryRun"])), Binary("==", gate["dryRun"], lit(False)))
+    """Whether the gate at `gate` (wire form) can pass its stage: not a dry run, and not
+    failOnly (a gross check that can fail the stage but is no evidence for a pass)."""
+    return all_of(
+        *(any_of(Not(Has(gate[flag])), Binary("==", gate[flag], lit(False))) for flag in FLAGS)
+    )
 
 
 def judged_under_mirror(gate: Ref) -> Expr:
@@ -193,8 +199,8 @@ ANALYSIS_RULES = RuleSet(
 
 NOTHING_APPLIES_MESSAGE = (
     "analysis.stages: every stage needs an enforced gate that applies to speculative.method "
-    "(gates[].methods lists it, or is unset; plain decoding: unset) and, with Mirror traffic, "
-    "one Mirror can judge: otherwise the stage judges nothing and could never pass"
+    "(gates[].methods lists it, or is unset) and, with Mirror traffic, one Mirror can judge: "
+    "otherwise the stage judges nothing and could never pass"
 )
 
 
@@ -208,11 +214,15 @@ def _applies(gate: Ref) -> Expr:
 
 
 # On the rollout's spec (`self` is the spec: the method and the stages meet there).
+# Plain decoding (speculative unset) is admitted whatever the stages: a Git revert to it
+# must never be refused (it is promoted without analysis when production runs it already),
+# and its analysis fails closed in the domain, a stage with nothing applicable to it ending
+# Inconclusive (`analyzing.NOTHING_ENFORCED`).
 SPEC_JUDGED_RULES = RuleSet(
     (
         Rule(
             implies(
-                all_of(Has(at("analysis")), not_manual(at("analysis"))),
+                all_of(Has(at("analysis")), not_manual(at("analysis")), Has(at("speculative"))),
                 every(
                     at("analysis.stages"),
                     "s",

@@ -18,7 +18,7 @@ from pydantic import Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 from specdecode.api.base import KubeModel
-from specdecode.api.rules import Binary, Has, Rule, RuleSet, at, implies, lit
+from specdecode.api.rules import Binary, Has, Not, Rule, RuleSet, all_of, at, implies, lit
 from specdecode.api.speculative import SpeculativeMethod
 
 # Gate and stage names appear in status, Events and metric labels: a DNS-1123 label.
@@ -188,6 +188,13 @@ class GateSpec(KubeModel):
     dry_run: bool = Field(
         default=False, description="Measure and report, but never fail the stage."
     )
+    fail_only: bool = Field(
+        default=False,
+        description="May fail the stage, but the stage never waits for it to pass: a gross "
+        "early check (the default acceptance stage's ErrorRate) whose question a later "
+        "stage's gate answers strictly. It is no evidence for a pass, so a stage of only "
+        "failOnly or dryRun gates is refused.",
+    )
 
     @model_validator(mode="after")
     def _fields_fit_type(self) -> GateSpec:
@@ -256,4 +263,15 @@ def _field_fits_type(field: str) -> Rule:
 _SOME_TYPES_ONLY = frozenset().union(*GATE_FIELDS.values()) - frozenset.intersection(
     *GATE_FIELDS.values()
 )
-GATE_RULES = RuleSet(tuple(_field_fits_type(field) for field in sorted(_SOME_TYPES_ONLY)))
+_EXCLUSIVE_FLAGS = ("dryRun", "failOnly")
+_NOT_BOTH_DRY_RUN_AND_FAIL_ONLY = Rule(
+    Not(all_of(*(all_of(Has(at(f)), Binary("==", at(f), lit(True))) for f in _EXCLUSIVE_FLAGS))),
+    "gate: set at most one of dryRun (never fails the stage) and failOnly (can only fail it)",
+    ".failOnly",
+)
+GATE_RULES = RuleSet(
+    (
+        *(_field_fits_type(field) for field in sorted(_SOME_TYPES_ONLY)),
+        _NOT_BOTH_DRY_RUN_AND_FAIL_ONLY,
+    )
+)

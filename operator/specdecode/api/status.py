@@ -140,6 +140,9 @@ class GateResult(KubeModel):
     )
     itl_definition: ItlDefinition | None = Field(default=None, description="ITL definition.")
     dry_run: bool = Field(default=False, description="Reported only, never enforced.")
+    fail_only: bool = Field(
+        default=False, description="May fail the stage; the stage does not wait for its pass."
+    )
     failures: int = Field(default=0, description="Failed evaluations so far in this stage.")
     inconclusives: int = Field(default=0, description="Inconclusive evaluations so far.")
     consecutive_errors: int = Field(default=0, description="Errors in a row (metric backend).")

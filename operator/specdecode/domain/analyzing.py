@@ -7,7 +7,8 @@ Order of precedence at each look (a failed gate wins over everything, including 
    (MetricsUnavailable): a flaky metric backend is never a pass;
 3. every enforced gate's latest look Successful on data, at least one enforced gate, and
    `minDurationSeconds` measured: stage Successful, then the next stage, or Paused
-   (pauseBeforePromotion) / Promoting. Enforced: not a dry run, and judged for this
+   (pauseBeforePromotion) / Promoting. Enforced: not a dry run, not failOnly (a gross
+   check that can fail the stage in 1. but is no evidence for a pass), and judged for this
    rollout's method and traffic. Fail closed: a stage with no enforced gate never passes
    (the API server refuses such stages; `passed_on_evidence`);
 4. `maxDurationSeconds` measured and still undecided: stage Inconclusive; more inconclusive
@@ -127,6 +128,8 @@ def _judge(
         if gate.dry_run or not_judged_reason(gate, plan) is not None
     }
     enforced = [gate for gate in stage.gates if gate.name not in unenforced]
+    fail_only = {gate.name for gate in stage_spec.gates if gate.fail_only}
+    certifying = [gate for gate in enforced if gate.name not in fail_only]
     if analysis.manual:
         if min_duration_reached(stage_spec, stage, now):
             # A person decides: the message puts what the gates said in front of them,
@@ -151,17 +154,18 @@ def _judge(
         )
         ended = _finish(stage, StagePhase.INCONCLUSIVE, now, detail)
         return roll_back(_with_stage(status, index, ended), now, "MetricsUnavailable", detail)
-    if passed_on_evidence(enforced) and min_duration_reached(stage_spec, stage, now):
+    if passed_on_evidence(certifying) and min_duration_reached(stage_spec, stage, now):
         summary = "; ".join(_gate_summary(gate) for gate in stage.gates)
         return _stage_succeeded(spec, status, index, now, summary)
     if max_duration_reached(stage_spec, stage, now):
-        why = None if enforced else NOTHING_ENFORCED
+        why = None if certifying else NOTHING_ENFORCED
         return _stage_inconclusive(spec, status, index, now, why)
     return Step(status)
 
 
 NOTHING_ENFORCED = (
-    "no enforced gate (none judged for this method and traffic, or all dry run): "
+    "no enforced gate (none judged for this method and traffic, or all dry run or fail "
+    "only): "
     "nothing can pass this stage"
 )
 
@@ -183,10 +187,14 @@ def _judged_data(gate: GateResult) -> bool:
 
 
 def _gate_summary(gate: GateResult) -> str:
-    """One gate in a stage's message; a dry-run gate says it was not enforced."""
-    label = (
-        f"{gate.name} (dry run, {gate.verdict.value}, not enforced)" if gate.dry_run else gate.name
-    )
+    """One gate in a stage's message; a dry-run gate says it was not enforced, a fail-only
+    gate that the stage did not wait for it."""
+    if gate.dry_run:
+        label = f"{gate.name} (dry run, {gate.verdict.value}, not enforced)"
+    elif gate.fail_only:
+        label = f"{gate.name} (fail only, {gate.verdict.value})"
+    else:
+        label = gate.name
     return f"{label}: {gate.reason}"
 
 

@@ -18,7 +18,7 @@ from localcluster.waiting import wait_for
 # Long enough for `kubectl set env` to land before the first pod is ready.
 SLOW_START = [{"name": "SPECDECODE_SIM_STARTUP_SECONDS", "value": "15"}]
 FAULTS = {
-    "errors": {"SPECDECODE_SIM_ERROR_RATE": "0.05"},
+    "errors": {"SPECDECODE_SIM_ERROR_RATE": "0.1"},
     "stalls": {
         "SPECDECODE_SIM_LATENCY_SPIKE_PROBABILITY": "0.02",
         "SPECDECODE_SIM_LATENCY_SPIKE_SECONDS": "0.1",

@@ -166,6 +166,42 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
         }
     },
     "name-of-53-characters": {"metadata": {"name": "a" * 53}},
+    # A Git revert to plain decoding is never refused: nothing in the default acceptance
+    # stage applies to it but a fail-only check, and its analysis fails closed instead.
+    "plain-decoding-default-stages": {
+        "spec": {"speculative": None, "analysis": {"stages": [s.to_wire() for s in default_stages()]}}
+    },
+    "plain-decoding-stage-of-method-gates-only": {
+        "spec": {
+            "speculative": None,
+            "analysis": {
+                "stages": [
+                    {
+                        "name": "s",
+                        "concurrency": 4,
+                        "gates": [{"name": "alpha", "type": "Acceptance", "methods": ["eagle3"]}],
+                    }
+                ]
+            },
+        }
+    },
+    "fail-only-gross-check-beside-an-enforced-gate": {
+        "spec": {
+            "analysis": {
+                "stages": [
+                    {
+                        "name": "s",
+                        "concurrency": 4,
+                        "gates": [
+                            {"name": "alpha", "type": "Acceptance"},
+                            {"name": "e", "type": "ErrorRate", "maxErrorRate": 0.1,
+                             "failOnly": True, "dryRun": False},
+                        ],
+                    }
+                ]
+            }
+        }
+    },
     # Fail closed refuses stages that judge nothing, but a manual analysis is judged by a
     # person: a gateless stage (a live canary watched by hand) stays valid there.
     "manual-stage-without-gates": {

@@ -74,6 +74,7 @@ def pending_result(gate: GateSpec) -> GateResult:
         name=gate.name,
         type=gate.type,
         dry_run=gate.dry_run,
+        fail_only=gate.fail_only,
         itl_definition=_itl_definition(gate),
         reason="not evaluated yet",
     )
@@ -142,6 +143,7 @@ def evaluate_gate(
                 "consecutive_errors": before.consecutive_errors + 1,
                 "measured_at": now,
                 "dry_run": gate.dry_run,
+                "fail_only": gate.fail_only,
                 **history,
             }
         )
@@ -154,6 +156,7 @@ def evaluate_gate(
         server_baseline_value=server_baseline,
         server_candidate_value=server_candidate,
         dry_run=gate.dry_run,
+        fail_only=gate.fail_only,
         failures=before.failures + (found.verdict is GateVerdict.FAILED),
         inconclusives=before.inconclusives + (found.verdict is GateVerdict.INCONCLUSIVE),
         consecutive_errors=0,
