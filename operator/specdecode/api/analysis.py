@@ -15,6 +15,8 @@ method the defaults forgot would never pass. Each gate's thresholds are the defa
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import Field, model_validator
 
 from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
@@ -38,6 +40,13 @@ METHOD_NEUTRAL_METHODS = [
     for method in SpeculativeMethod
     if method not in FIXED_K_METHODS and method not in VARIABLE_LENGTH_METHODS
 ]
+
+
+class ScheduleFallback(StrEnum):
+    """What a latency rollback that passed at a lower concurrency does with its offer."""
+
+    OFFER = "Offer"
+    ANALYZE = "Analyze"
 
 
 class StageSpec(KubeModel):
@@ -170,6 +179,15 @@ class AnalysisSpec(KubeModel):
     manual: bool = Field(
         default=False,
         description="Gates are not evaluated; only `specdecode.io/action` decides.",
+    )
+    schedule_fallback: ScheduleFallback = Field(
+        default=ScheduleFallback.OFFER,
+        description="When a latency gate fails after a lower-concurrency stage passed, on "
+        "vLLM 0.24+, the verdict offers the candidate with a num_speculative_tokens_per_"
+        "batch_size schedule that speculates only up to the concurrency that passed "
+        "(status.scheduleOffer). Offer: roll back and offer it (set it as spec.speculative "
+        "to have it analysed). Analyze: analyse the offer at once instead of rolling back; "
+        "it is promoted only if it passes every stage.",
     )
 
     @model_validator(mode="after")

@@ -2,10 +2,10 @@
 
 StageSpec and AnalysisSpec enforce them in their validators, and the CRD carries the same
 rules as CEL (`validations`). Fail closed: a stage that can never judge anything (no gate,
-only dry runs or fail-only checks, only gates Mirror cannot judge) is refused here; one with no gate that
-applies to the rollout's method, on the spec (`SPEC_JUDGED_RULES`, which the rollout's
-spec enforces). They live apart from the models so `analysis` stays a description of the
-fields; what Mirror traffic can judge is defined here once (`mirror_judges`,
+only dry runs or fail-only checks, only gates Mirror cannot judge) is refused here; one
+with no gate that applies to the rollout's method, on the spec (`SPEC_JUDGED_RULES`, which
+the rollout's spec enforces). They live apart from the models so `analysis` stays a
+description of the fields; what Mirror traffic can judge is defined here once (`mirror_judges`,
 `MIRROR_NOT_JUDGED`), from the gate types. Stage and gate names are unique by the CRD's
 list-map keys (and the models' validators), not by a rule.
 """
@@ -13,9 +13,6 @@ list-map keys (and the models' validators), not by a rule.
 from __future__ import annotations
 
 from specdecode.api.gate_spec import GateType, ItlDefinition
-
-# A gate with either flag set is no evidence for a pass (`enforced`).
-FLAGS = ("dryRun", "failOnly")
 from specdecode.api.rules import (
     Binary,
     Expr,
@@ -35,6 +32,9 @@ from specdecode.api.rules import (
 )
 from specdecode.api.traffic import TrafficSourceType
 
+# A gate with either flag set is no evidence for a pass (`enforced`).
+FLAGS = ("dryRun", "failOnly")
+
 MIRROR_GATES_MESSAGE = (
     "analysis.stages: with traffic source Mirror, mirrored responses never reach the "
     "operator, so only Acceptance gates and TailLatency gates with itlDefinition ServerStep "
@@ -43,8 +43,8 @@ MIRROR_GATES_MESSAGE = (
 )
 MIRROR_LATENCY_MESSAGE = (
     "analysis.stages: with traffic source Mirror, some stage needs an enforced TailLatency "
-    "gate (not dryRun, not failOnly, no methods filter): Speedup cannot be judged on mirrored traffic, and "
-    "acceptance alone never shows that the candidate is not slower"
+    "gate (not dryRun, not failOnly, no methods filter): Speedup cannot be judged on "
+    "mirrored traffic, and acceptance alone never shows that the candidate is not slower"
 )
 
 # Gate types Mirror traffic admits but cannot judge (they need the responses' timings or

@@ -238,4 +238,17 @@ class SpecDecodeRolloutStatus(KubeModel):
     drift: DriftStatus | None = Field(
         default=None, description="Production's acceptance found below its threshold."
     )
+    schedule_offer: SpeculativeConfig | None = Field(
+        default=None,
+        description="After a latency gate failed where a lower concurrency passed (vLLM "
+        "0.24+): the candidate with a per-batch-size schedule that speculates only up to "
+        "the concurrency that passed. Analysed only when set as spec.speculative, or with "
+        "analysis.scheduleFallback: Analyze.",
+    )
+    analysed_for: str | None = Field(
+        default=None,
+        description="Fingerprint of the desired config (spec.speculative) while the "
+        "analysis is of its schedule offer (candidateFingerprint is then the offer's); "
+        "kept after that offer is promoted.",
+    )
     conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing...")

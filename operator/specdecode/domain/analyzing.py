@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from specdecode.api.analysis import ScheduleFallback
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import (
     GateResult,
@@ -32,7 +33,12 @@ from specdecode.api.status import (
 )
 from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSourceType
-from specdecode.domain.concurrency_verdict import paid_lower_down
+from specdecode.domain.concurrency_verdict import (
+    lower_pass,
+    lower_pass_text,
+    offer_text,
+    schedule_offer,
+)
 from specdecode.domain.gates import LookPlan, evaluate_gate, not_judged_reason, stage_needs
 from specdecode.domain.gates.registry import Need
 from specdecode.domain.load_status import load_status
@@ -47,7 +53,7 @@ from specdecode.domain.stages import (
     min_duration_reached,
     start_stage,
 )
-from specdecode.domain.transitions import Step, enter, notify, roll_back
+from specdecode.domain.transitions import Step, enter, notify, roll_back, start_analysis
 
 
 def _with_stage(
@@ -142,10 +148,7 @@ def _judge(
         return Step(status)
     failed = [gate for gate in enforced if gate.failures > analysis.failure_limit]
     if failed:
-        detail = "; ".join(f"{stage.name}/{gate.name}: {gate.reason}" for gate in failed)
-        detail += paid_lower_down(analysis, status.stages, index, failed)
-        ended = _finish(stage, StagePhase.FAILED, now, detail)
-        return roll_back(_with_stage(status, index, ended), now, "GateFailed", detail)
+        return _failed(spec, status, index, failed, now)
     erroring = [g for g in enforced if g.consecutive_errors > analysis.consecutive_error_limit]
     if erroring:
         detail = "; ".join(
@@ -161,6 +164,27 @@ def _judge(
         why = None if certifying else NOTHING_ENFORCED
         return _stage_inconclusive(spec, status, index, now, why)
     return Step(status)
+
+
+def _failed(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    index: int,
+    failed: list[GateResult],
+    now: datetime,
+) -> Step:
+    """Roll back on the failed gates, saying where the config paid and breaks even and
+    offering a schedule (`concurrency_verdict`); analyse the offer instead when opted in."""
+    stage = status.stages[index]
+    detail = "; ".join(f"{stage.name}/{gate.name}: {gate.reason}" for gate in failed)
+    found = lower_pass(spec.analysis, status.stages, index, failed)
+    offer = schedule_offer(spec, status.candidate_speculative, found)
+    analyse = offer is not None and spec.analysis.schedule_fallback is ScheduleFallback.ANALYZE
+    detail += lower_pass_text(found) + offer_text(offer, analyse)
+    ended = _with_stage(status, index, _finish(stage, StagePhase.FAILED, now, detail))
+    if analyse:
+        return start_analysis(spec, ended, now, "ScheduleAnalysisStarted", detail, offer=offer)
+    return roll_back(ended.model_copy(update={"schedule_offer": offer}), now, "GateFailed", detail)
 
 
 NOTHING_ENFORCED = (

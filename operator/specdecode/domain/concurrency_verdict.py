@@ -6,28 +6,54 @@ at concurrency 4 and still stretch the P99 stall at production's 32. A bare "p99
 failed" then reads as "the config is bad", when it is "the config is bad at this load".
 When a latency gate (TailLatency or Speedup) fails a stage, and an earlier stage at a lower
 concurrency was Successful, the verdict names both concurrencies, so the user knows the config
-failed at this load, not everywhere (on vLLM >= 0.24 a per-batch-size schedule can keep
-speculation to the batch sizes where it holds).
+failed at this load, not everywhere, and where it breaks even: above the concurrency that
+passed, at or below the one that failed (the stages measure nothing in between).
+
+On vLLM >= 0.24 the verdict also offers the candidate with a per-batch-size schedule
+(`num_speculative_tokens_per_batch_size`, built by the tuning's `schedule`) that keeps its k
+up to the batch size that passed and turns speculation off above (`status.scheduleOffer`).
+Only up to the concurrency that passed: a closed loop of c requests per engine never batches
+more than c, so that is what the passing stage vouched for. The offer is analysed like any
+config, never promoted on the failed analysis' evidence: by the user setting it as
+`spec.speculative`, or at once with `analysis.scheduleFallback: Analyze`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.gate_spec import GateType
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.speculative import SpeculativeConfig
+from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.status import GateResult, StagePhase, StageStatus
+from specdecode.api.tuning_rules import max_num_seqs
+from specdecode.api.vllm_versions import effective_version, field_exists
+from specdecode.domain.tuning.recommend import schedule
+from specdecode.domain.tuning.report import DEFAULT_MAX_BATCH
 
 LATENCY_GATES = frozenset({GateType.TAIL_LATENCY, GateType.SPEEDUP})
 
 
-def paid_lower_down(
+@dataclass(frozen=True)
+class LowerPass:
+    """A latency failure at `failed_at` after stage `stage` passed at `passed_at` < it."""
+
+    stage: str
+    passed_at: int
+    failed_at: int
+    what: str  # "the tail", "the speedup" or both
+
+
+def lower_pass(
     analysis: AnalysisSpec,
     stages: Sequence[StageStatus],
     index: int,
     failed: Sequence[GateResult],
-) -> str:
-    """'; it passed stage a at concurrency 4 but fails the tail at concurrency 32', or ''.
+) -> LowerPass | None:
+    """The highest-concurrency earlier stage that passed, when a latency gate failed here.
 
     Only for Prompts-traffic stages with a closed-loop concurrency (open-loop or Mirror
     stages have no concurrency to compare) and only when a latency gate failed.
@@ -35,7 +61,7 @@ def paid_lower_down(
     failing = [gate for gate in failed if gate.type in LATENCY_GATES]
     here = analysis.stages[index].concurrency
     if not failing or here is None:
-        return ""
+        return None
     passed = [
         (spec.concurrency, spec.name)
         for spec, status in zip(analysis.stages[:index], stages[:index], strict=False)
@@ -44,14 +70,59 @@ def paid_lower_down(
         and status.phase is StagePhase.SUCCESSFUL
     ]
     if not passed:
-        return ""
+        return None
     concurrency, name = max(passed)
     what = " and ".join(
         dict.fromkeys(
             "the tail" if gate.type is GateType.TAIL_LATENCY else "the speedup" for gate in failing
         )
     )
+    return LowerPass(name, concurrency, here, what)
+
+
+def lower_pass_text(found: LowerPass | None) -> str:
+    """'; it passed stage a at concurrency 4 but fails the tail at concurrency 32 (break-even
+    above 4, at or below 32)', or ''."""
+    if found is None:
+        return ""
     return (
-        f"; it passed stage {name} at concurrency {concurrency} but fails {what} at "
-        f"concurrency {here}"
+        f"; it passed stage {found.stage} at concurrency {found.passed_at} but fails "
+        f"{found.what} at concurrency {found.failed_at} (break-even above {found.passed_at}, "
+        f"at or below {found.failed_at})"
     )
+
+
+def schedule_offer(
+    spec: SpecDecodeRolloutSpec, candidate: SpeculativeConfig | None, found: LowerPass | None
+) -> SpeculativeConfig | None:
+    """The candidate speculating only up to the batch size that passed, or None: no lower
+    pass, a release without the schedule (< 0.24), no k to keep, a schedule already (the
+    offer is never offered again), or nothing above the pass to turn off."""
+    if found is None or candidate is None or candidate.num_speculative_tokens is None:
+        return None
+    if candidate.num_speculative_tokens_per_batch_size is not None:
+        return None
+    engine = spec.engine
+    if not field_exists(SCHEDULE, effective_version(engine.vllm_version, engine.image)):
+        return None
+    max_batch = max_num_seqs(spec.model.extra_args) or DEFAULT_MAX_BATCH
+    if found.passed_at >= max_batch:
+        return None
+    k = candidate.num_speculative_tokens
+    bands = [(1, found.passed_at), (found.passed_at + 1, max_batch)]
+    entries = schedule([("kept", k, 1.0), ("off", 0, 1.0)], bands)
+    wire = {**candidate.to_wire(), SCHEDULE: entries}
+    return SpeculativeConfig.model_validate(wire)
+
+
+def offer_text(offer: SpeculativeConfig | None, analyse: bool) -> str:
+    """The offer in the verdict's message: what it is and how it gets analysed."""
+    if offer is None:
+        return ""
+    entries = getattr(offer, SCHEDULE)
+    how = (
+        "analysing it now (analysis.scheduleFallback: Analyze)"
+        if analyse
+        else "set status.scheduleOffer as spec.speculative to have it analysed"
+    )
+    return f"; offered: {SCHEDULE} {entries}, speculating only where it passed: {how}"

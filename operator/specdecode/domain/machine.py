@@ -78,7 +78,9 @@ def _react_to_spec(
     desired = spec.speculative
     desired_fp = fingerprint_of(desired)
     running = status.phase in ANALYSIS_PHASES or status.phase is Phase.PROMOTING
-    if desired_fp != status.candidate_fingerprint:
+    # While (or after) its schedule offer is analysed, the status is still about the desired
+    # config the offer came from (`analysedFor`).
+    if desired_fp != (status.analysed_for or status.candidate_fingerprint):
         reason = "AnalysisRestarted" if running else "AnalysisStarted"
         message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"
         return pursue_desired(spec, status, now, reason, message)

@@ -83,17 +83,24 @@ def start_analysis(
     now: datetime,
     reason: str,
     message: str,
+    offer: SpeculativeConfig | None = None,
 ) -> Step:
-    """A clean analysis of the desired config: shadows deploying, every stage Pending."""
+    """A clean analysis of the desired config, or of its schedule `offer` in its place
+    (`analysis.scheduleFallback: Analyze`; `analysedFor` then names the desired config, so
+    the spec is not taken for changed): shadows deploying, every stage Pending."""
     desired = spec.speculative
+    candidate = desired if offer is None else offer
     return enter(
         status,
         Phase.DEPLOYING,
         now,
         reason,
         message,
-        candidate_speculative=desired,
-        candidate_fingerprint=fingerprint_of(desired),
+        warning=offer is not None,  # a gate failed on the desired config
+        candidate_speculative=candidate,
+        candidate_fingerprint=fingerprint_of(candidate),
+        analysed_for=None if offer is None else fingerprint_of(desired),
+        schedule_offer=offer,
         stable_fingerprint=fingerprint_of(status.stable_speculative),
         analysis_started_at=now,
         stages=fresh_stages(spec.analysis),
@@ -117,6 +124,7 @@ def promoted(status: SpecDecodeRolloutStatus, now: datetime, reason: str, messag
         stable_speculative=status.candidate_speculative,
         stable_fingerprint=status.candidate_fingerprint,
         previous_stable_speculative=status.stable_speculative,
+        schedule_offer=None,
         drift=None,
         verdict=Phase.PROMOTED.value,
         current_stage=None,
@@ -162,6 +170,8 @@ def pursue_desired(
             candidate_speculative=desired,
             candidate_fingerprint=desired_fp,
             stable_fingerprint=desired_fp,
+            analysed_for=None,
+            schedule_offer=None,
             stages=[],
             current_stage=None,
             current_stage_index=None,

@@ -169,7 +169,10 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
     # A Git revert to plain decoding is never refused: nothing in the default acceptance
     # stage applies to it but a fail-only check, and its analysis fails closed instead.
     "plain-decoding-default-stages": {
-        "spec": {"speculative": None, "analysis": {"stages": [s.to_wire() for s in default_stages()]}}
+        "spec": {
+            "speculative": None,
+            "analysis": {"stages": [stage.to_wire() for stage in default_stages()]},
+        }
     },
     "plain-decoding-stage-of-method-gates-only": {
         "spec": {
@@ -194,8 +197,13 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
                         "concurrency": 4,
                         "gates": [
                             {"name": "alpha", "type": "Acceptance"},
-                            {"name": "e", "type": "ErrorRate", "maxErrorRate": 0.1,
-                             "failOnly": True, "dryRun": False},
+                            {
+                                "name": "e",
+                                "type": "ErrorRate",
+                                "maxErrorRate": 0.1,
+                                "failOnly": True,
+                                "dryRun": False,
+                            },
                         ],
                     }
                 ]

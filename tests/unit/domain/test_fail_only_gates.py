@@ -51,9 +51,7 @@ def _outcomes(ok: int, failed: int) -> LatencySamples:
 def _spec(fail_only: bool) -> SpecDecodeRolloutSpec:
     gates = [
         GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55),
-        GateSpec(
-            name="errors", type=GateType.ERROR_RATE, max_error_rate=0.1, fail_only=fail_only
-        ),
+        GateSpec(name="errors", type=GateType.ERROR_RATE, max_error_rate=0.1, fail_only=fail_only),
     ]
     return make_spec(stages=[acceptance_stage(gates=gates)])
 

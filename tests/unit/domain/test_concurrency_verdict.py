@@ -1,0 +1,182 @@
+"""A latency rollback after a lower-concurrency pass (issue 22, build 4): the verdict says
+where the config paid and where it breaks even, and on vLLM >= 0.24 offers the candidate
+with a per-batch-size schedule that speculates only up to the concurrency that passed;
+`analysis.scheduleFallback: Analyze` analyses that offer at once, and it is promoted only on
+its own evidence. The stages' data: stage 0 passes its alpha gate at concurrency 4, stage 1
+(concurrency 32) sees the candidate's P99 chunk gap at about 2x the baseline's.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from domain_fixtures import (
+    EAGLE3,
+    acceptance,
+    analyzing,
+    blocked_samples,
+    make_spec,
+    run,
+    shadows_ready,
+    stage_obs,
+    streamed,
+)
+
+from specdecode.api import EngineSpec, GateType, Phase, StagePhase
+from specdecode.api.analysis import ScheduleFallback, default_stages
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
+from specdecode.domain.concurrency_verdict import lower_pass, lower_pass_text
+from specdecode.domain.observations import LatencySamples, Observations
+
+pytestmark = pytest.mark.unit
+
+SCHEDULED_RELEASE = "vllm/vllm-openai:v0.24.0"  # the first with the schedule
+GOOD = acceptance(0.45, drafts=20_000, requests=300)
+
+
+def _latencies(scale: float, n: int, seed: int, tpot: float | None = None) -> LatencySamples:
+    """Chunk gaps at `scale` (and 600 requests' time per output token near `tpot`)."""
+    rng = random.Random(seed)
+    itl = tuple(scale * rng.lognormvariate(-3.5, 0.3) for _ in range(n))
+    per_request = () if tpot is None else tuple(tpot * rng.uniform(0.9, 1.1) for _ in range(600))
+    # 5000 clean requests: enough for the ErrorRate gate to pass
+    return blocked_samples(itl, time_per_output_token=per_request, requests_ok=5000)
+
+
+def _spec(image: str = "vllm/vllm-openai:v0.11.2", **analysis: Any) -> SpecDecodeRolloutSpec:
+    spec = make_spec(stages=default_stages(), **analysis)
+    return spec.model_copy(update={"engine": EngineSpec(image=image)})
+
+
+def _stage0(candidate_config: SpeculativeConfig | None) -> Observations:
+    timed = _latencies(1.0, 20_000, 2)  # with the requests' accepted lengths streamed
+    candidate = LatencySamples(
+        blocks=timed.blocks + streamed(GOOD).blocks,
+        window_seconds=timed.window_seconds,
+        shards=1,
+    )
+    baseline = _latencies(1.0, 20_000, 1)
+    observed = stage_obs("acceptance", GOOD, baseline=baseline, candidate=candidate)
+    return shadows_ready(candidate=candidate_config, stage=observed)
+
+
+def _stalled(candidate_config: SpeculativeConfig | None) -> Observations:
+    observed = stage_obs(
+        "tail-latency", baseline=_latencies(1.0, 20_000, 3), candidate=_latencies(2.0, 20_000, 4)
+    )
+    return shadows_ready(candidate=candidate_config, stage=observed)
+
+
+def _to_the_tail_failure(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, start: float = 0
+) -> SpecDecodeRolloutStatus:
+    """Stage 0 passes on its looks, then stage 1's first look fails the tail."""
+    candidate = status.candidate_speculative
+    for seconds in (31, 46, 61, 76, 91):
+        status = run(spec, status, _stage0(candidate), start + seconds).status
+    assert status.stages[0].phase is StagePhase.SUCCESSFUL, status.stages[0]
+    return run(spec, status, _stalled(candidate), start + 122).status
+
+
+def test_a_tail_rollback_after_a_passed_lower_concurrency_stage_says_where_it_breaks_even() -> None:
+    status = _to_the_tail_failure(_spec(), analyzing(_spec()))
+    assert status.phase is Phase.ROLLED_BACK and status.reason == "GateFailed"
+    assert status.message.startswith("tail-latency/p99-itl: P99 PerChunk ITL ratio 1.99")
+    assert status.message.endswith(
+        "; it passed stage acceptance at concurrency 4 but fails the tail at concurrency 32 "
+        "(break-even above 4, at or below 32)"
+    ), status.message
+    assert status.schedule_offer is None  # 0.11.2 has no per-batch-size schedule
+
+
+def test_on_a_release_with_the_schedule_the_rollback_offers_it() -> None:
+    spec = _spec(SCHEDULED_RELEASE)
+    status = _to_the_tail_failure(spec, analyzing(spec))
+    assert status.phase is Phase.ROLLED_BACK and status.reason == "GateFailed"
+    offer = status.schedule_offer
+    assert offer is not None
+    assert offer.num_speculative_tokens_per_batch_size == [[1, 4, 3], [5, 4096, 0]]
+    assert offer.model_copy(update={"num_speculative_tokens_per_batch_size": None}) == EAGLE3
+    assert "offered: num_speculative_tokens_per_batch_size [[1, 4, 3], [5, 4096, 0]]" in (
+        status.message
+    )
+    assert "set status.scheduleOffer as spec.speculative" in status.message
+
+
+def test_the_offer_stops_at_max_num_seqs_and_is_not_made_when_nothing_is_above_the_pass() -> None:
+    limited = _spec(SCHEDULED_RELEASE)
+    model = limited.model.model_copy(update={"extra_args": ["--max-num-seqs=64"]})
+    status = _to_the_tail_failure(limited.model_copy(update={"model": model}), analyzing(limited))
+    assert status.schedule_offer is not None
+    assert status.schedule_offer.num_speculative_tokens_per_batch_size == [[1, 4, 3], [5, 64, 0]]
+    model = limited.model.model_copy(update={"extra_args": ["--max-num-seqs", "4"]})
+    capped = limited.model_copy(update={"model": model})
+    assert _to_the_tail_failure(capped, analyzing(capped)).schedule_offer is None
+
+
+def test_opted_in_the_offer_is_analysed_and_promoted_only_on_its_own_evidence() -> None:
+    spec = _spec(SCHEDULED_RELEASE, schedule_fallback=ScheduleFallback.ANALYZE)
+    failed = _to_the_tail_failure(spec, analyzing(spec))
+    offer = failed.schedule_offer
+    assert failed.phase is Phase.DEPLOYING and failed.reason == "ScheduleAnalysisStarted"
+    assert offer is not None and failed.candidate_speculative == offer
+    assert failed.candidate_fingerprint == fingerprint_of(offer)
+    assert failed.analysed_for == fingerprint_of(EAGLE3)
+    assert all(stage.phase is StagePhase.PENDING for stage in failed.stages)  # evidence anew
+    assert "analysing it now" in failed.message
+    # The spec did not change: the offer's analysis is not restarted as a new desired config.
+    analysing = run(spec, failed, shadows_ready(candidate=offer), 200).status
+    assert analysing.phase is Phase.ANALYZING and analysing.candidate_speculative == offer
+    # With the schedule, stage 1's tail holds: the offer passes every stage.
+    status = analysing
+    for seconds in (231, 246, 261, 276, 291):
+        status = run(spec, status, _stage0(offer), seconds).status
+    held = stage_obs(
+        "tail-latency",
+        baseline=_latencies(1.0, 20_000, 3, tpot=0.05),
+        candidate=_latencies(1.0, 20_000, 5, tpot=0.035),
+    )
+    for seconds in (322, 337, 352, 367, 382, 397):
+        status = run(spec, status, shadows_ready(candidate=offer, stage=held), seconds).status
+    assert status.phase is Phase.PROMOTING, status.message
+    promoted = run(spec, status, shadows_ready(stable=offer, candidate=offer), 410)
+    assert promoted.status.phase is Phase.PROMOTED, promoted.status.message
+    assert promoted.status.stable_speculative == offer
+    # Still about the desired config it came from: the next reconcile changes nothing.
+    again = run(spec, promoted.status, shadows_ready(stable=offer, candidate=offer), 500)
+    assert again.status.phase is Phase.PROMOTED and again.events == ()
+
+
+def test_an_offer_that_fails_too_rolls_back_without_a_second_offer() -> None:
+    spec = _spec(SCHEDULED_RELEASE, schedule_fallback=ScheduleFallback.ANALYZE)
+    failed = _to_the_tail_failure(spec, analyzing(spec))
+    analysing = run(spec, failed, shadows_ready(candidate=failed.schedule_offer), 200).status
+    final = _to_the_tail_failure(spec, analysing, start=200)
+    assert final.phase is Phase.ROLLED_BACK and final.reason == "GateFailed"
+    assert "offered" not in final.message
+    assert final.schedule_offer is None
+
+
+def _failed(gate_type: GateType) -> GateResult:
+    return GateResult(name="g", type=gate_type, verdict=GateVerdict.FAILED)
+
+
+def test_only_latency_failures_after_a_passed_lower_stage_name_the_concurrencies() -> None:
+    spec = make_spec(stages=default_stages())
+    status = analyzing(spec)
+    passed = status.stages[0].model_copy(update={"phase": StagePhase.SUCCESSFUL})
+    stages = [passed, status.stages[1]]
+    analysis = spec.analysis
+
+    def said(stages_now: Any, index: int, gate_type: GateType) -> str:
+        return lower_pass_text(lower_pass(analysis, stages_now, index, [_failed(gate_type)]))
+
+    assert "fails the speedup at concurrency 32" in said(stages, 1, GateType.SPEEDUP)
+    assert said(stages, 1, GateType.ERROR_RATE) == ""
+    # the first stage, or one after a stage that did not pass: nothing to compare with
+    assert said(stages, 0, GateType.TAIL_LATENCY) == ""
+    assert said(status.stages, 1, GateType.TAIL_LATENCY) == ""
