@@ -100,11 +100,12 @@ test-unit: venv ## Only the fast, pure tests
 test-e2e: venv system-deps binaries ## Only the end-to-end tests
 	$(BIN)/pytest -m e2e --durations=15 $(PYTEST_ARGS)
 
-lint: venv ## ruff, mypy --strict (code, harness and tests), import-linter
+lint: venv ## ruff, mypy --strict (code, harness and tests), import-linter, declared imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(MAKE) --no-print-directory mypy
 	$(BIN)/lint-imports
+	$(BIN)/python tools/check_declared_imports.py
 
 mypy: venv ## mypy --strict over the operator, the simulator, the harness and the tests
 	$(BIN)/mypy $(MYPY_TARGETS)
