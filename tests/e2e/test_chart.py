@@ -31,7 +31,7 @@ import httpx
 import pytest
 import yaml
 
-from localcluster import dashboards, prometheus
+from localcluster import alerts, dashboards
 from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess
@@ -354,7 +354,10 @@ def test_full_rollout_under_the_charts_rbac(
     if status["phase"] == "Paused":  # gates passed: on call is told, a person promotes
         wait_for(
             functools.partial(
-                firing, cluster, release.namespace, "SpecDecodeRolloutAwaitingPromotion"
+                alerts.firing,
+                cluster,
+                "SpecDecodeRolloutAwaitingPromotion",
+                namespace=release.namespace,
             ),
             timeout=30,
             message="SpecDecodeRolloutAwaitingPromotion fired",
@@ -453,18 +456,13 @@ def alert_rules(cluster: LocalCluster) -> Iterator[None]:
     """The chart's PrometheusRule groups evaluated by the local Prometheus for one test,
     with `stuckFor` cut to 15 s so that an analysis' phases run long enough to fire it,
     and `pausedFor` and `degradedFor` to seconds."""
-    docs = rendered(
-        cluster, "--set=monitoring.prometheusRule.enabled=true",
+    with alerts.chart_rules(
+        cluster, "chart",
         "--set=monitoring.prometheusRule.stuckFor=15s",
         "--set=monitoring.prometheusRule.pausedFor=2s",
         "--set=monitoring.prometheusRule.degradedFor=5s",
-    )  # fmt: skip
-    groups = of_kind(docs, "PrometheusRule")[0]["spec"]["groups"]
-    prometheus.load_rules(cluster.paths, cluster.prometheus_url, "chart", groups)
-    try:
+    ):  # fmt: skip
         yield
-    finally:
-        prometheus.unload_rules(cluster.paths, cluster.prometheus_url, "chart")
 
 
 def dashboard_answers(
@@ -562,12 +560,6 @@ def dashboard_agrees_with_status(
                 rollout="llama-8b", stage=stage, role=role,
             )  # fmt: skip
             assert math.isclose(shown, tail[field], rel_tol=1e-9), (role, shown, tail[field])
-
-
-def firing(cluster: LocalCluster, namespace: str, alert: str) -> bool:
-    """Whether `alert` fires now for a rollout of `namespace`."""
-    query = f'ALERTS{{alertstate="firing",alertname="{alert}",namespace="{namespace}"}}'
-    return bool(cluster.prometheus_query(query))
 
 
 def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: bool) -> None:

@@ -7,19 +7,24 @@ re-renders production without a new analysis), then the rollout says Drifted (co
 and one Warning Event) within about two windows; switched to `onDrift: Rollback`,
 production returns to the config stable before the promotion (plain decoding). Before the
 change, the steady promoted rollout is looked at every 5 s and the operator writes nothing
-(API server audit log).
+(API server audit log). The chart's alerts are evaluated throughout, with this operator
+scraped as the chart's ServiceMonitor would have it (job specdecode-operator):
+SpecDecodeDrifted fires for the rollout once it drifts, and SpecDecodeOperatorDown, quiet
+while the operator runs, fires once it is stopped (it is then started again).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from localcluster import alerts, prometheus
 from localcluster.handle import LocalCluster
 from localcluster.live_traffic import live_users
 from localcluster.manifests import load_example, merged
@@ -102,6 +107,19 @@ def writes_in(cluster: LocalCluster, offset: int, namespace: str) -> list[tuple[
     ]
 
 
+@pytest.fixture
+def chart_alerts(cluster: LocalCluster, running_operator: OperatorProcess) -> Iterator[None]:
+    """The chart's alerts evaluated (operator down after 2 s) and this operator scraped."""
+    address = f"127.0.0.1:{running_operator.metrics_port}"
+    with (
+        alerts.chart_rules(cluster, "drift", "--set=monitoring.prometheusRule.operatorDownFor=2s"),
+        prometheus.scraped(
+            cluster.paths, cluster.prometheus_url, address, {"job": "specdecode-operator"}
+        ),
+    ):
+        yield
+
+
 def drifted(r: Rollout) -> dict[str, Any] | None:
     status = r.status()
     found = next((c for c in status.get("conditions", []) if c["type"] == "Drifted"), None)
@@ -113,6 +131,7 @@ def test_a_promoted_config_is_judged_drifts_are_reported_and_rolled_back(
     cluster: LocalCluster,
     namespace: str,
     running_operator: OperatorProcess,
+    chart_alerts: None,
 ) -> None:
     r = rollout("guarded")
     r.apply(manifest(0.8))
@@ -143,6 +162,10 @@ def test_a_promoted_config_is_judged_drifts_are_reported_and_rolled_back(
         steady_writes = writes_in(cluster, offset, namespace)
         print(f"steady window {steady_seconds:.0f}s: {len(steady_writes)} writes")
         assert steady_writes == [], steady_writes
+        operator_up = 'up{job="specdecode-operator"} == 1'
+        assert cluster.prometheus_query(operator_up), "the operator is not scraped"
+        assert not alerts.firing(cluster, "SpecDecodeOperatorDown")
+        assert not alerts.firing(cluster, "SpecDecodeDrifted", namespace=namespace)
         assert users.ok > 0
 
     # Production's traffic now collapses acceptance: its pods re-rendered, no new analysis.
@@ -159,6 +182,13 @@ def test_a_promoted_config_is_judged_drifts_are_reported_and_rolled_back(
         assert "below minAlpha 0.2" in condition["message"]
         warnings = [e for e in r.events() if e["reason"] == "Drifted"]
         assert len(warnings) == 1 and warnings[0]["type"] == "Warning"
+        wait_for(
+            functools.partial(
+                alerts.firing, cluster, "SpecDecodeDrifted", namespace=namespace, rollout=r.name
+            ),
+            timeout=30,
+            message="SpecDecodeDrifted fired",
+        )
         assert status.get("stableSpeculative", {}).get("method") == "eagle3"
 
         # Escalated: the next look that still finds the drift rolls production back.
@@ -174,3 +204,14 @@ def test_a_promoted_config_is_judged_drifts_are_reported_and_rolled_back(
     wait_for(plain_production, timeout=120, message="production back on plain decoding")
     # RolledBack waits for a spec change: no new analysis of the same spec starts.
     assert r.status()["phase"] == "RolledBack" and set(r.deployments()) == {"production"}
+
+    # On call hears of an operator that stopped (then the next tests get it back).
+    running_operator.stop()
+    try:
+        wait_for(
+            functools.partial(alerts.firing, cluster, "SpecDecodeOperatorDown"),
+            timeout=30,
+            message="SpecDecodeOperatorDown fired",
+        )
+    finally:
+        running_operator.start()

@@ -7,13 +7,20 @@ tests see fresh samples quickly. ``--web.enable-lifecycle`` lets tests stop it v
 and the harness start it again on the same port. Alerting rules a test hands over
 (`load_rules`: the chart's PrometheusRule groups) are evaluated every second like the
 Prometheus Operator would have them evaluated; their ALERTS series stay in the TSDB.
+Processes outside the cluster (the operator a test runs on this machine) are scraped while
+a test lists them (`scraped`: job "local", whose targets may set their own `job` label, as
+a ServiceMonitor's would).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -58,11 +65,41 @@ def write_config(paths: ClusterPaths, port: int) -> Path:
                     {"files": [str(paths.prometheus_sd_file)], "refresh_interval": "1s"}
                 ],
             },
+            {
+                "job_name": "local",
+                "file_sd_configs": [
+                    {"files": [str(local_targets_file(paths))], "refresh_interval": "1s"}
+                ],
+            },
         ],
     }
     target = paths.prometheus_dir / "prometheus.yml"
     target.write_text(yaml.safe_dump(config, sort_keys=False))
     return target
+
+
+def local_targets_file(paths: ClusterPaths) -> Path:
+    """file_sd targets of processes on this machine (`scraped`)."""
+    return paths.prometheus_dir / "local-targets.json"
+
+
+@contextmanager
+def scraped(paths: ClusterPaths, url: str, address: str, labels: dict[str, str]) -> Iterator[None]:
+    """Scrape http://`address`/metrics with these target labels while the block runs.
+
+    The configuration is rewritten and reloaded first, so a Prometheus started by an older
+    harness (without the "local" job) scrapes it too.
+    """
+    targets = local_targets_file(paths)
+    port = urllib.parse.urlsplit(url).port
+    assert port is not None, url
+    write_config(paths, port)
+    _reload(url)
+    targets.write_text(json.dumps([{"targets": [address], "labels": labels}]))
+    try:
+        yield
+    finally:
+        targets.write_text("[]\n")
 
 
 def rules_dir(paths: ClusterPaths) -> Path:
