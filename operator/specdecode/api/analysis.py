@@ -21,8 +21,8 @@ from pydantic import Field, model_validator
 
 from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
 from specdecode.api.base import KubeModel
-from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, LabelName
-from specdecode.api.speculative import SpeculativeMethod
+from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, LabelName, PlainDecoding
+from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 from specdecode.api.traffic import TrafficSourceType, TrafficSpec
 
 # alpha is the right proxy for a fixed, small k; ngram and suffix propose variable lengths.
@@ -33,12 +33,16 @@ FIXED_K_METHODS = [
     SpeculativeMethod.DRAFT_MODEL,
 ]
 VARIABLE_LENGTH_METHODS = [SpeculativeMethod.NGRAM, SpeculativeMethod.SUFFIX]
-# Methods with no method-specific gate (ngram_gpu, dflash, dspark, medusa, mlp_speculator):
-# judged on what every method must show, the tail and the speedup.
-METHOD_NEUTRAL_METHODS = [
-    method
-    for method in SpeculativeMethod
-    if method not in FIXED_K_METHODS and method not in VARIABLE_LENGTH_METHODS
+# Methods with no method-specific gate (ngram_gpu, dflash, dspark, medusa, mlp_speculator),
+# and plain decoding ("none": speculative unset, e.g. speculation turned off through Git):
+# judged on what every candidate must show, the tail and the speedup.
+METHOD_NEUTRAL_METHODS: list[SpeculativeMethod | PlainDecoding] = [
+    *(
+        method
+        for method in SpeculativeMethod
+        if method not in FIXED_K_METHODS and method not in VARIABLE_LENGTH_METHODS
+    ),
+    NO_SPECULATION,
 ]
 
 

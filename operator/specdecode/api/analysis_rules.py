@@ -30,6 +30,7 @@ from specdecode.api.rules import (
     size,
     some,
 )
+from specdecode.api.speculative import NO_SPECULATION
 from specdecode.api.traffic import TrafficSourceType
 
 # A gate with either flag set is no evidence for a pass (`enforced`).
@@ -199,30 +200,29 @@ ANALYSIS_RULES = RuleSet(
 
 NOTHING_APPLIES_MESSAGE = (
     "analysis.stages: every stage needs an enforced gate that applies to speculative.method "
-    "(gates[].methods lists it, or is unset) and, with Mirror traffic, one Mirror can judge: "
+    "(gates[].methods lists it, or none for plain decoding, or is unset) and, with Mirror "
+    "traffic, one Mirror can judge: "
     "otherwise the stage judges nothing and could never pass"
 )
 
 
 def _applies(gate: Ref) -> Expr:
-    """Whether the gate at `gate` is judged for the spec's method (`GateSpec.applies_to`)."""
+    """Whether the gate at `gate` is judged for the spec's method (`GateSpec.applies_to`;
+    plain decoding, speculative unset, is named "none")."""
     return any_of(
         Not(Has(gate["methods"])),
         Binary("==", size(gate["methods"]), lit(0)),
         all_of(Has(at("speculative")), Binary("in", at("speculative.method"), gate["methods"])),
+        all_of(Not(Has(at("speculative"))), Binary("in", lit(NO_SPECULATION), gate["methods"])),
     )
 
 
 # On the rollout's spec (`self` is the spec: the method and the stages meet there).
-# Plain decoding (speculative unset) is admitted whatever the stages: a Git revert to it
-# must never be refused (it is promoted without analysis when production runs it already),
-# and its analysis fails closed in the domain, a stage with nothing applicable to it ending
-# Inconclusive (`analyzing.NOTHING_ENFORCED`).
 SPEC_JUDGED_RULES = RuleSet(
     (
         Rule(
             implies(
-                all_of(Has(at("analysis")), not_manual(at("analysis")), Has(at("speculative"))),
+                all_of(Has(at("analysis")), not_manual(at("analysis"))),
                 every(
                     at("analysis.stages"),
                     "s",

@@ -12,14 +12,18 @@ rejected.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 from specdecode.api.base import KubeModel
 from specdecode.api.rules import Binary, Has, Not, Rule, RuleSet, all_of, at, implies, lit
-from specdecode.api.speculative import SpeculativeMethod
+from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
+
+# What `methods` names plain decoding by (speculative unset): its fingerprint's name.
+PlainDecoding = Literal["none"]
+assert NO_SPECULATION == "none"
 
 # Gate and stage names appear in status, Events and metric labels: a DNS-1123 label.
 LabelName = Annotated[
@@ -112,11 +116,12 @@ class GateSpec(KubeModel):
         "draft_model), AcceptedLength (tokens per step, for ngram and suffix), TailLatency, "
         "Speedup or ErrorRate."
     )
-    methods: list[SpeculativeMethod] | None = Field(
+    methods: list[SpeculativeMethod | PlainDecoding] | None = Field(
         default=None,
         max_length=8,
-        description="Judge this gate only when speculative.method is one of these (else it "
-        "is reported as not applicable and not enforced). Empty: every method.",
+        description="Judge this gate only when speculative.method is one of these, or, for "
+        "none, when speculative is unset (plain decoding); else it is reported as not "
+        "applicable and not enforced. Empty: every method and plain decoding.",
     )
     min_alpha: float | None = Field(
         default=None,
@@ -233,7 +238,9 @@ class GateSpec(KubeModel):
 
     def applies_to(self, method: SpeculativeMethod | None) -> bool:
         """Whether the gate is judged for a rollout of this method (None: plain decoding)."""
-        return not self.methods or method in self.methods
+        if not self.methods:
+            return True
+        return (NO_SPECULATION if method is None else method) in self.methods
 
 
 # The type-specific fields each gate type may set; GATE_RULES are generated from this table.

@@ -124,13 +124,30 @@ class StructuralSchemaConverter:
 
     def _optional(self, node: Schema) -> Schema:
         variants = [v for v in node["anyOf"] if v.get("type") != "null"]
-        if len(variants) != 1:
-            raise ValueError(f"only `X | None` unions map to a structural schema: {node}")
-        inner = self._node(variants[0])
+        inner = self._node(variants[0]) if len(variants) == 1 else self._string_choices(variants)
+        if inner is None:
+            raise ValueError(
+                f"only `X | None` unions, and unions of string enums and literals, map to a "
+                f"structural schema: {node}"
+            )
         merged = {**inner, **self._own_keys(node)}
         if merged.get("default", 0) is None or self._drop_defaults:
             merged.pop("default", None)
         return _ordered(merged)
+
+    def _string_choices(self, variants: list[Schema]) -> Schema | None:
+        """One string enum for a union of string enums and string literals (e.g. a method
+        or "none"), or None when a variant is anything else."""
+        values: list[str] = []
+        for variant in variants:
+            if variant.get("type") == "string" and "const" in variant:
+                values.append(variant["const"])
+                continue
+            resolved = self._node(variant)
+            if resolved.get("type") != "string" or "enum" not in resolved:
+                return None
+            values += resolved["enum"]
+        return {"type": "string", "enum": values, "maxLength": max(len(v) for v in values)}
 
     def _own_keys(self, node: Schema) -> Schema:
         """Keys a referencing node sets for itself (its description and default)."""

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from specdecode.api.analysis import ScheduleFallback
 from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import (
     GateResult,
     GateVerdict,
@@ -34,6 +35,7 @@ from specdecode.api.status import (
 from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.concurrency_verdict import (
+    k_at,
     lower_pass,
     lower_pass_text,
     offer_text,
@@ -90,7 +92,7 @@ def analyze(
     if evaluation_due(stage, analysis.interval_seconds, now):
         seen = observations.stage
         window = seen if seen is not None and seen.stage_name == stage_spec.name else None
-        plan = look_plan(spec, index, measured_seconds(stage, now))
+        plan = look_plan(spec, index, measured_seconds(stage, now), status.candidate_speculative)
         previous = merge_gate_results(stage_spec, stage.gates)
         gates = [
             evaluate_gate(gate, window, result, now, plan)
@@ -103,15 +105,24 @@ def analyze(
     return _judge(spec, status, index, now)
 
 
-def look_plan(spec: SpecDecodeRolloutSpec, index: int, measured: float) -> LookPlan:
-    """What the gates' error spending and applicability need to know about this look."""
+def look_plan(
+    spec: SpecDecodeRolloutSpec,
+    index: int,
+    measured: float,
+    candidate: SpeculativeConfig | None = None,
+) -> LookPlan:
+    """What the gates' error spending and applicability need to know about this look
+    (`candidate`: the config under analysis, when its schedule is known)."""
     analysis = spec.analysis
+    concurrency = analysis.stages[index].concurrency
+    off = concurrency if k_at(candidate, concurrency) == 0 else None
     return LookPlan(
         measured_seconds=measured,
         max_seconds=float(analysis.stages[index].max_duration_seconds),
         runs=analysis.inconclusive_limit + 1,
         method=spec.speculative.method if spec.speculative is not None else None,
         mirror=analysis.traffic.source is TrafficSourceType.MIRROR,
+        not_speculating_at=off,
     )
 
 
@@ -127,7 +138,7 @@ def _judge(
     analysis = spec.analysis
     stage_spec = analysis.stages[index]
     stage = status.stages[index]
-    plan = look_plan(spec, index, 0.0)
+    plan = look_plan(spec, index, 0.0, status.candidate_speculative)
     unenforced = {
         gate.name
         for gate in stage_spec.gates
@@ -178,7 +189,7 @@ def _failed(
     stage = status.stages[index]
     detail = "; ".join(f"{stage.name}/{gate.name}: {gate.reason}" for gate in failed)
     found = lower_pass(spec.analysis, status.stages, index, failed)
-    offer = schedule_offer(spec, status.candidate_speculative, found)
+    offer = schedule_offer(spec, status.candidate_speculative, status.stable_fingerprint, found)
     analyse = offer is not None and spec.analysis.schedule_fallback is ScheduleFallback.ANALYZE
     detail += lower_pass_text(found) + offer_text(offer, analyse)
     ended = _with_stage(status, index, _finish(stage, StagePhase.FAILED, now, detail))

@@ -29,6 +29,7 @@ from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.status import GateResult, StagePhase, StageStatus
+from specdecode.api.traffic import TrafficSourceType
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.vllm_versions import effective_version, field_exists
 from specdecode.domain.tuning.recommend import schedule
@@ -60,7 +61,7 @@ def lower_pass(
     """
     failing = [gate for gate in failed if gate.type in LATENCY_GATES]
     here = analysis.stages[index].concurrency
-    if not failing or here is None:
+    if not failing or here is None or analysis.traffic.source is TrafficSourceType.MIRROR:
         return None
     passed = [
         (spec.concurrency, spec.name)
@@ -92,12 +93,27 @@ def lower_pass_text(found: LowerPass | None) -> str:
     )
 
 
+def k_at(config: SpeculativeConfig | None, batch: int | None) -> int | None:
+    """The k the config's per-batch-size schedule gives at this batch size; None without a
+    schedule, a batch size or a range that holds it."""
+    if config is None or batch is None:
+        return None
+    for start, end, k in config.num_speculative_tokens_per_batch_size or []:
+        if start <= batch <= end:
+            return k
+    return None
+
+
 def schedule_offer(
-    spec: SpecDecodeRolloutSpec, candidate: SpeculativeConfig | None, found: LowerPass | None
+    spec: SpecDecodeRolloutSpec,
+    candidate: SpeculativeConfig | None,
+    stable_fingerprint: str | None,
+    found: LowerPass | None,
 ) -> SpeculativeConfig | None:
     """The candidate speculating only up to the batch size that passed, or None: no lower
     pass, a release without the schedule (< 0.24), no k to keep, a schedule already (the
-    offer is never offered again), or nothing above the pass to turn off."""
+    offer is never offered again), nothing above the pass to turn off, or production runs
+    that very config already."""
     if found is None or candidate is None or candidate.num_speculative_tokens is None:
         return None
     if candidate.num_speculative_tokens_per_batch_size is not None:
@@ -112,7 +128,8 @@ def schedule_offer(
     bands = [(1, found.passed_at), (found.passed_at + 1, max_batch)]
     entries = schedule([("kept", k, 1.0), ("off", 0, 1.0)], bands)
     wire = {**candidate.to_wire(), SCHEDULE: entries}
-    return SpeculativeConfig.model_validate(wire)
+    offer = SpeculativeConfig.model_validate(wire)
+    return None if offer.fingerprint() == stable_fingerprint else offer
 
 
 def offer_text(offer: SpeculativeConfig | None, analyse: bool) -> str:

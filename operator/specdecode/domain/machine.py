@@ -13,6 +13,8 @@ where the last one stopped. Semantics follow Argo Rollouts:
    equals the stable config there is nothing to analyse (Promoted, no shadows; e.g. Git
    reverted); otherwise a clean analysis starts (AnalysisStarted, or AnalysisRestarted when
    one was under way: a mid-analysis edit restarts cleanly). Edited stage names restart too.
+   While the schedule offer of a failed config is analysed in its place (`analysedFor`, see
+   `concurrency_verdict`), the status is still about that desired config.
 2. The `specdecode.io/action` annotation (see `actions`).
 3. The phase's own step (see `phases` and `analyzing`); a phase change lets the new phase
    take its step at once (each phase at most once per call), so `decide` reaches a fixed
@@ -79,7 +81,10 @@ def _react_to_spec(
     desired_fp = fingerprint_of(desired)
     running = status.phase in ANALYSIS_PHASES or status.phase is Phase.PROMOTING
     # While (or after) its schedule offer is analysed, the status is still about the desired
-    # config the offer came from (`analysedFor`).
+    # config the offer came from (`analysedFor`); the offer itself written into the spec is
+    # adopted as it is, analysis or promotion, without a restart.
+    if status.analysed_for is not None and desired_fp == status.candidate_fingerprint:
+        return Step(status.model_copy(update={"analysed_for": None}))
     if desired_fp != (status.analysed_for or status.candidate_fingerprint):
         reason = "AnalysisRestarted" if running else "AnalysisStarted"
         message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"

@@ -63,7 +63,11 @@ def enter(
 
 
 def roll_back(status: SpecDecodeRolloutStatus, now: datetime, reason: str, message: str) -> Step:
-    """End the analysis: production keeps (or returns to) the stable config; say why."""
+    """End the analysis: production keeps (or returns to) the stable config; say why. A
+    schedule offer that was itself the candidate is offered no more."""
+    offer = status.schedule_offer
+    if offer is not None and offer.fingerprint() == status.candidate_fingerprint:
+        status = status.model_copy(update={"schedule_offer": None})
     return enter(
         status,
         Phase.ROLLED_BACK,
@@ -87,8 +91,10 @@ def start_analysis(
 ) -> Step:
     """A clean analysis of the desired config, or of its schedule `offer` in its place
     (`analysis.scheduleFallback: Analyze`; `analysedFor` then names the desired config, so
-    the spec is not taken for changed): shadows deploying, every stage Pending."""
+    the spec is not taken for changed): shadows deploying, every stage Pending. A restart of
+    the same desired config while its offer is analysed keeps analysing the offer."""
     desired = spec.speculative
+    offer = offer or offer_in_analysis(spec, status)
     candidate = desired if offer is None else offer
     return enter(
         status,
@@ -111,6 +117,16 @@ def start_analysis(
         itl_ratio=None,
         drift=None,
     )
+
+
+def offer_in_analysis(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+) -> SpeculativeConfig | None:
+    """The schedule offer under analysis in place of this spec's desired config, if any."""
+    offer = status.schedule_offer
+    if offer is None or status.analysed_for != fingerprint_of(spec.speculative):
+        return None
+    return offer if offer.fingerprint() == status.candidate_fingerprint else None
 
 
 def promoted(status: SpecDecodeRolloutStatus, now: datetime, reason: str, message: str) -> Step:

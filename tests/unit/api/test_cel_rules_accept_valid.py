@@ -166,15 +166,15 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
         }
     },
     "name-of-53-characters": {"metadata": {"name": "a" * 53}},
-    # A Git revert to plain decoding is never refused: nothing in the default acceptance
-    # stage applies to it but a fail-only check, and its analysis fails closed instead.
+    # Turning speculation off through Git: the default stages judge plain decoding ("none"
+    # in the method-neutral gates' methods) on the tail and the speedup.
     "plain-decoding-default-stages": {
         "spec": {
             "speculative": None,
             "analysis": {"stages": [stage.to_wire() for stage in default_stages()]},
         }
     },
-    "plain-decoding-stage-of-method-gates-only": {
+    "plain-decoding-gate-named-none": {
         "spec": {
             "speculative": None,
             "analysis": {
@@ -182,7 +182,7 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
                     {
                         "name": "s",
                         "concurrency": 4,
-                        "gates": [{"name": "alpha", "type": "Acceptance", "methods": ["eagle3"]}],
+                        "gates": [{"name": "p99", "type": "TailLatency", "methods": ["none"]}],
                     }
                 ]
             },

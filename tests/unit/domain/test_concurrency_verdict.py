@@ -29,7 +29,13 @@ from specdecode.api.analysis import ScheduleFallback, default_stages
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
-from specdecode.domain.concurrency_verdict import lower_pass, lower_pass_text
+from specdecode.api.traffic import TrafficSourceType
+from specdecode.domain.concurrency_verdict import (
+    LowerPass,
+    lower_pass,
+    lower_pass_text,
+    schedule_offer,
+)
 from specdecode.domain.observations import LatencySamples, Observations
 
 pytestmark = pytest.mark.unit
@@ -131,18 +137,23 @@ def test_opted_in_the_offer_is_analysed_and_promoted_only_on_its_own_evidence() 
     # The spec did not change: the offer's analysis is not restarted as a new desired config.
     analysing = run(spec, failed, shadows_ready(candidate=offer), 200).status
     assert analysing.phase is Phase.ANALYZING and analysing.candidate_speculative == offer
-    # With the schedule, stage 1's tail holds: the offer passes every stage.
+    # With the schedule, stage 1 runs as plain decoding: its tail holds and its TPOT is the
+    # baseline's; speedup is not judged where it does not speculate, tail and errors are.
     status = analysing
     for seconds in (231, 246, 261, 276, 291):
         status = run(spec, status, _stage0(offer), seconds).status
     held = stage_obs(
         "tail-latency",
         baseline=_latencies(1.0, 20_000, 3, tpot=0.05),
-        candidate=_latencies(1.0, 20_000, 5, tpot=0.035),
+        candidate=_latencies(1.0, 20_000, 5, tpot=0.05),
     )
     for seconds in (322, 337, 352, 367, 382, 397):
         status = run(spec, status, shadows_ready(candidate=offer, stage=held), seconds).status
     assert status.phase is Phase.PROMOTING, status.message
+    gates = {gate.name: gate for gate in status.stages[1].gates}
+    assert gates["p99-itl"].verdict is GateVerdict.SUCCESSFUL
+    assert gates["error-rate"].verdict is GateVerdict.SUCCESSFUL
+    assert "turns speculation off at concurrency 32" in gates["tpot-speedup"].reason
     promoted = run(spec, status, shadows_ready(stable=offer, candidate=offer), 410)
     assert promoted.status.phase is Phase.PROMOTED, promoted.status.message
     assert promoted.status.stable_speculative == offer
@@ -180,3 +191,45 @@ def test_only_latency_failures_after_a_passed_lower_stage_name_the_concurrencies
     # the first stage, or one after a stage that did not pass: nothing to compare with
     assert said(stages, 0, GateType.TAIL_LATENCY) == ""
     assert said(status.stages, 1, GateType.TAIL_LATENCY) == ""
+
+
+def test_a_restart_of_the_same_spec_keeps_analysing_the_offer_and_the_spec_can_adopt_it() -> None:
+    spec = _spec(SCHEDULED_RELEASE, schedule_fallback=ScheduleFallback.ANALYZE)
+    failed = _to_the_tail_failure(spec, analyzing(spec))
+    offer = failed.schedule_offer
+    assert offer is not None
+    # The stages renamed: a clean restart, of the offer still.
+    renamed_stages = [
+        stage.model_copy(update={"name": f"{stage.name}-2"}) for stage in spec.analysis.stages
+    ]
+    renamed = spec.model_copy(
+        update={"analysis": spec.analysis.model_copy(update={"stages": renamed_stages})}
+    )
+    restarted = run(renamed, failed, shadows_ready(candidate=offer), 200).status
+    assert [stage.name for stage in restarted.stages] == ["acceptance-2", "tail-latency-2"]
+    assert restarted.candidate_speculative == offer and restarted.analysed_for is not None
+    # The offer written into Git: adopted as the desired config, its analysis goes on.
+    adopted = spec.model_copy(update={"speculative": offer})
+    decision = run(adopted, failed, shadows_ready(candidate=offer), 200)
+    assert [event.reason for event in decision.events] == ["ShadowsReady"]  # no restart
+    assert decision.status.analysed_for is None
+    assert decision.status.candidate_speculative == offer
+
+
+def test_no_offer_under_mirror_traffic_or_when_production_runs_it_already() -> None:
+    found = LowerPass("acceptance", 4, 32, "the tail")
+    spec = _spec(SCHEDULED_RELEASE)
+    offer = schedule_offer(spec, EAGLE3, None, found)
+    assert offer is not None
+    assert schedule_offer(spec, EAGLE3, offer.fingerprint(), found) is None
+    mirror = spec.analysis.model_copy(
+        update={
+            "traffic": spec.analysis.traffic.model_copy(update={"source": TrafficSourceType.MIRROR})
+        }
+    )
+    passed = [
+        stage.model_copy(update={"phase": StagePhase.SUCCESSFUL})
+        for stage in analyzing(spec).stages
+    ]
+    assert lower_pass(mirror, passed, 1, [_failed(GateType.TAIL_LATENCY)]) is None
+    assert lower_pass(spec.analysis, passed, 1, [_failed(GateType.TAIL_LATENCY)]) == found

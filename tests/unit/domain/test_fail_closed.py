@@ -8,8 +8,19 @@ Inconclusive at maxDuration and says why.
 
 from __future__ import annotations
 
+import random
+
 import pytest
-from domain_fixtures import make_spec, observe, run, shadows_ready
+from domain_fixtures import (
+    EAGLE3,
+    blocked_samples,
+    make_spec,
+    observe,
+    ready,
+    run,
+    shadows_ready,
+    stage_obs,
+)
 
 from specdecode.api import (
     EngineSpec,
@@ -24,6 +35,7 @@ from specdecode.api import (
     StagePhase,
 )
 from specdecode.api.analysis import default_stages
+from specdecode.api.speculative import fingerprint_of
 from specdecode.api.vllm_versions import (
     METHODS,
     NEVER_STARTS,
@@ -32,7 +44,7 @@ from specdecode.api.vllm_versions import (
     methods_in,
 )
 from specdecode.domain.analyzing import NOTHING_ENFORCED, passed_on_evidence
-from specdecode.domain.observations import Observations, StageObservations
+from specdecode.domain.observations import LatencySamples, Observations, StageObservations
 
 pytestmark = pytest.mark.unit
 
@@ -147,3 +159,40 @@ def test_manual_analysis_still_waits_for_a_person_without_enforced_gates() -> No
     for seconds in (31, 46, 61, 76, 91):
         status = run(spec, status, _empty(spec, status), seconds).status
     assert status.phase is Phase.PAUSED
+
+
+def _clean(seed: int, tpot: float) -> LatencySamples:
+    """A clean side: 20,000 chunk gaps, 600 requests' TPOT near `tpot`, 5,000 ok requests."""
+    rng = random.Random(seed)
+    itl = [rng.lognormvariate(-3.5, 0.3) for _ in range(20_000)]
+    per_request = [tpot * rng.uniform(0.9, 1.1) for _ in range(600)]
+    return blocked_samples(itl, time_per_output_token=per_request, requests_ok=5000)
+
+
+def test_speculation_turned_off_through_git_is_judged_by_the_default_stages() -> None:
+    """Plain decoding ("none" in the method-neutral gates' methods) is judged on the tail and
+    the speedup in both default stages: it is promoted on evidence, never on none."""
+    spec = make_spec(speculative=None, stages=default_stages())
+    promoted = SpecDecodeRolloutStatus(
+        phase=Phase.PROMOTED,
+        stable_speculative=EAGLE3,
+        stable_fingerprint=fingerprint_of(EAGLE3),
+        candidate_speculative=EAGLE3,
+        candidate_fingerprint=fingerprint_of(EAGLE3),
+    )
+    status = run(spec, promoted, observe(production=ready(EAGLE3)), 0).status
+    assert status.phase is Phase.DEPLOYING, status.message
+    final = status
+    for seconds in range(1, 1400, 15):
+        stage = StageObservations(stage_name=final.current_stage or "acceptance")
+        if seconds > 1:  # evidence from the second look on: the candidate is faster
+            stage = stage_obs(stage.stage_name, baseline=_clean(1, 0.05), candidate=_clean(2, 0.04))
+        looked = observe(
+            production=ready(EAGLE3), baseline=ready(EAGLE3), candidate=ready(None), stage=stage
+        )
+        final = run(spec, final, looked, seconds).status
+        if final.phase is not Phase.ANALYZING and seconds > 1:
+            break
+    assert final.phase is Phase.PROMOTING, final.message
+    judged = {f"{s.name}/{g.name}" for s in final.stages for g in s.gates if g.samples}
+    assert {"acceptance/p99-itl", "acceptance/tpot-speedup", "tail-latency/p99-itl"} <= judged

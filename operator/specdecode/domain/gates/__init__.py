@@ -66,6 +66,9 @@ class LookPlan:
     runs: int = 1
     method: SpeculativeMethod | None = None
     mirror: bool = False
+    # The stage's concurrency when the candidate's per-batch-size schedule turns speculation
+    # off there (k = 0): it cannot pay where it does not speculate, so Speedup is not judged.
+    not_speculating_at: int | None = None
 
 
 def pending_result(gate: GateSpec) -> GateResult:
@@ -84,10 +87,16 @@ def not_judged_reason(gate: GateSpec, plan: LookPlan) -> str | None:
     """Why a gate is not judged in this rollout, or None when it is."""
     if not gate.applies_to(plan.method):
         method = plan.method.value if plan.method is not None else "plain decoding"
-        judged_for = ", ".join(m.value for m in gate.methods or [])
+        judged_for = ", ".join(str(m) for m in gate.methods or [])
         return f"not judged for {method} (judged for {judged_for})"
     if plan.mirror and gate.type in MIRROR_NOT_JUDGED:
         return "not judged: Mirror traffic has no client timings or outcomes"
+    if gate.type is GateType.SPEEDUP and plan.not_speculating_at is not None:
+        return (
+            f"not judged: the candidate's num_speculative_tokens_per_batch_size turns "
+            f"speculation off at concurrency {plan.not_speculating_at} (nothing to pay there; "
+            f"the tail and errors are still judged)"
+        )
     return None
 
 
