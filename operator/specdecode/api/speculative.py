@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Final
 
 from pydantic import Field, model_validator
 
@@ -196,7 +196,7 @@ class SpeculativeConfig(VerbatimModel):
         return hashlib.sha256(self.to_cli_json().encode()).hexdigest()[:10]
 
 
-NO_SPECULATION = "none"
+NO_SPECULATION: Final = "none"
 
 
 def fingerprint_of(config: SpeculativeConfig | None) -> str:
