@@ -64,11 +64,15 @@ def model_claim(cluster: LocalCluster, namespace: str, models: Path) -> Iterator
 
 
 def counters(cluster: LocalCluster, namespace: str) -> dict[str, float]:
-    """The candidate's spec-decode counters as Prometheus holds them now (only it drafts)."""
+    """The candidate's spec-decode counters, each series' last value over the last 15
+    minutes (only the candidate drafts). Why not the value now: at a verdict the shadows
+    are deleted, and once Prometheus marks their series stale an instant query sums only
+    the freshly rolled production's zeros (CI once read 0 drafts that way)."""
     values = {}
     for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
         metric = f"vllm:spec_decode_{name}_total"
-        result = cluster.prometheus_query(f'sum({metric}{{namespace="{namespace}"}})')
+        query = f'sum(max_over_time({metric}{{namespace="{namespace}"}}[15m]))'
+        result = cluster.prometheus_query(query)
         values[name] = float(result[0]["value"][1]) if result else 0.0
     return values
 
