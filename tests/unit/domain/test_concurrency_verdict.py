@@ -24,18 +24,20 @@ from domain_fixtures import (
     streamed,
 )
 
-from specdecode.api import EngineSpec, GateType, Phase, StagePhase
+from specdecode.api import EngineSpec, GateSpec, GateType, Phase, StagePhase
 from specdecode.api.analysis import ScheduleFallback, default_stages
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
 from specdecode.api.traffic import TrafficSourceType
+from specdecode.domain.analyzing import look_plan
 from specdecode.domain.concurrency_verdict import (
     LowerPass,
     lower_pass,
     lower_pass_text,
     schedule_offer,
 )
+from specdecode.domain.gates import not_judged_reason
 from specdecode.domain.observations import LatencySamples, Observations
 
 pytestmark = pytest.mark.unit
@@ -233,3 +235,18 @@ def test_no_offer_under_mirror_traffic_or_when_production_runs_it_already() -> N
     ]
     assert lower_pass(mirror, passed, 1, [_failed(GateType.TAIL_LATENCY)]) is None
     assert lower_pass(spec.analysis, passed, 1, [_failed(GateType.TAIL_LATENCY)]) == found
+
+
+def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> None:
+    """At k = 0 a Speedup gate asking a gain (minSpeedup >= 1) is not judged; one asking
+    that speculation off costs at most 10 % (minSpeedup 0.9) is."""
+    scheduled = EAGLE3.model_copy(
+        update={"num_speculative_tokens_per_batch_size": [[1, 8, 3], [9, 4096, 0]]}
+    )
+    plan = look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, scheduled)  # concurrency 32: k = 0
+    assert plan.not_speculating_at == 32
+    gain = GateSpec(name="gain", type=GateType.SPEEDUP)
+    no_loss = GateSpec(name="no-loss", type=GateType.SPEEDUP, min_speedup=0.9)
+    assert "turns speculation off at concurrency 32" in (not_judged_reason(gain, plan) or "")
+    assert not_judged_reason(no_loss, plan) is None
+    assert not_judged_reason(gain, look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, EAGLE3)) is None

@@ -67,7 +67,8 @@ class LookPlan:
     method: SpeculativeMethod | None = None
     mirror: bool = False
     # The stage's concurrency when the candidate's per-batch-size schedule turns speculation
-    # off there (k = 0): it cannot pay where it does not speculate, so Speedup is not judged.
+    # off there (k = 0): it cannot pay where it does not speculate, so a Speedup gate asking
+    # a gain (minSpeedup >= 1) is not judged; one asking "at most this much slower" is.
     not_speculating_at: int | None = None
 
 
@@ -91,11 +92,17 @@ def not_judged_reason(gate: GateSpec, plan: LookPlan) -> str | None:
         return f"not judged for {method} (judged for {judged_for})"
     if plan.mirror and gate.type in MIRROR_NOT_JUDGED:
         return "not judged: Mirror traffic has no client timings or outcomes"
-    if gate.type is GateType.SPEEDUP and plan.not_speculating_at is not None:
+    if (
+        gate.type is GateType.SPEEDUP
+        and plan.not_speculating_at is not None
+        and gate.number("min_speedup") >= 1.0
+    ):
+        # A gain cannot be asked where nothing is drafted; a minSpeedup under 1 (speculation
+        # off must cost at most that much) is still judged there.
         return (
             f"not judged: the candidate's num_speculative_tokens_per_batch_size turns "
-            f"speculation off at concurrency {plan.not_speculating_at} (nothing to pay there; "
-            f"the tail and errors are still judged)"
+            f"speculation off at concurrency {plan.not_speculating_at}, where minSpeedup "
+            f"{gate.number('min_speedup'):g} asks a gain (the tail and errors are still judged)"
         )
     return None
 
