@@ -12,7 +12,7 @@ list-map keys (and the models' validators), not by a rule.
 
 from __future__ import annotations
 
-from specdecode.api.gate_spec import GateType, ItlDefinition
+from specdecode.api.gate_spec import NO_PASS_FLAGS, GateType, ItlDefinition
 from specdecode.api.rules import (
     Binary,
     Expr,
@@ -32,9 +32,6 @@ from specdecode.api.rules import (
 )
 from specdecode.api.speculative import NO_SPECULATION
 from specdecode.api.traffic import TrafficSourceType
-
-# A gate with either flag set is no evidence for a pass (`enforced`).
-FLAGS = ("dryRun", "failOnly")
 
 MIRROR_GATES_MESSAGE = (
     "analysis.stages: with traffic source Mirror, mirrored responses never reach the "
@@ -90,7 +87,10 @@ def enforced(gate: Ref) -> Expr:
     """Whether the gate at `gate` (wire form) can pass its stage: not a dry run, and not
     failOnly (a gross check that can fail the stage but is no evidence for a pass)."""
     return all_of(
-        *(any_of(Not(Has(gate[flag])), Binary("==", gate[flag], lit(False))) for flag in FLAGS)
+        *(
+            any_of(Not(Has(gate[flag])), Binary("==", gate[flag], lit(False)))
+            for flag in NO_PASS_FLAGS
+        )
     )
 
 

@@ -270,9 +270,10 @@ def _field_fits_type(field: str) -> Rule:
 _SOME_TYPES_ONLY = frozenset().union(*GATE_FIELDS.values()) - frozenset.intersection(
     *GATE_FIELDS.values()
 )
-_EXCLUSIVE_FLAGS = ("dryRun", "failOnly")
+# The flags that make a gate no evidence for a pass (wire names); a gate sets at most one.
+NO_PASS_FLAGS = ("dryRun", "failOnly")
 _NOT_BOTH_DRY_RUN_AND_FAIL_ONLY = Rule(
-    Not(all_of(*(all_of(Has(at(f)), Binary("==", at(f), lit(True))) for f in _EXCLUSIVE_FLAGS))),
+    Not(all_of(*(all_of(Has(at(f)), Binary("==", at(f), lit(True))) for f in NO_PASS_FLAGS))),
     "gate: set at most one of dryRun (never fails the stage) and failOnly (can only fail it)",
     ".failOnly",
 )

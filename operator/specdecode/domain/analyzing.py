@@ -200,8 +200,7 @@ def _failed(
 
 NOTHING_ENFORCED = (
     "no enforced gate (none judged for this method and traffic, or all dry run or fail "
-    "only): "
-    "nothing can pass this stage"
+    "only): nothing can pass this stage"
 )
 
 
