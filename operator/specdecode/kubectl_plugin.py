@@ -66,6 +66,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     flags = _flags(top_level=False)
     for name, text in (("get", "the gate table of one rollout"), ("status", "same as get")):
         commands.add_parser(name, help=text, parents=[flags]).add_argument("name")
+    owner = "the change that promotes the passed config of a workloadRef rollout (GitOps)"
+    commands.add_parser("patch", help=owner, parents=[flags]).add_argument("name")
     listing = commands.add_parser("list", help="every rollout in the namespace", parents=[flags])
     listing.add_argument("-A", "--all-namespaces", action="store_true")
     for action in ACTIONS:
@@ -119,6 +121,27 @@ def _get(target: Target, args: argparse.Namespace, now: datetime) -> str:
     return render(rollout, args.output, lambda: status_text(rollout, now))
 
 
+def owner_patch_text(rollout: Mapping[str, Any]) -> str:
+    """The strategic-merge patch (JSON) the source's owner applies or commits to Git, alone
+    on stdout so it pipes: `kubectl patch deployment SRC --type strategic -p "$(kubectl
+    specdecode patch NAME)"`. PluginError while no config passed, or without workloadRef."""
+    meta = rollout.get("metadata") or {}
+    workload = (rollout.get("status") or {}).get("workload") or {}
+    patch = workload.get("ownerPatch")
+    if not patch:
+        why = "no workloadRef" if not workload else "no config has passed yet"
+        raise PluginError(f"{RESOURCE}/{meta.get('name')}: no patch to apply ({why})")
+    return str(patch)
+
+
+def _patch(target: Target, args: argparse.Namespace, now: datetime) -> str:
+    del now
+    rollout = as_object(
+        target.api.get_namespaced_custom_object(GROUP, VERSION, target.namespace, PLURAL, args.name)
+    )
+    return render(rollout, args.output, lambda: owner_patch_text(rollout))
+
+
 def _act(target: Target, args: argparse.Namespace, now: datetime) -> str:
     del now
     patch = {"metadata": {"annotations": {ACTION_ANNOTATION: args.command}}}
@@ -143,6 +166,7 @@ COMMANDS: dict[str, Command] = {
     "list": _list,
     "get": _get,
     "status": _get,
+    "patch": _patch,
     **{action: _act for action in ACTIONS},
     "tuning": kubectl_tuning.show,
 }

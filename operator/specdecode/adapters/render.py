@@ -129,6 +129,12 @@ def common_labels(rollout_name: str, role: ChildRole) -> dict[str, str]:
     }
 
 
+def shadow_labels(rollout_name: str, role: ChildRole) -> dict[str, str]:
+    """The labels of a shadow pod, but its config fingerprint: what a Service could
+    select it by."""
+    return {**common_labels(rollout_name, role), SERVING_LABEL: "false"}
+
+
 def deployment_context(
     owner: Owner,
     spec: SpecDecodeRolloutSpec,

@@ -188,6 +188,19 @@ def last_value(args: Sequence[str], option: str) -> str | None:
     return values[-1] if values else None
 
 
+def without_speculative(args: Sequence[str]) -> list[str]:
+    """`args` with every argument that sets vLLM's speculative config removed, with its
+    value when that is the next argument (`--speculative-config X`, `-sc X`)."""
+    doomed: set[int] = set()
+    for hit in reserved_hits(args):
+        if hit.reserved.dest != "speculative_config":
+            continue
+        doomed.add(hit.index)
+        if "=" not in hit.arg and hit.index + 1 < len(args):
+            doomed.add(hit.index + 1)
+    return [arg for index, arg in enumerate(args) if index not in doomed]
+
+
 def _prefix_pattern(text: str) -> str:
     """RE2 for any non-empty prefix of `text`, a dash matching `-` or `_`:
     `abc` -> `a(b(c)?)?`."""

@@ -9,6 +9,13 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
+from specdecode.api.adoption import (
+    ADOPTION_RULES,
+    PromotionSpec,
+    PromotionStrategy,
+    WorkloadRef,
+    strategy_of,
+)
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
 from specdecode.api.base import KubeModel
@@ -76,6 +83,25 @@ class SpecDecodeRolloutSpec(KubeModel):
         default_factory=GuardSpec,
         description="After promotion: production's acceptance keeps being judged (drift).",
     )
+    workload_ref: WorkloadRef | None = Field(
+        default=None,
+        description="Judge this Deployment, owned by another tool (Argo CD, Flux, Helm), "
+        "instead of owning production: shadows are copies of its pod template, and it is "
+        "never written to under GitOps. model.name and engine.image must match it.",
+    )
+    promotion: PromotionSpec = Field(
+        default_factory=PromotionSpec, description="How a passed config reaches production."
+    )
+
+    @property
+    def strategy(self) -> PromotionStrategy:
+        """The promotion strategy in force (GitOps with a workloadRef, else Owned)."""
+        return strategy_of(self.workload_ref, self.promotion)
+
+    @model_validator(mode="after")
+    def _adoption_is_consistent(self) -> SpecDecodeRolloutSpec:
+        ADOPTION_RULES.enforce(self.to_wire())
+        return self
 
     @model_validator(mode="after")
     def _every_stage_can_judge(self) -> SpecDecodeRolloutSpec:

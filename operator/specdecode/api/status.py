@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from specdecode.api.adoption import WorkloadStatus
 from specdecode.api.base import KubeModel
 from specdecode.api.gate_spec import GateType, ItlDefinition
 from specdecode.api.guard import DriftStatus
@@ -250,5 +251,10 @@ class SpecDecodeRolloutStatus(KubeModel):
         description="Fingerprint of the desired config (spec.speculative) while the "
         "analysis is of its schedule offer (candidateFingerprint is then the offer's); "
         "kept after that offer is promoted.",
+    )
+    workload: WorkloadStatus | None = Field(
+        default=None,
+        description="With spec.workloadRef: the source, the labels the shadows dropped and "
+        "the patch that promotes the passed config (GitOps).",
     )
     conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing...")

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from specdecode.api.adoption import ADOPTION_RULES
 from specdecode.api.analysis_rules import ANALYSIS_RULES, SPEC_JUDGED_RULES, STAGE_RULES
 from specdecode.api.gate_spec import GATE_RULES
 from specdecode.api.guard import GUARD_RULES
@@ -49,7 +50,7 @@ class CelRule:
 
 RULES: Mapping[str, tuple[Rule | CelRule, ...]] = {
     "SpeculativeConfig": tuple(SPECULATIVE_RULES.rules),
-    "SpecDecodeRolloutSpec": (*SPEC_RULES.rules, *SPEC_JUDGED_RULES.rules),
+    "SpecDecodeRolloutSpec": (*SPEC_RULES.rules, *SPEC_JUDGED_RULES.rules, *ADOPTION_RULES.rules),
     "ModelSpec": tuple(MODEL_RULES.rules),
     "GpuPoolSpec": tuple(GPU_POOL_RULES.rules),
     "EngineSpec": tuple(ENGINE_RULES.rules),

@@ -31,6 +31,7 @@ from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.actions import apply_action
+from specdecode.domain.adoption import follow_source, judged_source, with_owner_view
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision
 from specdecode.domain.display import with_display
@@ -53,7 +54,9 @@ def decide(
     now: datetime,
 ) -> Decision:
     """The next status and the effects that make the world match it (see module docstring)."""
-    step = _react_to_spec(spec, status, now)
+    source = judged_source(spec, observations.source)
+    step = Step(status) if source is None else follow_source(spec, status, source, now)
+    step = step.then(_react_to_spec(spec, step.status, now))
     step = step.then(apply_action(spec, step.status, observations.action, now))
     visited = {step.status.phase}
     while True:
@@ -63,7 +66,7 @@ def decide(
         if after is before or after in visited:
             break
         visited.add(after)
-    final = _finish(step.status, observations, now)
+    final = with_owner_view(spec, _finish(step.status, observations, now), source, now)
     return Decision(
         status=final,
         children=desired_children(spec, final),

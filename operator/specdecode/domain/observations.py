@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from itertools import pairwise
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from specdecode.domain.drift import ProductionAcceptance
 from specdecode.domain.latency_block import (
@@ -24,6 +24,9 @@ from specdecode.domain.latency_block import (
     merge_values,
 )
 from specdecode.domain.sketch import Sketch
+
+if TYPE_CHECKING:  # the load pods import this module and must not need pydantic
+    from specdecode.domain.source import SourceObservation
 
 __all__ = ["AcceptedMoments", "LatencyBlock"]  # defined with their field table
 T = TypeVar("T")
@@ -226,6 +229,7 @@ class Observations:
     traffic_error: str | None = None  # the shadow driver could not run (bad prompts...)
     # Promoted: production's counters in time blocks for the guard's look due now, if any.
     production_acceptance: ProductionAcceptance | MetricError | None = None
+    source: SourceObservation | None = None  # spec.workloadRef: the Deployment judged
 
     def child(self, role: ChildRole) -> ChildState:
         """The observed state of a child; absent means it does not exist."""

@@ -52,12 +52,14 @@ from specdecode.adapters.kube.events import EventTarget, post_event, withdraw_ev
 from specdecode.adapters.kube.owned import apply_children
 from specdecode.adapters.kube.rollouts import StaleRollout, clear_action, patch_status
 from specdecode.adapters.render import Owner, render_children
+from specdecode.adapters.render_adopted import render_adopted_shadows
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
 from specdecode.reconciler.ownership import record_foreign
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.workload import Source
 
 # Phases in which time alone can change the decision (looks, warm-ups, deadlines): the
 # loop wakes at the analysis clock. Elsewhere only a change can, and a watch event says so.
@@ -186,15 +188,27 @@ def transition_origin(
 
 
 async def apply_children_of(
-    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec | None, decision: Decision
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec | None,
+    decision: Decision,
+    source: Source | None = None,
 ) -> None:
     """Apply the rendered children the cache shows absent or different; delete unwanted
     shadows the cache shows present. `spec` None (unreadable): production is left as it
-    is, since it cannot be rendered, but the shadows still go."""
+    is, since it cannot be rendered, but the shadows still go. A `workloadRef` rollout
+    (`source`) has only shadows, copies of the source, and none while it cannot be judged."""
     deployments = runtime.cluster.rollout_deployments(ref.namespace, ref.name)
     services = runtime.cluster.rollout_services(ref.namespace, ref.name)
     if spec is not None:
-        rendered = render_children(ref.name, ref.namespace, ref.uid, spec, decision.children)
+        if source is None:
+            rendered = render_children(ref.name, ref.namespace, ref.uid, spec, decision.children)
+        elif source.judged:
+            rendered = render_adopted_shadows(
+                ref.owner, spec, decision.children, source.observation, source.template
+            )
+        else:
+            rendered = []
         observed = [*deployments, *services]
         stale = stale_objects(rendered, observed)
         manager = runtime.settings.field_manager

@@ -18,14 +18,14 @@ import logging
 from datetime import datetime
 
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.adapters.render import child_name
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, ProductionAcceptance, block_seconds, can_judge
 from specdecode.domain.guarding import guard_check, guard_grid
-from specdecode.domain.observations import ChildRole, MetricError
+from specdecode.domain.observations import MetricError
 from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.workload import production_deployment
 
 LOG = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ async def observe_production_acceptance(
             "the drift guard cannot judge it",
             ref.key, window, MIN_BLOCKS, scrape,
         )  # fmt: skip
-    engine = EngineSelector(ref.namespace, child_name(ref.name, ChildRole.PRODUCTION))
+    engine = EngineSelector(ref.namespace, production_deployment(ref.name, spec))
     blocks = await runtime.acceptance_blocks.acceptance_blocks(
         engine, look.window_start, look.at, block_seconds(window, scrape)
     )

@@ -68,6 +68,7 @@ from specdecode.reconciler.load import (
 from specdecode.reconciler.mirror import mirror_problem, observe_routes
 from specdecode.reconciler.ownership import with_foreign_children
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.workload import Source, read_workload, with_source_problem
 
 __all__ = [
     "RolloutRef",
@@ -112,6 +113,9 @@ async def reconcile(
         runtime.cluster.rollout_deployments(ref.namespace, ref.name),
         runtime.cluster.rollout_pods(ref.namespace, ref.name),
     )
+    source = await read_workload(runtime, ref.namespace, ref.name, spec)
+    if source is not None:  # production is the source (workloadRef), not a child of ours
+        children[ChildRole.PRODUCTION] = source.observation.state
     routes = await observe_routes(runtime, ref.namespace, spec)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
     observations = Observations(
@@ -122,6 +126,7 @@ async def reconcile(
         traffic_error=await _traffic_problem(runtime, ref, spec, status, pods)
         or mirror_problem(routes, ref.name, spec),
         production_acceptance=await observe_production_acceptance(runtime, ref, spec, status, now),
+        source=None if source is None else source.observation,
     )
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
@@ -129,10 +134,11 @@ async def reconcile(
     # Objects holding a child's name first: they block the analysis, which the scrape
     # check's MetricsUnavailable (Degraded keeps the first reason) would otherwise hide.
     decision = with_foreign_children(runtime, ref.key, status, decision)
+    decision = with_source_problem(runtime, status, decision, source)
     # Scrape check (Prometheus holds the settled engines' series): MetricsUnavailable if not.
     decision = await with_engine_metrics_check(runtime, ref, spec, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
-    await _apply(runtime, ref, spec, status, decision, action, first=not raw_status)
+    await _apply(runtime, ref, spec, status, decision, action, not raw_status, source)
     return decision
 
 
@@ -144,6 +150,7 @@ async def _apply(
     decision: Decision,
     action: str | None,
     first: bool = False,
+    source: Source | None = None,
 ) -> None:
     """Make the world match `decision`; `spec` None: unreadable (production left as is).
 
@@ -154,11 +161,11 @@ async def _apply(
     the fresh copy (a no-op where they match).
     """
     if first:
-        await apply_children_of(runtime, ref, spec, decision)
+        await apply_children_of(runtime, ref, spec, decision, source)
         await commit_status(runtime, ref, old, decision)
     else:
         await commit_status(runtime, ref, old, decision)
-        await apply_children_of(runtime, ref, spec, decision)
+        await apply_children_of(runtime, ref, spec, decision, source)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
     await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods)
     await apply_mirrors_and_action(runtime, ref, spec, decision, action)

@@ -1,0 +1,117 @@
+"""Shadows of a Deployment another tool owns (`workloadRef`): copies of its pod template.
+
+Why copies rather than the operator's own template: the baseline must be what production
+runs, including what the rollout's spec cannot express (init containers, sidecars,
+volumes, probes, security settings the owner chose). So the source's pod template is kept
+whole and only these change: the vLLM container's speculative setting (removed; the role's
+config appended), the labels (every routing label dropped, `workload_source.dropped_labels`,
+the operator's own added), the scrape annotations, and the Deployment around it (name,
+owner, one replica, the operator's selector). The argv is checked as for every engine
+(`engine_argv_guard`), so a baseline that speculates is never emitted.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from specdecode.adapters import engine_argv_guard, engine_pod
+from specdecode.adapters.render import (
+    CONFIG_LABEL,
+    DEPLOYMENT_PROGRESS_SLACK_SECONDS,
+    ROLE_LABEL,
+    ROLLOUT_LABEL,
+    SPECULATIVE_CONFIG_ANNOTATION,
+    Owner,
+    child_name,
+    common_labels,
+    render_template,
+    service_context,
+    shadow_labels,
+    template_environment,
+)
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.engine_args import without_speculative
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.domain.decision import DesiredChildren
+from specdecode.domain.observations import ChildRole
+from specdecode.domain.source import SourceObservation
+
+
+def render_adopted_shadows(
+    owner: Owner,
+    spec: SpecDecodeRolloutSpec,
+    desired: DesiredChildren,
+    source: SourceObservation,
+    template: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """Baseline and candidate (Deployment, then Service each) when shadows are wanted."""
+    if not desired.shadows:
+        return []
+    children: list[dict[str, Any]] = []
+    for role, config in (
+        (ChildRole.BASELINE, desired.baseline),
+        (ChildRole.CANDIDATE, desired.candidate),
+    ):
+        children.append(shadow_deployment(owner, spec, role, config, source, template))
+        values = service_context(owner, spec, role)
+        children.append(render_template(template_environment(), "service.yaml.j2", values))
+    return children
+
+
+def shadow_deployment(
+    owner: Owner,
+    spec: SpecDecodeRolloutSpec,
+    role: ChildRole,
+    config: SpeculativeConfig | None,
+    source: SourceObservation,
+    template: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One shadow: the source's pod template with the role's config and our labels."""
+    pod = copy.deepcopy(dict(template))
+    metadata = pod.setdefault("metadata", {})
+    metadata.pop("creationTimestamp", None)
+    kept = {
+        k: v for k, v in (metadata.get("labels") or {}).items() if k not in source.dropped_labels
+    }
+    ours = common_labels(owner.name, role)
+    metadata["labels"] = {
+        **kept,
+        **shadow_labels(owner.name, role),
+        CONFIG_LABEL: fingerprint_of(config),
+    }
+    port = str(spec.engine.port)
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": port,
+        "prometheus.io/path": "/metrics",
+        SPECULATIVE_CONFIG_ANNOTATION: "" if config is None else config.to_cli_json(),
+    }
+    container = next(c for c in pod["spec"]["containers"] if c.get("name") == source.container)
+    args = without_speculative([str(a) for a in container.get("args") or []])
+    if config is not None:
+        args += [engine_argv_guard.SPECULATIVE_FLAG, config.to_cli_json()]
+    container["args"] = args
+    argv = [str(a) for a in container.get("command") or []] + args
+    engine_argv_guard.check_engine_argv(argv, role, config)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": child_name(owner.name, role),
+            "namespace": owner.namespace,
+            "labels": dict(sorted({**ours, CONFIG_LABEL: fingerprint_of(config)}.items())),
+            "ownerReferences": [owner.reference()],
+        },
+        "spec": {
+            "replicas": 1,
+            "revisionHistoryLimit": 3,
+            "progressDeadlineSeconds": spec.engine.startup_timeout_seconds
+            + DEPLOYMENT_PROGRESS_SLACK_SECONDS,
+            "selector": {"matchLabels": {ROLLOUT_LABEL: owner.name, ROLE_LABEL: role.value}},
+            "strategy": engine_pod.shadow_strategy(),
+            "template": pod,
+        },
+    }

@@ -1,0 +1,213 @@
+"""A Deployment another tool owns, read as the production a rollout judges (`workloadRef`).
+
+Pure: from the Deployment and the namespace's Services (JSON, as the API server sends
+them) to a `SourceObservation` the domain decides on: its vLLM container's argv read as
+vLLM reads it (`api.engine_args`), the speculative config it runs, its readiness, the hash
+of its pod template, and the labels shadows must not carry.
+
+Why labels are dropped: labels are routing. A Service, a gateway's InferencePool or a
+router (production-stack's `--k8s-label-selector`) selects the source's pods by label, so a
+copy that kept them would receive live traffic. Only Services can be read here, so the
+shadows drop every source label but those the user names (`workloadRef.keepLabels`), and a
+kept key that a Service selecting the source's pods, or the source's own selector, uses is
+refused. Then the shadows' whole label sets are checked against every Service selector in
+the namespace (ours aside): one that would select a shadow is a problem, and no shadow is
+rendered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from specdecode.adapters.render import ROLLOUT_LABEL, shadow_labels
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.engine_args import last_value, reserved_hits
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.domain.observations import ChildRole, ChildState
+from specdecode.domain.source import SourceObservation
+
+# Reserved destinations the source may not set: without them the engine exports no stats
+# (disable_log_stats), serves no HTTP (headless, uds) or hides its flags (config).
+UNJUDGEABLE = ("disable_log_stats", "headless", "uds", "config")
+DEFAULT_PORT = 8000
+SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
+
+
+def _container(template: Mapping[str, Any], wanted: str | None) -> Mapping[str, Any] | str:
+    containers: list[Mapping[str, Any]] = list(
+        ((template.get("spec") or {}).get("containers")) or []
+    )
+    if wanted is not None:
+        found = [c for c in containers if c.get("name") == wanted]
+        return found[0] if found else f"no container named {wanted!r}"
+    if len(containers) == 1:
+        return containers[0]
+    named = [c for c in containers if c.get("name") == "vllm"]
+    serving = [c for c in containers if "serve" in _argv(c)]
+    for candidates in (named, serving):
+        if len(candidates) == 1:
+            return candidates[0]
+    return "more than one container and none named vllm: set workloadRef.container"
+
+
+def _argv(container: Mapping[str, Any]) -> list[str]:
+    return [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+
+
+def model_tag(argv: Sequence[str]) -> str | None:
+    """The model `vllm serve` loads: the positional after `serve`, else `--model`."""
+    if "serve" in argv:
+        rest = argv[argv.index("serve") + 1 :]
+        if rest and not rest[0].startswith("-"):
+            return rest[0]
+    return last_value(argv, "--model")
+
+
+def speculative_of(argv: Sequence[str]) -> SpeculativeConfig | str | None:
+    """The speculative config `argv` runs (None: plain decoding), or why it is unreadable."""
+    hits = [h for h in reserved_hits(argv) if h.reserved.dest == "speculative_config"]
+    if not hits:
+        return None
+    hit = hits[-1]
+    value = hit.arg.split("=", 1)[1] if "=" in hit.arg else None
+    if value is None and hit.index + 1 < len(argv) and "." not in hit.arg:
+        value = argv[hit.index + 1]
+    if value is None:
+        return f"{hit.arg!r}: only a JSON --speculative-config can be read"
+    try:
+        return SpeculativeConfig.model_validate(json.loads(value))
+    except (ValueError, ValidationError) as error:
+        return f"--speculative-config {value[:120]!r} is not readable: {str(error)[:200]}"
+
+
+def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a Service-style selector (non-empty) selects pods with `labels`."""
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def routing_keys(
+    pod_labels: Mapping[str, str], own_selector: Mapping[str, Any], services: Iterable[Any]
+) -> dict[str, str]:
+    """Label key -> who selects on it: the source's selector, and every Service that
+    selects the source's pods."""
+    keys = {key: "the source's selector" for key in own_selector.get("matchLabels") or {}}
+    for expression in own_selector.get("matchExpressions") or []:
+        keys[str(expression.get("key"))] = "the source's selector"
+    for service in services:
+        selector = (service.get("spec") or {}).get("selector") or {}
+        if selects(selector, pod_labels):
+            for key in selector:
+                keys.setdefault(key, f"Service {(service.get('metadata') or {}).get('name')}")
+    return keys
+
+
+def selecting_service(
+    labels: Mapping[str, str], services: Iterable[Any], rollout: str
+) -> str | None:
+    """A Service other than the rollout's own that would select pods with `labels`."""
+    for service in services:
+        selector = (service.get("spec") or {}).get("selector") or {}
+        if selector.get(ROLLOUT_LABEL) == rollout:
+            continue  # the rollout's own shadow Services
+        if selects(selector, labels):
+            return str((service.get("metadata") or {}).get("name"))
+    return None
+
+
+def template_hash(template: Mapping[str, Any]) -> str:
+    """A short hash of the pod template: what the baseline must be a copy of."""
+    text = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def source_state(
+    deployment: Mapping[str, Any], speculative: SpeculativeConfig | None
+) -> ChildState:
+    """The source as production: ready when its rollout is complete on the current template,
+    as `kubectl rollout status` says it: observed, every replica updated, none of an older
+    template left (their ready pods would count as ready), every updated one ready."""
+    status = deployment.get("status") or {}
+    metadata = deployment.get("metadata") or {}
+    observed = (status.get("observedGeneration") or 0) >= (metadata.get("generation") or 0)
+    old_left = (status.get("replicas") or 0) > (status.get("updatedReplicas") or 0)
+    current = observed and not old_left
+    replicas = (deployment.get("spec") or {}).get("replicas")
+    return ChildState(
+        exists=True,
+        config_fingerprint=fingerprint_of(speculative),
+        desired_replicas=1 if replicas is None else int(replicas),
+        ready_replicas=(status.get("readyReplicas") or 0) if current else 0,
+        updated_replicas=(status.get("updatedReplicas") or 0) if current else 0,
+    )
+
+
+def observe_source(
+    rollout: str,
+    spec: SpecDecodeRolloutSpec,
+    deployment: Mapping[str, Any] | None,
+    services: Iterable[Any],
+) -> SourceObservation:
+    """What the domain needs of the source, or why it cannot be judged (`problem`)."""
+    ref = spec.workload_ref
+    assert ref is not None
+    name = f"Deployment/{ref.name}"
+    if deployment is None:
+        return SourceObservation(name, problem=f"{name} not found in the rollout's namespace")
+    template = (deployment.get("spec") or {}).get("template") or {}
+    container = _container(template, ref.container)
+    if isinstance(container, str):
+        return SourceObservation(name, problem=f"{name}: {container}")
+    problem, speculative = _check(spec, container)
+    if problem is not None or isinstance(speculative, str):
+        return SourceObservation(name, problem=f"{name}: {problem or speculative}")
+    services = list(services)
+    pod_labels = (template.get("metadata") or {}).get("labels") or {}
+    selector = (deployment.get("spec") or {}).get("selector") or {}
+    routing = routing_keys(pod_labels, selector, services)
+    refused = [f"{key} ({routing[key]} selects on it)" for key in ref.keep_labels if key in routing]
+    if refused:
+        problem = f"{name}: workloadRef.keepLabels: {', '.join(refused)}"
+        return SourceObservation(name, problem=problem)
+    kept = {k: v for k, v in pod_labels.items() if k in ref.keep_labels}
+    for role in SHADOW_ROLES:
+        service = selecting_service({**kept, **shadow_labels(rollout, role)}, services, rollout)
+        if service is not None:
+            return SourceObservation(
+                name, problem=f"Service {service} would select the {role.value} shadow's pods"
+            )
+    return SourceObservation(
+        name,
+        state=source_state(deployment, speculative),
+        speculative=speculative,
+        template_hash=template_hash(template),
+        dropped_labels=tuple(sorted(set(pod_labels) - set(kept))),
+        container=str(container.get("name")),
+        args=tuple(str(a) for a in container.get("args") or []),
+    )
+
+
+def _check(
+    spec: SpecDecodeRolloutSpec, container: Mapping[str, Any]
+) -> tuple[str | None, SpeculativeConfig | str | None]:
+    """A mismatch between the rollout and the source's vLLM container, and its config."""
+    argv = _argv(container)
+    refused = [h.arg for h in reserved_hits(argv) if h.reserved.dest in UNJUDGEABLE]
+    if refused:
+        return f"its vLLM argv sets {refused}: the engines could not be judged", None
+    wanted = {
+        "model.name": (spec.model.name, model_tag(argv)),
+        "engine.image": (spec.engine.image, container.get("image")),
+        "engine.port": (str(spec.engine.port), last_value(argv, "--port") or str(DEFAULT_PORT)),
+    }
+    served = last_value(argv, "--served-model-name")
+    if served is not None:
+        wanted["model.servedModelName"] = (spec.model.served_name, served)
+    for field, (ours, theirs) in wanted.items():
+        if ours != theirs:
+            return f"spec.{field} is {ours!r} but the source runs {theirs!r}", None
+    return None, speculative_of(argv)

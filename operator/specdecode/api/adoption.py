@@ -1,0 +1,162 @@
+"""`spec.workloadRef` and `spec.promotion`: judge a vLLM Deployment another tool owns.
+
+Why: teams already serve vLLM from Git (Argo CD, Flux), a Helm chart or a platform's
+controller. Asking them to hand production to the operator before they may try a
+speculative config is asking too much, and writing to an object a GitOps tool owns starts
+a fight the tool wins (Argo Rollouts' workloadRef scale-down, Flagger's scale-to-zero).
+
+With `workloadRef` the rollout judges the referenced Deployment: the baseline and candidate
+shadows are copies of its pod template (image, args, env, volumes, resources, scheduling),
+the candidate with the speculative config swapped in, stripped of every label a Service
+selects on. The referenced object itself is never written under `GitOps`: the verdict
+carries the exact change (`status.workload.ownerPatch`, `kubectl specdecode patch NAME`),
+and the rollout is Promoted (condition `Verified`) once the source's own pods run it.
+`model.name` and `engine.image` must still be given: they name what the rules validate
+(the release, the draft against the target) and must match the source's vLLM container,
+which the operator checks (`WorkloadMismatch` otherwise).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from specdecode.api.base import KubeModel
+from specdecode.api.rules import (
+    Binary,
+    Expr,
+    Has,
+    Not,
+    Ref,
+    Rule,
+    RuleSet,
+    all_of,
+    at,
+    every,
+    implies,
+    lit,
+)
+
+
+class PromotionStrategy(StrEnum):
+    """Who changes production once a config passed."""
+
+    OWNED = "Owned"  # the operator owns production (`<name>`) and rolls it itself
+    GITOPS = "GitOps"  # production is the source's owner's: the verdict carries the change
+
+
+class WorkloadRef(KubeModel):
+    """The Deployment production runs as, owned by another tool."""
+
+    kind: Literal["Deployment"] = Field(default="Deployment", description="Only Deployment.")
+    name: str = Field(
+        min_length=1, max_length=253, description="The Deployment, in the rollout's namespace."
+    )
+    container: str | None = Field(
+        default=None,
+        max_length=63,
+        description="The vLLM container; default: the only container, else the one named "
+        "vllm, else the one whose command or args run `serve`.",
+    )
+    keep_labels: list[Annotated[str, Field(min_length=1, max_length=317)]] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Pod label keys the shadows keep (cost allocation, team). Every other "
+        "label of the source's pods is dropped: labels are routing, and a router that "
+        "selects pods by label (production-stack's --k8s-label-selector, an InferencePool) "
+        "would send live traffic to a copy that kept them. A kept key that a Service or "
+        "the source's selector selects on is refused.",
+    )
+
+
+class PromotionSpec(KubeModel):
+    """How a passed config reaches production."""
+
+    strategy: PromotionStrategy | None = Field(
+        default=None,
+        description="Owned (without workloadRef: the operator rolls production) or GitOps "
+        "(with workloadRef: nothing is written to the source; the verdict carries the patch "
+        "and the rollout waits for the owner). Default: GitOps with workloadRef, else Owned.",
+    )
+
+
+def _strategy_is(strategy: PromotionStrategy) -> Expr:
+    return all_of(
+        Has(at("promotion")),
+        Has(at("promotion.strategy")),
+        Binary("==", at("promotion.strategy"), lit(strategy.value)),
+    )
+
+
+_ADOPTED = Has(at("workloadRef"))
+_STAGE = Ref("s")
+# Written once: the spec's model validator enforces them and the CRD carries them as CEL.
+ADOPTION_RULES = RuleSet(
+    (
+        Rule(
+            implies(_ADOPTED, Not(_strategy_is(PromotionStrategy.OWNED))),
+            "promotion.strategy Owned cannot promote a workloadRef: the source belongs to "
+            "another tool (use GitOps)",
+            ".promotion.strategy",
+        ),
+        Rule(
+            implies(_strategy_is(PromotionStrategy.GITOPS), _ADOPTED),
+            "promotion.strategy GitOps needs a workloadRef (the object its owner changes)",
+            ".promotion.strategy",
+            "FieldValueRequired",
+        ),
+        Rule(
+            implies(_ADOPTED, Binary("!=", at("analysis.traffic.source"), lit("Mirror"))),
+            "workloadRef: Mirror traffic is not supported (the source's routes belong to its "
+            "owner); use Prompts",
+            ".analysis.traffic.source",
+        ),
+        Rule(
+            implies(
+                _ADOPTED,
+                every(
+                    at("analysis.stages"),
+                    "s",
+                    Not(all_of(Has(_STAGE["liveCanary"]), _STAGE["liveCanary"])),
+                ),
+            ),
+            "workloadRef: analysis.stages with liveCanary would put shadows behind the source's "
+            "Service; not supported",
+            ".analysis.stages",
+        ),
+    )
+)
+
+
+def strategy_of(workload: WorkloadRef | None, promotion: PromotionSpec) -> PromotionStrategy:
+    """The strategy in force: the one given, else the default for the rollout's kind."""
+    if promotion.strategy is not None:
+        return promotion.strategy
+    return PromotionStrategy.GITOPS if workload is not None else PromotionStrategy.OWNED
+
+
+class WorkloadStatus(KubeModel):
+    """What the operator read from the source and what it asks its owner to apply."""
+
+    source: str = Field(description="Deployment/<name> the rollout judges.")
+    template_hash: str | None = Field(
+        default=None,
+        description="Hash of the source's pod template the analysis runs against; a change "
+        "restarts the analysis.",
+    )
+    dropped_labels: list[str] = Field(
+        default_factory=list,
+        description="Source pod label keys the shadows do not carry (all but "
+        "workloadRef.keepLabels).",
+    )
+    owner_patch: str | None = Field(
+        default=None,
+        description="The change that promotes the passed config: a strategic-merge patch "
+        "of the source Deployment (JSON). Apply it as its owner would (Git).",
+    )
+    verified_at: datetime | None = Field(
+        default=None, description="When the source's pods were first seen running it."
+    )

@@ -1,0 +1,142 @@
+"""A rollout that judges a Deployment another tool owns (`spec.workloadRef`, GitOps).
+
+Pure. Three rules, applied around the state machine (`machine.decide`):
+1. Production is the source: the stable config is whatever the source's vLLM container
+   runs, read every reconcile, outside a promotion (while Promoting the owner is switching
+   it to the candidate; once Promoted a change is a drift from the promoted config, shown
+   as production not running it). The baseline shadow is therefore always a copy of what
+   production runs.
+2. The baseline must stay that copy: a change of the source's pod template (or of its
+   config) during an analysis restarts the analysis on the new baseline (`SourceChanged`).
+3. Under GitOps nothing is written to the source. A passed config waits in Promoting
+   (`AwaitingOwner`, no deadline: a pull request takes the time it takes) with the exact
+   change in `status.workload.ownerPatch`; when the source's own pods run it, the rollout
+   is Promoted and `Verified` says since when.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.adoption import PromotionStrategy, WorkloadStatus
+from specdecode.api.engine_args import without_speculative
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.api.status import Condition, ConditionStatus, Phase, SpecDecodeRolloutStatus
+from specdecode.domain.source import SourceObservation
+from specdecode.domain.transitions import ANALYSIS_PHASES, Step, describe, enter, pursue_desired
+
+AWAITING_OWNER = "AwaitingOwner"
+VERIFIED = "Verified"
+# Phases in which the source's config is the stable one (no promotion of ours is pending
+# or in force).
+_FOLLOWS_SOURCE = frozenset(
+    {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.ROLLED_BACK, Phase.FAILED}
+)
+
+
+def judged_source(
+    spec: SpecDecodeRolloutSpec, source: SourceObservation | None
+) -> SourceObservation | None:
+    """The source when the rollout has one and it can be judged, else None."""
+    if spec.workload_ref is None or source is None or source.problem is not None:
+        return None
+    return source
+
+
+def follow_source(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    source: SourceObservation,
+    now: datetime,
+) -> Step:
+    """Rules 1 and 2: the stable config and the template are the source's."""
+    before = status.workload
+    workload = WorkloadStatus(
+        source=source.name,
+        template_hash=source.template_hash,
+        dropped_labels=list(source.dropped_labels),
+        owner_patch=before.owner_patch if before else None,
+        verified_at=before.verified_at if before else None,
+    )
+    update: dict[str, object] = {"workload": workload}
+    follows = status.phase in _FOLLOWS_SOURCE
+    stable_changed = follows and fingerprint_of(source.speculative) != fingerprint_of(
+        status.stable_speculative
+    )
+    if stable_changed:
+        update["stable_speculative"] = source.speculative
+        update["stable_fingerprint"] = fingerprint_of(source.speculative)
+    template_changed = (
+        before is not None
+        and before.template_hash is not None
+        and before.template_hash != source.template_hash
+    )
+    status = status.model_copy(update=update)
+    if status.phase in ANALYSIS_PHASES and (stable_changed or template_changed):
+        message = (
+            f"{source.name}'s pod template changed (it runs {describe(source.speculative)}); "
+            "the analysis restarts on the new baseline"
+        )
+        return pursue_desired(spec, status, now, "SourceChanged", message)
+    return Step(status)
+
+
+def awaiting_owner(
+    status: SpecDecodeRolloutStatus, source: SourceObservation | None, now: datetime
+) -> Step:
+    """Rule 3, in Promoting under GitOps: say once what the owner must apply, then wait."""
+    if status.reason == AWAITING_OWNER:
+        return Step(status)
+    name = source.name if source else "the source"
+    message = (
+        f"{describe(status.candidate_speculative)} passed; waiting for the owner of {name} "
+        "to apply status.workload.ownerPatch (kubectl specdecode patch <rollout>)"
+    )
+    return enter(status, Phase.PROMOTING, now, AWAITING_OWNER, message)
+
+
+def owner_patch(source: SourceObservation, config: SpeculativeConfig | None) -> str:
+    """The strategic-merge patch of the source that makes it run `config` (JSON): its vLLM
+    container's args, every speculative setting replaced by ours (args are one atomic list
+    in a Deployment, so the patch carries them whole)."""
+    args = without_speculative(source.args)
+    if config is not None:
+        args += ["--speculative-config", config.to_cli_json()]
+    container = {"name": source.container, "args": args}
+    patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
+    return json.dumps(patch, sort_keys=True)
+
+
+def with_owner_view(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    source: SourceObservation | None,
+    now: datetime,
+) -> SpecDecodeRolloutStatus:
+    """The patch while Promoting (kept once Promoted), and the Verified condition."""
+    if spec.strategy is not PromotionStrategy.GITOPS or status.workload is None:
+        return status
+    workload = status.workload
+    if status.phase is Phase.PROMOTING and source is not None:
+        workload = workload.model_copy(
+            update={"owner_patch": owner_patch(source, status.candidate_speculative)}
+        )
+    elif status.phase is Phase.PROMOTED:
+        workload = workload.model_copy(update={"verified_at": workload.verified_at or now})
+    elif status.phase is not Phase.DEGRADED:
+        workload = workload.model_copy(update={"owner_patch": None, "verified_at": None})
+    conditions = [c for c in status.conditions if c.type != VERIFIED]
+    if status.phase is Phase.PROMOTED and workload.verified_at is not None:
+        conditions.append(
+            Condition(
+                type=VERIFIED,
+                status=ConditionStatus.TRUE,
+                reason="SourceRunsPromotedConfig",
+                message=f"{workload.source} runs {describe(status.stable_speculative)}",
+                last_transition_time=workload.verified_at,
+                observed_generation=status.observed_generation,
+            )
+        )
+    return status.model_copy(update={"workload": workload, "conditions": conditions})

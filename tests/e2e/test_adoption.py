@@ -1,0 +1,294 @@
+"""Issue 25, end to end: judge a vLLM Deployment another tool owns, and hand the verdict back.
+
+Given a plain vLLM Deployment (the simulator image) serving through its own Service, as a
+team applies it from Git, when a rollout names it in `workloadRef` (GitOps, the default),
+then the operator analyses an EAGLE-3 config on shadows copied from its pod template and
+stripped of the labels the Service selects on; the source's spec, metadata and replica
+count stay exactly as they were; no shadow pod is ever an endpoint of the source's Service
+(its EndpointSlices are watched for the whole run); the passed config waits for the owner
+(AwaitingOwner) with the exact patch (`kubectl specdecode patch`), which the test applies
+as the owner would, and the rollout becomes Promoted with Verified. A change of the source's
+template mid-analysis restarts the analysis on the new baseline, and deleting a rollout
+leaves the source as its owner left it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, watch
+
+from localcluster.handle import LocalCluster
+from localcluster.manifests import load_example, merged
+from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
+from localcluster.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+SERVED = "llama-3.1-8b-instruct"
+IMAGE = "ghcr.io/specdecode-operator/vllm-sim:v0.33.0"
+EAGLE3 = {
+    "method": "eagle3",
+    "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    "num_speculative_tokens": 3,
+}
+ACCEPTANCE_ONLY = {
+    "name": "acceptance",
+    "concurrency": 4,
+    "warmupSeconds": 5,
+    "minDurationSeconds": 20,
+    "maxDurationSeconds": 180,
+    "gates": [{"name": "alpha", "type": "Acceptance"}],
+}
+
+
+def source_manifests(namespace: str) -> list[dict[str, Any]]:
+    """The team's own Deployment and Service, as they would keep them in Git."""
+    labels = {"app": "chat", "team": "ml"}
+    container = {
+        "name": "vllm",
+        "image": IMAGE,
+        "command": ["vllm", "serve"],
+        "args": [MODEL, "--port", "8000", "--served-model-name", SERVED, "--max-num-seqs", "64"],
+        "env": [
+            {"name": "SPECDECODE_SIM_GPU", "value": "L40S"},
+            {"name": "SPECDECODE_VLLM_VERSION", "value": "0.33.0"},
+        ],
+        "ports": [{"name": "http", "containerPort": 8000}],
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 2},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "chat", "namespace": namespace, "labels": {"app": "chat"}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "chat"}},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "chat", "namespace": namespace},
+        "spec": {"selector": {"app": "chat"}, "ports": [{"port": 8000, "targetPort": 8000}]},
+    }
+    return [deployment, service]
+
+
+def adopting(stages: list[dict[str, Any]], manual: bool = False) -> dict[str, Any]:
+    """The simulator example, judging Deployment chat instead of owning production."""
+    patch = {
+        "spec": {
+            "workloadRef": {"name": "chat", "keepLabels": ["team"]},
+            "model": {"name": MODEL, "servedModelName": SERVED},
+            "engine": {"image": IMAGE},
+            "analysis": {"manual": manual, "stages": stages, "progressDeadlineSeconds": 180},
+        }
+    }
+    document: dict[str, Any] = merged(load_example(), patch)
+    return document
+
+
+def source_view(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
+    """What the owner owns: the spec, labels, annotations, generation and field managers
+    (the status, which the Deployment controller writes, is left out)."""
+    out = cluster.kubectl("get", "deployment", "chat", "-n", namespace, "-o", "json", check=True)
+    meta = json.loads(out.stdout)["metadata"]
+    spec = json.loads(out.stdout)["spec"]
+    managers = sorted(
+        (m["manager"], m["operation"])
+        for m in meta.get("managedFields", [])
+        if m.get("subresource") != "status"
+    )
+    return {
+        "spec": spec,
+        "labels": meta.get("labels"),
+        "annotations": meta.get("annotations"),
+        "generation": meta["generation"],
+        "managers": managers,
+    }
+
+
+class EndpointWatch:
+    """Every pod ever listed in the Service's EndpointSlices, from a watch kept open for
+    the whole test (a re-watch resumes where the last one stopped)."""
+
+    def __init__(self, api: client.ApiClient, namespace: str, service: str) -> None:
+        self.pods: set[str] = set()
+        self._api, self._namespace, self._service = api, namespace, service
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> EndpointWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def _run(self) -> None:
+        discovery = client.DiscoveryV1Api(self._api)
+        version = None
+        while not self._stop.is_set():
+            stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+                discovery.list_namespaced_endpoint_slice,
+                self._namespace,
+                label_selector=f"kubernetes.io/service-name={self._service}",
+                resource_version=version,
+                timeout_seconds=5,
+            )
+            for event in stream:
+                obj = event["object"]
+                version = obj.metadata.resource_version
+                for endpoint in obj.endpoints or []:
+                    if endpoint.target_ref is not None:
+                        self.pods.add(endpoint.target_ref.name)
+
+
+def run_plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    env = cluster.env()
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
+    return subprocess.run(
+        [str(cluster.bin_dir / "kubectl"), "specdecode", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def source(cluster: LocalCluster, namespace: str) -> Iterator[None]:
+    """Deployment and Service chat, applied with kubectl as a user would, and Ready."""
+    for manifest in source_manifests(namespace):
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest), check=True)
+    cluster.kubectl(
+        "rollout", "status", "deployment/chat", "-n", namespace, "--timeout=120s", check=True
+    )
+    yield
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
+
+
+def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner(
+    source: None,
+    rollout: Callable[[str], Rollout],
+    cluster: LocalCluster,
+    namespace: str,
+    kube_api: client.ApiClient,
+) -> None:
+    before = source_view(cluster, namespace)
+    r = rollout("chat-eagle")
+    with EndpointWatch(kube_api, namespace, "chat") as endpoints:
+        r.apply(adopting([ACCEPTANCE_ONLY]))
+        r.wait_phase("Analyzing", timeout=180)
+        shadows = r.deployments()
+        assert set(shadows) == {"baseline", "candidate"}, "production is not the operator's"
+        for role in ("baseline", "candidate"):
+            pod = r.pods(role)[0]
+            assert "app" not in pod["metadata"]["labels"], pod["metadata"]["labels"]
+            assert pod["metadata"]["labels"]["team"] == "ml"  # in keepLabels
+        assert speculative_arg(engine_cmdline(cluster, r.pods("baseline")[0])) is None
+        assert speculative_arg(engine_cmdline(cluster, r.pods("candidate")[0])) == EAGLE3
+        assert source_view(cluster, namespace) == before, "the source changed mid-analysis"
+
+        status = r.wait(
+            lambda s: s if s.get("reason") == "AwaitingOwner" else None,
+            timeout=240,
+            message="the passed config awaiting its owner",
+        )
+        assert status["phase"] == "Promoting"
+        assert status["workload"]["droppedLabels"] == ["app"]
+        assert source_view(cluster, namespace) == before, "the source changed at the verdict"
+        printed = run_plugin(cluster, "patch", r.name, "-n", namespace)
+        assert printed.returncode == 0, printed.stderr
+        patch = json.loads(printed.stdout)
+        assert patch == json.loads(status["workload"]["ownerPatch"])
+
+        # The owner applies it (in Git, then synced; here with kubectl).
+        cluster.kubectl(
+            "patch", "deployment", "chat", "-n", namespace, "--type", "strategic",
+            "-p", json.dumps(patch), check=True,
+        )  # fmt: skip
+        promoted = r.wait_phase("Promoted", timeout=180)
+        assert condition(promoted, "Verified").get("status") == "True", promoted
+        assert promoted["stableSpeculative"] == EAGLE3
+        owner_pods = [
+            p
+            for p in _pods(cluster, namespace, "app=chat")
+            if not p["metadata"].get("deletionTimestamp")
+        ]
+        assert owner_pods and all(
+            speculative_arg(engine_cmdline(cluster, p)) == EAGLE3 for p in owner_pods
+        )
+        wait_for(lambda: not r.deployments(), timeout=60, message="shadows removed")
+    assert endpoints.pods, "the EndpointSlice watch saw nothing: it cannot vouch for anything"
+    leaked = {pod for pod in endpoints.pods if pod.startswith(f"{r.name}-")}
+    assert not leaked, f"shadow pods served the source's Service: {leaked}"
+    assert all(pod.startswith("chat-") for pod in endpoints.pods), endpoints.pods
+
+    after_owner = source_view(cluster, namespace)
+    delete(cluster, r)
+    assert source_view(cluster, namespace) == after_owner, "deleting the rollout changed it"
+
+
+def test_a_source_template_change_mid_analysis_restarts_on_the_new_baseline(
+    source: None, rollout: Callable[[str], Rollout], cluster: LocalCluster, namespace: str
+) -> None:
+    before = source_view(cluster, namespace)
+    r = rollout("chat-manual")
+    r.apply(adopting([ACCEPTANCE_ONLY], manual=True))
+    first = r.wait_phase("Analyzing", timeout=180)
+    assert source_view(cluster, namespace) == before
+    cluster.kubectl(
+        "set", "env", "deployment/chat", "-n", namespace, "SPECDECODE_SIM_SEED=7", check=True
+    )
+    r.wait(
+        lambda s: (
+            (s.get("workload") or {}).get("templateHash")
+            not in (None, first["workload"]["templateHash"])
+        ),
+        timeout=60,
+        message="the new template seen",
+    )
+    assert "SourceChanged" in r.event_reasons()
+    r.wait_phase("Analyzing", timeout=180)
+
+    def baseline_has_new_env() -> bool:
+        pods = r.pods("baseline")
+        env = (
+            {e["name"] for e in pods[0]["spec"]["containers"][0].get("env", [])} if pods else set()
+        )
+        return "SPECDECODE_SIM_SEED" in env
+
+    wait_for(baseline_has_new_env, timeout=120, message="the baseline copies the new template")
+    owned_by_user = source_view(cluster, namespace)
+    delete(cluster, r)
+    assert source_view(cluster, namespace) == owned_by_user
+
+
+def delete(cluster: LocalCluster, r: Rollout) -> None:
+    """Delete the rollout and wait until its shadows are gone too."""
+    cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--timeout=60s", check=True)
+    wait_for(lambda: not r.deployments(), timeout=60, message="shadows garbage-collected")
+
+
+def _pods(cluster: LocalCluster, namespace: str, selector: str) -> list[dict[str, Any]]:
+    out = cluster.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json", check=True)
+    items: list[dict[str, Any]] = json.loads(out.stdout)["items"]
+    return items

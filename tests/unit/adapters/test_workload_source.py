@@ -1,0 +1,206 @@
+"""A source Deployment read as production, and its shadows rendered as copies of it.
+
+Labels are routing: every label a Service selects the source's pods by, and the source's
+own selector, is dropped from the shadows, which must then be selected by no Service.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from specdecode.adapters.render import Owner
+from specdecode.adapters.render_adopted import render_adopted_shadows
+from specdecode.adapters.workload_source import observe_source, selects
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.speculative import SpeculativeConfig
+from specdecode.domain.decision import DesiredChildren
+
+pytestmark = pytest.mark.unit
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+IMAGE = "vllm/vllm-openai:v0.11.2"
+NGRAM = SpeculativeConfig(method="ngram", num_speculative_tokens=4, prompt_lookup_max=4)
+EAGLE3 = SpeculativeConfig(
+    method="eagle3", model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", num_speculative_tokens=3
+)
+POD_LABELS = {"app": "chat", "tier": "llm", "team": "ml"}
+
+
+def spec(**workload: Any) -> SpecDecodeRolloutSpec:
+    return SpecDecodeRolloutSpec.model_validate(
+        {
+            "model": {"name": MODEL},
+            "engine": {"image": IMAGE},
+            "speculative": EAGLE3.to_wire(),
+            "analysis": {"manual": True},
+            "workloadRef": {"name": "chat", **workload},
+        }
+    )
+
+
+def deployment(args: list[str] | None = None, containers: list[Any] | None = None) -> Any:
+    vllm = {
+        "name": "vllm",
+        "image": IMAGE,
+        "command": ["vllm", "serve"],
+        "args": args if args is not None else [MODEL, "--port", "8000", "--max-num-seqs", "64"],
+        "volumeMounts": [{"name": "weights", "mountPath": "/models"}],
+    }
+    return {
+        "metadata": {"name": "chat", "generation": 3},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "chat"}},
+            "template": {
+                "metadata": {"labels": dict(POD_LABELS), "creationTimestamp": None},
+                "spec": {
+                    "containers": containers or [vllm],
+                    "volumes": [{"name": "weights", "persistentVolumeClaim": {"claimName": "w"}}],
+                },
+            },
+        },
+        "status": {"observedGeneration": 3, "readyReplicas": 2, "updatedReplicas": 2},
+    }
+
+
+def service(name: str, selector: dict[str, str]) -> Any:
+    return {"metadata": {"name": name}, "spec": {"selector": selector}}
+
+
+SERVICES = [service("chat", {"app": "chat"}), service("llm", {"tier": "llm", "app": "chat"})]
+
+
+def test_source_labels_are_dropped_but_the_kept_ones_and_no_service_selects_a_shadow() -> None:
+    services = [*SERVICES, service("other", {"app": "x"})]
+    source = observe_source("chat-eagle", spec(keepLabels=["team"]), deployment(), services)
+    assert source.problem is None
+    assert source.dropped_labels == ("app", "tier")
+    assert source.state.ready and source.state.desired_replicas == 2
+    owner = Owner("chat-eagle", "ns", "uid-1")
+    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    children = render_adopted_shadows(
+        owner, spec(), desired, source, deployment()["spec"]["template"]
+    )
+    shadows = [c for c in children if c["kind"] == "Deployment"]
+    assert [d["metadata"]["name"] for d in shadows] == [
+        "chat-eagle-baseline",
+        "chat-eagle-candidate",
+    ]
+    for shadow in shadows:
+        labels = shadow["spec"]["template"]["metadata"]["labels"]
+        assert "app" not in labels and "tier" not in labels and labels["team"] == "ml"
+        assert not any(selects(s["spec"]["selector"], labels) for s in SERVICES)
+        assert shadow["spec"]["replicas"] == 1
+        assert shadow["spec"]["template"]["spec"]["volumes"][0]["name"] == "weights"
+        assert "creationTimestamp" not in shadow["spec"]["template"]["metadata"]
+    baseline_args = shadows[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    candidate_args = shadows[1]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert baseline_args == [MODEL, "--port", "8000", "--max-num-seqs", "64"]
+    assert candidate_args == [*baseline_args, "--speculative-config", EAGLE3.to_cli_json()]
+
+
+def test_the_source_template_is_never_modified() -> None:
+    source_deployment = deployment()
+    before = copy.deepcopy(source_deployment)
+    source = observe_source("chat-eagle", spec(), source_deployment, SERVICES)
+    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    owner = Owner("r", "ns", "u")
+    render_adopted_shadows(owner, spec(), desired, source, source_deployment["spec"]["template"])
+    assert source_deployment == before
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        ["--speculative-config", NGRAM.to_cli_json()],
+        ["--speculative_config", NGRAM.to_cli_json()],
+        [f"--speculative-config={NGRAM.to_cli_json()}"],
+        ["-sc", NGRAM.to_cli_json()],
+    ],
+)
+def test_the_config_the_source_runs_is_read_in_any_spelling(arg: list[str]) -> None:
+    source = observe_source(
+        "chat-eagle", spec(), deployment([MODEL, "--port", "8000", *arg]), SERVICES
+    )
+    assert source.problem is None
+    assert source.speculative == NGRAM
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["other/model", "--port", "8000"], "spec.model.name"),
+        ([MODEL, "--port", "9000"], "spec.engine.port"),
+        ([MODEL, "--disable-log-stats"], "could not be judged"),
+        ([MODEL, "--speculative-config.method", "ngram"], "only a JSON"),
+    ],
+)
+def test_a_source_that_cannot_be_judged_says_why(args: list[str], problem: str) -> None:
+    source = observe_source("chat-eagle", spec(), deployment(args), SERVICES)
+    assert source.problem is not None and problem in source.problem
+
+
+def test_the_vllm_container_is_found_among_sidecars() -> None:
+    sidecar = {"name": "proxy", "image": "envoy", "args": ["--config", "x"]}
+    vllm = deployment()["spec"]["template"]["spec"]["containers"][0]
+    source = observe_source("chat-eagle", spec(), deployment(containers=[sidecar, vllm]), SERVICES)
+    assert source.problem is None and source.container == "vllm"
+    missing = observe_source("chat-eagle", spec(container="engine"), deployment(), SERVICES)
+    assert missing.problem is not None and "no container named 'engine'" in missing.problem
+    absent = observe_source("chat-eagle", spec(), None, [])
+    assert absent.problem == "Deployment/chat not found in the rollout's namespace"
+
+
+def test_the_source_image_must_be_the_rollouts() -> None:
+    other = deployment()
+    other["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.12.0"
+    source = observe_source("chat-eagle", spec(), other, SERVICES)
+    assert source.problem is not None and "spec.engine.image" in source.problem
+    assert json.dumps(other)  # still JSON: nothing odd put into the source
+
+
+def test_without_keep_labels_every_source_label_is_dropped() -> None:
+    source = observe_source("chat-eagle", spec(), deployment(), SERVICES)
+    assert source.dropped_labels == ("app", "team", "tier")
+
+
+@pytest.mark.parametrize(
+    ("keep", "who"), [("app", "the source's selector"), ("tier", "Service llm")]
+)
+def test_a_kept_label_something_routes_by_is_refused(keep: str, who: str) -> None:
+    source = observe_source("chat-eagle", spec(keepLabels=[keep]), deployment(), SERVICES)
+    assert (
+        source.problem == f"Deployment/chat: workloadRef.keepLabels: {keep} ({who} selects on it)"
+    )
+
+
+def test_a_service_that_would_select_a_shadow_stops_the_rendering() -> None:
+    greedy = service("all-vllm", {"app.kubernetes.io/name": "vllm"})
+    source = observe_source("chat-eagle", spec(), deployment(), [*SERVICES, greedy])
+    assert source.problem == "Service all-vllm would select the baseline shadow's pods"
+    ours = service("chat-eagle-baseline", {"specdecode.io/rollout": "chat-eagle"})
+    assert observe_source("chat-eagle", spec(), deployment(), [*SERVICES, ours]).problem is None
+
+
+def test_a_source_mid_rollout_is_not_ready_while_old_pods_remain() -> None:
+    rolling = deployment()
+    rolling["spec"]["replicas"] = 1
+    # The new pod counted as updated, the old one still ready: not done (kubectl agrees).
+    rolling["status"] = {
+        "observedGeneration": 3,
+        "replicas": 2,
+        "updatedReplicas": 1,
+        "readyReplicas": 1,
+    }
+    assert not observe_source("r", spec(), rolling, SERVICES).state.ready
+    rolling["status"] = {
+        "observedGeneration": 3,
+        "replicas": 1,
+        "updatedReplicas": 1,
+        "readyReplicas": 1,
+    }
+    assert observe_source("r", spec(), rolling, SERVICES).state.ready

@@ -1,0 +1,158 @@
+"""A rollout that judges a Deployment another tool owns (workloadRef, GitOps): the domain.
+
+The source's config is the stable one (so the baseline copies production), a changed
+source template restarts an analysis, a passed config waits for the owner with the exact
+patch and no deadline, and the source's pods running it make the rollout Promoted with
+Verified.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from domain_fixtures import EAGLE3, NGRAM, make_spec, observe, ready, run, shadows_ready, status_in
+
+from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api.adoption import WorkloadRef
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.domain.decision import Decision
+from specdecode.domain.observations import ChildRole, ChildState
+from specdecode.domain.source import SourceObservation
+
+pytestmark = pytest.mark.unit
+
+ARGS = ("meta-llama/Llama-3.1-8B-Instruct", "--port", "8000", "--max-num-seqs", "64")
+
+
+def adopted_spec(**changes: Any) -> SpecDecodeRolloutSpec:
+    spec = make_spec(manual=True)
+    return spec.model_copy(update={"workload_ref": WorkloadRef(name="chat"), **changes})
+
+
+def source(
+    config: SpeculativeConfig | None = None, template: str = "t1", args: tuple[str, ...] = ARGS
+) -> SourceObservation:
+    return SourceObservation(
+        "Deployment/chat",
+        state=ready(config),
+        speculative=config,
+        template_hash=template,
+        dropped_labels=("app",),
+        args=args,
+    )
+
+
+def step(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    src: SourceObservation,
+    seconds: float = 0,
+    action: str | None = None,
+    **children: ChildState,
+) -> Decision:
+    """One decision with production being the source, as the reconciler observes it."""
+    observed = observe(
+        baseline=children.get("baseline"), candidate=children.get("candidate"), action=action
+    )
+    observed.children[ChildRole.PRODUCTION] = src.state
+    return run(spec, status, replace(observed, source=src), seconds)
+
+
+def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> SpecDecodeRolloutStatus:
+    first = step(spec, SpecDecodeRolloutStatus(), src).status
+    stable = src.speculative
+    second = step(spec, first, src, baseline=ready(stable), candidate=ready(EAGLE3)).status
+    assert second.phase is Phase.ANALYZING, second
+    return second
+
+
+def test_the_stable_config_is_what_the_source_runs_so_the_baseline_copies_it() -> None:
+    spec = adopted_spec()
+    decision = step(spec, SpecDecodeRolloutStatus(), source(NGRAM))
+    assert decision.status.stable_speculative == NGRAM
+    assert decision.children.baseline == NGRAM
+    assert decision.children.candidate == EAGLE3
+    assert decision.status.workload is not None
+    assert decision.status.workload.dropped_labels == ["app"]
+
+
+def test_a_changed_source_template_mid_analysis_restarts_the_analysis() -> None:
+    spec = adopted_spec()
+    status = analysing(spec, source())
+    again = step(
+        spec, status, source(template="t1"), 5, baseline=ready(None), candidate=ready(EAGLE3)
+    )
+    assert again.status.phase is Phase.ANALYZING  # unchanged source: no restart
+    changed = step(spec, status, source(template="t2"), 5, baseline=ready(None))
+    assert changed.status.phase is Phase.DEPLOYING
+    assert [e.reason for e in changed.events] == ["SourceChanged"]
+    assert changed.status.workload is not None
+    assert changed.status.workload.template_hash == "t2"
+
+
+def promoting(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
+    status = analysing(spec, source())
+    decision = step(
+        spec, status, source(), 10, baseline=ready(None), candidate=ready(EAGLE3), action="promote"
+    )
+    assert decision.status.phase is Phase.PROMOTING, decision.status
+    return decision.status
+
+
+def test_a_passed_config_waits_for_the_owner_with_the_patch_and_no_deadline() -> None:
+    spec = adopted_spec()
+    status = promoting(spec)
+    assert status.reason == "AwaitingOwner"
+    assert status.workload is not None and status.workload.owner_patch is not None
+    patch = json.loads(status.workload.owner_patch)
+    container = patch["spec"]["template"]["spec"]["containers"][0]
+    assert container["name"] == "vllm"
+    assert container["args"] == [*ARGS, "--speculative-config", EAGLE3.to_cli_json()]
+    much_later = step(spec, status, source(), 10 * 86400)  # an Owned rollout would revert
+    assert much_later.status.phase is Phase.PROMOTING
+    assert much_later.events == ()
+
+
+def test_the_patch_replaces_a_speculative_setting_in_any_spelling() -> None:
+    spec = adopted_spec()
+    args = (*ARGS, "--speculative_config", NGRAM.to_cli_json())
+    status = analysing(spec, source(NGRAM, args=args))
+    decision = step(
+        spec,
+        status,
+        source(NGRAM, args=args),
+        10,
+        baseline=ready(NGRAM),
+        candidate=ready(EAGLE3),
+        action="promote",
+    )
+    assert decision.status.workload is not None
+    patch = json.loads(decision.status.workload.owner_patch or "{}")
+    args_out = patch["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args_out == [*ARGS, "--speculative-config", EAGLE3.to_cli_json()]
+
+
+def test_the_source_running_the_passed_config_is_promoted_and_verified() -> None:
+    spec = adopted_spec()
+    status = promoting(spec)
+    decision = step(spec, status, source(EAGLE3, template="t2"), 20)
+    final = decision.status
+    assert final.phase is Phase.PROMOTED
+    assert final.stable_speculative == EAGLE3
+    verified = [c for c in final.conditions if c.type == "Verified"]
+    assert len(verified) == 1 and verified[0].status.value == "True"
+    assert "Deployment/chat runs eagle3" in verified[0].message
+    assert final.workload is not None and final.workload.owner_patch is not None
+    steady = step(spec, final, source(EAGLE3, template="t2"), 400)
+    assert steady.status == final  # nothing changes while nothing does: no writes
+
+
+def test_without_gitops_the_promotion_keeps_its_deadline() -> None:
+    spec = make_spec(manual=True)
+    status = status_in(spec, "Promoting")
+    late = run(spec, status, shadows_ready(), 10_000)
+    assert late.status.phase is Phase.ROLLED_BACK
+    assert fingerprint_of(late.status.stable_speculative) == "none"
