@@ -51,14 +51,27 @@ ACCEPTANCE_ONLY = {
 }
 
 
-def source_manifests(namespace: str) -> list[dict[str, Any]]:
-    """The team's own Deployment and Service, as they would keep them in Git."""
-    labels = {"app": "chat", "team": "ml"}
+ARGV = [MODEL, "--port", "8000", "--served-model-name", SERVED, "--max-num-seqs", "64"]
+
+
+def source_manifests(
+    namespace: str, name: str = "chat", command_only: bool = False
+) -> list[dict[str, Any]]:
+    """The team's own Deployment and Service, as they would keep them in Git; with
+    `command_only` the whole vLLM argv is in `command` (no `args` for anyone to own)."""
+    labels = {"app": name, "team": "ml"}
+    argv = (
+        {"command": ["vllm", "serve", *ARGV]}
+        if command_only
+        else {
+            "command": ["vllm", "serve"],
+            "args": ARGV,
+        }
+    )
     container = {
         "name": "vllm",
         "image": IMAGE,
-        "command": ["vllm", "serve"],
-        "args": [MODEL, "--port", "8000", "--served-model-name", SERVED, "--max-num-seqs", "64"],
+        **argv,
         "env": [
             {"name": "SPECDECODE_SIM_GPU", "value": "L40S"},
             {"name": "SPECDECODE_VLLM_VERSION", "value": "0.33.0"},
@@ -70,27 +83,33 @@ def source_manifests(namespace: str) -> list[dict[str, Any]]:
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "chat", "namespace": namespace, "labels": {"app": "chat"}},
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": {"app": "chat"}},
+            "selector": {"matchLabels": {"app": name}},
             "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
         },
     }
     service = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": "chat", "namespace": namespace},
-        "spec": {"selector": {"app": "chat"}, "ports": [{"port": 8000, "targetPort": 8000}]},
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 8000, "targetPort": 8000}]},
     }
     return [deployment, service]
 
 
-def adopting(stages: list[dict[str, Any]], manual: bool = False) -> dict[str, Any]:
-    """The simulator example, judging Deployment chat instead of owning production."""
+def adopting(
+    stages: list[dict[str, Any]],
+    manual: bool = False,
+    source: str = "chat",
+    strategy: str = "GitOps",
+) -> dict[str, Any]:
+    """The simulator example, judging Deployment `source` instead of owning production."""
     patch = {
         "spec": {
-            "workloadRef": {"name": "chat", "keepLabels": ["team"]},
+            "workloadRef": {"name": source, "keepLabels": ["team"]},
+            "promotion": {"strategy": strategy},
             "model": {"name": MODEL, "servedModelName": SERVED},
             "engine": {"image": IMAGE},
             "analysis": {"manual": manual, "stages": stages, "progressDeadlineSeconds": 180},
@@ -100,17 +119,21 @@ def adopting(stages: list[dict[str, Any]], manual: bool = False) -> dict[str, An
     return document
 
 
-def source_view(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
+def source_view(cluster: LocalCluster, namespace: str, name: str = "chat") -> dict[str, Any]:
     """What the owner owns: the spec, labels, annotations, generation and field managers
     (the status, which the Deployment controller writes, is left out)."""
-    out = cluster.kubectl("get", "deployment", "chat", "-n", namespace, "-o", "json", check=True)
+    out = cluster.kubectl(
+        "get", "deployment", name, "-n", namespace, "-o", "json", "--show-managed-fields",
+        check=True,
+    )  # fmt: skip
     meta = json.loads(out.stdout)["metadata"]
     spec = json.loads(out.stdout)["spec"]
     managers = sorted(
         (m["manager"], m["operation"])
-        for m in meta.get("managedFields", [])
+        for m in meta["managedFields"]
         if m.get("subresource") != "status"
     )
+    assert managers, "no field managers: the view cannot show a write"
     return {
         "spec": spec,
         "labels": meta.get("labels"),
@@ -170,14 +193,21 @@ def run_plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess
     )
 
 
-@pytest.fixture
-def source(cluster: LocalCluster, namespace: str) -> Iterator[None]:
-    """Deployment and Service chat, applied with kubectl as a user would, and Ready."""
-    for manifest in source_manifests(namespace):
+def apply_source(
+    cluster: LocalCluster, namespace: str, name: str = "chat", command_only: bool = False
+) -> None:
+    """The source's Deployment and Service, applied with kubectl as a user would, Ready."""
+    for manifest in source_manifests(namespace, name, command_only):
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest), check=True)
     cluster.kubectl(
-        "rollout", "status", "deployment/chat", "-n", namespace, "--timeout=120s", check=True
+        "rollout", "status", f"deployment/{name}", "-n", namespace, "--timeout=120s", check=True
     )
+
+
+@pytest.fixture
+def source(cluster: LocalCluster, namespace: str) -> Iterator[None]:
+    """Deployment and Service chat (args written by the owner with kubectl apply)."""
+    apply_source(cluster, namespace)
     yield
 
 
@@ -280,6 +310,69 @@ def test_a_source_template_change_mid_analysis_restarts_on_the_new_baseline(
     owned_by_user = source_view(cluster, namespace)
     delete(cluster, r)
     assert source_view(cluster, namespace) == owned_by_user
+
+
+PROMOTION_MANAGER = "specdecode-operator-promotion"
+
+
+def owned_leaves(fields: dict[str, Any], prefix: str = "") -> set[str]:
+    """The leaf paths of a managedFields fieldsV1 tree ("." marks a set's own entry)."""
+    leaves: set[str] = set()
+    for key, below in fields.items():
+        if key == ".":
+            continue
+        path = f"{prefix}/{key}"
+        leaves |= owned_leaves(below, path) if below else {path}
+    return leaves
+
+
+def test_patch_applies_the_args_alone_and_reports_an_owner_it_would_overrule(
+    source: None, rollout: Callable[[str], Rollout], cluster: LocalCluster, namespace: str
+) -> None:
+    # An owner who wrote the args (kubectl apply owns them): the apply conflicts.
+    before = source_view(cluster, namespace)
+    owned = rollout("chat-patch")
+    owned.apply(adopting([ACCEPTANCE_ONLY], manual=True, strategy="Patch"))
+    owned.wait_phase("Analyzing", timeout=180)
+    owned.annotate("promote")
+    refused = owned.wait(
+        lambda s: s if condition(s, "Degraded").get("reason") == "PatchConflict" else None,
+        timeout=60,
+        message="the conflict reported",
+    )
+    assert refused["phase"] == "Promoting" and refused["reason"] == "AwaitingOwner"
+    message = condition(refused, "Degraded")["message"]
+    assert 'conflict with "kubectl-client-side-apply"' in message, message
+    assert ".args" in message, message
+    assert source_view(cluster, namespace) == before, "a conflicting owner was overwritten"
+    delete(cluster, owned)
+
+    # An owner whose argv is all in `command`: nobody owns args, the apply lands.
+    apply_source(cluster, namespace, "chat-cmd", command_only=True)
+    r = rollout("chat-cmd-patch")
+    r.apply(adopting([ACCEPTANCE_ONLY], manual=True, source="chat-cmd", strategy="Patch"))
+    r.wait_phase("Analyzing", timeout=180)
+    r.annotate("promote")
+    promoted = r.wait_phase("Promoted", timeout=180)
+    assert condition(promoted, "Verified").get("status") == "True", promoted
+    out = cluster.kubectl(
+        "get", "deployment", "chat-cmd", "-n", namespace, "-o", "json", "--show-managed-fields",
+        check=True,
+    )  # fmt: skip
+    deployment = json.loads(out.stdout)
+    ours = [m for m in deployment["metadata"]["managedFields"] if m["manager"] == PROMOTION_MANAGER]
+    assert [m["operation"] for m in ours] == ["Apply"], ours
+    vllm = 'k:{"name":"vllm"}'
+    assert owned_leaves(ours[0]["fieldsV1"]) == {
+        f"/f:spec/f:template/f:spec/f:containers/{vllm}/f:args",
+        f"/f:spec/f:template/f:spec/f:containers/{vllm}/f:name",
+    }
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["vllm", "serve", *ARGV]
+    assert container["args"] == [
+        "--speculative-config",
+        json.dumps(EAGLE3, separators=(",", ":"), sort_keys=True),
+    ]
 
 
 def delete(cluster: LocalCluster, r: Rollout) -> None:

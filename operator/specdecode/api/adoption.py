@@ -46,6 +46,7 @@ class PromotionStrategy(StrEnum):
 
     OWNED = "Owned"  # the operator owns production (`<name>`) and rolls it itself
     GITOPS = "GitOps"  # production is the source's owner's: the verdict carries the change
+    PATCH = "Patch"  # the operator applies the speculative argument alone (own field manager)
 
 
 class WorkloadRef(KubeModel):
@@ -77,9 +78,12 @@ class PromotionSpec(KubeModel):
 
     strategy: PromotionStrategy | None = Field(
         default=None,
-        description="Owned (without workloadRef: the operator rolls production) or GitOps "
-        "(with workloadRef: nothing is written to the source; the verdict carries the patch "
-        "and the rollout waits for the owner). Default: GitOps with workloadRef, else Owned.",
+        description="Owned (without workloadRef: the operator rolls production); GitOps (with "
+        "workloadRef: nothing is written to the source; the verdict carries the patch and "
+        "the rollout waits for the owner); Patch (with workloadRef: the operator server-side "
+        "applies the vLLM container's args alone under its own field manager, never forcing "
+        "a conflict, which it reports and then waits as under GitOps). Default: GitOps with "
+        "workloadRef, else Owned.",
     )
 
 
@@ -105,6 +109,12 @@ ADOPTION_RULES = RuleSet(
         Rule(
             implies(_strategy_is(PromotionStrategy.GITOPS), _ADOPTED),
             "promotion.strategy GitOps needs a workloadRef (the object its owner changes)",
+            ".promotion.strategy",
+            "FieldValueRequired",
+        ),
+        Rule(
+            implies(_strategy_is(PromotionStrategy.PATCH), _ADOPTED),
+            "promotion.strategy Patch needs a workloadRef (the object it patches)",
             ".promotion.strategy",
             "FieldValueRequired",
         ),

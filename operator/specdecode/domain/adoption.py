@@ -11,7 +11,9 @@ Pure. Three rules, applied around the state machine (`machine.decide`):
 3. Under GitOps nothing is written to the source. A passed config waits in Promoting
    (`AwaitingOwner`, no deadline: a pull request takes the time it takes) with the exact
    change in `status.workload.ownerPatch`; when the source's own pods run it, the rollout
-   is Promoted and `Verified` says since when.
+   is Promoted and `Verified` says since when. Under Patch the reconciler applies that
+   change itself; once it is in the source's template (`patched`) the promotion has the
+   Owned promotion's deadline, and until then (a conflict) it waits as under GitOps.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from specdecode.api.adoption import PromotionStrategy, WorkloadStatus
 from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Condition, ConditionStatus, Phase, SpecDecodeRolloutStatus
+from specdecode.domain.observations import Observations
 from specdecode.domain.source import SourceObservation
 from specdecode.domain.transitions import ANALYSIS_PHASES, Step, describe, enter, pursue_desired
 
@@ -84,17 +87,40 @@ def follow_source(
 
 
 def awaiting_owner(
-    status: SpecDecodeRolloutStatus, source: SourceObservation | None, now: datetime
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    source: SourceObservation | None,
+    now: datetime,
 ) -> Step:
-    """Rule 3, in Promoting under GitOps: say once what the owner must apply, then wait."""
+    """Rule 3, in Promoting under GitOps or Patch: say once what must be applied, then wait."""
     if status.reason == AWAITING_OWNER:
         return Step(status)
     name = source.name if source else "the source"
-    message = (
-        f"{describe(status.candidate_speculative)} passed; waiting for the owner of {name} "
-        "to apply status.workload.ownerPatch (kubectl specdecode patch <rollout>)"
-    )
+    passed = f"{describe(status.candidate_speculative)} passed"
+    if spec.strategy is PromotionStrategy.PATCH:
+        message = (
+            f"{passed}; applying status.workload.ownerPatch to {name} (server-side, its own "
+            "field manager, never forced); on a conflict its owner applies it"
+        )
+    else:
+        message = (
+            f"{passed}; waiting for the owner of {name} to apply status.workload.ownerPatch "
+            "(kubectl specdecode patch <rollout>)"
+        )
     return enter(status, Phase.PROMOTING, now, AWAITING_OWNER, message)
+
+
+def patched(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, observations: Observations
+) -> bool:
+    """Under Patch, whether the source's template already runs the candidate (our apply
+    landed): production is then rolling to it, on the Owned promotion's deadline."""
+    source = observations.source
+    return (
+        spec.strategy is PromotionStrategy.PATCH
+        and source is not None
+        and fingerprint_of(source.speculative) == status.candidate_fingerprint
+    )
 
 
 def owner_patch(source: SourceObservation, config: SpeculativeConfig | None) -> str:
@@ -116,7 +142,7 @@ def with_owner_view(
     now: datetime,
 ) -> SpecDecodeRolloutStatus:
     """The patch while Promoting (kept once Promoted), and the Verified condition."""
-    if spec.strategy is not PromotionStrategy.GITOPS or status.workload is None:
+    if spec.strategy is PromotionStrategy.OWNED or status.workload is None:
         return status
     workload = status.workload
     if status.phase is Phase.PROMOTING and source is not None:

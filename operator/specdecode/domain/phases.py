@@ -25,7 +25,7 @@ from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
-from specdecode.domain.adoption import awaiting_owner
+from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analyzing import analyze, begin_stage
 from specdecode.domain.conditions import production_unready_since
 from specdecode.domain.guarding import guard
@@ -125,8 +125,10 @@ def _promoting(
     if runs(production, status.candidate_fingerprint):
         message = f"production runs {describe(status.candidate_speculative)}"
         return promoted(status, now, "Promoted", message)
-    if spec.strategy is PromotionStrategy.GITOPS:  # the owner promotes: no deadline
-        return awaiting_owner(status, observations.source, now)
+    if spec.strategy is not PromotionStrategy.OWNED and not patched(spec, status, observations):
+        return awaiting_owner(
+            spec, status, observations.source, now
+        )  # the owner's turn: no deadline
     deadline = spec.analysis.progress_deadline_seconds
     if _seconds_in_phase(status, now) > deadline:
         why = _why_not_ready(ChildRole.PRODUCTION, production)

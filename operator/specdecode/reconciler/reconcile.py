@@ -67,6 +67,11 @@ from specdecode.reconciler.load import (
 )
 from specdecode.reconciler.mirror import mirror_problem, observe_routes
 from specdecode.reconciler.ownership import with_foreign_children
+from specdecode.reconciler.promotion_patch import (
+    patch_source,
+    promotion_manager,
+    with_patch_conflict,
+)
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.workload import Source, read_workload, with_source_problem
 
@@ -113,7 +118,8 @@ async def reconcile(
         runtime.cluster.rollout_deployments(ref.namespace, ref.name),
         runtime.cluster.rollout_pods(ref.namespace, ref.name),
     )
-    source = await read_workload(runtime, ref.namespace, ref.name, spec)
+    manager = promotion_manager(runtime)
+    source = await read_workload(runtime, ref.namespace, ref.name, spec, manager)
     if source is not None:  # production is the source (workloadRef), not a child of ours
         children[ChildRole.PRODUCTION] = source.observation.state
     routes = await observe_routes(runtime, ref.namespace, spec)
@@ -135,6 +141,7 @@ async def reconcile(
     # check's MetricsUnavailable (Degraded keeps the first reason) would otherwise hide.
     decision = with_foreign_children(runtime, ref.key, status, decision)
     decision = with_source_problem(runtime, status, decision, source)
+    decision = with_patch_conflict(runtime, ref.key, status, decision)
     # Scrape check (Prometheus holds the settled engines' series): MetricsUnavailable if not.
     decision = await with_engine_metrics_check(runtime, ref, spec, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
@@ -166,6 +173,8 @@ async def _apply(
     else:
         await commit_status(runtime, ref, old, decision)
         await apply_children_of(runtime, ref, spec, decision, source)
+    if spec is not None:
+        await patch_source(runtime, ref.key, spec, decision.status, source)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
     await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods)
     await apply_mirrors_and_action(runtime, ref, spec, decision, action)

@@ -73,6 +73,9 @@ class Runtime:
     foreign_token: dict[str, str] = field(default_factory=dict)
     """Per rollout, why its load-token Secret's name is held by an object it does not own
     (`reconciler.ownership.record_foreign_token`), shown as Degraded."""
+    patch_conflicts: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Per rollout (Patch strategy), the source generation at which the promotion's apply
+    was refused, and the API server's words (`reconciler.promotion_patch`)."""
     load_tokens: dict[str, str] = field(default_factory=dict)
     """Per rollout, the token its load pods require (`adapters.kube.load_token`)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -148,6 +151,7 @@ class Runtime:
         self.superseded.pop(key, None)
         self.foreign_children.pop(key, None)
         self.foreign_token.pop(key, None)
+        self.patch_conflicts.pop(key, None)
         self.guard_judged.pop(key, None)
         self.guard_blind.discard(key)
         self.load_tokens.pop(key, None)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specdecode.adapters.kube.workload import read_source
+from specdecode.adapters.kube.workload import owns_fields, read_source
 from specdecode.adapters.workload_source import observe_source
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
@@ -33,6 +33,8 @@ class Source:
 
     observation: SourceObservation
     template: Mapping[str, Any]
+    generation: int = 0
+    promotion_owned: bool = False  # the promotion's field manager applied fields of it
 
     @property
     def judged(self) -> bool:
@@ -41,15 +43,20 @@ class Source:
 
 
 async def read_workload(
-    runtime: Runtime, namespace: str, rollout: str, spec: SpecDecodeRolloutSpec
+    runtime: Runtime, namespace: str, rollout: str, spec: SpecDecodeRolloutSpec, manager: str
 ) -> Source | None:
-    """The rollout's source, None without a workloadRef."""
+    """The rollout's source, None without a workloadRef; `manager`: the promotion's."""
     ref = spec.workload_ref
     if ref is None:
         return None
     deployment, services = await asyncio.to_thread(read_source, runtime.kube, namespace, ref.name)
     template = ((deployment or {}).get("spec") or {}).get("template") or {}
-    return Source(observe_source(rollout, spec, deployment, services), template)
+    return Source(
+        observe_source(rollout, spec, deployment, services),
+        template,
+        generation=int(((deployment or {}).get("metadata") or {}).get("generation") or 0),
+        promotion_owned=owns_fields(deployment, manager),
+    )
 
 
 def production_deployment(rollout: str, spec: SpecDecodeRolloutSpec) -> str:

@@ -16,7 +16,7 @@ import pytest
 from domain_fixtures import EAGLE3, NGRAM, make_spec, observe, ready, run, shadows_ready, status_in
 
 from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
-from specdecode.api.adoption import WorkloadRef
+from specdecode.api.adoption import PromotionSpec, PromotionStrategy, WorkloadRef
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import ChildRole, ChildState
@@ -156,3 +156,21 @@ def test_without_gitops_the_promotion_keeps_its_deadline() -> None:
     late = run(spec, status, shadows_ready(), 10_000)
     assert late.status.phase is Phase.ROLLED_BACK
     assert fingerprint_of(late.status.stable_speculative) == "none"
+
+
+def test_under_patch_the_deadline_runs_only_once_the_patch_is_in_the_template() -> None:
+    spec = adopted_spec(promotion=PromotionSpec(strategy=PromotionStrategy.PATCH))
+    status = promoting(spec)
+    assert status.reason == "AwaitingOwner" and "applying" in status.message
+    conflicted = step(spec, status, source(), 10 * 86400)  # not patched (a conflict): waits
+    assert conflicted.status.phase is Phase.PROMOTING
+    rolling = SourceObservation(
+        "Deployment/chat",
+        state=ChildState(exists=True, config_fingerprint=EAGLE3.fingerprint(), desired_replicas=1),
+        speculative=EAGLE3,
+        template_hash="t2",
+        args=ARGS,
+    )
+    late = step(spec, status, rolling, 700)  # patched, its pods never Ready: the deadline
+    assert late.status.phase is Phase.ROLLED_BACK
+    assert late.status.reason == "PromotionFailed"

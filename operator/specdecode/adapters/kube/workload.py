@@ -1,12 +1,16 @@
-"""Read the Deployment a `workloadRef` rollout judges, and the Services that may select it.
+"""The Deployment a `workloadRef` rollout judges: read it and the Services that may select
+it; under the Patch strategy, apply (and withdraw) the promoted args alone.
 
-Reads only: the operator never writes the source (GitOps). Two requests per reconcile of
-an adopted rollout (a GET and a namespace's Service LIST), because the watched cache holds
-only objects labelled as the operator's and the source must stay unlabelled.
+Two reads per reconcile of an adopted rollout (a GET and a namespace's Service LIST),
+because the watched cache holds only objects labelled as the operator's and the source
+must stay unlabelled. Under GitOps nothing here writes. Under Patch one server-side apply,
+under a field manager of its own (`<manager>-promotion`), sets the vLLM container's args
+and nothing else, never forced: a field another manager owns is reported, not taken.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kubernetes.client import ApiException
@@ -27,3 +31,62 @@ def read_source(
     services = clients.core.list_namespaced_service(namespace).items
     as_json = clients.api.sanitize_for_serialization
     return as_json(deployment), [as_json(service) for service in services]
+
+
+def _apply_body(namespace: str, name: str, spec: dict[str, Any] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    if spec is not None:
+        body["spec"] = spec
+    return body
+
+
+def apply_promotion(
+    clients: KubeClients,
+    namespace: str,
+    name: str,
+    container: str,
+    args: list[str],
+    manager: str,
+) -> str | None:
+    """Server-side apply of the vLLM container's args alone, under `manager`, never forced.
+
+    Returns None when applied, else the conflict as the API server names it (which other
+    manager owns the args): the owner's field is left as it is.
+    """
+    containers = [{"name": container, "args": args}]
+    body = _apply_body(namespace, name, {"template": {"spec": {"containers": containers}}})
+    try:
+        clients.server_side_apply(body, manager, force=False)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        return conflict_text(error)
+    return None
+
+
+def withdraw_promotion(clients: KubeClients, namespace: str, name: str, manager: str) -> None:
+    """Apply nothing under `manager`: server-side apply removes the fields only it owned
+    (the args it set), which returns the source to what its owner wrote."""
+    clients.server_side_apply(_apply_body(namespace, name, None), manager, force=False)
+
+
+def conflict_text(error: ApiException) -> str:
+    """ "conflict with "<manager>" ... at <field>" for each cause of a 409 apply conflict."""
+    try:
+        details = json.loads(error.body or "{}").get("details") or {}
+    except (TypeError, ValueError):
+        details = {}
+    causes = [
+        f"{cause.get('message')} at {cause.get('field')}" for cause in details.get("causes") or []
+    ]
+    return "; ".join(causes) or str(error.reason)
+
+
+def owns_fields(deployment: dict[str, Any] | None, manager: str) -> bool:
+    """Whether `manager` applied fields of the object (its managedFields say so)."""
+    entries = ((deployment or {}).get("metadata") or {}).get("managedFields") or []
+    return any(e.get("manager") == manager and e.get("operation") == "Apply" for e in entries)

@@ -1,0 +1,94 @@
+"""The Patch promotion strategy: the operator applies the passed config to the source itself.
+
+While Promoting, and until the source's template runs the candidate, one server-side apply
+of the vLLM container's args (the source's own, every speculative setting replaced by the
+candidate's; `domain.adoption.owner_patch` is the same change) under the operator's
+promotion field manager, never forced. A conflict (another manager owns the args, as
+`kubectl apply` or Argo CD does when the owner wrote them) is remembered with the source's
+generation and shown as Degraded `PatchConflict` naming that manager; the rollout then
+waits for the owner (AwaitingOwner) and is not re-sent until the source changes. A
+promotion that failed its deadline withdraws the apply: server-side apply of nothing under
+that manager removes exactly the fields it set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from specdecode.adapters.kube.workload import apply_promotion, withdraw_promotion
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.adoption import PromotionStrategy
+from specdecode.api.engine_args import without_speculative
+from specdecode.api.speculative import fingerprint_of
+from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision
+from specdecode.domain.degraded import with_degraded
+from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.workload import Source
+
+CONFLICT = "PatchConflict"
+PROMOTION_FAILED = "PromotionFailed"
+
+
+def promotion_manager(runtime: Runtime) -> str:
+    """The field manager of the promotion apply: apart from the children's, so the
+    source's managedFields show exactly what the promotion set."""
+    return f"{runtime.settings.field_manager}-promotion"
+
+
+async def patch_source(
+    runtime: Runtime,
+    key: str,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    source: Source | None,
+) -> None:
+    """Apply (Promoting) or withdraw (the promotion failed) the promoted args."""
+    if spec.strategy is not PromotionStrategy.PATCH or source is None or not source.judged:
+        return
+    ref = spec.workload_ref
+    assert ref is not None
+    observed = source.observation
+    in_template = fingerprint_of(observed.speculative) == status.candidate_fingerprint
+    manager = promotion_manager(runtime)
+    namespace = key.split("/", 1)[0]
+    if status.phase is Phase.PROMOTING and not in_template:
+        refused = runtime.patch_conflicts.get(key)
+        if refused is not None and refused[0] == source.generation:
+            return  # refused at this generation: the owner's turn until the source changes
+        args = without_speculative(observed.args)
+        if status.candidate_speculative is not None:
+            args += ["--speculative-config", status.candidate_speculative.to_cli_json()]
+        conflict = await asyncio.to_thread(
+            apply_promotion, runtime.kube, namespace, ref.name, observed.container, args, manager
+        )
+        _remember(runtime, key, None if conflict is None else (source.generation, conflict))
+    elif status.phase is Phase.ROLLED_BACK and status.reason == PROMOTION_FAILED:
+        if source.promotion_owned:
+            await asyncio.to_thread(withdraw_promotion, runtime.kube, namespace, ref.name, manager)
+        _remember(runtime, key, None)
+
+
+def _remember(runtime: Runtime, key: str, conflict: tuple[int, str] | None) -> None:
+    before = runtime.patch_conflicts.get(key)
+    if conflict is None:
+        runtime.patch_conflicts.pop(key, None)
+    else:
+        runtime.patch_conflicts[key] = conflict
+    if before != conflict:
+        runtime.wakeups.wake(key)
+
+
+def with_patch_conflict(
+    runtime: Runtime, key: str, old: SpecDecodeRolloutStatus, decision: Decision
+) -> Decision:
+    """`decision`, Degraded=True while the promotion's apply conflicts with the owner."""
+    conflict = runtime.patch_conflicts.get(key)
+    if conflict is None or decision.status.phase is not Phase.PROMOTING:
+        return decision
+    message = (
+        f"the promotion's server-side apply was refused, not forced: {conflict[1]}; the "
+        "owner applies status.workload.ownerPatch (kubectl specdecode patch <rollout>)"
+    )
+    status = with_degraded(old, decision.status, CONFLICT, message, runtime.clock.now())
+    return decision.with_status(status)
