@@ -47,6 +47,7 @@ from typing import Any
 
 import uvloop
 
+from specdecode.api import TrafficSpec
 from specdecode.domain.load_report import report_from_wire
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import builtin_prompts
@@ -64,6 +65,7 @@ _STAMP = re.compile(rb'"t":([0-9.]+)')
 MAX_TOKENS = 64
 STEP_SECONDS = 0.020
 MAX_RUN_QUEUE_WAIT = 0.05  # a client waiting longer for a CPU measures the machine
+TRAFFIC = TrafficSpec()  # the CLI run's prompts, sampling and timeout: a rollout's defaults
 
 
 def step_list(seed: int = 11, steps: int = 500) -> list[float]:
@@ -478,6 +480,14 @@ def sim_row(streams: int, workers: int, seconds: float, warmup: float) -> Row:
                 str(workers),
                 "--max-tokens",
                 "128",
+                "--builtin-workload",
+                TRAFFIC.builtin_workload,
+                "--temperature",
+                str(TRAFFIC.temperature),
+                "--top-p",
+                str(TRAFFIC.top_p),
+                "--request-timeout",
+                str(TRAFFIC.request_timeout_seconds),
                 "--block-seconds",
                 "1",
                 "--listen",
