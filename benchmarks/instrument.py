@@ -47,9 +47,10 @@ from typing import Any
 
 import uvloop
 
+from specdecode.api import TrafficSpec
 from specdecode.domain.load_report import report_from_wire
 from specdecode.domain.observations import LatencyBlock
-from specdecode.domain.prompts import builtin_prompts
+from specdecode.domain.prompts import SamplingDefaults, builtin_prompts
 from specdecode.domain.sketch import Sketch
 from specdecode_load.connection import StreamConnection
 from specdecode_load.pool import parse_endpoint
@@ -64,6 +65,8 @@ _STAMP = re.compile(rb'"t":([0-9.]+)')
 MAX_TOKENS = 64
 STEP_SECONDS = 0.020
 MAX_RUN_QUEUE_WAIT = 0.05  # a client waiting longer for a CPU measures the machine
+TRAFFIC = TrafficSpec()  # the CLI run's prompts, sampling and timeout: a rollout's defaults
+SAMPLING = SamplingDefaults(temperature=TRAFFIC.temperature, top_p=TRAFFIC.top_p)
 
 
 def step_list(seed: int = 11, steps: int = 500) -> list[float]:
@@ -175,7 +178,7 @@ def _client_process(
             seed=5,
             schedule=schedule,
             concurrency=streams,
-            prompts=tuple(builtin_prompts("chat", 64, 5, MAX_TOKENS)),
+            prompts=tuple(builtin_prompts("chat", 64, 5, MAX_TOKENS, SAMPLING)),
             request_rate=None,
             max_in_flight=streams,
             request_timeout=60.0,
@@ -265,7 +268,7 @@ def _httpx_process(conn: Connection, ports: list[int], streams: int, t0: float, 
     from specdecode.adapters.traffic.client import stream_chat
 
     async def run() -> None:
-        prompts = builtin_prompts("chat", 64, 5, MAX_TOKENS)
+        prompts = builtin_prompts("chat", 64, 5, MAX_TOKENS, SAMPLING)
         chunk = {p: Sketch() for p in ports}
         token = {p: Sketch() for p in ports}
         events = dict.fromkeys(ports, 0)
@@ -478,6 +481,14 @@ def sim_row(streams: int, workers: int, seconds: float, warmup: float) -> Row:
                 str(workers),
                 "--max-tokens",
                 "128",
+                "--builtin-workload",
+                TRAFFIC.builtin_workload,
+                "--temperature",
+                str(TRAFFIC.temperature),
+                "--top-p",
+                str(TRAFFIC.top_p),
+                "--request-timeout",
+                str(TRAFFIC.request_timeout_seconds),
                 "--block-seconds",
                 "1",
                 "--listen",

@@ -26,7 +26,8 @@ from calibration import _FakeClock
 from calibration_client import ClientRecord
 from calibration_workloads import E8, M8, Engine, request_bodies
 
-from specdecode.domain.prompts import builtin_prompts
+from specdecode.api import TrafficSpec
+from specdecode.domain.prompts import SamplingDefaults, builtin_prompts
 from specdecode_sim.cliargs import parse_cli
 from specdecode_sim.engine import EngineCore
 from specdecode_sim.loop import EngineLoop
@@ -54,11 +55,15 @@ SPIKE = {
 
 
 def shadow_bodies(workload: str, count: int, study: bool) -> list[dict[str, Any]]:
-    """The operator's built-in prompt set of the class (what its load pods replay, 256
-    tokens each), or with `study` the calibration study's chat / code bodies."""
+    """The operator's built-in prompt set of the class (what its load pods replay, at a
+    rollout's default maxTokens and sampling), or with `study` the calibration study's chat /
+    code bodies."""
     if study:
         return request_bodies("chat" if workload == "translation" else workload, count)
-    return [r.chat_body("m", i) for i, r in enumerate(builtin_prompts(workload, count, 0, 256))]
+    traffic = TrafficSpec()
+    sampling = SamplingDefaults(temperature=traffic.temperature, top_p=traffic.top_p)
+    prompts = builtin_prompts(workload, count, traffic.seed, traffic.max_tokens, sampling)
+    return [r.chat_body("m", i) for i, r in enumerate(prompts)]
 
 
 def run(

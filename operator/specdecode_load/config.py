@@ -2,7 +2,13 @@
 
 Why argparse and a frozen value: the operator renders these flags into the pod spec, so
 every bad input must stop the program at start with exit code 2 and a message naming the
-flag (or the prompt line), not fail later inside a worker. Defaults live here once.
+flag (or the prompt line), not fail later inside a worker.
+
+Why some flags are required: each value has one owner. What the rollout's spec sets (the
+prompt source, seed, max tokens, sampling, request timeout, block length; the help names
+the field) has no default here, since a copy of the CRD's default could only drift from it.
+The other defaults come from `specdecode.domain.load_flags`, which the operator renders
+from too; a unit test parses a rendered pod's argv with this parser and compares.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specdecode.domain import load_flags
 from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.domain.prompts import (
     WORKLOADS,
@@ -24,6 +31,7 @@ from specdecode.domain.prompts import (
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
 
 BIND_HOST_ENV = "SPECDECODE_BIND_HOST"
+TRAFFIC = "from the CRD's traffic."  # the owner of each flag that has no default here
 
 
 @dataclass(frozen=True)
@@ -68,27 +76,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--processes", type=int, default=1, help="measuring worker processes")
     p.add_argument("--endpoint", action="append", default=[], help="http://host:port, repeat")
     p.add_argument("--model", required=True)
-    prompts = p.add_mutually_exclusive_group()
-    prompts.add_argument("--prompts-file", type=Path)
-    prompts.add_argument("--builtin-workload", choices=WORKLOADS)
-    p.add_argument("--builtin-count", type=int, default=256)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-tokens", type=int, default=256, help="for lines without max_tokens")
-    p.add_argument("--temperature", type=float, default=SamplingDefaults.temperature)
-    p.add_argument("--top-p", type=float, default=SamplingDefaults.top_p)
+    prompts = p.add_mutually_exclusive_group(required=True)
+    prompts.add_argument("--prompts-file", type=Path, help=f"{TRAFFIC}configMapRef/secretRef")
+    prompts.add_argument("--builtin-workload", choices=WORKLOADS, help=f"{TRAFFIC}builtinWorkload")
+    p.add_argument("--builtin-count", type=int, default=load_flags.BUILTIN_PROMPT_COUNT)
+    p.add_argument("--seed", type=int, required=True, help=f"{TRAFFIC}seed")
+    p.add_argument(
+        "--max-tokens", type=int, required=True, help=f"{TRAFFIC}maxTokens (lines without)"
+    )
+    p.add_argument("--temperature", type=float, required=True, help=f"{TRAFFIC}temperature")
+    p.add_argument("--top-p", type=float, required=True, help=f"{TRAFFIC}topP")
     shape = p.add_mutually_exclusive_group(required=True)
     shape.add_argument("--concurrency", type=int, help="closed loop: streams in this shard")
     shape.add_argument("--request-rate", type=float, help="open loop: Poisson arrivals/s")
-    p.add_argument("--max-in-flight", type=int, default=1024, help="open loop cap per shard")
+    p.add_argument(
+        "--max-in-flight", type=int, default=load_flags.MAX_IN_FLIGHT, help="open loop, a shard"
+    )
     p.add_argument("--max-requests", type=int, help="this shard's request budget")
     p.add_argument("--max-output-tokens", type=int, help="this shard's output-token budget")
-    p.add_argument("--request-timeout", type=float, default=600.0)
-    p.add_argument("--block-seconds", type=float, default=2.0)
-    p.add_argument("--max-blocks", type=int, default=1800)
+    p.add_argument(
+        "--request-timeout", type=float, required=True, help=f"{TRAFFIC}requestTimeoutSeconds"
+    )
+    p.add_argument(
+        "--block-seconds", type=float, required=True, help=f"{TRAFFIC}loadGenerator.blockSeconds"
+    )
+    p.add_argument("--max-blocks", type=int, default=load_flags.MAX_BLOCKS)
     p.add_argument("--state-dir", type=Path)
-    p.add_argument("--restart-warmup-seconds", type=float, default=5.0)
-    p.add_argument("--drain-seconds", type=float, default=10.0, help="SIGTERM: in-flight wait")
-    p.add_argument("--listen", default="0.0.0.0:8090", help=f"HOST:PORT ({BIND_HOST_ENV})")
+    p.add_argument("--restart-warmup-seconds", type=float, default=load_flags.WARMUP_SECONDS)
+    p.add_argument(
+        "--drain-seconds", type=float, default=load_flags.DRAIN_SECONDS, help="in-flight wait"
+    )
+    listen = f"{load_flags.LISTEN_HOST}:{load_flags.REPORT_PORT}"
+    p.add_argument("--listen", default=listen, help=f"HOST:PORT ({BIND_HOST_ENV} sets HOST)")
     p.add_argument("--stage", help="echoed in the report")
     p.add_argument("--plan", help="echoed in the report")
     p.add_argument(
@@ -145,9 +164,8 @@ def parse_config(argv: list[str] | None = None) -> LoadConfig:
             except PromptSourceError as error:
                 raise PromptSourceError(f"--prompts-file {args.prompts_file}: {error}") from error
         else:
-            workload = args.builtin_workload or "chat"
             prompts = builtin_prompts(
-                workload, args.builtin_count, args.seed, args.max_tokens, sampling
+                args.builtin_workload, args.builtin_count, args.seed, args.max_tokens, sampling
             )
     except (EndpointError, PromptSourceError) as error:
         parser.error(str(error))

@@ -96,7 +96,7 @@ GATE_DEFAULTS: dict[str, object] = {
 MIN_SAMPLES_DEFAULTS: dict[GateType, int] = {
     GateType.ACCEPTANCE: 30,  # finished requests (the clusters of the bound)
     GateType.ACCEPTED_LENGTH: 30,  # finished requests
-    GateType.TAIL_LATENCY: 20,  # time blocks per side (2 s each)
+    GateType.TAIL_LATENCY: 20,  # time blocks per side (loadGenerator.blockSeconds each)
     GateType.SPEEDUP: 20,  # time blocks per side
     GateType.ERROR_RATE: 20,  # requests
 }
@@ -105,6 +105,20 @@ MIN_SAMPLES_DEFAULTS: dict[GateType, int] = {
 def _default(field: str) -> str:
     value = GATE_DEFAULTS[field]
     return f" Default {value.value if isinstance(value, StrEnum) else value}."
+
+
+def _min_samples_description() -> str:
+    """The minSamples description, quoting MIN_SAMPLES_DEFAULTS rather than retyping it."""
+    d = MIN_SAMPLES_DEFAULTS
+    requests = (GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH, GateType.ERROR_RATE)
+    blocks = (GateType.TAIL_LATENCY, GateType.SPEEDUP)
+    return (
+        f"Independent units needed before a verdict: finished requests "
+        f"({', '.join(t.value for t in requests)}; default "
+        f"{', '.join(str(d[t]) for t in requests)}), time blocks of "
+        f"loadGenerator.blockSeconds per side ({', '.join(t.value for t in blocks)}; default "
+        f"{', '.join(str(d[t]) for t in blocks)}), or engine steps (ServerStep)."
+    )
 
 
 class GateSpec(KubeModel):
@@ -163,13 +177,7 @@ class GateSpec(KubeModel):
         "its tokens, weighted by tokens), or ServerStep (vLLM's per-step ITL histogram; the "
         "default and only choice with Mirror traffic)." + _default("itl_definition"),
     )
-    min_samples: int | None = Field(
-        default=None,
-        ge=1,
-        description="Independent units needed before a verdict: finished requests "
-        "(Acceptance, AcceptedLength, ErrorRate; default 30, 30, 20), 2-second time blocks "
-        "per side (TailLatency, Speedup; default 20), or engine steps (ServerStep).",
-    )
+    min_samples: int | None = Field(default=None, ge=1, description=_min_samples_description())
     speedup_metric: SpeedupMetric | None = Field(
         default=None,
         description="Speedup: TimePerOutputToken or Throughput." + _default("speedup_metric"),

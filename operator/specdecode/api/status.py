@@ -90,8 +90,8 @@ class GateLook(KubeModel):
     units: int | None = Field(
         default=None,
         description="Independent units the bound rests on: requests (Acceptance, "
-        "AcceptedLength, ErrorRate), 2-second time blocks (TailLatency, Speedup), steps "
-        "(ServerStep).",
+        "AcceptedLength, ErrorRate), time blocks of loadGenerator.blockSeconds (TailLatency, "
+        "Speedup), steps (ServerStep).",
     )
     error: float | None = Field(
         default=None,

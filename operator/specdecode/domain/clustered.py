@@ -6,13 +6,14 @@ prompt. Samples inside such groups are dependent; treating them as independent m
 bound too narrow by the square root of the design effect (32 requests sharing a step gave
 50 % wrong rollbacks at the threshold where 5 % was claimed). Groups that are independent
 of each other, or nearly so, do exist:
-- time blocks (`LatencyBlock`, 2 s) for latency: a step lasts tens of milliseconds and a
-  batch turns over within a few seconds, so two blocks share at most the steps at their
-  common edge, while one block holds whole steps, whole chunks and all their tokens. Slow
-  stretches that outlast a block (serially correlated step times, closed-loop prefill
-  waves, a 256-token request spanning ~4 blocks) make neighbouring blocks dependent, so
-  the block variance is a Newey-West (HAC) sum over neighbours a few blocks apart
-  (`serial_sum_of_squares`): the unit of independence is a run of blocks, not one block;
+- time blocks (`LatencyBlock`, `blockSeconds` long: 1-60 s, 2 by default) for latency: a
+  step lasts tens of milliseconds and a batch turns over within a few seconds, so two
+  blocks share at most the steps at their common edge, while one block holds whole steps,
+  whole chunks and all their tokens. Slow stretches that outlast a block (serially
+  correlated step times, closed-loop prefill waves, a 256-token request spanning ~4 blocks
+  of 2 s) make neighbouring blocks dependent, so the block variance is a Newey-West (HAC)
+  sum over neighbours a few blocks apart (`serial_sum_of_squares`): the unit of
+  independence is a run of blocks, not one block;
 - requests for acceptance: drafts of different prompts are independent.
 
 Estimators (the standard ones of survey sampling with clusters):
@@ -86,7 +87,7 @@ def _share_above(blocks: Sequence[Sketch], index: int, total: int) -> tuple[floa
 def newey_west_lag(clusters: int) -> int:
     """Lags of the HAC sum: Newey and West's (1994) rule, floor(4 (C / 100)^(2/9)).
 
-    3 lags (6 s of 2-second blocks) at 30 to 99 blocks, 4 at 100, 5 at 300 (a 600 s stage).
+    3 lags at 30 to 99 blocks, 4 at 100, 5 at 300 (a 600 s stage at the default 2 s blocks).
     """
     return math.floor(4.0 * math.pow(clusters / 100.0, 2.0 / 9.0))
 

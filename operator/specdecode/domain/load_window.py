@@ -16,20 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from specdecode.domain.load_flags import WARMUP_SECONDS
 from specdecode.domain.load_report import Gap, LoadReport
 from specdecode.domain.observations import LatencyBlock, LatencySamples
-
-# A fresh load process needs this long to open its streams and reach the stage's load
-# (the load program skips the same span after a restart).
-LOAD_WARMUP_SECONDS = 5.0
 
 
 def _gaps(report: LoadReport, since: float) -> tuple[Gap, ...]:
     """The report's own gaps, plus "created late" when its pod started inside the window."""
     first_boot = report.boot_time if report.first_boot_time is None else report.first_boot_time
     late: tuple[Gap, ...] = ()
-    if first_boot + LOAD_WARMUP_SECONDS > since:
-        late = (Gap(since, first_boot + LOAD_WARMUP_SECONDS, "load pod started late"),)
+    if first_boot + WARMUP_SECONDS > since:
+        late = (Gap(since, first_boot + WARMUP_SECONDS, "load pod started late"),)
     return late + tuple(gap for gap in report.gaps if gap.end > since)
 
 

@@ -6,8 +6,9 @@ Accepted JSONL lines (one request each):
 - ShareGPT: `{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}]}`
   (every turn up to the last human turn becomes the chat history).
 Any line may also carry the sampling parameters production used (`temperature`, `top_p`,
-`stop`); they are replayed as they are, and a line without them takes the spec's defaults
-(`SamplingDefaults`). Why: acceptance depends on the decoding strategy, so greedy shadow
+`stop`); they are replayed as they are, and a line without them takes the spec's
+`temperature` and `topP` (`SamplingDefaults`, no values of its own: the CRD's defaults are
+the only ones). Why: acceptance depends on the decoding strategy, so greedy shadow
 traffic overstates alpha for a fleet that samples at temperature 0.7.
 A bad line is an error that names its line number; nothing is silently skipped.
 Pure (no I/O): the operator validates a prompt set with it before a stage starts, and the
@@ -36,10 +37,10 @@ class PromptSourceError(ValueError):
 
 @dataclass(frozen=True)
 class SamplingDefaults:
-    """Sampling parameters for requests whose line does not set them."""
+    """Sampling parameters for requests whose line does not set them: the spec's."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
+    temperature: float
+    top_p: float
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,9 @@ class ShadowRequest:
 
     messages: tuple[tuple[str, str], ...]  # (role, content) pairs
     max_tokens: int
+    temperature: float
+    top_p: float
     workload: str | None = None
-    temperature: float = 0.0
-    top_p: float = 1.0
     stop: tuple[str, ...] = ()
 
     def chat_body(self, model: str, seed: int) -> dict[str, object]:
@@ -71,7 +72,7 @@ class ShadowRequest:
 
 
 def parse_jsonl(
-    text: str, default_max_tokens: int, sampling: SamplingDefaults | None = None
+    text: str, default_max_tokens: int, sampling: SamplingDefaults
 ) -> list[ShadowRequest]:
     """Every line of a JSONL prompt set, or a PromptSourceError naming the bad line."""
     requests: list[ShadowRequest] = []
@@ -91,9 +92,8 @@ def parse_jsonl(
 
 
 def _request_from(
-    record: dict[str, object], default_max_tokens: int, sampling: SamplingDefaults | None
+    record: dict[str, object], default_max_tokens: int, defaults: SamplingDefaults
 ) -> ShadowRequest:
-    defaults = sampling or SamplingDefaults()
     max_tokens = int(str(record.get("max_tokens", default_max_tokens)))
     if max_tokens <= 0:
         raise ValueError("max_tokens must be > 0")
@@ -199,20 +199,19 @@ def builtin_prompts(
     count: int,
     seed: int,
     max_tokens: int,
-    sampling: SamplingDefaults | None = None,
+    sampling: SamplingDefaults,
 ) -> list[ShadowRequest]:
     """A deterministic synthetic prompt set of one workload class."""
     if workload not in WORKLOADS:
         raise PromptSourceError(f"unknown built-in workload {workload!r}")
-    defaults = sampling or SamplingDefaults()
     rng = random.Random(f"{workload}:{seed}")
     return [
         ShadowRequest(
-            (("user", _builtin_prompt(workload, i, rng)),),
-            max_tokens,
-            workload,
-            temperature=defaults.temperature,
-            top_p=defaults.top_p,
+            messages=(("user", _builtin_prompt(workload, i, rng)),),
+            max_tokens=max_tokens,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            workload=workload,
         )
         for i in range(count)
     ]

@@ -42,7 +42,7 @@ from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_report import LoadReport, ReportError
 from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
-from specdecode.domain.prompts import PromptSourceError, parse_jsonl
+from specdecode.domain.prompts import PromptSourceError, SamplingDefaults, parse_jsonl
 from specdecode.reconciler.ownership import record_foreign_token
 from specdecode.reconciler.runtime import Runtime
 
@@ -70,7 +70,8 @@ async def prompt_problem(
     try:
         text = await asyncio.to_thread(read_prompt_text, runtime.kube, namespace, traffic)
         if text is not None:
-            parse_jsonl(text, traffic.max_tokens)
+            sampling = SamplingDefaults(temperature=traffic.temperature, top_p=traffic.top_p)
+            parse_jsonl(text, traffic.max_tokens, sampling)
     except PromptSourceError as error:
         return f"prompt set unusable: {error}"
     return None

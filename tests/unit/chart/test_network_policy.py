@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specdecode.adapters.load.pods import LOAD_ROLE, REPORT_PORT
+from specdecode.adapters.load.pods import LOAD_ROLE
 from specdecode.adapters.render import ROLE_LABEL
+from specdecode.domain.load_flags import REPORT_PORT
 
 pytestmark = pytest.mark.unit
 

@@ -15,6 +15,8 @@ from specdecode.domain.prompts import (
 
 pytestmark = pytest.mark.unit
 
+GREEDY = SamplingDefaults(temperature=0.0, top_p=1.0)  # the caller's choice, as a spec's
+
 
 def test_jsonl_accepts_prompt_chat_and_sharegpt_lines() -> None:
     text = "\n".join(
@@ -33,7 +35,7 @@ def test_jsonl_accepts_prompt_chat_and_sharegpt_lines() -> None:
             ),
         ]
     )
-    requests = parse_jsonl(text, default_max_tokens=64)
+    requests = parse_jsonl(text, 64, GREEDY)
     assert [r.max_tokens for r in requests] == [5, 64, 64]
     assert requests[0].workload == "math"
     assert requests[2].messages == (("user", "a"), ("assistant", "b"), ("user", "c"))
@@ -55,17 +57,17 @@ def test_jsonl_accepts_prompt_chat_and_sharegpt_lines() -> None:
 )
 def test_jsonl_errors_name_the_line(line: str, fragment: str) -> None:
     with pytest.raises(PromptSourceError, match=fragment):
-        parse_jsonl('{"prompt": "ok"}\n' + line, default_max_tokens=8)
+        parse_jsonl('{"prompt": "ok"}\n' + line, 8, GREEDY)
 
 
 def test_empty_prompt_set_is_an_error() -> None:
     with pytest.raises(PromptSourceError, match="empty"):
-        parse_jsonl("\n\n", default_max_tokens=8)
+        parse_jsonl("\n\n", 8, GREEDY)
 
 
 def test_builtin_prompts_are_deterministic_per_seed() -> None:
-    assert builtin_prompts("code", 5, 1, 32) == builtin_prompts("code", 5, 1, 32)
-    assert builtin_prompts("code", 5, 1, 32) != builtin_prompts("code", 5, 2, 32)
+    assert builtin_prompts("code", 5, 1, 32, GREEDY) == builtin_prompts("code", 5, 1, 32, GREEDY)
+    assert builtin_prompts("code", 5, 1, 32, GREEDY) != builtin_prompts("code", 5, 2, 32, GREEDY)
 
 
 def test_sampling_parameters_are_replayed_and_defaults_fill_the_rest() -> None:
@@ -81,9 +83,10 @@ def test_sampling_parameters_are_replayed_and_defaults_fill_the_rest() -> None:
     body = first.chat_body("m", seed=7)
     assert body["temperature"] == 0.7 and body["top_p"] == 0.9 and body["stop"] == ["\n\n"]
     assert body["seed"] == 7 and body["stream"] is True
-    assert "stop" not in parse_jsonl(json.dumps({"prompt": "c"}), 8)[0].chat_body("m", 1)
+    assert "stop" not in parse_jsonl(json.dumps({"prompt": "c"}), 8, GREEDY)[0].chat_body("m", 1)
 
 
 def test_builtin_prompts_take_the_sampling_defaults() -> None:
-    (request,) = builtin_prompts("chat", 1, 0, 32, SamplingDefaults(temperature=0.7))
+    (request,) = builtin_prompts("chat", 1, 0, 32, SamplingDefaults(temperature=0.7, top_p=0.8))
     assert request.temperature == 0.7 and request.chat_body("m", 0)["temperature"] == 0.7
+    assert request.top_p == 0.8 and request.chat_body("m", 0)["top_p"] == 0.8

@@ -8,9 +8,13 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 from specdecode.domain.observations import LatencyBlock
+from specdecode.domain.prompts import SamplingDefaults
 from specdecode_load import connection as connection_module
 from specdecode_load.connection import StreamConnection
 from specdecode_load.recorder import BlockRecorder
+
+# Sampling for the tests' own prompt sets (a rollout takes its spec's temperature and topP).
+GREEDY = SamplingDefaults(temperature=0.0, top_p=1.0)
 
 
 class ManualClock:

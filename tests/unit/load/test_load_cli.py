@@ -35,8 +35,9 @@ async def start_cli(port: int, state: Path, *extra: str) -> asyncio.subprocess.P
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "specdecode_load.cli", "--side", "baseline", "--model", "ref",
         "--concurrency", "2", "--processes", "2", "--max-requests", "6", "--max-tokens", "5",
-        "--block-seconds", "0.5", "--restart-warmup-seconds", "0", "--listen",
-        f"127.0.0.1:{port}", "--state-dir", str(state), "--allow-no-token", *extra,
+        "--builtin-workload", "chat", "--seed", "0", "--temperature", "0", "--top-p", "1",
+        "--request-timeout", "30", "--block-seconds", "0.5", "--restart-warmup-seconds", "0",
+        "--listen", f"127.0.0.1:{port}", "--state-dir", str(state), "--allow-no-token", *extra,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from loadtesting import wait_until
+from loadtesting import GREEDY, wait_until
 
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import builtin_prompts
@@ -27,7 +27,7 @@ async def run_against_reference(
         worker=0,
         model="ref",
         seed=3,
-        prompts=tuple(builtin_prompts("chat", 8, 3, max_tokens)),
+        prompts=tuple(builtin_prompts("chat", 8, 3, max_tokens, GREEDY)),
         schedule=schedule,
         concurrency=concurrency,
         request_rate=rate,
@@ -88,7 +88,7 @@ async def test_a_worker_without_streams_still_ships_and_stops() -> None:
     """More processes than streams leaves a worker with none: it must not crash."""
     (schedule,) = worker_schedules(0, 1, 1, None, None)
     spec = WorkerSpec(
-        worker=1, model="ref", seed=0, prompts=tuple(builtin_prompts("chat", 2, 0, 4)),
+        worker=1, model="ref", seed=0, prompts=tuple(builtin_prompts("chat", 2, 0, 4, GREEDY)),
         schedule=schedule, concurrency=0, request_rate=None, max_in_flight=1,
         request_timeout=5.0, block_seconds=0.5,
     )  # fmt: skip

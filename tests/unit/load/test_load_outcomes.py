@@ -7,7 +7,7 @@ import asyncio
 import time
 
 import pytest
-from loadtesting import wait_until
+from loadtesting import GREEDY, wait_until
 
 from specdecode.domain.latency_block import BLOCK_FIELDS, merge_values
 from specdecode.domain.observations import LatencyBlock
@@ -41,7 +41,7 @@ async def _run(
         worker=0,
         model="ref",
         seed=SEED,
-        prompts=tuple(builtin_prompts("chat", 8, 3, 6)),
+        prompts=tuple(builtin_prompts("chat", 8, 3, 6, GREEDY)),
         schedule=schedule,
         concurrency=concurrency,
         request_rate=None,

@@ -71,11 +71,12 @@ def test_bounded_blocks_drop_the_oldest_with_one_gap() -> None:
     assert [b.start for b in collector.blocks_since(5.0)] == [6.0]
 
 
-def config(tmp_path: Path, *extra: str) -> list[str]:
+def config(tmp_path: Path, *extra: str, prompts: str = "--builtin-workload=chat") -> list[str]:
     return [
         "--side", "candidate", "--model", "m", "--concurrency", "4", "--processes", "2",
-        "--max-requests", "100", "--state-dir", str(tmp_path / "state"),
-        "--block-seconds", "2", "--allow-no-token", *extra,
+        "--max-requests", "100", "--state-dir", str(tmp_path / "state"), prompts,
+        "--seed", "0", "--max-tokens", "16", "--temperature", "0", "--top-p", "1",
+        "--request-timeout", "30", "--block-seconds", "2", "--allow-no-token", *extra,
     ]  # fmt: skip
 
 
@@ -156,7 +157,7 @@ def test_bad_prompt_line_exits_2_naming_the_line(
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "hi"}\n{"prompt": ""}\n')
     with pytest.raises(SystemExit) as exit_info:
-        parse_config(config(tmp_path, "--prompts-file", str(prompts)))
+        parse_config(config(tmp_path, prompts=f"--prompts-file={prompts}"))
     assert exit_info.value.code == 2
     assert "line 2" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -15,14 +15,9 @@ from typing import Any, cast
 from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
-from specdecode.adapters.load.pods import (
-    LOAD_ROLE,
-    PLAN_LABEL,
-    REPORT_PORT,
-    SHARD_LABEL,
-    SIDE_LABEL,
-)
+from specdecode.adapters.load.pods import LOAD_ROLE, PLAN_LABEL, SHARD_LABEL, SIDE_LABEL
 from specdecode.adapters.render import ROLE_LABEL
+from specdecode.domain.load_flags import REPORT_PORT
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
   (what users and the kubectl plugin read) and `state.json` (the runner's progress, so a
   restarted operator resumes the round it was in). Written by server-side apply, only when
   a key changed.
-- A trial's blocks ConfigMap `<trial>-blocks` keeps the 2-second blocks of a cell's
+- A trial's blocks ConfigMap `<trial>-blocks` keeps the time blocks of a cell's
   measuring runs that ended (a cell paused by the plan gives its engines back; when it
   resumes, its earlier blocks still count), gzip-compressed in `binaryData`.
 - `apply: true`: the winner as a SpecDecodeRollout named after the tuning, created, or its

@@ -26,7 +26,9 @@ from specdecode.adapters.render import (
     template_environment,
 )
 from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.domain import load_flags
 from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.load_flags import REPORT_PORT
 from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.domain.observations import ChildRole
 
@@ -35,7 +37,6 @@ SIDE_LABEL = "specdecode.io/side"
 SHARD_LABEL = "specdecode.io/shard"
 PLAN_LABEL = "specdecode.io/load-plan"
 STAGE_LABEL = "specdecode.io/stage"
-REPORT_PORT = 8090
 # The per-rollout Secret whose token every control request to a load pod must carry
 # (`adapters.kube.load_token`); the pod reads it from this environment variable.
 TOKEN_KEY = "token"
@@ -49,7 +50,6 @@ def token_secret_name(rollout: str) -> str:
 STATE_DIR = "/var/run/specdecode-load"
 PROMPTS_DIR = "/etc/specdecode-load/prompts"
 PROMPTS_FILE = "prompts.jsonl"
-BUILTIN_PROMPT_COUNT = 256
 SIDES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 
 
@@ -99,7 +99,7 @@ def _shard_args(spec: SpecDecodeRolloutSpec, plan: TrafficPlan, shard: int) -> l
     if plan.concurrency is not None:
         args += ["--concurrency", str(split(plan.concurrency, shards, shard))]
     else:
-        args += ["--request-rate", f"{(plan.request_rate or 1.0) / shards:.6g}"]
+        args += ["--request-rate", _number((plan.request_rate or 1.0) / shards)]
     if traffic.max_requests_per_stage is not None:
         args += ["--max-requests", str(split(traffic.max_requests_per_stage, shards, shard))]
     if traffic.max_output_tokens_per_stage is not None:
@@ -122,7 +122,7 @@ def _args(
         if traffic.config_map_ref is not None or traffic.secret_ref is not None
         else [
             *["--builtin-workload", traffic.builtin_workload],
-            *["--builtin-count", str(BUILTIN_PROMPT_COUNT)],
+            *["--builtin-count", str(load_flags.BUILTIN_PROMPT_COUNT)],
         ]
     )
     endpoint_args = [arg for url in endpoints for arg in ("--endpoint", url)]
@@ -133,14 +133,24 @@ def _args(
         *["--model", spec.model.served_name],
         *prompts,
         *["--seed", str(traffic.seed), "--max-tokens", str(traffic.max_tokens)],
-        *["--temperature", f"{traffic.temperature:g}", "--top-p", f"{traffic.top_p:g}"],
+        *["--temperature", _number(traffic.temperature), "--top-p", _number(traffic.top_p)],
         *_shard_args(spec, plan, shard),
-        *["--request-timeout", f"{traffic.request_timeout_seconds:g}"],
+        *["--max-in-flight", str(load_flags.MAX_IN_FLIGHT)],
+        *["--request-timeout", _number(traffic.request_timeout_seconds)],
         *["--block-seconds", str(traffic.load_generator.block_seconds)],
-        *["--state-dir", STATE_DIR, "--listen", f"0.0.0.0:{REPORT_PORT}"],
+        *["--max-blocks", str(load_flags.MAX_BLOCKS), "--state-dir", STATE_DIR],
+        *["--restart-warmup-seconds", _number(load_flags.WARMUP_SECONDS)],
+        *["--drain-seconds", _number(load_flags.DRAIN_SECONDS)],
+        *["--listen", f"{load_flags.LISTEN_HOST}:{REPORT_PORT}"],
         *["--stage", plan.stage_name, "--plan", hashed],
         *endpoint_args,
     ]
+
+
+def _number(value: float) -> str:
+    """A number as its shortest exact spelling: the pod parses back the model's very value
+    (a fixed precision such as `:g` rounds 0.987654321 to 0.987654)."""
+    return repr(value)
 
 
 def _volumes(spec: SpecDecodeRolloutSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

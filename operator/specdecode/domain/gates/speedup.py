@@ -2,8 +2,8 @@
 
 TPOT is one figure per finished request (its decode time over its tokens), so it already
 weighs a request once however many tokens it had; what is not independent is requests
-that ran together (they shared every step). As for tail latency, the unit is the 2-second
-time block a request ended in (neighbouring blocks' covariance added, Newey-West, as in
+that ran together (they shared every step). As for tail latency, the unit is the time
+block a request ended in (neighbouring blocks' covariance added, Newey-West, as in
 `clustered`): the median of each side is estimated over blocks with Woodruff's
 cluster-robust bounds, and the ratio gets MOVER bounds at the look's error
 (see `tail_latency`). Throughput compares per-request token rates (1 / TPOT); the

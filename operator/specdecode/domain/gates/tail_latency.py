@@ -1,17 +1,17 @@
 """The TailLatency gate: candidate / baseline q-quantile of the inter-token latency.
 
-Unit of inference: the time block. The load pods report each engine's latencies as 2-second
-blocks (`LatencyBlock`); a block holds whole engine steps (every request of a batch records
-the same step) and whole chunks (a per-token gap is one gap weighted by its tokens), while
-two blocks share at most the step at their common edge. Each side's quantile is estimated
-over the union of blocks with Woodruff's cluster-robust standard error
-(`clustered.block_quantile`): the spread of the tail share between blocks measures the
-dependence instead of assuming none, and the covariance of blocks a few apart (Newey-West)
-covers slow stretches that outlast a block, so the unit of independence is a short run of
-blocks. Treating every sample as independent (the rule this replaced) gave 8.7 % wrong
-promotions and 10.0 % wrong rollbacks at the threshold at the simulator's measured step
-dependence, and 44-59 % when steps depend on each other for ~10 steps (batch 8, 300
-stages a row); see `benchmarks/gates.py` and the README's table.
+Unit of inference: the time block. The load pods report each engine's latencies in blocks of
+`blockSeconds` (`LatencyBlock`, 2 s by default); a block holds whole engine steps (every
+request of a batch records the same step) and whole chunks (a per-token gap is one gap
+weighted by its tokens), while two blocks share at most the step at their common edge. Each
+side's quantile is estimated over the union of blocks with Woodruff's cluster-robust
+standard error (`clustered.block_quantile`): the spread of the tail share between blocks
+measures the dependence instead of assuming none, and the covariance of blocks a few apart
+(Newey-West) covers slow stretches that outlast a block, so the unit of independence is a
+short run of blocks. Treating every sample as independent (the rule this replaced) gave
+8.7 % wrong promotions and 10.0 % wrong rollbacks at the threshold at the simulator's
+measured step dependence, and 44-59 % when steps depend on each other for ~10 steps (batch
+8, 300 stages a row); see `benchmarks/gates.py` and the README's table.
 
 The ratio's bounds combine both sides' Woodruff bounds by MOVER (`log_ratio_interval`): the
 sides are treated as independent (identical shadow requests make them positively

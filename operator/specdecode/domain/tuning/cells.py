@@ -1,7 +1,7 @@
 """What one trial cell (one config at one concurrency) has measured, and its error level.
 
 Unit of independence. A cell is a baseline and a candidate engine under identical load;
-inside it the unit is the 2-second time block (`clustered`): requests that ran together
+inside it the unit is the time block (`clustered`): requests that ran together
 share steps, blocks nearly do not. Cells are independent of each other (their own engines,
 their own time). Inside a cell the error of a bound is spent over its looks by the
 group-sequential boundary the gates use (`sequential`), with information time = measured

@@ -4,7 +4,7 @@ Why through the gates: a tuning must recommend what a rollout would promote, so 
 figure of a cell comes from the gate module of the same name, over the trial's load-pod
 windows and the candidate's counters, at the look's one-sided error (the cell's critical
 value z from `cells.look_critical`: error = 1 - Phi(z)). The unit of independence is the
-gates' own: 2-second time blocks for TPOT speedup and the P99 chunk gap, requests for the
+gates' own: time blocks for TPOT speedup and the P99 chunk gap, requests for the
 error rate and for acceptance bounds.
 - TPOT speedup: the Speedup gate (median TPOT ratio over blocks).
 - Throughput ratio: in a closed loop at a fixed concurrency an engine's output rate is the
