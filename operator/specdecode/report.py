@@ -50,6 +50,7 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
     if status.get("message"):
         lines.append(f"  {status['message']}")
     lines += _load_lines(status)
+    lines += _traffic_lines(status)
     rows: list[list[str]] = [
         [
             "STAGE",
@@ -101,6 +102,34 @@ def _load_lines(status: Mapping[str, Any]) -> list[str]:
     )
     outcomes = [f"    {side}" for side in load.get("outcomes") or []]
     return [line, *outcomes, *(f"    {note}" for note in load.get("notes") or [])]
+
+
+def _traffic_lines(status: Mapping[str, Any]) -> list[str]:
+    """The candidate's acceptance by traffic group, of the stage in progress or, after the
+    analysis, the last stage that ran (where status keeps it): which traffic it fails."""
+    stages = status.get("stages") or []
+    with_split = [s for s in stages if (s.get("load") or {}).get("acceptanceByTraffic")]
+    if not with_split:
+        return []
+    stage = with_split[-1]
+    rows = [
+        ["CLASS", "TEMPERATURE", "LENGTH", "ALPHA", "BOUNDS", "ACCEPTED/STEP", "REQUESTS", "BASIS"]
+    ]
+    for group in stage["load"]["acceptanceByTraffic"]:
+        rows.append(
+            [
+                str(group.get("trafficClass", "-")),
+                str(group.get("temperature", "-")),
+                str(group.get("outputLength", "-")),
+                _number(group.get("alpha")),
+                _interval(group),
+                _number(group.get("acceptedPerStep"), 2),
+                str(group.get("requests", 0)),
+                str(group.get("basis", "-")),
+            ]
+        )
+    heading = f"  candidate acceptance by traffic (stage {stage.get('name', '-')}):"
+    return [heading, *("    " + line for line in _table(rows))]
 
 
 def _gate_role(gate: dict[str, Any]) -> str:

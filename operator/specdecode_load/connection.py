@@ -25,7 +25,11 @@ not carry less load in the data and so look faster; a failure is never silently 
   one token, at its end; a hang thus counts as a stall of up to the request timeout,
   not as nothing. With a first token it also adds TTFT and TPOT = (end - first token) /
   tokens (the failure stands where the next token was due); without one, neither.
-- Acceptance moments only from requests that streamed to the end.
+- Acceptance moments only from requests that streamed to the end, in total and under the
+  request's traffic group (`send`'s `group`, see `domain.traffic_groups`); with the
+  engine's own per-request metrics too when its final chunk carries them (vLLM >= 0.29,
+  `--per-request-spec-decode-metrics`): `metrics.speculative_decoding`'s verify steps,
+  draft and accepted tokens, read by a bytes regex from events that add no token.
 - A request the load pod itself aborts (its own shutdown) is not recorded at all.
 """
 
@@ -43,6 +47,11 @@ from specdecode_load.recorder import BlockRecorder
 
 _COMPLETION_TOKENS = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _DONE = b"data: [DONE]"
+_ENGINE_METRICS = b'"speculative_decoding"'
+_ENGINE_COUNTS = tuple(
+    re.compile(rb'"%s"\s*:\s*(\d+)' % name)
+    for name in (b"num_spec_steps", b"num_draft_tokens", b"num_accepted_draft_tokens")
+)
 _ERROR_BODY_BYTES = 160
 MAX_EVENT_BYTES = 1 << 20  # an SSE event larger than this, unseparated, is a stream error
 
@@ -65,6 +74,7 @@ class StreamConnection(asyncio.Protocol):
         self._timeout: asyncio.TimerHandle | None = None
         self._aborting = False  # our own close(): an in-flight request is not recorded
         self.last_outcome: str | None = None  # the last request's failure kind, None if ok
+        self._group: str | None = None  # the request's traffic group
         self._reset(0.0)
 
     def _reset(self, started: float) -> None:
@@ -81,6 +91,7 @@ class StreamConnection(asyncio.Protocol):
         self._complete = False
         self._keep_alive = False
         self._in_read = 0
+        self._engine: tuple[int, int, int] | None = None  # steps, drafted, accepted
 
     # asyncio.Protocol
 
@@ -144,13 +155,15 @@ class StreamConnection(asyncio.Protocol):
 
     # requests
 
-    def send(self, request: bytes, timeout: float) -> asyncio.Future[int]:
-        """Start a request; the future gives the tokens received (failures are recorded)."""
+    def send(self, request: bytes, timeout: float, group: str | None = None) -> asyncio.Future[int]:
+        """Start a request; the future gives the tokens received (failures are recorded).
+        `group`: its traffic group's key, under which its acceptance is also recorded."""
         assert self.transport is not None and self._future is None
         loop = asyncio.get_running_loop()
         self._future = loop.create_future()
         self._buffer.clear()
         self._reset(time.perf_counter())
+        self._group = group
         self._timeout = loop.call_later(timeout, self._timed_out, timeout)
         self.transport.write(request)
         return self._future
@@ -168,6 +181,7 @@ class StreamConnection(asyncio.Protocol):
             cumulative = int(match.group(1))
             if self._without_usage:  # a final usage chunk after usage-less content
                 self._final_usage = cumulative
+                self._read_engine_metrics(event)
                 return
             added = cumulative - self._tokens
         elif event == _DONE:
@@ -177,6 +191,7 @@ class StreamConnection(asyncio.Protocol):
             if added:
                 self._without_usage = True
         if added <= 0:
+            self._read_engine_metrics(event)  # the final usage chunk carries them
             return
         if self._first_at < 0:
             self._first_at = now
@@ -188,6 +203,15 @@ class StreamConnection(asyncio.Protocol):
         self._last_at = now
         self._tokens += added
         self._content_chunks += 1
+
+    def _read_engine_metrics(self, event: bytes) -> None:
+        at = event.find(_ENGINE_METRICS)
+        if at < 0:
+            return
+        found = [pattern.search(event, at) for pattern in _ENGINE_COUNTS]
+        if all(match is not None for match in found):
+            steps, drafted, accepted = (int(m.group(1)) for m in found if m is not None)
+            self._engine = (steps, drafted, accepted)
 
     def _cancel_timer(self) -> None:
         if self._timeout is not None:
@@ -217,8 +241,9 @@ class StreamConnection(asyncio.Protocol):
             elif tokens >= 2:
                 tpot = (self._last_at - self._first_at) / (tokens - 1)
         self.recorder.request_end(
-            now, ttft, tpot, tokens, steps, accepted, error, outcome, now - self._started, stall
-        )
+            now, ttft, tpot, tokens, steps, accepted, error, outcome, now - self._started, stall,
+            group=self._group, engine=self._engine,
+        )  # fmt: skip
         self.last_outcome = outcome
         reusable = self._complete and self._keep_alive  # a whole response, even an error
         if not reusable or (error is not None and not (outcome or "").startswith("http_")):

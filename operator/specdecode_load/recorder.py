@@ -15,7 +15,12 @@ import math
 import time
 from collections.abc import Callable
 
-from specdecode.domain.latency_block import BLOCK_FIELDS, AcceptedMoments, LatencyBlock
+from specdecode.domain.latency_block import (
+    BLOCK_FIELDS,
+    AcceptedMoments,
+    GroupEvidence,
+    LatencyBlock,
+)
 from specdecode.domain.sketch import Sketch
 
 ShipBlock = Callable[[LatencyBlock], None]
@@ -43,6 +48,7 @@ class BlockRecorder:
     merged_chunks: int
     stalls: int
     accepted: AcceptedMoments
+    by_traffic: dict[str, GroupEvidence]
     last_error: str | None
 
     def __init__(self, block_seconds: float, ship: ShipBlock) -> None:
@@ -94,10 +100,14 @@ class BlockRecorder:
         outcome: str | None = None,
         slot: float | None = None,
         stall: float | None = None,
+        group: str | None = None,
+        engine: tuple[int, int, int] | None = None,
     ) -> None:
         """A request's end. `error` None means it streamed to the end; otherwise `outcome`
         names the failure (`LatencyBlock.failures`' keys). `slot`: send to end; `stall`:
-        the wait that ended an unfinished request, one gap of one token (see connection)."""
+        the wait that ended an unfinished request, one gap of one token (see connection).
+        `group`: its traffic group; `engine`: the engine's own (verify steps, draft tokens,
+        accepted draft tokens) for it, when its final chunk said."""
         if now >= self.block_end:
             self.roll(now)
         self.output_tokens += tokens
@@ -118,9 +128,17 @@ class BlockRecorder:
             self.last_error = error
             return
         self.requests_ok += 1
-        self.accepted = self.accepted.plus(
-            AcceptedMoments(1, steps, accepted, steps * steps, accepted * steps, accepted**2)
-        )
+        streamed = AcceptedMoments.one(steps, accepted)
+        self.accepted = self.accepted.plus(streamed)
+        if group is not None:
+            evidence = GroupEvidence(streamed)
+            if engine is not None:
+                engine_steps, drafted, engine_accepted = engine
+                evidence = GroupEvidence(
+                    streamed, AcceptedMoments.one(drafted, engine_accepted), engine_steps
+                )
+            known = self.by_traffic.get(group)
+            self.by_traffic[group] = evidence if known is None else known.plus(evidence)
 
     def delay(self, now: float, late: float) -> None:
         """How late the loop noticed a probe (the instrument's own timestamp delay)."""

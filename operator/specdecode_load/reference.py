@@ -9,6 +9,12 @@ stamp - `t`; the true gaps are differences of `t`, kept here in sketches (`/v1/t
 Tokens per chunk and step times come from seeded generators, so two servers with the same
 parameters are an exact A/A pair in distribution. Not a simulator of any model.
 
+Acceptance, for validating the split by traffic: `tokens_per_step_by_class` gives a
+request whose `X-Workload-Class` header names a class its own maximum tokens per step, and
+`accepted_truth` keeps, per class, the finished requests' (requests, decode steps,
+accepted tokens) as the client should count them (tokens beyond one per chunk after the
+first).
+
 Faults, for validating what the client records on failures (`faults`, by request seed,
 or `default_fault` for every request): `Fault("status", n)` answers HTTP n at once,
 `Fault("cut", k)` closes the connection after k tokens, `Fault("hang", k)` stops sending
@@ -63,6 +69,10 @@ class _Stream:
     tokens: int = 0
     last_stamp: float = -1.0
     fault: Fault | None = None
+    workload: str = ""
+    per_step: int = 1  # at most this many tokens per step
+    steps: int = 0  # decode chunks after the first
+    accepted: int = 0  # their tokens beyond one each
 
 
 @dataclass
@@ -82,9 +92,13 @@ class ReferenceEngine:
     faults: dict[int, Fault] = field(default_factory=dict)
     default_fault: Fault | None = None
     requests: list[tuple[int, Fault | None]] = field(default_factory=list)  # (seed, fault)
+    tokens_per_step_by_class: dict[str, int] = field(default_factory=dict)
+    accepted_truth: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def join(self, transport: asyncio.Transport, body: dict[str, object]) -> None:
+    def join(
+        self, transport: asyncio.Transport, body: dict[str, object], workload: str = ""
+    ) -> None:
         """A new request: headers and the role chunk now, tokens from the next step."""
         seed = int(str(body.get("seed", 0)))
         max_tokens = int(str(body.get("max_tokens", 16)))
@@ -105,7 +119,10 @@ class ReferenceEngine:
             if fault.kind == "cut":
                 transport.close()
             return
-        self.streams.append(_Stream(transport, max_tokens, random.Random(seed), fault=fault))
+        per_step = self.tokens_per_step_by_class.get(workload, self.max_tokens_per_step)
+        rng = random.Random(seed)
+        self.streams.append(_Stream(transport, max_tokens, rng, fault=fault, workload=workload,
+                                    per_step=per_step))  # fmt: skip
         self._wake.set()
 
     async def run(self) -> None:
@@ -127,16 +144,16 @@ class ReferenceEngine:
         for stream in self.streams:
             if stream.transport.is_closing():
                 continue
-            added = min(stream.rng.randint(1, self.max_tokens_per_step),
+            added = min(stream.rng.randint(1, stream.per_step),
                         stream.max_tokens - stream.tokens)  # fmt: skip
+            if stream.tokens:
+                stream.steps, stream.accepted = stream.steps + 1, stream.accepted + added - 1
             stream.tokens += added
             finish = stream.tokens >= stream.max_tokens
             stamp = time.perf_counter()
             data = _chunked(_event(stream.tokens, added, stamp, finish))
             if finish:
-                final = b'data: {"choices":[],"usage":{"completion_tokens":%d}}\n\n' % (
-                    stream.tokens
-                )
+                final = self._final_chunk(stream)
                 data += _chunked(final) + _chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
             stream.transport.write(data)
             if stream.last_stamp >= 0:
@@ -155,6 +172,14 @@ class ReferenceEngine:
             if not finish:
                 alive.append(stream)
         self.streams = alive
+
+    def _final_chunk(self, stream: _Stream) -> bytes:
+        """The usage chunk that ends a stream; its request counts in `accepted_truth`."""
+        requests, steps, accepted = self.accepted_truth.get(stream.workload, (0, 0, 0))
+        self.accepted_truth[stream.workload] = (
+            requests + 1, steps + stream.steps, accepted + stream.accepted
+        )  # fmt: skip
+        return b'data: {"choices":[],"usage":{"completion_tokens":%d}}\n\n' % stream.tokens
 
     def truth(self, reset: bool) -> dict[str, object]:
         """The true gap sketches since the last reset."""
@@ -175,6 +200,7 @@ class _ServerConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._url = b""
         self._body = b""
+        self._workload = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
@@ -190,6 +216,10 @@ class _ServerConnection(asyncio.Protocol):
     def on_url(self, url: bytes) -> None:
         self._url += url
 
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"x-workload-class":
+            self._workload = value.decode()
+
     def on_body(self, body: bytes) -> None:
         self._body += body
 
@@ -203,7 +233,8 @@ class _ServerConnection(asyncio.Protocol):
                 b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
             )
             return
-        self._engine.join(self._transport, json.loads(body or b"{}"))
+        workload, self._workload = self._workload, ""
+        self._engine.join(self._transport, json.loads(body or b"{}"), workload)
 
 
 async def start_reference(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import ShadowRequest
+from specdecode.domain.traffic_groups import group_keys
 from specdecode_load.connection import CONNECT_ERROR, StreamConnection, request_bytes
 from specdecode_load.pool import ConnectionPool, Endpoint
 from specdecode_load.recorder import BlockRecorder
@@ -86,6 +87,7 @@ class LoadWorker:
         self._slot_free = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
         self.backoff = Backoff(spec.seed * 1_000_003 + spec.schedule.shard * 1_009 + spec.worker)
+        self.groups = group_keys(spec.prompts)  # each prompt's traffic group, bounded
 
     @property
     def waiting_for_endpoints(self) -> bool:
@@ -175,7 +177,8 @@ class LoadWorker:
 
     async def _send(self, index: int) -> None:
         spec = self.spec
-        request = spec.prompts[prompt_choice(spec.seed, index, len(spec.prompts))]
+        choice = prompt_choice(spec.seed, index, len(spec.prompts))
+        request = spec.prompts[choice]
         body = request.chat_body(spec.model, spec.seed + index)
         self.in_flight += 1
         try:
@@ -193,7 +196,7 @@ class LoadWorker:
             endpoint = self.pool.endpoint_of(connection)
             host = endpoint.host_header if endpoint else connection.url.removeprefix("http://")
             data = request_bytes(host, body, request.workload)
-            tokens = await connection.send(data, spec.request_timeout)
+            tokens = await connection.send(data, spec.request_timeout, self.groups[choice])
             self.schedule.add_output_tokens(tokens)
             self.pool.release(connection)
             if connection.last_outcome is None:

@@ -10,13 +10,15 @@ so a dashboard never shows a stale verdict as current. The
 operator's own health for on-call: reconcile durations by outcome and API requests by verb.
 The drift guard's gauges (`specdecode_drifted` from status; `specdecode_production_alpha`
 from each look with data, so dashboards follow production between drifts without a write).
-Tunings have their own gauges (`tuning_metrics`), set from each report the runner writes.
+Tunings have their own gauges (`tuning_metrics`), set from each report the runner writes;
+the speaking stage's alpha per traffic group has its own module (`traffic_metrics`).
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from specdecode.adapters.traffic_metrics import TrafficMetrics
 from specdecode.adapters.tuning_metrics import TuningMetrics
 from specdecode.api.gate_spec import GateType
 from specdecode.api.status import (
@@ -142,6 +144,7 @@ class OperatorMetrics:
             registry=self.registry,
         )
         self.tunings = TuningMetrics(self.registry)
+        self.traffic = TrafficMetrics(self.registry)
 
     def tuning_reported(
         self, namespace: str, name: str, report: TuningReport, status: SpecDecodeTuningStatus
@@ -184,6 +187,8 @@ class OperatorMetrics:
         running_drifted = new.drift is not None and new.phase in DRIFTING_PHASES
         self.drifted.labels(namespace, rollout).set(float(running_drifted))
         live = _speaking_stage(new)
+        speaking = next((stage for stage in new.stages if stage.name == live), None)
+        self.traffic.observe(namespace, rollout, live, speaking.load if speaking else None)
         for stage in new.stages:
             if stage.name != live:
                 continue
@@ -228,6 +233,7 @@ class OperatorMetrics:
         )
         for metric in (*metrics, self.analysis_duration):
             metric.remove_by_labels({"namespace": namespace, "rollout": rollout})
+        self.traffic.forget(namespace, rollout)
 
     def production_looked(
         self, namespace: str, rollout: str, check: DriftCheck, threshold: float

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from specdecode.api.acceptance_by_traffic import MAX_TRAFFIC_GROUPS, TrafficAcceptance
 from specdecode.api.adoption import WorkloadStatus
 from specdecode.api.base import KubeModel
 from specdecode.api.gate_spec import GateType, ItlDefinition
@@ -179,6 +180,13 @@ class LoadStatus(KubeModel):
         "stream_cut, stream_error, timeout, connect_error), stalls (waits that ended a "
         "failed request, counted in the latency data) and the P99 time a request held its "
         "slot, e.g. 'candidate: 412 ok, 3 timeout; 3 stalls; slot P99 2.41 s'.",
+    )
+    acceptance_by_traffic: list[TrafficAcceptance] = Field(
+        default_factory=list,
+        max_length=MAX_TRAFFIC_GROUPS,
+        description="The candidate's acceptance per traffic group (class, temperature band, "
+        "output length band) over the window, largest groups first (`other` last): which "
+        "traffic a config fails.",
     )
 
 

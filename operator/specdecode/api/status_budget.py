@@ -5,8 +5,11 @@ a status write that fails leaves a rollout stuck. At the spec's maxima (16 stage
 gates, `MAX_LOOKS_KEPT` looks each) the looks alone would be about 5 MiB, so the written
 status keeps a look history only for the stage in progress, `LOOK_BUDGET` looks shared by
 its gates (a default stage's 2 gates keep all 64); a finished stage keeps each gate's last
-look, and its verdict, bounds and `lookCount` summarise the rest. Texts are cut: a gate's
-reason and a load note at `MAX_REASON_LENGTH`, any other at `MAX_TEXT_LENGTH`.
+look, and its verdict, bounds and `lookCount` summarise the rest. The candidate's
+acceptance by traffic (`load.acceptanceByTraffic`, at most MAX_TRAFFIC_GROUPS groups) is
+kept for the stage that speaks for the rollout only: the stage in progress, or after the
+analysis the last stage that ran (the one that passed last, or failed). Texts are cut: a
+gate's reason and a load note at `MAX_REASON_LENGTH`, any other at `MAX_TEXT_LENGTH`.
 tests/unit/api/test_status_budget.py builds the largest status the spec allows and checks
 the written JSON stays under `STATUS_BUDGET_BYTES`.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdecode.api.status import MAX_LOOKS_KEPT, SpecDecodeRolloutStatus
+from specdecode.api.status import MAX_LOOKS_KEPT, SpecDecodeRolloutStatus, StagePhase, StageStatus
 
 LOOK_BUDGET = 512  # looks kept in the stage in progress, all its gates together
 MAX_LOOKS_KEPT_FINISHED = 1
@@ -32,6 +35,7 @@ def within_budget(status: SpecDecodeRolloutStatus) -> SpecDecodeRolloutStatus:
     compares equal to the one the domain computes from it).
     """
     current = status.current_stage_index
+    speaking = current if current is not None else _last_that_ran(status.stages)
     stages = []
     changed = False
     for index, stage in enumerate(status.stages):
@@ -44,13 +48,22 @@ def within_budget(status: SpecDecodeRolloutStatus) -> SpecDecodeRolloutStatus:
                 changed = True
             else:
                 gates.append(gate)
-        stages.append(stage.model_copy(update={"gates": gates}))
+        load = stage.load
+        if load is not None and load.acceptance_by_traffic and index != speaking:
+            load = load.model_copy(update={"acceptance_by_traffic": []})
+            changed = True
+        stages.append(stage.model_copy(update={"gates": gates, "load": load}))
     trimmed = status.model_copy(update={"stages": stages}) if changed else status
     dumped = trimmed.model_dump(mode="json", by_alias=True)
     cut = _cut_texts(dumped)
     if not changed and cut == dumped:
         return status
     return SpecDecodeRolloutStatus.model_validate(cut)
+
+
+def _last_that_ran(stages: list[StageStatus]) -> int | None:
+    ran = [index for index, stage in enumerate(stages) if stage.phase is not StagePhase.PENDING]
+    return ran[-1] if ran else None
 
 
 def _cut_texts(value: Any, limit: int = MAX_TEXT_LENGTH) -> Any:

@@ -7,8 +7,9 @@ metadata, so adding a measurement is one field here (plus the line that records 
 
 Kinds: `sketch` (log-bucket sketch, merged by adding counts), `count` (an integer,
 summed), `sum` (a float, summed), `tally` (counts by name, summed per name), `moments`
-(`AcceptedMoments`, summed), `latest` (the newer shard's text wins). `start` and
-`seconds` are the block's span, not measurements. A field marked `optional` came after
+(`AcceptedMoments`, summed), `groups` (`GroupEvidence` by traffic group, summed per
+group), `latest` (the newer shard's text wins). `start` and `seconds` are the block's
+span, not measurements. A field marked `optional` came after
 the wire schema's first version: a report from an older load pod may omit it (its
 default then), so an operator upgrade does not turn every old pod's report into an Error.
 """
@@ -20,49 +21,21 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from specdecode.domain.acceptance_moments import (
+    MOMENT_KEYS,
+    AcceptedMoments,
+    GroupEvidence,
+    merge_groups,
+)
 from specdecode.domain.sketch import Sketch
 
-Kind = Literal["sketch", "count", "sum", "tally", "moments", "latest"]
+__all__ = ["BLOCK_FIELDS", "MOMENT_KEYS", "AcceptedMoments", "GroupEvidence", "LatencyBlock"]
+
+Kind = Literal["sketch", "count", "sum", "tally", "moments", "groups", "latest"]
 
 
 def _m(kind: Kind, optional: bool = False) -> dict[str, object]:
     return {"kind": kind, "optional": optional}
-
-
-@dataclass(frozen=True)
-class AcceptedMoments:
-    """Per-request sums that give acceptance from the streamed chunks themselves.
-
-    A streamed chunk carries the tokens of one engine step, so for one request
-    n = decode chunks (steps after the first token) and a = tokens beyond one per chunk
-    (accepted draft tokens). Kept as sums over finished requests of n, a, n^2, a*n and
-    a^2: mergeable across blocks and shards, and exactly what a cluster-robust (requests
-    as the independent units) variance of a / n needs, with no assumed correlation.
-    """
-
-    requests: int = 0
-    steps: float = 0.0
-    accepted: float = 0.0
-    steps_sq: float = 0.0
-    accepted_steps: float = 0.0
-    accepted_sq: float = 0.0
-
-    def plus(self, other: AcceptedMoments) -> AcceptedMoments:
-        """Both sets of requests together."""
-        return AcceptedMoments(
-            *(getattr(self, f.name) + getattr(other, f.name) for f in _MOMENT_FIELDS)
-        )
-
-    @classmethod
-    def of(cls, per_request: Iterable[tuple[float, float]]) -> AcceptedMoments:
-        """From (steps, accepted) per request."""
-        total = cls()
-        for n, a in per_request:
-            total = total.plus(cls(1, n, a, n * n, a * n, a * a))
-        return total
-
-
-_MOMENT_FIELDS = dataclasses.fields(AcceptedMoments)
 
 
 @dataclass(frozen=True)
@@ -102,6 +75,11 @@ class LatencyBlock:
     # stalls: waits that ended a request unfinished (also in the ITL sketches above)
     stalls: int = field(default=0, metadata=_m("count", optional=True))
     accepted: AcceptedMoments = field(default_factory=AcceptedMoments, metadata=_m("moments"))
+    # the same evidence per traffic group (`traffic_groups`: "class/temperature/length"),
+    # with the engine's per-request metrics where its final chunk carried them
+    by_traffic: Mapping[str, GroupEvidence] = field(
+        default_factory=dict, metadata=_m("groups", optional=True)
+    )
     last_error: str | None = field(default=None, metadata=_m("latest"))
 
     def plus(self, other: LatencyBlock) -> LatencyBlock:
@@ -134,7 +112,6 @@ BLOCK_FIELDS: tuple[BlockField, ...] = tuple(
     for f in dataclasses.fields(LatencyBlock)
     if "kind" in f.metadata
 )
-MOMENT_KEYS: tuple[tuple[str, str], ...] = tuple((f.name, _camel(f.name)) for f in _MOMENT_FIELDS)
 
 
 def empty_value(kind: Kind) -> Any:
@@ -148,6 +125,7 @@ _EMPTY: dict[str, Callable[[], Any]] = {
     "sum": float,
     "tally": dict,
     "moments": AcceptedMoments,
+    "groups": dict,
     "latest": lambda: None,
 }
 
@@ -173,4 +151,6 @@ def merge_values(kind: Kind, blocks: Iterable[object], name: str) -> Any:
         for value in values:
             moments = moments.plus(value)
         return moments
+    if kind == "groups":
+        return merge_groups(values)
     return next((v for v in reversed(values) if v is not None), None)  # latest

@@ -14,7 +14,9 @@ GET /v1/report?since=<unix seconds> answers with the blocks that start at or aft
      "endpoints": ["http://10.2.0.7:8000"],
      "gaps": [{"from": ..., "to": ..., "reason": "load container restarted"}],
      "blocks": [{"start": ..., "seconds": 2.0, "perChunkItl": {"offset": -740,
-                 "counts": [...]}, ..., "accepted": {"requests": 3, ...}}]}
+                 "counts": [...]}, ..., "accepted": {"requests": 3, ...},
+                 "byTraffic": {"code/greedy/short": {"stream": {"requests": 2, ...},
+                               "engine": {...}, "engineSteps": 41}}}]}
 
 `endpoints` echoes the engine URLs the pod sends to now (its start-up `--endpoint`s, or
 the last list the operator pushed), so the operator pushes only when they differ. A pod
@@ -31,13 +33,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specdecode.domain.latency_block import (
-    BLOCK_FIELDS,
-    MOMENT_KEYS,
-    AcceptedMoments,
-    LatencyBlock,
+from specdecode.domain.acceptance_moments import (
+    groups_from_wire,
+    groups_to_wire,
+    moments_from_wire,
+    moments_to_wire,
 )
+from specdecode.domain.latency_block import BLOCK_FIELDS, LatencyBlock
 from specdecode.domain.sketch import Sketch
+from specdecode.domain.traffic_groups import parse_key
 
 SCHEMA = 1
 
@@ -86,7 +90,9 @@ def block_to_wire(block: LatencyBlock) -> dict[str, Any]:
         if f.kind == "sketch":
             value = value.to_wire()
         elif f.kind == "moments":
-            value = {key: getattr(value, attr) for attr, key in MOMENT_KEYS}
+            value = moments_to_wire(value)
+        elif f.kind == "groups":
+            value = groups_to_wire(value)
         elif f.kind == "tally":
             value = dict(value)
         wire[f.key] = value
@@ -121,10 +127,12 @@ def _value_from_wire(kind: str, value: Any, key: str) -> Any:
     if kind == "tally":
         return {str(name): _count(n, f"{key}.{name}") for name, n in value.items()}
     if kind == "moments":
-        (_, requests), *sums = MOMENT_KEYS  # requests first: a count, then float sums
-        return AcceptedMoments(
-            _count(value[requests], f"{key}.{requests}"), *(float(value[w]) for _, w in sums)
-        )
+        return moments_from_wire(value, lambda n: _count(n, f"{key}.requests"))
+    if kind == "groups":
+        groups = groups_from_wire(value, lambda n: _count(n, f"{key} count"))
+        for group in groups:
+            parse_key(group)  # a label tuple, or the report is malformed
+        return groups
     return None if value is None else str(value)  # latest
 
 

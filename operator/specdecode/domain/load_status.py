@@ -1,13 +1,15 @@
 """What status says about a stage run's shadow load: shards, requests and their outcomes,
-its own delay.
+its own delay, and the candidate's acceptance per traffic group.
 
 Pure: derived from the windows the look judged, so an on-call reader sees, next to the
-verdicts, whether the instrument behind them was whole and keeping up.
+verdicts, whether the instrument behind them was whole and keeping up, and which traffic
+the candidate's drafts fail (`acceptance_split`).
 """
 
 from __future__ import annotations
 
 from specdecode.api.status import LoadStatus
+from specdecode.domain.acceptance_split import acceptance_by_traffic
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 
 MAX_NOTES = 8
@@ -29,6 +31,12 @@ def load_status(observed: StageObservations | None) -> LoadStatus | None:
         elif isinstance(side, MetricError):
             notes.append(side.message)
     delays = [w.client_delay.quantile(0.99) for w in windows if w.client_delay.total]
+    candidate = observed.candidate_latency
+    split = (
+        acceptance_by_traffic(candidate, observed.candidate_acceptance)
+        if isinstance(candidate, LatencySamples)
+        else []
+    )
     return LoadStatus(
         shards="/".join(str(s.shards) if isinstance(s, LatencySamples) else "0" for s in sides),
         requests=sum(w.requests_ok for w in windows),
@@ -39,6 +47,7 @@ def load_status(observed: StageObservations | None) -> LoadStatus | None:
             for name, side in zip(("baseline", "candidate"), sides, strict=True)
             if isinstance(side, LatencySamples)
         ],
+        acceptance_by_traffic=split,
     )
 
 

@@ -9,7 +9,7 @@ data, so the gates can tell a flaky backend (Error) from too little traffic (Inc
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -20,6 +20,7 @@ from specdecode.domain.drift import ProductionAcceptance
 from specdecode.domain.latency_block import (
     BLOCK_FIELDS,
     AcceptedMoments,
+    GroupEvidence,
     LatencyBlock,
     merge_values,
 )
@@ -159,6 +160,7 @@ class LatencySamples:
     requests_failed = _Total[int]()  # failed requests, any outcome (`total.failures`: which)
     output_tokens = _Total[int]()
     accepted = _Total[AcceptedMoments]()  # per-request acceptance sums
+    by_traffic = _Total[Mapping[str, GroupEvidence]]()  # the same, per traffic group
 
 
 @dataclass(frozen=True)

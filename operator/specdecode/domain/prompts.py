@@ -2,6 +2,8 @@
 
 Accepted JSONL lines (one request each):
 - `{"prompt": "...", "max_tokens": 128, "workload": "code"}` (a completion-style prompt),
+  optionally with `"class": "support-bot"`, a free label that names the line's traffic
+  in the acceptance split (`traffic_groups`; else `workload` names it),
 - `{"messages": [{"role": "user", "content": "..."}], ...}` (chat),
 - ShareGPT: `{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}]}`
   (every turn up to the last human turn becomes the chat history).
@@ -19,9 +21,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 
 WORKLOADS = ("chat", "code", "rag", "translation", "math")
+# A line's `class`: what a Prometheus label value and a status line can carry plainly.
+CLASS_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 SHAREGPT_ROLES = {
     "human": "user",
     "user": "user",
@@ -53,6 +58,7 @@ class ShadowRequest:
     top_p: float
     workload: str | None = None
     stop: tuple[str, ...] = ()
+    traffic_class: str | None = None  # the line's `class` (only labels the acceptance split)
 
     def chat_body(self, model: str, seed: int) -> dict[str, object]:
         """The OpenAI chat-completions body, streaming with per-chunk usage."""
@@ -107,6 +113,11 @@ def _request_from(
     workload = record.get("workload")
     if workload is not None and workload not in WORKLOADS:
         raise ValueError(f"workload must be one of {', '.join(WORKLOADS)}")
+    traffic_class = record.get("class")
+    if traffic_class is not None and not (
+        isinstance(traffic_class, str) and CLASS_LABEL.fullmatch(traffic_class)
+    ):
+        raise ValueError("class must be 1-40 letters, digits, '_', '.' or '-'")
     if "prompt" in record:
         messages: tuple[tuple[str, str], ...] = (("user", _text(record["prompt"])),)
     elif "messages" in record:
@@ -126,6 +137,7 @@ def _request_from(
         temperature=temperature,
         top_p=top_p,
         stop=stop,
+        traffic_class=_opt_str(traffic_class),
     )
 
 

@@ -9,6 +9,11 @@ from typing import Any
 import pytest
 from annotated_types import MaxLen
 
+from specdecode.api.acceptance_by_traffic import (
+    MAX_TRAFFIC_GROUPS,
+    AcceptanceBasis,
+    TrafficAcceptance,
+)
 from specdecode.api.analysis import AnalysisSpec, StageSpec
 from specdecode.api.gate_spec import GateType
 from specdecode.api.speculative import SpeculativeConfig
@@ -97,6 +102,22 @@ def gate(stage: int, index: int) -> GateResult:
     )
 
 
+def traffic_group(index: int) -> TrafficAcceptance:
+    """A group with every field at its longest (a 40-character class)."""
+    return TrafficAcceptance(
+        traffic_class=f"{index:02d}".ljust(40, "c"),
+        temperature="greedy",
+        output_length="medium",
+        requests=2**31,
+        steps=2**62,
+        accepted_per_step=FLOAT,
+        alpha=FLOAT,
+        lower_bound=FLOAT,
+        upper_bound=FLOAT,
+        basis=AcceptanceBasis.ENGINE,
+    )
+
+
 def largest(current: int) -> SpecDecodeRolloutStatus:
     config = SpeculativeConfig(method="eagle3", model="m" * 256, num_speculative_tokens=3)
     stages = [
@@ -114,6 +135,7 @@ def largest(current: int) -> SpecDecodeRolloutStatus:
                 requests=2**31,
                 client_delay_p99_ms=FLOAT,
                 notes=[LONG] * MAX_NOTES,
+                acceptance_by_traffic=[traffic_group(i) for i in range(MAX_TRAFFIC_GROUPS)],
             ),
         )
         for s in range(MAX_STAGES)
@@ -168,6 +190,28 @@ def test_the_largest_status_is_written_well_under_etcds_limit(current: int) -> N
     assert written.stages[0].gates[0].look_count == 2**31  # the summary stays
     assert len(written.message) == MAX_TEXT_LENGTH
     assert within_budget(written) is written  # idempotent: read back, nothing to write
+    split = [
+        [g.traffic_class for g in stage.load.acceptance_by_traffic]
+        for stage in written.stages
+        if stage.load
+    ]
+    assert split[current] == [f"{i:02d}".ljust(40, "c") for i in range(MAX_TRAFFIC_GROUPS)]
+    assert sum(map(len, split)) == MAX_TRAFFIC_GROUPS  # only the stage in progress keeps it
+
+
+def test_after_the_analysis_the_last_stage_that_ran_keeps_its_acceptance_split() -> None:
+    status = largest(0)
+    stages = [
+        stage.model_copy(update={"phase": StagePhase.PENDING}) if index > 2 else stage
+        for index, stage in enumerate(status.stages)
+    ]
+    ended = status.model_copy(
+        update={"phase": Phase.ROLLED_BACK, "current_stage_index": None, "stages": stages}
+    )
+    written = within_budget(ended)
+    kept = [bool(stage.load and stage.load.acceptance_by_traffic) for stage in written.stages]
+    assert kept == [index == 2 for index in range(MAX_STAGES)]  # the stage that failed
+    assert within_budget(written) is written
 
 
 def test_a_default_stage_keeps_every_look_and_a_small_status_is_written_as_it_is() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from chart_metrics import metrics_in, operator_metric_names, vllm_metric_names
 
+from specdecode.adapters.traffic_metrics import TRAFFIC_LABELS
 from specdecode.adapters.tuning_metrics import SPEEDUP_LABELS
 
 pytestmark = pytest.mark.unit
@@ -88,6 +89,7 @@ def test_tuning_panels_group_by_labels_the_gauge_has(dashboard: dict[str, Any]) 
         "specdecode_gate_verdict",
         'specdecode_alpha{namespace=~"$namespace",rollout=~"$rollout",bound="lower"}',
         'specdecode_alpha{namespace=~"$namespace",rollout=~"$rollout",bound="upper"}',
+        'specdecode_traffic_alpha{namespace=~"$namespace",rollout=~"$rollout",bound="value"}',
         'role="baseline"',
         'role="candidate"',
         "vllm:spec_decode_num_accepted_tokens_total",
@@ -100,6 +102,17 @@ def test_tuning_panels_group_by_labels_the_gauge_has(dashboard: dict[str, Any]) 
 )
 def test_required_views_are_present(dashboard: dict[str, Any], needed: str) -> None:
     assert any(needed in expression for expression in expressions(dashboard))
+
+
+def test_the_traffic_panel_shows_each_groups_labels(dashboard: dict[str, Any]) -> None:
+    (panel,) = [
+        panel
+        for panel in dashboard["panels"]
+        if any("specdecode_traffic_alpha" in t["expr"] for t in panel.get("targets", []))
+    ]
+    (target,) = panel["targets"]
+    shown = set(re.findall(r"\{\{(\w+)\}\}", target["legendFormat"]))
+    assert {"traffic_class", "temperature", "output_length"} <= shown <= set(TRAFFIC_LABELS)
 
 
 def test_metric_extraction_sees_through_selectors() -> None:

@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from specdecode.domain.latency_block import BLOCK_FIELDS, AcceptedMoments, LatencyBlock
+from specdecode.domain.latency_block import (
+    BLOCK_FIELDS,
+    AcceptedMoments,
+    GroupEvidence,
+    LatencyBlock,
+)
 from specdecode.domain.load_report import ReportError, block_from_wire, block_to_wire
 from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import LatencySamples, StageObservations
@@ -26,6 +31,12 @@ def _full(scale: int) -> LatencyBlock:
             "sum": 1.5 * scale,
             "tally": {"timeout": scale, f"http_{500 + scale}": 1},
             "moments": AcceptedMoments.of([(10.0 * scale, 4.0 * scale)]),
+            "groups": {
+                "code/greedy/short": GroupEvidence(AcceptedMoments.of([(5.0 * scale, 2.0)])),
+                f"chat/low/{('short', 'long')[scale % 2]}": GroupEvidence(
+                    AcceptedMoments.of([(3.0, 1.0)]), AcceptedMoments.of([(9.0, 6.0)]), 3
+                ),
+            },
             "latest": f"error {scale}",
         }[f.kind]
     return LatencyBlock(start=100.0, seconds=2.0, **values)  # type: ignore[arg-type]
@@ -49,6 +60,15 @@ def test_merge_adds_every_field_by_its_kind() -> None:
     assert merged.failures == {"timeout": 3, "http_501": 1, "http_502": 1}
     assert merged.slot_seconds == Sketch.of([0.01, 0.5, 0.02, 1.0])
     assert merged.accepted == AcceptedMoments.of([(10.0, 4.0), (20.0, 8.0)])
+    assert merged.by_traffic == {
+        "code/greedy/short": GroupEvidence(AcceptedMoments.of([(5.0, 2.0), (10.0, 2.0)])),
+        "chat/low/long": GroupEvidence(
+            AcceptedMoments.of([(3.0, 1.0)]), AcceptedMoments.of([(9.0, 6.0)]), 3
+        ),
+        "chat/low/short": GroupEvidence(
+            AcceptedMoments.of([(3.0, 1.0)]), AcceptedMoments.of([(9.0, 6.0)]), 3
+        ),
+    }
     assert merged.last_error == "error 2"
     window = LatencySamples(blocks=(_full(1), _full(2)), window_seconds=4.0, shards=1)
     assert dataclasses.replace(window.total, start=100.0, seconds=2.0) == merged
@@ -56,16 +76,20 @@ def test_merge_adds_every_field_by_its_kind() -> None:
 
 def test_an_older_pods_block_without_the_new_fields_parses_and_a_broken_one_does_not() -> None:
     wire = block_to_wire(_full(1))
-    for key in ("slotSeconds", "failures", "stalls"):
+    for key in ("slotSeconds", "failures", "stalls", "byTraffic"):
         del wire[key]
     old = block_from_wire(wire)
     assert old.failures == {} and old.stalls == 0 and old.slot_seconds.total == 0
+    assert old.by_traffic == {}
     assert old.requests_failed == 3
     del wire["perChunkItl"]  # a field of the first schema is still required
     with pytest.raises(ReportError, match="perChunkItl"):
         block_from_wire(wire)
     with pytest.raises(ReportError, match="failures"):
         block_from_wire({**block_to_wire(_full(1)), "failures": {"timeout": -1}})
+    stream = block_to_wire(_full(1))["accepted"]
+    with pytest.raises(ReportError, match="not class/temperature/length"):
+        block_from_wire({**block_to_wire(_full(1)), "byTraffic": {"a b": {"stream": stream}}})
 
 
 def test_status_shows_each_sides_outcomes_stalls_and_slot_time() -> None:

@@ -98,8 +98,8 @@ class Harness:
         self.connection.connection_made(self.transport)  # type: ignore[arg-type]
         self.future: asyncio.Future[int] | None = None
 
-    def start(self) -> None:
-        self.future = self.connection.send(b"POST ...", timeout=60.0)
+    def start(self, group: str | None = None) -> None:
+        self.future = self.connection.send(b"POST ...", timeout=60.0, group=group)
 
     def feed(self, data: bytes, at: float) -> None:
         """Deliver bytes `at` seconds after the request started."""

@@ -73,3 +73,60 @@ def test_one_row_per_gate_with_bounds_time_in_stage_and_verdicts() -> None:
 def test_a_rollout_without_status_prints_its_name_only() -> None:
     text = gate_table({"metadata": {"namespace": "ns", "name": "r"}})
     assert text == "ns/r: phase -  stage -  verdict -"
+
+
+def test_the_candidates_acceptance_by_traffic_is_shown_after_the_verdict() -> None:
+    split = [
+        {
+            "trafficClass": "code",
+            "temperature": "greedy",
+            "outputLength": "short",
+            "requests": 120,
+            "steps": 9000,
+            "acceptedPerStep": 1.62,
+            "alpha": 0.54,
+            "lowerBound": 0.5,
+            "upperBound": 0.58,
+            "basis": "Stream",
+        },
+        {
+            "trafficClass": "translation",
+            "temperature": "high",
+            "outputLength": "long",
+            "requests": 30,
+            "steps": 12000,
+            "acceptedPerStep": 0.3,
+            "alpha": 0.1,
+            "lowerBound": 0.07,
+            "upperBound": 0.13,
+            "basis": "Stream",
+        },
+    ]
+    stage = {**ROLLOUT["status"]["stages"][0], "load": {"acceptanceByTraffic": split}}  # type: ignore[index]
+    rolled_back = {
+        "metadata": ROLLOUT["metadata"],
+        "status": {"phase": "RolledBack", "stages": [stage]},
+    }
+    lines = gate_table(rolled_back, now=NOW).splitlines()
+    at = lines.index("  candidate acceptance by traffic (stage acceptance):")
+    assert lines[at + 1].split() == [
+        "CLASS",
+        "TEMPERATURE",
+        "LENGTH",
+        "ALPHA",
+        "BOUNDS",
+        "ACCEPTED/STEP",
+        "REQUESTS",
+        "BASIS",
+    ]
+    assert lines[at + 3].split() == [
+        "translation",
+        "high",
+        "long",
+        "0.100",
+        "[0.070,",
+        "0.130]",
+        "0.30",
+        "30",
+        "Stream",
+    ]

@@ -1,0 +1,106 @@
+"""The candidate's acceptance per traffic group, as status shows it.
+
+Why a separate estimate per group: the gates judge acceptance over the whole prompt set,
+which can pass while one part of the traffic (a workload class, a temperature band, long
+answers) pays for drafts it rejects; on-call needs to see which part. Nothing is judged
+here: the figures are for reading, and carry their requests so a thin group shows as thin.
+
+Estimator, per group (`acceptance_moments` says what each source measures):
+- Engine, whenever some request of the group carried vLLM's per-request metrics: alpha =
+  accepted / draft tokens, and accepted tokens per verify step; free of chunking.
+- Stream otherwise: accepted tokens per decode step r = sum a / sum n over requests (tokens
+  per streamed chunk minus one), and alpha = r / k, k the candidate's mean draft length
+  from its counters over the same look (none when the look read no counters). Biased UP
+  when the server merges several steps into one chunk (a client that does not keep up);
+  the Acceptance gate's cross-check (`streamValue` against the counters) shows that bias
+  for the whole set.
+Bounds: alpha's 95 % two-sided interval with the cluster-robust (requests) standard error
+and Student's t, as the gates use; not corrected for repeated looks, since no verdict
+rests on them.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+from specdecode.api.acceptance_by_traffic import (
+    MAX_TRAFFIC_GROUPS,
+    AcceptanceBasis,
+    TrafficAcceptance,
+)
+from specdecode.domain.acceptance_moments import AcceptedMoments, GroupEvidence
+from specdecode.domain.clustered import ratio_of_sums, t_critical
+from specdecode.domain.observations import AcceptanceCounts, LatencySamples, MetricError
+from specdecode.domain.traffic_groups import OTHER_GROUP, fold_groups, parse_key
+
+SPLIT_CONFIDENCE = 0.95  # two-sided, per group
+DIGITS = 4  # figures in status are rounded: they are read, not judged
+
+
+def acceptance_by_traffic(
+    window: LatencySamples, counts: AcceptanceCounts | MetricError | None = None
+) -> list[TrafficAcceptance]:
+    """The candidate window's groups, largest first (`other` last), at most
+    MAX_TRAFFIC_GROUPS."""
+    draft_length = None
+    if isinstance(counts, AcceptanceCounts) and counts.drafts > 0 and counts.draft_tokens > 0:
+        draft_length = counts.draft_tokens / counts.drafts
+    groups = fold_groups(window.by_traffic, MAX_TRAFFIC_GROUPS)
+    ranked = sorted(
+        groups.items(), key=lambda item: (item[0] == OTHER_GROUP.key, -item[1].requests, item[0])
+    )
+    return [_group(key, evidence, draft_length) for key, evidence in ranked]
+
+
+def _group(key: str, evidence: GroupEvidence, draft_length: float | None) -> TrafficAcceptance:
+    labels = parse_key(key)
+    engine = evidence.engine
+    if engine.requests and engine.steps > 0:  # steps here: draft tokens
+        per_step = engine.accepted / evidence.engine_steps if evidence.engine_steps else None
+        alpha, lower, upper = _bounded(engine, 1.0)
+        requests, steps, basis = engine.requests, evidence.engine_steps, AcceptanceBasis.ENGINE
+    else:
+        stream = evidence.stream
+        per_step = stream.accepted / stream.steps if stream.steps > 0 else None
+        alpha = lower = upper = None
+        if draft_length is not None:
+            alpha, lower, upper = _bounded(stream, 1.0 / draft_length)
+        requests, steps, basis = stream.requests, round(stream.steps), AcceptanceBasis.STREAM
+    return TrafficAcceptance(
+        traffic_class=labels.traffic_class,
+        temperature=labels.temperature,
+        output_length=labels.length,
+        requests=requests,
+        steps=steps,
+        accepted_per_step=None if per_step is None else round(per_step, DIGITS),
+        alpha=alpha,
+        lower_bound=lower,
+        upper_bound=upper,
+        basis=basis,
+    )
+
+
+def _bounded(
+    moments: AcceptedMoments, scale: float
+) -> tuple[float | None, float | None, float | None]:
+    """scale * sum a / sum n, clamped to [0, 1], with its interval (None with < 2 requests)."""
+    if moments.steps <= 0:
+        return None, None, None
+    value = scale * moments.accepted / moments.steps
+    estimate = ratio_of_sums(
+        moments.requests,
+        moments.steps,
+        moments.accepted,
+        moments.steps_sq,
+        moments.accepted_steps,
+        moments.accepted_sq,
+    )
+    if estimate is None:
+        return _unit(value), None, None
+    z = NormalDist().inv_cdf(1.0 - (1.0 - SPLIT_CONFIDENCE) / 2)
+    margin = t_critical(z, estimate.clusters - 1) * estimate.se * scale
+    return _unit(value), _unit(value - margin), _unit(value + margin)
+
+
+def _unit(value: float) -> float:
+    return round(min(1.0, max(0.0, value)), DIGITS)
