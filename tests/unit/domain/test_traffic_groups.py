@@ -12,7 +12,12 @@ from specdecode.domain.acceptance_moments import AcceptedMoments, GroupEvidence
 from specdecode.domain.acceptance_split import acceptance_by_traffic
 from specdecode.domain.latency_block import LatencyBlock
 from specdecode.domain.observations import LatencySamples
-from specdecode.domain.prompts import PromptSourceError, builtin_prompts, parse_jsonl
+from specdecode.domain.prompts import (
+    PromptSourceError,
+    SamplingDefaults,
+    builtin_prompts,
+    parse_jsonl,
+)
 from specdecode.domain.traffic_groups import (
     MAX_GROUPS,
     OTHER_GROUP,
@@ -26,6 +31,8 @@ from specdecode.domain.traffic_groups import (
 
 pytestmark = pytest.mark.unit
 
+GREEDY = SamplingDefaults(temperature=0.0, top_p=1.0)
+
 
 def test_a_requests_class_is_its_class_else_its_workload_else_the_builtin_set() -> None:
     lines = [
@@ -33,20 +40,20 @@ def test_a_requests_class_is_its_class_else_its_workload_else_the_builtin_set() 
         {"prompt": "b", "workload": "translation", "temperature": 0.3, "max_tokens": 600},
         {"prompt": "c", "temperature": 1.0, "max_tokens": 128},
     ]
-    requests = parse_jsonl("\n".join(json.dumps(line) for line in lines), 256)
+    requests = parse_jsonl("\n".join(json.dumps(line) for line in lines), 256, GREEDY)
     assert [group_of(r).key for r in requests] == [
         "support-bot/greedy/medium",
         "translation/low/long",
         "unlabelled/high/short",
     ]
-    (generated,) = builtin_prompts("rag", 1, 0, 64)
+    (generated,) = builtin_prompts("rag", 1, 0, 64, GREEDY)
     assert group_of(generated).key == "rag/greedy/short"
 
 
 @pytest.mark.parametrize("label", ["a b", "x/y", "", "é", "-lead", "x" * 41, 3])
 def test_a_class_that_cannot_be_a_label_is_refused_naming_the_line(label: object) -> None:
     with pytest.raises(PromptSourceError, match="line 1: class must be"):
-        parse_jsonl(json.dumps({"prompt": "p", "class": label}), 8)
+        parse_jsonl(json.dumps({"prompt": "p", "class": label}), 8, GREEDY)
 
 
 def test_band_edges() -> None:
@@ -62,7 +69,7 @@ def test_the_load_pods_and_the_status_share_one_bound() -> None:
 
 def test_a_prompt_set_with_too_many_groups_folds_its_smallest_into_other() -> None:
     lines = [{"prompt": "p", "class": f"c{i:02d}"} for i in range(20) for _ in range(i + 1)]
-    requests = parse_jsonl("\n".join(json.dumps(line) for line in lines), 64)
+    requests = parse_jsonl("\n".join(json.dumps(line) for line in lines), 64, GREEDY)
     keys = group_keys(requests)
     assert len(keys) == len(requests)
     assert len(set(keys)) == MAX_GROUPS

@@ -21,13 +21,15 @@ from specdecode.domain.latency_block import BLOCK_FIELDS, LatencyBlock, merge_va
 from specdecode.domain.load_report import LoadReport, report_from_wire, report_to_wire
 from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import AcceptanceCounts, LatencySamples, StageObservations
-from specdecode.domain.prompts import parse_jsonl
+from specdecode.domain.prompts import SamplingDefaults, parse_jsonl
 from specdecode_load.pool import parse_endpoint
 from specdecode_load.reference import ReferenceEngine, start_reference
 from specdecode_load.schedule import worker_schedules
 from specdecode_load.worker import LoadWorker, WorkerSpec
 
 pytestmark = pytest.mark.unit
+
+GREEDY = SamplingDefaults(temperature=0.0, top_p=1.0)
 
 SEED = 11
 DRAFT_LENGTH = 3  # k: drafts of 3 tokens, as the counters below say
@@ -56,7 +58,7 @@ def _total(blocks: list[LatencyBlock]) -> LatencyBlock:
 
 
 async def _run_labelled(requests: int) -> tuple[list[LatencyBlock], ReferenceEngine]:
-    prompts = parse_jsonl(PROMPTS, default_max_tokens=64)
+    prompts = parse_jsonl(PROMPTS, 64, GREEDY)
     # the chat lines carry only `class`: the engine sees no workload header for them
     engine = ReferenceEngine(step_seconds=[0.002], tokens_per_step_by_class={"code": 4})
     server, port, stepping = await start_reference(engine)
