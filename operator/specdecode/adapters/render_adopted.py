@@ -6,7 +6,8 @@ volumes, probes, security settings the owner chose). So the source's pod templat
 whole and only these change: the vLLM container's speculative setting (removed; the role's
 config appended), the labels (every routing label dropped, `workload_source.dropped_labels`,
 the operator's own added), the scrape annotations, and the Deployment around it (name,
-owner, one replica, the operator's selector). The argv is checked as for every engine
+owner, one replica, the operator's selector) and the pods' `hostname`/`subdomain` (the
+source's DNS identity, as the production-stack chart sets it) go. The argv is checked as for every engine
 (`engine_argv_guard`), so a baseline that speculates is never emitted.
 """
 
@@ -89,6 +90,8 @@ def shadow_deployment(
         "prometheus.io/path": "/metrics",
         SPECULATIVE_CONFIG_ANNOTATION: "" if config is None else config.to_cli_json(),
     }
+    for identity in ("hostname", "subdomain"):  # the source pods' DNS names, not the copies'
+        pod["spec"].pop(identity, None)
     container = next(c for c in pod["spec"]["containers"] if c.get("name") == source.container)
     args = without_speculative([str(a) for a in container.get("args") or []])
     if config is not None:

@@ -119,6 +119,15 @@ ADOPTION_RULES = RuleSet(
             "FieldValueRequired",
         ),
         Rule(
+            implies(
+                all_of(_ADOPTED, Has(at("guard")), Has(at("guard.onDrift"))),
+                Binary("!=", at("guard.onDrift"), lit("Rollback")),
+            ),
+            "workloadRef: guard.onDrift Rollback would have to change the source, which its "
+            "owner does (use Alert)",
+            ".guard.onDrift",
+        ),
+        Rule(
             implies(_ADOPTED, Binary("!=", at("analysis.traffic.source"), lit("Mirror"))),
             "workloadRef: Mirror traffic is not supported (the source's routes belong to its "
             "owner); use Prompts",

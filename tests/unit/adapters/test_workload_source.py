@@ -204,3 +204,36 @@ def test_a_source_mid_rollout_is_not_ready_while_old_pods_remain() -> None:
         "readyReplicas": 1,
     }
     assert observe_source("r", spec(), rolling, SERVICES).state.ready
+
+
+@pytest.mark.parametrize("example", ["plain-deployment.yaml", "production-stack.yaml"])
+def test_the_adoption_examples_render_shadows_no_service_of_theirs_selects(example: str) -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from specdecode.api import SpecDecodeRollout
+
+    path = Path(__file__).parents[3] / "examples" / "adoption" / example
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    kinds = {d["kind"]: d for d in documents}
+    rollout = SpecDecodeRollout.model_validate(kinds["SpecDecodeRollout"])
+    services = [d for d in documents if d["kind"] == "Service"]
+    source = observe_source("r", rollout.spec, kinds["Deployment"], services)
+    assert source.problem is None, source.problem
+    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    template = kinds["Deployment"]["spec"]["template"]
+    children = render_adopted_shadows(
+        Owner("r", "default", "u"), rollout.spec, desired, source, template
+    )
+    for shadow in (c for c in children if c["kind"] == "Deployment"):
+        pod = shadow["spec"]["template"]
+        assert not any(selects(s["spec"]["selector"], pod["metadata"]["labels"]) for s in services)
+        assert "hostname" not in pod["spec"] and "subdomain" not in pod["spec"]
+    if example == "production-stack.yaml":  # router labels (environment, release) dropped too
+        assert {"environment", "release"} <= set(source.dropped_labels)
+        from specdecode.domain.adoption import owner_patch
+
+        patch = json.loads(owner_patch(source, EAGLE3))
+        args = patch["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args == ["--speculative-config", EAGLE3.to_cli_json()]
