@@ -7,8 +7,8 @@ whole and only these change: the vLLM container's speculative setting (removed; 
 config appended), the labels (every routing label dropped, `workload_source.dropped_labels`,
 the operator's own added), the scrape annotations, and the Deployment around it (name,
 owner, one replica, the operator's selector) and the pods' `hostname`/`subdomain` (the
-source's DNS identity, as the production-stack chart sets it) go. The argv is checked as for every engine
-(`engine_argv_guard`), so a baseline that speculates is never emitted.
+source's DNS identity, as the production-stack chart sets it) go. The argv is checked as
+for every engine (`engine_argv_guard`), so a baseline that speculates is never emitted.
 """
 
 from __future__ import annotations
