@@ -15,11 +15,13 @@ report could not be read, 2 usage.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+import yaml
 from kubernetes.client import ApiException
 
 from specdecode import kubectl_tuning
@@ -67,7 +69,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for name, text in (("get", "the gate table of one rollout"), ("status", "same as get")):
         commands.add_parser(name, help=text, parents=[flags]).add_argument("name")
     owner = "the change that promotes the passed config of a workloadRef rollout (GitOps)"
-    commands.add_parser("patch", help=owner, parents=[flags]).add_argument("name")
+    patch = commands.add_parser("patch", help=owner, parents=[flags])
+    patch.add_argument("name")
+    patch.add_argument(
+        "--format",
+        choices=("strategic", "kustomize"),
+        default="strategic",
+        help="strategic: the JSON for `kubectl patch --type strategic -p`; kustomize: a patch "
+        "file for a kustomization's `patches:` (it names the Deployment)",
+    )
     listing = commands.add_parser("list", help="every rollout in the namespace", parents=[flags])
     listing.add_argument("-A", "--all-namespaces", action="store_true")
     for action in ACTIONS:
@@ -121,7 +131,7 @@ def _get(target: Target, args: argparse.Namespace, now: datetime) -> str:
     return render(rollout, args.output, lambda: status_text(rollout, now))
 
 
-def owner_patch_text(rollout: Mapping[str, Any]) -> str:
+def owner_patch_text(rollout: Mapping[str, Any], form: str = "strategic") -> str:
     """The strategic-merge patch (JSON) the source's owner applies or commits to Git, alone
     on stdout so it pipes: `kubectl patch deployment SRC --type strategic -p "$(kubectl
     specdecode patch NAME)"`. PluginError while no config passed, or without workloadRef."""
@@ -131,6 +141,16 @@ def owner_patch_text(rollout: Mapping[str, Any]) -> str:
     if not patch:
         why = "no workloadRef" if not workload else "no config has passed yet"
         raise PluginError(f"{RESOURCE}/{meta.get('name')}: no patch to apply ({why})")
+    if form == "kustomize":
+        head = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": str(workload.get("source", "")).split("/", 1)[-1],
+                "namespace": meta.get("namespace"),
+            },
+        }
+        return yaml.safe_dump({**head, **json.loads(patch)}, sort_keys=False).rstrip()
     return str(patch)
 
 
@@ -139,7 +159,7 @@ def _patch(target: Target, args: argparse.Namespace, now: datetime) -> str:
     rollout = as_object(
         target.api.get_namespaced_custom_object(GROUP, VERSION, target.namespace, PLURAL, args.name)
     )
-    return render(rollout, args.output, lambda: owner_patch_text(rollout))
+    return render(rollout, args.output, lambda: owner_patch_text(rollout, args.format))
 
 
 def _act(target: Target, args: argparse.Namespace, now: datetime) -> str:

@@ -172,3 +172,25 @@ def test_missing_rollout_vs_missing_crd() -> None:
 def test_forbidden_keeps_the_servers_message() -> None:
     forbidden = api_error(403, {"kind": "Status", "message": 'user "u" cannot patch'})
     assert str(explain(forbidden, "serving", "llama")) == '403 Forbidden: user "u" cannot patch'
+
+
+def test_patch_prints_the_owners_patch_alone_or_as_a_kustomize_patch_file() -> None:
+    from specdecode.kubectl_common import PluginError
+    from specdecode.kubectl_plugin import owner_patch_text
+
+    change = {"spec": {"template": {"spec": {"containers": [{"name": "vllm", "args": ["m"]}]}}}}
+    rollout = {
+        "metadata": {"name": "chat-eagle3", "namespace": "team-a"},
+        "status": {"workload": {"source": "Deployment/chat", "ownerPatch": json.dumps(change)}},
+    }
+    assert json.loads(owner_patch_text(rollout)) == change
+    kustomize = yaml.safe_load(owner_patch_text(rollout, "kustomize"))
+    assert kustomize["kind"] == "Deployment"
+    assert kustomize["metadata"] == {"name": "chat", "namespace": "team-a"}
+    assert kustomize["spec"] == change["spec"]
+    assert parse_args(["patch", "chat-eagle3", "--format", "kustomize"]).format == "kustomize"
+    waiting = {"metadata": {"name": "x"}, "status": {"workload": {"source": "Deployment/chat"}}}
+    with pytest.raises(PluginError, match="no config has passed yet"):
+        owner_patch_text(waiting)
+    with pytest.raises(PluginError, match="no workloadRef"):
+        owner_patch_text({"metadata": {"name": "x"}, "status": {}})
