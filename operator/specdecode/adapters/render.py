@@ -129,10 +129,17 @@ def common_labels(rollout_name: str, role: ChildRole) -> dict[str, str]:
     }
 
 
-def shadow_labels(rollout_name: str, role: ChildRole) -> dict[str, str]:
+NAME_LABEL = "app.kubernetes.io/name"
+
+
+def shadow_labels(rollout_name: str, role: ChildRole, adopted: bool = False) -> dict[str, str]:
     """The labels of a shadow pod, but its config fingerprint: what a Service could
-    select it by."""
-    return {**common_labels(rollout_name, role), SERVING_LABEL: "false"}
+    select it by. A copy of a Deployment another tool owns (`adopted`) goes without
+    `app.kubernetes.io/name: vllm`, a selector a router or an InferencePool may well use."""
+    labels = {**common_labels(rollout_name, role), SERVING_LABEL: "false"}
+    if adopted:
+        del labels[NAME_LABEL]
+    return labels
 
 
 def deployment_context(

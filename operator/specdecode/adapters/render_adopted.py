@@ -4,8 +4,10 @@ Why copies rather than the operator's own template: the baseline must be what pr
 runs, including what the rollout's spec cannot express (init containers, sidecars,
 volumes, probes, security settings the owner chose). So the source's pod template is kept
 whole and only these change: the vLLM container's speculative setting (removed; the role's
-config appended), the labels (every routing label dropped, `workload_source.dropped_labels`,
-the operator's own added), the scrape annotations, and the Deployment around it (name,
+config appended), the labels (every source label dropped but `keepLabels`,
+`workload_source`, the operator's own added), the annotations (none of the source's: a
+service mesh such as Dapr or Consul registers pods for traffic by annotation; the scrape
+annotations added), and the Deployment around it (name,
 owner, one replica, the operator's selector) and the pods' `hostname`/`subdomain` (the
 source's DNS identity, as the production-stack chart sets it) go. The argv is checked as
 for every engine (`engine_argv_guard`), so a baseline that speculates is never emitted.
@@ -23,10 +25,10 @@ from specdecode.adapters.render import (
     DEPLOYMENT_PROGRESS_SLACK_SECONDS,
     ROLE_LABEL,
     ROLLOUT_LABEL,
+    SERVING_LABEL,
     SPECULATIVE_CONFIG_ANNOTATION,
     Owner,
     child_name,
-    common_labels,
     render_template,
     service_context,
     shadow_labels,
@@ -76,15 +78,15 @@ def shadow_deployment(
     kept = {
         k: v for k, v in (metadata.get("labels") or {}).items() if k not in source.dropped_labels
     }
-    ours = common_labels(owner.name, role)
+    ours = shadow_labels(owner.name, role, adopted=True)
+    ours.pop(SERVING_LABEL)
     metadata["labels"] = {
         **kept,
-        **shadow_labels(owner.name, role),
+        **shadow_labels(owner.name, role, adopted=True),
         CONFIG_LABEL: fingerprint_of(config),
     }
     port = str(spec.engine.port)
-    metadata["annotations"] = {
-        **(metadata.get("annotations") or {}),
+    metadata["annotations"] = {  # none of the source's: meshes register pods by annotation
         "prometheus.io/scrape": "true",
         "prometheus.io/port": port,
         "prometheus.io/path": "/metrics",

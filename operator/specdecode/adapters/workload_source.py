@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from specdecode.adapters.render import ROLLOUT_LABEL, shadow_labels
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.engine_args import last_value, reserved_hits
+from specdecode.api.engine_args import last_value, reserved_hits, settings
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.observations import ChildRole, ChildState
 from specdecode.domain.source import SourceObservation
@@ -120,8 +120,11 @@ def selecting_service(
 
 
 def template_hash(template: Mapping[str, Any]) -> str:
-    """A short hash of the pod template: what the baseline must be a copy of."""
-    text = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    """A short hash of the pod template as the shadows copy it: without its annotations,
+    which they do not carry (so `kubectl rollout restart`, which only stamps one, does not
+    restart an analysis)."""
+    metadata = {k: v for k, v in (template.get("metadata") or {}).items() if k != "annotations"}
+    text = json.dumps({**template, "metadata": metadata}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -137,10 +140,10 @@ def source_state(
     old_left = (status.get("replicas") or 0) > (status.get("updatedReplicas") or 0)
     current = observed and not old_left
     replicas = (deployment.get("spec") or {}).get("replicas")
-    return ChildState(
+    return ChildState(  # scaled to 0 it runs nothing: not ready, never Verified
         exists=True,
         config_fingerprint=fingerprint_of(speculative),
-        desired_replicas=1 if replicas is None else int(replicas),
+        desired_replicas=max(1, 1 if replicas is None else int(replicas)),
         ready_replicas=(status.get("readyReplicas") or 0) if current else 0,
         updated_replicas=(status.get("updatedReplicas") or 0) if current else 0,
     )
@@ -162,7 +165,7 @@ def observe_source(
     container = _container(template, ref.container)
     if isinstance(container, str):
         return SourceObservation(name, problem=f"{name}: {container}")
-    problem, speculative = _check(spec, container)
+    problem, speculative = _check(spec, container, template.get("spec") or {})
     if problem is not None or isinstance(speculative, str):
         return SourceObservation(name, problem=f"{name}: {problem or speculative}")
     services = list(services)
@@ -175,7 +178,8 @@ def observe_source(
         return SourceObservation(name, problem=problem)
     kept = {k: v for k, v in pod_labels.items() if k in ref.keep_labels}
     for role in SHADOW_ROLES:
-        service = selecting_service({**kept, **shadow_labels(rollout, role)}, services, rollout)
+        labels = {**kept, **shadow_labels(rollout, role, adopted=True)}
+        service = selecting_service(labels, services, rollout)
         if service is not None:
             return SourceObservation(
                 name, problem=f"Service {service} would select the {role.value} shadow's pods"
@@ -192,21 +196,31 @@ def observe_source(
 
 
 def _check(
-    spec: SpecDecodeRolloutSpec, container: Mapping[str, Any]
+    spec: SpecDecodeRolloutSpec, container: Mapping[str, Any], pod: Mapping[str, Any]
 ) -> tuple[str | None, SpeculativeConfig | str | None]:
     """A mismatch between the rollout and the source's vLLM container, and its config."""
     argv = _argv(container)
     refused = [h.arg for h in reserved_hits(argv) if h.reserved.dest in UNJUDGEABLE]
     if refused:
         return f"its vLLM argv sets {refused}: the engines could not be judged", None
+    command = [str(a) for a in container.get("command") or []]
+    if any(h.reserved.dest == "speculative_config" for h in reserved_hits(command)):
+        return "its vLLM command sets the speculative config: only args are swapped", None
+    env = {str(e.get("name")) for e in container.get("env") or []}
+    if any(True for _ in settings(argv, "--api-key")) or "VLLM_API_KEY" in env:
+        return "it requires an API key (--api-key, VLLM_API_KEY): load pods send none", None
+    host_ports = [p for c in pod.get("containers") or [] for p in c.get("ports") or []]
+    if pod.get("hostNetwork") or any(p.get("hostPort") for p in host_ports):
+        return "its pods use the host's network or ports, which a copy would share", None
     wanted = {
         "model.name": (spec.model.name, model_tag(argv)),
+        "model.servedModelName": (
+            spec.model.served_name,
+            last_value(argv, "--served-model-name") or model_tag(argv),
+        ),
         "engine.image": (spec.engine.image, container.get("image")),
         "engine.port": (str(spec.engine.port), last_value(argv, "--port") or str(DEFAULT_PORT)),
     }
-    served = last_value(argv, "--served-model-name")
-    if served is not None:
-        wanted["model.servedModelName"] = (spec.model.served_name, served)
     for field, (ours, theirs) in wanted.items():
         if ours != theirs:
             return f"spec.{field} is {ours!r} but the source runs {theirs!r}", None

@@ -100,8 +100,10 @@ class StructuralSchemaConverter:
         if "exclusiveMaximum" in node:
             out["maximum"] = node["exclusiveMaximum"]
             out["exclusiveMaximum"] = True
-        if "enum" in node and node.get("type") == "string":
-            out["maxLength"] = max(len(value) for value in node["enum"])
+        if "const" in node and node.get("type") == "string":  # a one-value Literal
+            out["enum"] = [node["const"]]
+        if "enum" in out and node.get("type") == "string":
+            out["maxLength"] = max(len(value) for value in out["enum"])
         if node.get("type") == "object":
             self._object(node, out)
         if node.get("type") == "array":

@@ -33,10 +33,15 @@ from specdecode.domain.transitions import ANALYSIS_PHASES, Step, describe, enter
 AWAITING_OWNER = "AwaitingOwner"
 VERIFIED = "Verified"
 # Phases in which the source's config is the stable one (no promotion of ours is pending
-# or in force).
+# or in force). Under Patch not after an analysis ended: the source may still hold our own
+# apply there, which the reconciler returns to the stable config (`promotion_patch`).
 _FOLLOWS_SOURCE = frozenset(
     {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.ROLLED_BACK, Phase.FAILED}
 )
+_FOLLOWS_SOURCE_UNDER_PATCH = frozenset(
+    {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED}
+)
+_JUDGING = frozenset({Phase.ANALYZING, Phase.PAUSED})
 
 
 def judged_source(
@@ -64,7 +69,8 @@ def follow_source(
         verified_at=before.verified_at if before else None,
     )
     update: dict[str, object] = {"workload": workload}
-    follows = status.phase in _FOLLOWS_SOURCE
+    patch = spec.strategy is PromotionStrategy.PATCH
+    follows = status.phase in (_FOLLOWS_SOURCE_UNDER_PATCH if patch else _FOLLOWS_SOURCE)
     stable_changed = follows and fingerprint_of(source.speculative) != fingerprint_of(
         status.stable_speculative
     )
@@ -86,6 +92,23 @@ def follow_source(
     return Step(status)
 
 
+def unjudgeable_source(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    source: SourceObservation | None,
+    now: datetime,
+) -> Step | None:
+    """A source that can no longer be judged (its image bumped past the rollout's, a
+    Service now selecting a shadow...) during an analysis: the analysis restarts, its
+    shadows go (the reconciler renders none), and it waits for the source in Deploying."""
+    if spec.workload_ref is None or source is None or source.problem is None:
+        return None
+    if status.phase not in _JUDGING:
+        return None
+    message = f"{source.problem}; the analysis restarts once the source can be judged"
+    return pursue_desired(spec, status, now, "SourceUnjudgeable", message)
+
+
 def awaiting_owner(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
@@ -95,8 +118,11 @@ def awaiting_owner(
     """Rule 3, in Promoting under GitOps or Patch: say once what must be applied, then wait."""
     if status.reason == AWAITING_OWNER:
         return Step(status)
-    name = source.name if source else "the source"
     passed = f"{describe(status.candidate_speculative)} passed"
+    if source is None:
+        message = f"{passed}; the source cannot be judged now (see Degraded): its patch follows"
+        return enter(status, Phase.PROMOTING, now, AWAITING_OWNER, message)
+    name = source.name
     if spec.strategy is PromotionStrategy.PATCH:
         message = (
             f"{passed}; applying status.workload.ownerPatch to {name} (server-side, its own "

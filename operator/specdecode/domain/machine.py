@@ -25,13 +25,19 @@ where the last one stopped. Semantics follow Argo Rollouts:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.actions import apply_action
-from specdecode.domain.adoption import follow_source, judged_source, with_owner_view
+from specdecode.domain.adoption import (
+    follow_source,
+    judged_source,
+    unjudgeable_source,
+    with_owner_view,
+)
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision
 from specdecode.domain.display import with_display
@@ -55,7 +61,14 @@ def decide(
 ) -> Decision:
     """The next status and the effects that make the world match it (see module docstring)."""
     source = judged_source(spec, observations.source)
-    step = Step(status) if source is None else follow_source(spec, status, source, now)
+    if spec.workload_ref is not None and source is None:  # shadows of it are no copies
+        kept = {ChildRole.PRODUCTION: observations.child(ChildRole.PRODUCTION)}
+        observations = replace(observations, children=kept)
+    lost = unjudgeable_source(spec, status, observations.source, now)
+    if lost is not None:
+        step = lost
+    else:
+        step = Step(status) if source is None else follow_source(spec, status, source, now)
     step = step.then(_react_to_spec(spec, step.status, now))
     step = step.then(apply_action(spec, step.status, observations.action, now))
     visited = {step.status.phase}

@@ -214,7 +214,8 @@ async def apply_children_of(
         manager = runtime.settings.field_manager
         foreign = await apply_children(runtime.kube, stale, manager, observed) if stale else []
         record_foreign(runtime, ref.key, foreign)
-    if not decision.children.shadows:
+    unjudged = source is not None and not source.judged  # no copy of what cannot be judged
+    if not decision.children.shadows or unjudged:
         doomed = shadows_to_delete(ref.name, deployments, services, ref.uid)
         if doomed:
             await asyncio.to_thread(delete_children, runtime.kube, ref.namespace, doomed)

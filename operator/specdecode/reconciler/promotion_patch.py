@@ -6,9 +6,11 @@ candidate's; `domain.adoption.owner_patch` is the same change) under the operato
 promotion field manager, never forced. A conflict (another manager owns the args, as
 `kubectl apply` or Argo CD does when the owner wrote them) is remembered with the source's
 generation and shown as Degraded `PatchConflict` naming that manager; the rollout then
-waits for the owner (AwaitingOwner) and is not re-sent until the source changes. A
-promotion that failed its deadline withdraws the apply: server-side apply of nothing under
-that manager removes exactly the fields it set.
+waits for the owner (AwaitingOwner) and is not re-sent until the source changes. An
+analysis that ends without a promotion (the deadline, an abort, a spec change) while the
+source still holds our apply returns it to the stable config: the args re-applied with it,
+or, when nothing of the owner's was in args, the apply withdrawn (server-side apply of
+nothing under that manager removes exactly the fields it set).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from specdecode.adapters.kube.workload import apply_promotion, withdraw_promotio
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.engine_args import without_speculative
-from specdecode.api.speculative import fingerprint_of
+from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded
@@ -27,7 +29,8 @@ from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.workload import Source
 
 CONFLICT = "PatchConflict"
-PROMOTION_FAILED = "PromotionFailed"
+# Phases after an analysis that did not promote: the source must run the stable config.
+ENDED = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 
 
 def promotion_manager(runtime: Runtime) -> str:
@@ -43,30 +46,46 @@ async def patch_source(
     status: SpecDecodeRolloutStatus,
     source: Source | None,
 ) -> None:
-    """Apply (Promoting) or withdraw (the promotion failed) the promoted args."""
+    """Apply the candidate (Promoting); after an analysis that did not promote (rolled back,
+    aborted, failed), return a source still holding our apply to the stable config."""
     if spec.strategy is not PromotionStrategy.PATCH or source is None or not source.judged:
         return
     ref = spec.workload_ref
     assert ref is not None
     observed = source.observation
-    in_template = fingerprint_of(observed.speculative) == status.candidate_fingerprint
+    runs = fingerprint_of(observed.speculative)
     manager = promotion_manager(runtime)
     namespace = key.split("/", 1)[0]
-    if status.phase is Phase.PROMOTING and not in_template:
+    if status.phase is Phase.PROMOTING and runs != status.candidate_fingerprint:
         refused = runtime.patch_conflicts.get(key)
         if refused is not None and refused[0] == source.generation:
             return  # refused at this generation: the owner's turn until the source changes
-        args = without_speculative(observed.args)
-        if status.candidate_speculative is not None:
-            args += ["--speculative-config", status.candidate_speculative.to_cli_json()]
+        args = _args_running(observed.args, status.candidate_speculative)
         conflict = await asyncio.to_thread(
             apply_promotion, runtime.kube, namespace, ref.name, observed.container, args, manager
         )
         _remember(runtime, key, None if conflict is None else (source.generation, conflict))
-    elif status.phase is Phase.ROLLED_BACK and status.reason == PROMOTION_FAILED:
-        if source.promotion_owned:
+    elif status.phase in ENDED and source.promotion_owned and runs != status.stable_fingerprint:
+        args = _args_running(observed.args, status.stable_speculative)
+        if args:  # our args, now with the stable config
+            await asyncio.to_thread(
+                apply_promotion,
+                runtime.kube,
+                namespace,
+                ref.name,
+                observed.container,
+                args,
+                manager,
+            )
+        else:  # nothing of the owner's was in args: withdrawing leaves the source as it was
             await asyncio.to_thread(withdraw_promotion, runtime.kube, namespace, ref.name, manager)
         _remember(runtime, key, None)
+
+
+def _args_running(args: tuple[str, ...], config: SpeculativeConfig | None) -> list[str]:
+    """The container's args with every speculative setting replaced by `config`'s."""
+    out = without_speculative(args)
+    return out if config is None else [*out, "--speculative-config", config.to_cli_json()]
 
 
 def _remember(runtime: Runtime, key: str, conflict: tuple[int, str] | None) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specdecode.adapters.kube.workload import owns_fields, read_source
+from specdecode.adapters.kube.workload import owns_args, read_source
 from specdecode.adapters.workload_source import observe_source
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
@@ -55,7 +55,7 @@ async def read_workload(
         observe_source(rollout, spec, deployment, services),
         template,
         generation=int(((deployment or {}).get("metadata") or {}).get("generation") or 0),
-        promotion_owned=owns_fields(deployment, manager),
+        promotion_owned=owns_args(deployment, manager),
     )
 
 

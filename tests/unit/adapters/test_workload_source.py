@@ -179,9 +179,11 @@ def test_a_kept_label_something_routes_by_is_refused(keep: str, who: str) -> Non
 
 
 def test_a_service_that_would_select_a_shadow_stops_the_rendering() -> None:
-    greedy = service("all-vllm", {"app.kubernetes.io/name": "vllm"})
+    vllm = service("all-vllm", {"app.kubernetes.io/name": "vllm"})  # not on adopted shadows
+    assert observe_source("chat-eagle", spec(), deployment(), [*SERVICES, vllm]).problem is None
+    greedy = service("all-ours", {"app.kubernetes.io/managed-by": "specdecode-operator"})
     source = observe_source("chat-eagle", spec(), deployment(), [*SERVICES, greedy])
-    assert source.problem == "Service all-vllm would select the baseline shadow's pods"
+    assert source.problem == "Service all-ours would select the baseline shadow's pods"
     ours = service("chat-eagle-baseline", {"specdecode.io/rollout": "chat-eagle"})
     assert observe_source("chat-eagle", spec(), deployment(), [*SERVICES, ours]).problem is None
 
@@ -237,3 +239,72 @@ def test_the_adoption_examples_render_shadows_no_service_of_theirs_selects(examp
         patch = json.loads(owner_patch(source, EAGLE3))
         args = patch["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args == ["--speculative-config", EAGLE3.to_cli_json()]
+
+
+def _with(change: Any) -> Any:
+    source_deployment = deployment()
+    change(source_deployment["spec"]["template"]["spec"])
+    return source_deployment
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            lambda pod: pod["containers"][0].update(
+                command=["vllm", "serve", "--speculative-config", NGRAM.to_cli_json()]
+            ),
+            "its vLLM command sets the speculative config",
+        ),
+        (lambda pod: pod["containers"][0]["args"].extend(["--api-key", "k"]), "API key"),
+        (
+            lambda pod: pod["containers"][0].update(env=[{"name": "VLLM_API_KEY", "value": "k"}]),
+            "API key",
+        ),
+        (lambda pod: pod.update(hostNetwork=True), "host's network"),
+        (
+            lambda pod: pod["containers"][0].update(
+                ports=[{"containerPort": 8000, "hostPort": 80}]
+            ),
+            "host's network or ports",
+        ),
+    ],
+)
+def test_sources_a_copy_could_not_judge_or_that_would_share_traffic(
+    change: Any, problem: str
+) -> None:
+    source = observe_source("r", spec(), _with(change), SERVICES)
+    assert source.problem is not None and problem in source.problem, source.problem
+
+
+def test_the_served_name_the_load_pods_request_must_be_served() -> None:
+    named = SpecDecodeRolloutSpec.model_validate(
+        {**spec().to_wire(), "model": {"name": MODEL, "servedModelName": "llama-8b"}}
+    )
+    source = observe_source("r", named, deployment(), SERVICES)  # serves under MODEL
+    assert source.problem == (
+        f"Deployment/chat: spec.model.servedModelName is 'llama-8b' but the source runs '{MODEL}'"
+    )
+
+
+def test_a_source_scaled_to_zero_is_never_ready() -> None:
+    idle = deployment()
+    idle["spec"]["replicas"] = 0
+    idle["status"] = {"observedGeneration": 3, "replicas": 0}
+    assert not observe_source("r", spec(), idle, SERVICES).state.ready
+
+
+def test_shadows_carry_none_of_the_source_annotations_and_a_restart_stamp_changes_nothing() -> None:
+    stamped = deployment()
+    meta = stamped["spec"]["template"]["metadata"]
+    meta["annotations"] = {"dapr.io/app-id": "chat", "kubectl.kubernetes.io/restartedAt": "now"}
+    plain = observe_source("r", spec(), deployment(), SERVICES)
+    source = observe_source("r", spec(), stamped, SERVICES)
+    assert source.template_hash == plain.template_hash
+    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    shadows = render_adopted_shadows(
+        Owner("r", "ns", "u"), spec(), desired, source, stamped["spec"]["template"]
+    )
+    annotations = shadows[0]["spec"]["template"]["metadata"]["annotations"]
+    assert not any(key.startswith(("dapr.io", "kubectl.kubernetes.io")) for key in annotations)
+    assert "app.kubernetes.io/name" not in shadows[0]["spec"]["template"]["metadata"]["labels"]

@@ -174,3 +174,30 @@ def test_under_patch_the_deadline_runs_only_once_the_patch_is_in_the_template() 
     late = step(spec, status, rolling, 700)  # patched, its pods never Ready: the deadline
     assert late.status.phase is Phase.ROLLED_BACK
     assert late.status.reason == "PromotionFailed"
+
+
+def test_a_source_that_cannot_be_judged_mid_analysis_restarts_it_without_its_copies() -> None:
+    spec = adopted_spec()
+    status = analysing(spec, source())
+    broken = SourceObservation("Deployment/chat", problem="spec.engine.image differs")
+    lost = step(spec, status, broken, 5, baseline=ready(None), candidate=ready(EAGLE3))
+    assert lost.status.phase is Phase.DEPLOYING
+    assert [e.reason for e in lost.events] == ["SourceUnjudgeable"]
+    again = step(spec, lost.status, broken, 6, baseline=ready(None), candidate=ready(EAGLE3))
+    assert again.status.phase is Phase.DEPLOYING, "stale shadows must not start a stage"
+    back = step(spec, again.status, source(), 7, baseline=ready(None), candidate=ready(EAGLE3))
+    assert back.status.phase is Phase.ANALYZING
+
+
+def test_under_patch_an_abort_keeps_the_stable_config_the_source_must_return_to() -> None:
+    spec = adopted_spec(promotion=PromotionSpec(strategy=PromotionStrategy.PATCH))
+    status = promoting(spec)
+    patched = source(EAGLE3, template="t2")  # our apply landed, pods rolling
+    rolling = replace(patched, state=ChildState(exists=True, desired_replicas=1))
+    aborted = step(spec, status, rolling, 20, action="abort")
+    assert aborted.status.phase is Phase.ROLLED_BACK
+    later = step(spec, aborted.status, rolling, 30)
+    assert later.status.stable_speculative is None  # not taken from our own apply
+    gitops = adopted_spec()
+    followed = step(gitops, aborted.status, rolling, 30)
+    assert followed.status.stable_speculative == EAGLE3  # GitOps: whatever the owner runs

@@ -86,7 +86,13 @@ def conflict_text(error: ApiException) -> str:
     return "; ".join(causes) or str(error.reason)
 
 
-def owns_fields(deployment: dict[str, Any] | None, manager: str) -> bool:
-    """Whether `manager` applied fields of the object (its managedFields say so)."""
+def owns_args(deployment: dict[str, Any] | None, manager: str) -> bool:
+    """Whether `manager` applied a container's args of the object (its managedFields say
+    so): once the owner writes them, they are the owner's, and nothing is returned."""
     entries = ((deployment or {}).get("metadata") or {}).get("managedFields") or []
-    return any(e.get("manager") == manager and e.get("operation") == "Apply" for e in entries)
+    return any(
+        e.get("manager") == manager
+        and e.get("operation") == "Apply"
+        and '"f:args"' in json.dumps(e.get("fieldsV1") or {})
+        for e in entries
+    )

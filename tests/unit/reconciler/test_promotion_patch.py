@@ -1,0 +1,117 @@
+"""The Patch strategy's writes: the candidate applied while Promoting, never re-sent at a
+refused generation, and a source still holding our apply after an analysis that did not
+promote returned to the stable config (re-applied, or withdrawn when none of its args
+were the owner's)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api.speculative import SpeculativeConfig
+from specdecode.domain.observations import ChildState
+from specdecode.domain.source import SourceObservation
+from specdecode.reconciler import promotion_patch
+from specdecode.reconciler.workload import Source
+
+pytestmark = pytest.mark.unit
+
+EAGLE3 = SpeculativeConfig(
+    method="eagle3", model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", num_speculative_tokens=3
+)
+SPEC = SpecDecodeRolloutSpec.model_validate(
+    {
+        "model": {"name": "m"},
+        "engine": {"image": "vllm/vllm-openai:v0.33.0"},
+        "speculative": EAGLE3.to_wire(),
+        "analysis": {"manual": True},
+        "workloadRef": {"name": "chat"},
+        "promotion": {"strategy": "Patch"},
+    }
+)
+
+
+class Calls:
+    def __init__(self, conflict: str | None = None) -> None:
+        self.applied: list[list[str]] = []
+        self.withdrawn = 0
+        self.conflict = conflict
+
+    def apply(
+        self, kube: Any, ns: str, name: str, container: str, args: list[str], m: str
+    ) -> str | None:
+        assert (ns, name, container, m) == ("ns", "chat", "vllm", "specdecode-operator-promotion")
+        self.applied.append(args)
+        return self.conflict
+
+    def withdraw(self, kube: Any, ns: str, name: str, m: str) -> None:
+        self.withdrawn += 1
+
+
+def run(
+    monkeypatch: pytest.MonkeyPatch,
+    status: SpecDecodeRolloutStatus,
+    runs: SpeculativeConfig | None,
+    args: tuple[str, ...],
+    owned: bool,
+    calls: Calls,
+    runtime: Any = None,
+    generation: int = 1,
+) -> Any:
+    monkeypatch.setattr(promotion_patch, "apply_promotion", calls.apply)
+    monkeypatch.setattr(promotion_patch, "withdraw_promotion", calls.withdraw)
+    runtime = runtime or SimpleNamespace(
+        kube=None,
+        settings=SimpleNamespace(field_manager="specdecode-operator"),
+        patch_conflicts={},
+        wakeups=SimpleNamespace(wake=lambda key: None),
+    )
+    observed = SourceObservation(
+        "Deployment/chat", state=ChildState(exists=True), speculative=runs, args=args
+    )
+    source = Source(observed, {}, generation=generation, promotion_owned=owned)
+    asyncio.run(promotion_patch.patch_source(runtime, "ns/r", SPEC, status, source))
+    return runtime
+
+
+def status(phase: Phase, stable: SpeculativeConfig | None = None) -> SpecDecodeRolloutStatus:
+    return SpecDecodeRolloutStatus(
+        phase=phase,
+        candidate_speculative=EAGLE3,
+        candidate_fingerprint=EAGLE3.fingerprint(),
+        stable_speculative=stable,
+        stable_fingerprint="none" if stable is None else stable.fingerprint(),
+    )
+
+
+def test_promoting_applies_the_candidate_and_a_refusal_is_not_resent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = Calls(conflict='conflict with "kubectl-client-side-apply"')
+    runtime = run(monkeypatch, status(Phase.PROMOTING), None, ("m", "--port", "8000"), False, calls)
+    assert calls.applied == [["m", "--port", "8000", "--speculative-config", EAGLE3.to_cli_json()]]
+    assert runtime.patch_conflicts["ns/r"][1].startswith("conflict with")
+    run(monkeypatch, status(Phase.PROMOTING), None, ("m",), False, calls, runtime)
+    assert len(calls.applied) == 1, "re-sent at the generation it was refused at"
+    run(monkeypatch, status(Phase.PROMOTING), None, ("m",), False, calls, runtime, generation=2)
+    assert len(calls.applied) == 2, "the source changed: worth another try"
+
+
+def test_an_ended_analysis_returns_our_apply_to_the_stable_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ours = ("--speculative-config", EAGLE3.to_cli_json())
+    withdrawn = Calls()
+    run(monkeypatch, status(Phase.ROLLED_BACK), EAGLE3, ours, True, withdrawn)
+    assert (withdrawn.applied, withdrawn.withdrawn) == ([], 1)  # nothing of the owner's in args
+    ngram = SpeculativeConfig(method="ngram", num_speculative_tokens=4, prompt_lookup_max=4)
+    reapplied = Calls()
+    run(monkeypatch, status(Phase.ROLLED_BACK, stable=ngram), EAGLE3, ("m", *ours), True, reapplied)
+    assert reapplied.applied == [["m", "--speculative-config", ngram.to_cli_json()]]
+    untouched = Calls()
+    run(monkeypatch, status(Phase.ROLLED_BACK), EAGLE3, ours, False, untouched)  # not ours
+    assert (untouched.applied, untouched.withdrawn) == ([], 0)
