@@ -15,18 +15,17 @@ report could not be read, 2 usage.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-import yaml
 from kubernetes.client import ApiException
 
 from specdecode import kubectl_tuning
 from specdecode.api import ACTION_ANNOTATION, ACTIONS, GROUP, PLURAL, VERSION
 from specdecode.api.tuning import PLURAL as TUNING_PLURAL
+from specdecode.domain.adoption import owner_patch_files
 from specdecode.kubectl_common import (
     OUTPUTS,
     PluginError,
@@ -142,15 +141,10 @@ def owner_patch_text(rollout: Mapping[str, Any], form: str = "strategic") -> str
         why = "no workloadRef" if not workload else "no config has passed yet"
         raise PluginError(f"{RESOURCE}/{meta.get('name')}: no patch to apply ({why})")
     if form == "kustomize":
-        head = {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {
-                "name": str(workload.get("source", "")).split("/", 1)[-1],
-                "namespace": meta.get("namespace"),
-            },
-        }
-        return yaml.safe_dump({**head, **json.loads(patch)}, sort_keys=False).rstrip()
+        files = owner_patch_files(
+            str(workload.get("source", "")), str(meta.get("namespace")), patch
+        )
+        return files["kustomize-patch.yaml"].rstrip()
     return str(patch)
 
 

@@ -15,11 +15,8 @@ leaves the source as its owner left it.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +25,7 @@ from kubernetes import client, watch
 
 from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
-from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
+from localcluster.rollouts import Rollout, engine_cmdline, run_plugin, speculative_arg
 from localcluster.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -180,19 +177,6 @@ class EndpointWatch:
                         self.pods.add(endpoint.target_ref.name)
 
 
-def run_plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    env = cluster.env()
-    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
-    return subprocess.run(
-        [str(cluster.bin_dir / "kubectl"), "specdecode", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def apply_source(
     cluster: LocalCluster, namespace: str, name: str = "chat", command_only: bool = False
 ) -> None:
@@ -249,6 +233,14 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
         assert printed.returncode == 0, printed.stderr
         patch = json.loads(printed.stdout)
         assert patch == json.loads(status["workload"]["ownerPatch"])
+        files = wait_for(
+            lambda: _config_map(cluster, namespace, f"{r.name}-promotion"),
+            timeout=30,
+            message="the promotion ConfigMap",
+        )
+        assert json.loads(files["strategic-merge-patch.json"]) == patch
+        kustomize = yaml.safe_load(files["kustomize-patch.yaml"])
+        assert (kustomize["kind"], kustomize["metadata"]["name"]) == ("Deployment", "chat")
 
         # The owner applies it (in Git, then synced; here with kubectl).
         cluster.kubectl(
@@ -379,6 +371,14 @@ def delete(cluster: LocalCluster, r: Rollout) -> None:
     """Delete the rollout and wait until its shadows are gone too."""
     cluster.kubectl("delete", "sdr", r.name, "-n", r.namespace, "--timeout=60s", check=True)
     wait_for(lambda: not r.deployments(), timeout=60, message="shadows garbage-collected")
+
+
+def _config_map(cluster: LocalCluster, namespace: str, name: str) -> dict[str, str] | None:
+    out = cluster.kubectl("get", "configmap", name, "-n", namespace, "-o", "json")
+    if out.returncode != 0:
+        return None
+    data: dict[str, str] = json.loads(out.stdout).get("data") or {}
+    return data
 
 
 def _pods(cluster: LocalCluster, namespace: str, selector: str) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ import json
 import math
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from localcluster import alerts, dashboards
 from localcluster.handle import LocalCluster
 from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess
-from localcluster.rollouts import Rollout
+from localcluster.rollouts import Rollout, run_plugin
 from localcluster.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -600,17 +599,3 @@ def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: 
     annotations = failed[0]["annotations"]
     assert f"{namespace}/llama-8b-strict" in annotations["summary"], annotations
     assert annotations["runbook_url"].endswith("README.md#on-call"), annotations
-
-
-def run_plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    """`kubectl specdecode ...`: kubectl finds kubectl-specdecode on PATH (the venv's bin)."""
-    env = cluster.env()
-    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
-    return subprocess.run(
-        [str(cluster.bin_dir / "kubectl"), "specdecode", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )

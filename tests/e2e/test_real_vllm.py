@@ -369,6 +369,7 @@ def engine_tokens(port: int) -> float:
 
 
 PAUSE_SECONDS = 1.5
+STREAM_INTERVAL = 16
 
 
 async def stream_all(
@@ -418,7 +419,10 @@ def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_co
     about PAUSE, and every token still counted once. How far the engine core runs ahead is
     not in the test's hands: the stalled chunk carried about 4, 17 and 172 tokens in three
     runs here (4 is no more than one step can carry at k = 3), so the size of the merge is
-    printed, not asserted."""
+    printed, not asserted. Merges of a known size come from vLLM itself: the per-request
+    `stream_interval` (0.32) sends a delta only once it holds that many new tokens, so two
+    more requests ask for 16 and every delta but each request's first and last must carry
+    at least 16 tokens, one gap each."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -474,6 +478,12 @@ def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_co
         before = engine_tokens(port)
         blocks = asyncio.run(stream_all(port, bodies, pause=(server.pid, PAUSE_SECONDS)))
         generated = engine_tokens(port) - before
+        # Merged by construction: vLLM's per-request `stream_interval` holds each delta
+        # until it carries at least that many new tokens (v1/engine/output_processor.py).
+        merging = [{**body, "stream_interval": STREAM_INTERVAL} for body in bodies[:2]]
+        before = engine_tokens(port)
+        merged_blocks = asyncio.run(stream_all(port, merging))
+        merged_generated = engine_tokens(port) - before
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
@@ -505,3 +515,21 @@ def test_the_instrument_on_a_real_stream_of_merged_chunks_matches_the_engines_co
         f"(the stalled chunk carried about {chunk_max / token_max:.0f} tokens)"
     )
     assert chunk_max >= 0.8 * PAUSE_SECONDS  # the stall is one gap, not lost or split
+    # Forced merges (stream_interval): every delta but a request's first and last carries
+    # at least STREAM_INTERVAL tokens; each is still one gap, and every token is counted.
+    m_requests = sum(block.requests_ok for block in merged_blocks)
+    m_tokens = sum(block.output_tokens for block in merged_blocks)
+    m_gaps = sum(block.chunks for block in merged_blocks)
+    m_after_first = sum(block.accepted.steps + block.accepted.accepted for block in merged_blocks)
+    m_per_chunk = sum(block.per_chunk_itl.total for block in merged_blocks)
+    m_per_token = sum(block.per_token_itl.total for block in merged_blocks)
+    print(
+        f"stream_interval {STREAM_INTERVAL}: {m_requests} requests, {m_tokens} tokens (vLLM "
+        f"counted {merged_generated:.0f}) in {m_gaps} gaps, {m_after_first / max(m_gaps, 1):.1f} "
+        "tokens per chunk"
+    )
+    assert m_requests == len(merging)
+    assert m_tokens == merged_generated
+    assert m_gaps > m_requests  # more than the last delta per request: the rule was tested
+    assert m_after_first >= STREAM_INTERVAL * (m_gaps - m_requests) + m_requests
+    assert m_per_chunk == m_gaps and m_per_token == m_after_first

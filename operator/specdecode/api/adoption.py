@@ -121,10 +121,10 @@ ADOPTION_RULES = RuleSet(
         Rule(
             implies(
                 all_of(_ADOPTED, Has(at("guard")), Has(at("guard.onDrift"))),
-                Binary("!=", at("guard.onDrift"), lit("Rollback")),
+                Binary("==", at("guard.onDrift"), lit("Alert")),
             ),
-            "workloadRef: guard.onDrift Rollback would have to change the source, which its "
-            "owner does (use Alert)",
+            "workloadRef: guard.onDrift Rollback or Reanalyze would have to change the source, "
+            "which its owner does (use Alert)",
             ".guard.onDrift",
         ),
         Rule(

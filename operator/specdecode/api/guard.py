@@ -29,6 +29,9 @@ class DriftAction(StrEnum):
 
     ALERT = "Alert"  # Drifted condition, a Warning Event, the specdecode_drifted gauge
     ROLLBACK = "Rollback"  # the same, and production returns to the previous stable config
+    # The same alert; production falls back to plain decoding while the promoted config is
+    # analysed again against it (re-promoted if it still passes, kept off if it does not).
+    REANALYZE = "Reanalyze"
 
 
 class GuardSpec(KubeModel):
@@ -53,7 +56,9 @@ class GuardSpec(KubeModel):
     on_drift: DriftAction = Field(
         default=DriftAction.ALERT,
         description="Alert: a Drifted condition, a Warning Event and a metric. Rollback: "
-        "also return production to the config that was stable before the promotion.",
+        "also return production to the config that was stable before the promotion. "
+        "Reanalyze: production falls back to plain decoding and the promoted config is "
+        "analysed again against it, with the rollout's stages (re-promoted if it passes).",
     )
 
     @model_validator(mode="after")

@@ -29,7 +29,8 @@ from specdecode.api.acceptance_by_traffic import (
     TrafficAcceptance,
 )
 from specdecode.domain.acceptance_moments import AcceptedMoments, GroupEvidence
-from specdecode.domain.clustered import ratio_of_sums, t_critical
+from specdecode.domain.clustered import t_critical
+from specdecode.domain.gates.acceptance import accepted_per_step
 from specdecode.domain.observations import AcceptanceCounts, LatencySamples, MetricError
 from specdecode.domain.traffic_groups import OTHER_GROUP, fold_groups, parse_key
 
@@ -87,14 +88,7 @@ def _bounded(
     if moments.steps <= 0:
         return None, None, None
     value = scale * moments.accepted / moments.steps
-    estimate = ratio_of_sums(
-        moments.requests,
-        moments.steps,
-        moments.accepted,
-        moments.steps_sq,
-        moments.accepted_steps,
-        moments.accepted_sq,
-    )
+    estimate = accepted_per_step(moments)
     if estimate is None:
         return _unit(value), None, None
     z = NormalDist().inv_cdf(1.0 - (1.0 - SPLIT_CONFIDENCE) / 2)

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import yaml
+
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionStrategy, WorkloadStatus
 from specdecode.api.engine_args import without_speculative
@@ -159,6 +161,19 @@ def owner_patch(source: SourceObservation, config: SpeculativeConfig | None) -> 
     container = {"name": source.container, "args": args}
     patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
     return json.dumps(patch, sort_keys=True)
+
+
+def owner_patch_files(source: str, namespace: str, patch: str) -> dict[str, str]:
+    """The passed config's change in the forms an owner commits: the strategic-merge patch
+    (`kubectl patch --type strategic -p`) and a kustomize patch file (it names the
+    Deployment), keyed as the promotion ConfigMap and `kubectl specdecode patch` give them."""
+    head = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": source.split("/", 1)[-1], "namespace": namespace},
+    }
+    kustomize = yaml.safe_dump({**head, **json.loads(patch)}, sort_keys=False)
+    return {"strategic-merge-patch.json": patch, "kustomize-patch.yaml": kustomize}
 
 
 def with_owner_view(

@@ -13,6 +13,8 @@ observed, so it is tested without a cluster and replayed after a restart.
   `onDrift: Rollback` the phase becomes RolledBack (reason Drifted) and production returns
   to `previousStableSpeculative` (none: plain decoding); the desired config is still the
   promoted one, so no new analysis starts until the spec changes or `retry`.
+- With `onDrift: Reanalyze` production falls back to plain decoding (the stable config)
+  and a clean analysis of the promoted config against it starts (`_reanalyze`).
 - A drift already recorded is not announced again; but if `onDrift` was switched to
   Rollback meanwhile, the next look that still finds the drift rolls back.
 - Rollback only where it changes something: when the config before the promotion is the
@@ -45,7 +47,7 @@ from specdecode.domain.drift import (
     check_drift,
 )
 from specdecode.domain.observations import MetricError
-from specdecode.domain.transitions import Step, describe, enter
+from specdecode.domain.transitions import Step, describe, enter, start_analysis
 
 DRIFTED = "Drifted"  # the Event's and the rollback's reason
 ACCEPTANCE_DRIFTED = "AcceptanceDrifted"  # the Drifted condition's reason
@@ -122,7 +124,10 @@ def guard(
     rollback = spec.guard.on_drift is DriftAction.ROLLBACK and fingerprint_of(
         previous
     ) != fingerprint_of(status.stable_speculative)
-    if check.verdict is not DriftVerdict.DRIFTED or (status.drift is not None and not rollback):
+    reanalyze = spec.guard.on_drift is DriftAction.REANALYZE
+    if check.verdict is not DriftVerdict.DRIFTED or (
+        status.drift is not None and not (rollback or reanalyze)
+    ):
         return Step(status)
     assert check.alpha is not None and check.lower is not None and check.upper is not None
     message = _message(check, threshold, look)
@@ -142,6 +147,8 @@ def guard(
         draft_tokens=round(check.draft_tokens),
         message=message,
     )
+    if reanalyze:
+        return _reanalyze(spec, status, drift, now)
     if not rollback:
         event = Event(DRIFTED, message, EventType.WARNING)
         return Step(status.model_copy(update={"drift": drift}), (event,))
@@ -157,3 +164,29 @@ def guard(
         stable_fingerprint=fingerprint_of(previous),
         drift=drift,
     )
+
+
+def _reanalyze(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, drift: DriftStatus, now: datetime
+) -> Step:
+    """onDrift Reanalyze: production falls back to plain decoding (the new stable config)
+    and a clean analysis of the promoted config against it starts, with the rollout's own
+    stages. Passing promotes it again; failing keeps production on plain decoding. The
+    drift stays recorded (and alerted) until the config is promoted again."""
+    config = status.stable_speculative
+    message = (
+        f"{drift.message}; production falls back to plain decoding while "
+        f"{describe(config)} is analysed again against it"
+    )
+    fallen = status.model_copy(
+        update={
+            "stable_speculative": None,
+            "stable_fingerprint": fingerprint_of(None),
+            "previous_stable_speculative": config,
+            "drift": drift.model_copy(update={"message": message}),
+        }
+    )
+    warning = Event(DRIFTED, message, EventType.WARNING)
+    restarted = start_analysis(spec, fallen, now, "Reanalysis", message)
+    kept = restarted.status.model_copy(update={"drift": fallen.drift})  # alerted meanwhile
+    return Step(kept, (warning, *restarted.events))

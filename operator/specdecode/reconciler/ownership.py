@@ -48,12 +48,22 @@ def record_foreign_token(runtime: Runtime, key: str, problem: str | None) -> Non
     _keep(runtime, runtime.foreign_token, key, problem or "")
 
 
+def record_foreign_files(runtime: Runtime, key: str, found: ForeignObject | None) -> None:
+    """Keep why the rollout's promotion ConfigMap cannot be written (None: it can)."""
+    _keep(runtime, runtime.foreign_files, key, found.message() if found else "")
+
+
 def with_foreign_children(
     runtime: Runtime, key: str, old: SpecDecodeRolloutStatus, decision: Decision
 ) -> Decision:
     """`decision`, Degraded=True while an object named like a child is not the rollout's."""
     token = runtime.foreign_token.get(key)
-    messages = (*runtime.foreign_children.get(key, ()), *((token,) if token else ()))
+    files = runtime.foreign_files.get(key)
+    messages = (
+        *runtime.foreign_children.get(key, ()),
+        *((token,) if token else ()),
+        *((files,) if files else ()),
+    )
     if not messages:
         return decision
     status = with_degraded(

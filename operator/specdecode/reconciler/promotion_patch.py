@@ -17,14 +17,21 @@ from __future__ import annotations
 
 import asyncio
 
-from specdecode.adapters.kube.workload import apply_promotion, withdraw_promotion
+from specdecode.adapters.kube.workload import (
+    apply_promotion,
+    keep_promotion_files,
+    withdraw_promotion,
+)
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.adoption import owner_patch_files
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded
+from specdecode.reconciler.apply import RolloutRef
+from specdecode.reconciler.ownership import record_foreign_files
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.workload import Source
 
@@ -111,3 +118,23 @@ def with_patch_conflict(
     )
     status = with_degraded(old, decision.status, CONFLICT, message, runtime.clock.now())
     return decision.with_status(status)
+
+
+async def keep_files(
+    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+) -> None:
+    """The passed config's change, also as the ConfigMap `<rollout>-promotion` (for tools
+    that read ConfigMaps): written once per patch and operator process, and never over an
+    object of that name the rollout does not own (Degraded ChildNotOwned, as for children)."""
+    workload = status.workload
+    if spec.strategy is PromotionStrategy.OWNED or workload is None or not workload.owner_patch:
+        return
+    if runtime.promotion_files.get(ref.key) == workload.owner_patch:
+        return
+    files = owner_patch_files(workload.source, ref.namespace, workload.owner_patch)
+    foreign = await asyncio.to_thread(
+        keep_promotion_files, runtime.kube, ref.owner, files, promotion_manager(runtime)
+    )
+    record_foreign_files(runtime, ref.key, foreign)
+    if foreign is None:
+        runtime.promotion_files[ref.key] = workload.owner_patch

@@ -68,6 +68,7 @@ from specdecode.reconciler.load import (
 from specdecode.reconciler.mirror import mirror_problem, observe_routes
 from specdecode.reconciler.ownership import with_foreign_children
 from specdecode.reconciler.promotion_patch import (
+    keep_files,
     patch_source,
     promotion_manager,
     with_patch_conflict,
@@ -175,6 +176,7 @@ async def _apply(
         await apply_children_of(runtime, ref, spec, decision, source)
     if spec is not None:
         await patch_source(runtime, ref.key, spec, decision.status, source)
+        await keep_files(runtime, ref, spec, decision.status)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
     await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods)
     await apply_mirrors_and_action(runtime, ref, spec, decision, action)

@@ -73,6 +73,10 @@ class Runtime:
     foreign_token: dict[str, str] = field(default_factory=dict)
     """Per rollout, why its load-token Secret's name is held by an object it does not own
     (`reconciler.ownership.record_foreign_token`), shown as Degraded."""
+    foreign_files: dict[str, str] = field(default_factory=dict)
+    """Per rollout, why its promotion ConfigMap's name is held by an object it does not own."""
+    promotion_files: dict[str, str] = field(default_factory=dict)
+    """Per rollout, the owner's patch its promotion ConfigMap was last written with."""
     patch_conflicts: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Per rollout (Patch strategy), the source generation at which the promotion's apply
     was refused, and the API server's words (`reconciler.promotion_patch`)."""
@@ -152,6 +156,8 @@ class Runtime:
         self.foreign_children.pop(key, None)
         self.foreign_token.pop(key, None)
         self.patch_conflicts.pop(key, None)
+        self.foreign_files.pop(key, None)
+        self.promotion_files.pop(key, None)
         self.guard_judged.pop(key, None)
         self.guard_blind.discard(key)
         self.load_tokens.pop(key, None)

@@ -8,6 +8,8 @@ deadlines whose failure message shows the rollout's status and events.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,3 +169,17 @@ def speculative_arg(argv: list[str]) -> dict[str, Any] | None:
             parsed = json.loads(part.split("=", 1)[1])
             return parsed
     return None
+
+
+def run_plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl specdecode ...`: kubectl finds kubectl-specdecode on PATH (the venv's bin)."""
+    env = cluster.env()
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
+    return subprocess.run(
+        [str(cluster.bin_dir / "kubectl"), "specdecode", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )

@@ -181,3 +181,38 @@ def test_a_drift_is_cleared_when_the_guard_is_turned_off() -> None:
     assert all(c.type != "Drifted" or c.status is not ConditionStatus.TRUE
                for c in cleared.status.conditions)  # fmt: skip
     assert _look(off, cleared.status, FIRST_LOOK + 10, None).status == cleared.status
+
+
+def test_reanalyze_falls_back_to_plain_decoding_and_judges_the_config_again() -> None:
+    spec = _spec(on_drift=DriftAction.REANALYZE)
+    status = _promoted(spec)
+    observed = ProductionAcceptance(at(FIRST_LOOK), _blocks(0.2))
+    decision = _look(spec, status, FIRST_LOOK, observed)
+    final = decision.status
+    assert final.phase is Phase.DEPLOYING
+    assert final.stable_speculative is None and final.candidate_speculative == EAGLE3
+    assert final.previous_stable_speculative == EAGLE3
+    assert final.drift is not None and "analysed again" in final.drift.message
+    assert decision.children.production is None  # plain decoding meanwhile
+    assert (decision.children.baseline, decision.children.candidate) == (None, EAGLE3)
+    assert [(e.reason, e.type) for e in decision.events][:1] == [("Drifted", EventType.WARNING)]
+    assert "Reanalysis" in [e.reason for e in decision.events]
+    # the analysis runs its stages; passing promotes the config again and clears the drift
+    analysing = run(
+        spec,
+        final,
+        observe(production=ready(None), baseline=ready(None), candidate=ready(EAGLE3)),
+        FIRST_LOOK + 10,
+    ).status
+    assert analysing.phase is Phase.ANALYZING
+    passed = run(
+        spec,
+        analysing,
+        observe(
+            production=ready(None), baseline=ready(None), candidate=ready(EAGLE3), action="promote"
+        ),
+        FIRST_LOOK + 20,
+    ).status
+    again = run(spec, passed, observe(production=ready(EAGLE3)), FIRST_LOOK + 30).status
+    assert again.phase is Phase.PROMOTED and again.stable_speculative == EAGLE3
+    assert again.drift is None

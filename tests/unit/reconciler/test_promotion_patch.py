@@ -115,3 +115,41 @@ def test_an_ended_analysis_returns_our_apply_to_the_stable_config(
     untouched = Calls()
     run(monkeypatch, status(Phase.ROLLED_BACK), EAGLE3, ours, False, untouched)  # not ours
     assert (untouched.applied, untouched.withdrawn) == ([], 0)
+
+
+def test_the_promotion_files_are_written_once_per_patch_and_never_over_a_foreign_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from specdecode.adapters.kube.owned import ForeignObject
+    from specdecode.api.adoption import WorkloadStatus
+    from specdecode.reconciler.apply import RolloutRef
+
+    written: list[dict[str, str]] = []
+    foreign: list[ForeignObject | None] = [None]
+
+    def keep(kube: Any, owner: Any, files: dict[str, str], manager: str) -> Any:
+        written.append(files)
+        return foreign[0]
+
+    monkeypatch.setattr(promotion_patch, "keep_promotion_files", keep)
+    runtime: Any = SimpleNamespace(
+        kube=None,
+        settings=SimpleNamespace(field_manager="specdecode-operator"),
+        promotion_files={},
+        foreign_files={},
+        wakeups=SimpleNamespace(wake=lambda key: None),
+    )
+    ref = RolloutRef("ns", "r", "uid", 1)
+    patch = '{"spec": {"template": {"spec": {"containers": []}}}}'
+    done = status(Phase.PROMOTING).model_copy(
+        update={"workload": WorkloadStatus(source="Deployment/chat", owner_patch=patch)}
+    )
+    for _ in range(3):
+        asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done))
+    assert len(written) == 1 and written[0]["strategic-merge-patch.json"] == patch
+    assert "kustomize-patch.yaml" in written[0]
+    foreign[0] = ForeignObject("ConfigMap", "ns", "r-promotion")
+    runtime.promotion_files.clear()
+    asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done))
+    assert "ConfigMap ns/r-promotion already exists" in runtime.foreign_files["ns/r"]
+    assert "ns/r" not in runtime.promotion_files  # tried again until the name is free

@@ -3,7 +3,8 @@ it; under the Patch strategy, apply (and withdraw) the promoted args alone.
 
 Two reads per reconcile of an adopted rollout (a GET and a namespace's Service LIST),
 because the watched cache holds only objects labelled as the operator's and the source
-must stay unlabelled. Under GitOps nothing here writes. Under Patch one server-side apply,
+must stay unlabelled. Under GitOps nothing here writes to the source (the passed config's
+change is kept in a ConfigMap the rollout owns). Under Patch one server-side apply,
 under a field manager of its own (`<manager>-promotion`), sets the vLLM container's args
 and nothing else, never forced: a field another manager owns is reported, not taken.
 """
@@ -16,6 +17,9 @@ from typing import Any
 from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.owned import ForeignObject
+from specdecode.adapters.kube.tunings import apply_config_map
+from specdecode.adapters.render import Owner
 
 
 def read_source(
@@ -96,3 +100,29 @@ def owns_args(deployment: dict[str, Any] | None, manager: str) -> bool:
         and '"f:args"' in json.dumps(e.get("fieldsV1") or {})
         for e in entries
     )
+
+
+def promotion_files_name(rollout: str) -> str:
+    """The ConfigMap keeping a passed config's change for the source's owner."""
+    return f"{rollout}-promotion"
+
+
+def keep_promotion_files(
+    clients: KubeClients, owner: Owner, files: dict[str, str], manager: str
+) -> ForeignObject | None:
+    """Write the promotion ConfigMap (owned by the rollout, so deleting it deletes them);
+    an object of that name the rollout does not own is left untouched and returned."""
+    name = promotion_files_name(owner.name)
+    try:
+        found = clients.core.read_namespaced_config_map(name, owner.namespace)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        found = None
+    if found is not None:
+        refs = (found.metadata.owner_references if found.metadata else None) or []
+        uids = {str(ref.uid) for ref in refs}
+        if owner.uid not in uids:
+            return ForeignObject("ConfigMap", owner.namespace, name)
+    apply_config_map(clients, owner, name, files, manager)
+    return None
