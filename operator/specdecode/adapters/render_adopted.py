@@ -5,9 +5,9 @@ runs, including what the rollout's spec cannot express (init containers, sidecar
 volumes, probes, security settings the owner chose). So the source's pod template is kept
 whole and only these change: the vLLM container's speculative setting (removed; the role's
 config appended), the labels (every source label dropped but `keepLabels`,
-`workload_source`, the operator's own added), the annotations (none of the source's: a
-service mesh such as Dapr or Consul registers pods for traffic by annotation; the scrape
-annotations added), and the Deployment around it (name,
+`workload_source`, the operator's own added), the annotations (those by which a mesh
+registers pods for traffic dropped, `NOT_COPIED`; the scrape annotations set), and the
+Deployment around it (name,
 owner, one replica, the operator's selector) and the pods' `hostname`/`subdomain` (the
 source's DNS identity, as the production-stack chart sets it) go. The argv is checked as
 for every engine (`engine_argv_guard`), so a baseline that speculates is never emitted.
@@ -34,6 +34,7 @@ from specdecode.adapters.render import (
     shadow_labels,
     template_environment,
 )
+from specdecode.adapters.workload_source import routes
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
@@ -86,7 +87,8 @@ def shadow_deployment(
         CONFIG_LABEL: fingerprint_of(config),
     }
     port = str(spec.engine.port)
-    metadata["annotations"] = {  # none of the source's: meshes register pods by annotation
+    metadata["annotations"] = {
+        **{k: v for k, v in (metadata.get("annotations") or {}).items() if not routes(k)},
         "prometheus.io/scrape": "true",
         "prometheus.io/port": port,
         "prometheus.io/path": "/metrics",

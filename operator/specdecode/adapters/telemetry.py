@@ -40,6 +40,7 @@ LIVE_STAGE_PHASES = frozenset({Phase.ANALYZING, Phase.PAUSED})
 DECIDED_PHASES = frozenset({Phase.PROMOTING, Phase.PROMOTED, Phase.ROLLED_BACK})
 # Phases in which production runs the config a drift was found on.
 DRIFTING_PHASES = frozenset({Phase.PROMOTED, Phase.DEGRADED})
+REANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})
 
 
 class OperatorMetrics:
@@ -184,7 +185,10 @@ class OperatorMetrics:
             self.phase.labels(namespace, rollout, phase.value).set(float(new.phase is phase))
         # Only while production still runs the drifted config (not after onDrift: Rollback,
         # which SpecDecodeRolledBack announces): the alert asks for action that is left.
-        running_drifted = new.drift is not None and new.phase in DRIFTING_PHASES
+        # ... or while a re-analysis of it runs (onDrift: Reanalyze): production is off it,
+        # but nobody has decided yet whether it may come back.
+        reanalysing = new.reanalysed is not None and new.phase in REANALYSIS_PHASES
+        running_drifted = new.drift is not None and (new.phase in DRIFTING_PHASES or reanalysing)
         self.drifted.labels(namespace, rollout).set(float(running_drifted))
         live = _speaking_stage(new)
         speaking = next((stage for stage in new.stages if stage.name == live), None)

@@ -119,11 +119,31 @@ def selecting_service(
     return None
 
 
+# Annotation prefixes by which a mesh registers a pod to receive traffic (Dapr's app id,
+# Consul's and Kuma's service), a restart stamp (not the pods' content) and the scrape
+# annotations the operator sets itself: not copied. Everything else is (sidecar injection
+# opt-outs, CSI sidecars such as gcsfuse, Vault agents: the copy must run as the source).
+NOT_COPIED = (
+    "dapr.io/",
+    "consul.hashicorp.com/",
+    "kuma.io/",
+    "kubectl.kubernetes.io/restartedAt",
+    "prometheus.io/",
+)
+
+
+def routes(annotation: str) -> bool:
+    """Whether a source pod annotation stays off the copies (`NOT_COPIED`)."""
+    return annotation.startswith(NOT_COPIED)
+
+
 def template_hash(template: Mapping[str, Any]) -> str:
-    """A short hash of the pod template as the shadows copy it: without its annotations,
-    which they do not carry (so `kubectl rollout restart`, which only stamps one, does not
+    """A short hash of the pod template as the shadows copy it: without the annotations
+    they do not carry (so `kubectl rollout restart`, which only stamps one, does not
     restart an analysis)."""
-    metadata = {k: v for k, v in (template.get("metadata") or {}).items() if k != "annotations"}
+    metadata = dict(template.get("metadata") or {})
+    annotations = metadata.get("annotations") or {}
+    metadata["annotations"] = {k: v for k, v in annotations.items() if not routes(k)}
     text = json.dumps({**template, "metadata": metadata}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

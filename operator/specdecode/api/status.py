@@ -260,6 +260,11 @@ class SpecDecodeRolloutStatus(KubeModel):
         "analysis is of its schedule offer (candidateFingerprint is then the offer's); "
         "kept after that offer is promoted.",
     )
+    reanalysed: str | None = Field(
+        default=None,
+        description="Fingerprint of a config analysed again after a drift (guard.onDrift: "
+        "Reanalyze): a second drift of it keeps production on plain decoding.",
+    )
     workload: WorkloadStatus | None = Field(
         default=None,
         description="With spec.workloadRef: the source, the labels the shadows dropped and "

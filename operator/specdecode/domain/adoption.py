@@ -35,14 +35,12 @@ from specdecode.domain.transitions import ANALYSIS_PHASES, Step, describe, enter
 AWAITING_OWNER = "AwaitingOwner"
 VERIFIED = "Verified"
 # Phases in which the source's config is the stable one (no promotion of ours is pending
-# or in force). Under Patch not after an analysis ended: the source may still hold our own
-# apply there, which the reconciler returns to the stable config (`promotion_patch`).
+# or in force). After an analysis ended, not while the source holds the Patch strategy's
+# own apply: the reconciler returns that to the stable config (`promotion_patch`).
 _FOLLOWS_SOURCE = frozenset(
     {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.ROLLED_BACK, Phase.FAILED}
 )
-_FOLLOWS_SOURCE_UNDER_PATCH = frozenset(
-    {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED}
-)
+_ENDED = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 _JUDGING = frozenset({Phase.ANALYZING, Phase.PAUSED})
 
 
@@ -71,8 +69,8 @@ def follow_source(
         verified_at=before.verified_at if before else None,
     )
     update: dict[str, object] = {"workload": workload}
-    patch = spec.strategy is PromotionStrategy.PATCH
-    follows = status.phase in (_FOLLOWS_SOURCE_UNDER_PATCH if patch else _FOLLOWS_SOURCE)
+    ours = spec.strategy is PromotionStrategy.PATCH and source.promotion_applied
+    follows = status.phase in _FOLLOWS_SOURCE and not (ours and status.phase in _ENDED)
     stable_changed = follows and fingerprint_of(source.speculative) != fingerprint_of(
         status.stable_speculative
     )

@@ -170,23 +170,44 @@ def _reanalyze(
     spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, drift: DriftStatus, now: datetime
 ) -> Step:
     """onDrift Reanalyze: production falls back to plain decoding (the new stable config)
-    and a clean analysis of the promoted config against it starts, with the rollout's own
-    stages. Passing promotes it again; failing keeps production on plain decoding. The
-    drift stays recorded (and alerted) until the config is promoted again."""
+    and a clean analysis of the promoted config (the desired one, or the schedule offer
+    that was promoted in its place) against it starts, with the rollout's own stages.
+    Passing promotes it again; failing keeps production on plain decoding. The drift stays
+    recorded (and alerted) until the config is promoted again. Once only: a config that
+    drifts again after its re-analysis promoted it stays off (RolledBack, DriftedAgain)
+    until the spec changes or `retry`, so a config that passes on shadow traffic but not
+    on production's never cycles."""
     config = status.stable_speculative
+    fingerprint = fingerprint_of(config)
+    fallen = {
+        "stable_speculative": None,
+        "stable_fingerprint": fingerprint_of(None),
+        "previous_stable_speculative": config,
+    }
+    if status.reanalysed == fingerprint:
+        message = (
+            f"{drift.message}; it drifted again after its re-analysis promoted it: production "
+            "returns to plain decoding and stays there until the spec changes or retry"
+        )
+        return enter(
+            status,
+            Phase.ROLLED_BACK,
+            now,
+            "DriftedAgain",
+            message,
+            warning=True,
+            verdict=Phase.ROLLED_BACK.value,
+            drift=drift.model_copy(update={"message": message}),
+            **fallen,
+        )
     message = (
         f"{drift.message}; production falls back to plain decoding while "
         f"{describe(config)} is analysed again against it"
     )
-    fallen = status.model_copy(
-        update={
-            "stable_speculative": None,
-            "stable_fingerprint": fingerprint_of(None),
-            "previous_stable_speculative": config,
-            "drift": drift.model_copy(update={"message": message}),
-        }
-    )
+    recorded = drift.model_copy(update={"message": message})
+    base = status.model_copy(update={**fallen, "drift": recorded})
+    offer = config if fingerprint != fingerprint_of(spec.speculative) else None
+    restarted = start_analysis(spec, base, now, "Reanalysis", message, offer=offer)
+    kept = restarted.status.model_copy(update={"drift": recorded, "reanalysed": fingerprint})
     warning = Event(DRIFTED, message, EventType.WARNING)
-    restarted = start_analysis(spec, fallen, now, "Reanalysis", message)
-    kept = restarted.status.model_copy(update={"drift": fallen.drift})  # alerted meanwhile
     return Step(kept, (warning, *restarted.events))

@@ -103,6 +103,8 @@ def _deploying(
         first = spec.analysis.stages[0].name
         message = f"baseline and candidate ready; stage {first} started"
         return enter(started, Phase.ANALYZING, now, "ShadowsReady", message)
+    if observations.source is not None and observations.source.problem is not None:
+        return Step(status)  # waits for the source (Degraded WorkloadUnavailable says why)
     deadline = spec.analysis.progress_deadline_seconds
     if _seconds_in_phase(status, now) > deadline:
         reasons = "; ".join(

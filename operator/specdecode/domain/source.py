@@ -27,4 +27,5 @@ class SourceObservation:
     template_hash: str | None = None
     dropped_labels: tuple[str, ...] = ()
     container: str = "vllm"
-    args: tuple[str, ...] = ()  # the container's args as the owner wrote them
+    args: tuple[str, ...] = ()  # the container's args as they are
+    promotion_applied: bool = False  # the Patch strategy's apply holds its args

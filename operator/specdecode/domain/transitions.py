@@ -116,6 +116,7 @@ def start_analysis(
         alpha=None,
         itl_ratio=None,
         drift=None,
+        reanalysed=None,
     )
 
 

@@ -19,6 +19,7 @@ import asyncio
 
 from specdecode.adapters.kube.workload import (
     apply_promotion,
+    drop_promotion_files,
     keep_promotion_files,
     withdraw_promotion,
 )
@@ -124,10 +125,15 @@ async def keep_files(
     runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
 ) -> None:
     """The passed config's change, also as the ConfigMap `<rollout>-promotion` (for tools
-    that read ConfigMaps): written once per patch and operator process, and never over an
-    object of that name the rollout does not own (Degraded ChildNotOwned, as for children)."""
+    that read ConfigMaps): written once per patch and operator process, never over an
+    object of that name the rollout does not own (Degraded ChildNotOwned, as for children),
+    and deleted once its patch no longer stands (written by this process: after a restart
+    a stale one stays until the next promotion replaces it, or the rollout goes)."""
     workload = status.workload
     if spec.strategy is PromotionStrategy.OWNED or workload is None or not workload.owner_patch:
+        if runtime.promotion_files.pop(ref.key, None) is not None:  # ours, and stale now
+            await asyncio.to_thread(drop_promotion_files, runtime.kube, ref.owner)
+        record_foreign_files(runtime, ref.key, None)
         return
     if runtime.promotion_files.get(ref.key) == workload.owner_patch:
         return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from specdecode.adapters.kube.workload import owns_args, read_source
@@ -51,11 +51,13 @@ async def read_workload(
         return None
     deployment, services = await asyncio.to_thread(read_source, runtime.kube, namespace, ref.name)
     template = ((deployment or {}).get("spec") or {}).get("template") or {}
+    owned = owns_args(deployment, manager)
+    observed = replace(observe_source(rollout, spec, deployment, services), promotion_applied=owned)
     return Source(
-        observe_source(rollout, spec, deployment, services),
+        observed,
         template,
         generation=int(((deployment or {}).get("metadata") or {}).get("generation") or 0),
-        promotion_owned=owns_args(deployment, manager),
+        promotion_owned=owned,
     )
 
 

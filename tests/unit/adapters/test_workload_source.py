@@ -294,17 +294,30 @@ def test_a_source_scaled_to_zero_is_never_ready() -> None:
     assert not observe_source("r", spec(), idle, SERVICES).state.ready
 
 
-def test_shadows_carry_none_of_the_source_annotations_and_a_restart_stamp_changes_nothing() -> None:
+def test_shadows_carry_no_traffic_registering_annotation_and_a_restart_stamp_changes_nothing() -> (
+    None
+):
     stamped = deployment()
     meta = stamped["spec"]["template"]["metadata"]
-    meta["annotations"] = {"dapr.io/app-id": "chat", "kubectl.kubernetes.io/restartedAt": "now"}
+    meta["annotations"] = {
+        "dapr.io/app-id": "chat",
+        "kubectl.kubernetes.io/restartedAt": "now",
+        "gke-gcsfuse/volumes": "true",
+    }
     plain = observe_source("r", spec(), deployment(), SERVICES)
     source = observe_source("r", spec(), stamped, SERVICES)
-    assert source.template_hash == plain.template_hash
+    assert source.template_hash != plain.template_hash  # gcsfuse: the copies carry it
+    restamped = copy.deepcopy(stamped)
+    restamped["spec"]["template"]["metadata"]["annotations"][
+        "kubectl.kubernetes.io/restartedAt"
+    ] = "later"
+    restamped["spec"]["template"]["metadata"]["annotations"]["dapr.io/app-id"] = "other"
+    assert observe_source("r", spec(), restamped, SERVICES).template_hash == source.template_hash
     desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
     shadows = render_adopted_shadows(
         Owner("r", "ns", "u"), spec(), desired, source, stamped["spec"]["template"]
     )
     annotations = shadows[0]["spec"]["template"]["metadata"]["annotations"]
     assert not any(key.startswith(("dapr.io", "kubectl.kubernetes.io")) for key in annotations)
+    assert annotations["gke-gcsfuse/volumes"] == "true"  # the copy must mount what the source does
     assert "app.kubernetes.io/name" not in shadows[0]["spec"]["template"]["metadata"]["labels"]

@@ -54,3 +54,16 @@ def test_drifted_gauge_follows_status_and_alpha_follows_looks() -> None:
     metrics.forget("serving", "llama")
     assert value("specdecode_drifted", LABELS) is None
     assert value("specdecode_production_alpha", {**LABELS, "bound": "value"}) is None
+
+
+def test_a_drift_under_reanalysis_stays_alerted_until_decided() -> None:
+    metrics = OperatorMetrics()
+    promoted = SpecDecodeRolloutStatus(phase=Phase.PROMOTED)
+    reanalysing = promoted.model_copy(
+        update={"phase": Phase.ANALYZING, "drift": DRIFT, "reanalysed": "413731e92d"}
+    )
+    metrics.observe("serving", "llama", promoted, reanalysing)
+    assert metrics.registry.get_sample_value("specdecode_drifted", LABELS) == 1.0
+    failed = reanalysing.model_copy(update={"phase": Phase.ROLLED_BACK})
+    metrics.observe("serving", "llama", reanalysing, failed)  # decided: off, and said so
+    assert metrics.registry.get_sample_value("specdecode_drifted", LABELS) == 0.0

@@ -193,7 +193,9 @@ def test_under_patch_an_abort_keeps_the_stable_config_the_source_must_return_to(
     spec = adopted_spec(promotion=PromotionSpec(strategy=PromotionStrategy.PATCH))
     status = promoting(spec)
     patched = source(EAGLE3, template="t2")  # our apply landed, pods rolling
-    rolling = replace(patched, state=ChildState(exists=True, desired_replicas=1))
+    rolling = replace(
+        patched, state=ChildState(exists=True, desired_replicas=1), promotion_applied=True
+    )
     aborted = step(spec, status, rolling, 20, action="abort")
     assert aborted.status.phase is Phase.ROLLED_BACK
     later = step(spec, aborted.status, rolling, 30)
@@ -201,3 +203,14 @@ def test_under_patch_an_abort_keeps_the_stable_config_the_source_must_return_to(
     gitops = adopted_spec()
     followed = step(gitops, aborted.status, rolling, 30)
     assert followed.status.stable_speculative == EAGLE3  # GitOps: whatever the owner runs
+    # our apply withdrawn, the owner then runs ngram by hand: that is production now
+    owners = replace(source(NGRAM, template="t3"), promotion_applied=False)
+    assert step(spec, later.status, owners, 40).status.stable_speculative == NGRAM
+
+
+def test_deploying_waits_for_an_unjudgeable_source_without_a_deadline() -> None:
+    spec = adopted_spec()
+    first = step(spec, SpecDecodeRolloutStatus(), source()).status
+    broken = SourceObservation("Deployment/chat", problem="spec.engine.image differs")
+    waiting = step(spec, first, broken, 10 * 86400)
+    assert waiting.status.phase is Phase.DEPLOYING and waiting.events == ()

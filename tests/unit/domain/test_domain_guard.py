@@ -216,3 +216,11 @@ def test_reanalyze_falls_back_to_plain_decoding_and_judges_the_config_again() ->
     again = run(spec, passed, observe(production=ready(EAGLE3)), FIRST_LOOK + 30).status
     assert again.phase is Phase.PROMOTED and again.stable_speculative == EAGLE3
     assert again.drift is None
+    # it drifts again after the re-analysis promoted it: off for good, no cycle
+    next_look = FIRST_LOOK + 30 + 300
+    observed = ProductionAcceptance(at(next_look), _blocks(0.2))
+    settled = run(spec, again, observe(production=ready(EAGLE3)), FIRST_LOOK + 31).status
+    second = _look(spec, settled, next_look, observed)
+    assert second.status.phase is Phase.ROLLED_BACK, second.status
+    assert second.status.reason == "DriftedAgain"
+    assert second.children.production is None and not second.children.shadows

@@ -67,8 +67,10 @@ def apply_config_map(
     data: Mapping[str, str],
     manager: str,
     binary: Mapping[str, bytes] | None = None,
+    force: bool = True,
 ) -> None:
-    """Create or update the ConfigMap (server-side apply: the operator owns these keys)."""
+    """Create or update the ConfigMap (server-side apply: the operator owns these keys);
+    `force` False for one the caller saw absent (a conflict then raises, nothing taken)."""
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -82,7 +84,7 @@ def apply_config_map(
     }
     if binary:
         body["binaryData"] = {k: base64.b64encode(v).decode() for k, v in binary.items()}
-    clients.server_side_apply(body, manager)
+    clients.server_side_apply(body, manager, force=force)
 
 
 def delete_config_map(clients: KubeClients, namespace: str, name: str) -> None:

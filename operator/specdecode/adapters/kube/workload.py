@@ -18,7 +18,7 @@ from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.kube.owned import ForeignObject
-from specdecode.adapters.kube.tunings import apply_config_map
+from specdecode.adapters.kube.tunings import apply_config_map, delete_config_map
 from specdecode.adapters.render import Owner
 
 
@@ -124,5 +124,15 @@ def keep_promotion_files(
         uids = {str(ref.uid) for ref in refs}
         if owner.uid not in uids:
             return ForeignObject("ConfigMap", owner.namespace, name)
-    apply_config_map(clients, owner, name, files, manager)
+    try:  # not forced when it was absent: one created meanwhile is not taken over
+        apply_config_map(clients, owner, name, files, manager, force=found is not None)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        return ForeignObject("ConfigMap", owner.namespace, name)
     return None
+
+
+def drop_promotion_files(clients: KubeClients, owner: Owner) -> None:
+    """Delete the promotion ConfigMap once its patch no longer stands (a new analysis)."""
+    delete_config_map(clients, owner.namespace, promotion_files_name(owner.name))
