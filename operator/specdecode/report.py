@@ -49,6 +49,8 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
     ]
     if status.get("message"):
         lines.append(f"  {status['message']}")
+    lines += _drift_lines(status)
+    lines += _workload_lines(status)
     lines += _load_lines(status)
     lines += _traffic_lines(status)
     rows: list[list[str]] = [
@@ -85,6 +87,28 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
     if len(rows) > 1:
         lines.extend("  " + line for line in _table(rows))
     return "\n".join(lines)
+
+
+def _drift_lines(status: Mapping[str, Any]) -> list[str]:
+    """The drift guard's finding, when it holds one: what on-call is paged for."""
+    drift = status.get("drift") or {}
+    if not drift:
+        return []
+    return [
+        f"  DRIFTED since {drift.get('detectedAt', '-')}: production alpha "
+        f"{_number(drift.get('alpha'))} [{_number(drift.get('lowerBound'))}, "
+        f"{_number(drift.get('upperBound'))}] < minAlpha {_number(drift.get('threshold'))}"
+    ]
+
+
+def _workload_lines(status: Mapping[str, Any]) -> list[str]:
+    """The Deployment an adopted rollout judges, and where its owner's patch is."""
+    workload = status.get("workload") or {}
+    if not workload:
+        return []
+    patch = "kubectl specdecode patch NAME" if workload.get("ownerPatch") else "none yet"
+    dropped = ", ".join(workload.get("droppedLabels") or []) or "-"
+    return [f"  source {workload.get('source', '-')} (labels dropped: {dropped}; patch: {patch})"]
 
 
 def _load_lines(status: Mapping[str, Any]) -> list[str]:

@@ -194,3 +194,30 @@ def test_patch_prints_the_owners_patch_alone_or_as_a_kustomize_patch_file() -> N
         owner_patch_text(waiting)
     with pytest.raises(PluginError, match="no workloadRef"):
         owner_patch_text({"metadata": {"name": "x"}, "status": {}})
+
+
+def test_status_shows_a_drift_and_an_adopted_source() -> None:
+    from specdecode.report import gate_table
+
+    rollout = {
+        "metadata": {"name": "chat-eagle3", "namespace": "team-a"},
+        "status": {
+            "phase": "Promoted",
+            "drift": {
+                "detectedAt": "2026-11-27T05:00:00Z",
+                "alpha": 0.12,
+                "lowerBound": 0.1,
+                "upperBound": 0.14,
+                "threshold": 0.2,
+            },
+            "workload": {
+                "source": "Deployment/chat",
+                "droppedLabels": ["app"],
+                "ownerPatch": "{}",
+            },
+        },
+    }
+    text = gate_table(rollout)
+    assert "DRIFTED since 2026-11-27T05:00:00Z: production alpha 0.12" in text
+    assert "< minAlpha 0.2" in text
+    assert "source Deployment/chat (labels dropped: app; patch: kubectl specdecode patch" in text
