@@ -178,7 +178,7 @@ def test_a_candidate_that_crashes_is_rolled_back(rollout: Callable[[str], Rollou
     assert "Eagle3 is only supported for" in status["message"]
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1500)
 def test_an_a_a_pair_at_concurrency_64_passes_its_tail_latency_gate(
     rollout: Callable[[str], Rollout],
 ) -> None:
@@ -204,11 +204,12 @@ def test_an_a_a_pair_at_concurrency_64_passes_its_tail_latency_gate(
     ]
     manifest["spec"]["engine"]["env"] = aa_env
     tail = manifest["spec"]["analysis"]["stages"][1]
-    # Room to spare: the gate decides as soon as it has its blocks.
-    manifest["spec"]["analysis"]["stages"] = [{**tail, "maxDurationSeconds": 600}]
+    # Room to spare: the gate decides as soon as it has its blocks (session 11 saw one run
+    # still undecided at 600 s, 1.020 [0.686, 1.442] over 298 blocks).
+    manifest["spec"]["analysis"]["stages"] = [{**tail, "maxDurationSeconds": 900}]
     manifest["spec"]["analysis"]["progressDeadlineSeconds"] = 300
     r.apply(manifest)
-    status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=900)
+    status = r.wait_phase(("Promoted", "RolledBack", "Failed"), timeout=1200)
     assert status["phase"] == "Promoted", r.describe()
     itl = gate(status, "tail-latency", "p99-itl")
     assert itl["verdict"] == "Successful" and itl["upperBound"] <= itl["threshold"] == 1.4
