@@ -36,8 +36,8 @@ from specdecode.adapters.render import (
 )
 from specdecode.adapters.workload_source import routes
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.domain.adoption import args_running
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.observations import ChildRole
 from specdecode.domain.source import SourceObservation
@@ -97,9 +97,7 @@ def shadow_deployment(
     for identity in ("hostname", "subdomain"):  # the source pods' DNS names, not the copies'
         pod["spec"].pop(identity, None)
     container = next(c for c in pod["spec"]["containers"] if c.get("name") == source.container)
-    args = without_speculative([str(a) for a in container.get("args") or []])
-    if config is not None:
-        args += [engine_argv_guard.SPECULATIVE_FLAG, config.to_cli_json()]
+    args = args_running([str(a) for a in container.get("args") or []], config)
     container["args"] = args
     argv = [str(a) for a in container.get("command") or []] + args
     engine_argv_guard.check_engine_argv(argv, role, config)

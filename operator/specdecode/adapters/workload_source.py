@@ -24,18 +24,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from specdecode.adapters.engine_argv_guard import STATS_OFF
+from specdecode.adapters.kube.children import SHADOW_ROLES
 from specdecode.adapters.render import ROLLOUT_LABEL, shadow_labels
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.engine_args import last_value, reserved_hits, settings
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.domain.observations import ChildRole, ChildState
+from specdecode.domain.observations import ChildState
 from specdecode.domain.source import SourceObservation
 
 # Reserved destinations the source may not set: without them the engine exports no stats
 # (disable_log_stats), serves no HTTP (headless, uds) or hides its flags (config).
-UNJUDGEABLE = ("disable_log_stats", "headless", "uds", "config")
+UNJUDGEABLE = (*STATS_OFF, "uds")
 DEFAULT_PORT = 8000
-SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 
 
 def _container(template: Mapping[str, Any], wanted: str | None) -> Mapping[str, Any] | str:

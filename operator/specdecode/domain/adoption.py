@@ -40,7 +40,6 @@ VERIFIED = "Verified"
 _FOLLOWS_SOURCE = frozenset(
     {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.ROLLED_BACK, Phase.FAILED}
 )
-_ENDED = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 _JUDGING = frozenset({Phase.ANALYZING, Phase.PAUSED})
 
 
@@ -70,7 +69,9 @@ def follow_source(
     )
     update: dict[str, object] = {"workload": workload}
     ours = spec.strategy is PromotionStrategy.PATCH and source.promotion_applied
-    follows = status.phase in _FOLLOWS_SOURCE and not (ours and status.phase in _ENDED)
+    follows = status.phase in _FOLLOWS_SOURCE and not (
+        ours and status.phase in _ENDED_WITHOUT_PROMOTION
+    )
     stable_changed = follows and fingerprint_of(source.speculative) != fingerprint_of(
         status.stable_speculative
     )
@@ -149,16 +150,44 @@ def patched(
     )
 
 
+def args_running(args: tuple[str, ...] | list[str], config: SpeculativeConfig | None) -> list[str]:
+    """A vLLM container's args with every speculative setting (any spelling) replaced by
+    `config`'s: what a shadow runs, what the owner's patch sets, what Patch applies."""
+    out = without_speculative(args)
+    return out if config is None else [*out, "--speculative-config", config.to_cli_json()]
+
+
 def owner_patch(source: SourceObservation, config: SpeculativeConfig | None) -> str:
     """The strategic-merge patch of the source that makes it run `config` (JSON): its vLLM
-    container's args, every speculative setting replaced by ours (args are one atomic list
-    in a Deployment, so the patch carries them whole)."""
-    args = without_speculative(source.args)
-    if config is not None:
-        args += ["--speculative-config", config.to_cli_json()]
-    container = {"name": source.container, "args": args}
+    container's args (one atomic list in a Deployment, so the patch carries them whole)."""
+    container = {"name": source.container, "args": args_running(source.args, config)}
     patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
     return json.dumps(patch, sort_keys=True)
+
+
+# Phases after an analysis that did not promote: the source must run the stable config.
+_ENDED_WITHOUT_PROMOTION = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
+
+
+def patch_write(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, source: SourceObservation
+) -> list[str] | None:
+    """Under Patch, the args the operator's apply must hold now, or None to write nothing:
+    the candidate's while Promoting and not yet in the template; after an analysis that did
+    not promote, the stable config's while the source still holds our apply (an empty
+    list: withdraw, nothing of the owner's was in args)."""
+    if spec.strategy is not PromotionStrategy.PATCH:
+        return None
+    runs = fingerprint_of(source.speculative)
+    if status.phase is Phase.PROMOTING and runs != status.candidate_fingerprint:
+        return args_running(source.args, status.candidate_speculative)
+    if (
+        status.phase in _ENDED_WITHOUT_PROMOTION
+        and source.promotion_applied
+        and runs != status.stable_fingerprint
+    ):
+        return args_running(source.args, status.stable_speculative)
+    return None
 
 
 def owner_patch_files(source: str, namespace: str, patch: str) -> dict[str, str]:

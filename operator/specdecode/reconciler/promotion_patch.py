@@ -25,10 +25,8 @@ from specdecode.adapters.kube.workload import (
 )
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionStrategy
-from specdecode.api.engine_args import without_speculative
-from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
-from specdecode.domain.adoption import owner_patch_files
+from specdecode.domain.adoption import owner_patch_files, patch_write
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded
 from specdecode.reconciler.apply import RolloutRef
@@ -37,8 +35,6 @@ from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.workload import Source
 
 CONFLICT = "PatchConflict"
-# Phases after an analysis that did not promote: the source must run the stable config.
-ENDED = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 
 
 def promotion_manager(runtime: Runtime) -> str:
@@ -54,46 +50,34 @@ async def patch_source(
     status: SpecDecodeRolloutStatus,
     source: Source | None,
 ) -> None:
-    """Apply the candidate (Promoting); after an analysis that did not promote (rolled back,
-    aborted, failed), return a source still holding our apply to the stable config."""
-    if spec.strategy is not PromotionStrategy.PATCH or source is None or not source.judged:
+    """Write what `domain.adoption.patch_write` decides: the candidate's args (Promoting),
+    or, after an analysis that did not promote, the stable config's (an apply withdrawn
+    when none of the owner's were in args)."""
+    if source is None or not source.judged:
+        return
+    args = patch_write(spec, status, source.observation)
+    if args is None:
         return
     ref = spec.workload_ref
     assert ref is not None
-    observed = source.observation
-    runs = fingerprint_of(observed.speculative)
     manager = promotion_manager(runtime)
-    namespace = key.split("/", 1)[0]
-    if status.phase is Phase.PROMOTING and runs != status.candidate_fingerprint:
+    namespace, container = key.split("/", 1)[0], source.observation.container
+    if status.phase is Phase.PROMOTING:
         refused = runtime.patch_conflicts.get(key)
         if refused is not None and refused[0] == source.generation:
             return  # refused at this generation: the owner's turn until the source changes
-        args = _args_running(observed.args, status.candidate_speculative)
         conflict = await asyncio.to_thread(
-            apply_promotion, runtime.kube, namespace, ref.name, observed.container, args, manager
+            apply_promotion, runtime.kube, namespace, ref.name, container, args, manager
         )
         _remember(runtime, key, None if conflict is None else (source.generation, conflict))
-    elif status.phase in ENDED and source.promotion_owned and runs != status.stable_fingerprint:
-        args = _args_running(observed.args, status.stable_speculative)
-        if args:  # our args, now with the stable config
-            await asyncio.to_thread(
-                apply_promotion,
-                runtime.kube,
-                namespace,
-                ref.name,
-                observed.container,
-                args,
-                manager,
-            )
-        else:  # nothing of the owner's was in args: withdrawing leaves the source as it was
-            await asyncio.to_thread(withdraw_promotion, runtime.kube, namespace, ref.name, manager)
-        _remember(runtime, key, None)
-
-
-def _args_running(args: tuple[str, ...], config: SpeculativeConfig | None) -> list[str]:
-    """The container's args with every speculative setting replaced by `config`'s."""
-    out = without_speculative(args)
-    return out if config is None else [*out, "--speculative-config", config.to_cli_json()]
+        return
+    if args:  # our args, now with the stable config
+        await asyncio.to_thread(
+            apply_promotion, runtime.kube, namespace, ref.name, container, args, manager
+        )
+    else:  # nothing of the owner's was in args: withdrawing leaves the source as it was
+        await asyncio.to_thread(withdraw_promotion, runtime.kube, namespace, ref.name, manager)
+    _remember(runtime, key, None)
 
 
 def _remember(runtime: Runtime, key: str, conflict: tuple[int, str] | None) -> None:

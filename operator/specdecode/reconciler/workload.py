@@ -34,7 +34,6 @@ class Source:
     observation: SourceObservation
     template: Mapping[str, Any]
     generation: int = 0
-    promotion_owned: bool = False  # the promotion's field manager applied fields of it
 
     @property
     def judged(self) -> bool:
@@ -51,14 +50,12 @@ async def read_workload(
         return None
     deployment, services = await asyncio.to_thread(read_source, runtime.kube, namespace, ref.name)
     template = ((deployment or {}).get("spec") or {}).get("template") or {}
-    owned = owns_args(deployment, manager)
-    observed = replace(observe_source(rollout, spec, deployment, services), promotion_applied=owned)
-    return Source(
-        observed,
-        template,
-        generation=int(((deployment or {}).get("metadata") or {}).get("generation") or 0),
-        promotion_owned=owned,
+    observed = replace(
+        observe_source(rollout, spec, deployment, services),
+        promotion_applied=owns_args(deployment, manager),
     )
+    generation = int(((deployment or {}).get("metadata") or {}).get("generation") or 0)
+    return Source(observed, template, generation=generation)
 
 
 def production_deployment(rollout: str, spec: SpecDecodeRolloutSpec) -> str:

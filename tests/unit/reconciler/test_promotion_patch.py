@@ -71,9 +71,13 @@ def run(
         wakeups=SimpleNamespace(wake=lambda key: None),
     )
     observed = SourceObservation(
-        "Deployment/chat", state=ChildState(exists=True), speculative=runs, args=args
+        "Deployment/chat",
+        state=ChildState(exists=True),
+        speculative=runs,
+        args=args,
+        promotion_applied=owned,
     )
-    source = Source(observed, {}, generation=generation, promotion_owned=owned)
+    source = Source(observed, {}, generation=generation)
     asyncio.run(promotion_patch.patch_source(runtime, "ns/r", SPEC, status, source))
     return runtime
 
