@@ -6,6 +6,10 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Unit tests are pure and independent: one pytest-xdist worker per core; `worksteal` lets
+# a worker that runs out take queued tests from the other (the seeded error-rate
+# simulations make the tests' lengths very uneven).
+UNIT_ARGS ?= -n auto --dist worksteal
 SCENARIO ?= promote
 LOCKS := requirements
 LOCK_OUT ?= $(LOCKS)
@@ -90,15 +94,15 @@ vllm-lane: venv ## Install (or reuse) the real vLLM lane's virtualenv and test m
 binaries: ## Build (or reuse) etcd, kube-*, kubectl and helm from Go modules, cached outside the repo
 	@bash tests/cluster/build-binaries.sh >/dev/null
 
-test: venv system-deps binaries ## All tests: unit, then e2e on the local control plane
-	$(BIN)/pytest -m unit $(PYTEST_ARGS)
-	$(BIN)/pytest -m e2e --durations=15 $(PYTEST_ARGS)
+test: venv system-deps binaries ## All tests: unit (one worker per core), then e2e on the local control plane
+	$(BIN)/pytest -m unit $(UNIT_ARGS) $(PYTEST_ARGS)
+	$(BIN)/pytest -m e2e --durations=25 $(PYTEST_ARGS)
 
 test-unit: venv ## Only the fast, pure tests
-	$(BIN)/pytest -m unit $(PYTEST_ARGS)
+	$(BIN)/pytest -m unit $(UNIT_ARGS) $(PYTEST_ARGS)
 
 test-e2e: venv system-deps binaries ## Only the end-to-end tests
-	$(BIN)/pytest -m e2e --durations=15 $(PYTEST_ARGS)
+	$(BIN)/pytest -m e2e --durations=25 $(PYTEST_ARGS)
 
 lint: venv ## ruff, mypy --strict (code, harness and tests), import-linter, declared imports
 	$(BIN)/ruff check .
