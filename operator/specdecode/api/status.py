@@ -229,6 +229,12 @@ class SpecDecodeRolloutStatus(KubeModel):
     )
     phase_since: datetime | None = Field(default=None, description="When the phase began.")
     analysis_started_at: datetime | None = Field(default=None, description="Analysis start.")
+    analysis_fingerprint: str | None = Field(
+        default=None,
+        max_length=16,
+        description="Hash of the traffic and stages the analysis runs (an edit of either "
+        "restarts it).",
+    )
     current_stage: str | None = Field(default=None, description="Stage running now.")
     current_stage_index: int | None = Field(default=None, description="Its index.")
     stages: list[StageStatus] = Field(default_factory=list, description="Per-stage results.")

@@ -12,7 +12,8 @@ where the last one stopped. Semantics follow Argo Rollouts:
    `status.candidateFingerprint` (also on the first reconcile) is a new desired config: if it
    equals the stable config there is nothing to analyse (Promoted, no shadows; e.g. Git
    reverted); otherwise a clean analysis starts (AnalysisStarted, or AnalysisRestarted when
-   one was under way: a mid-analysis edit restarts cleanly). Edited stage names restart too.
+   one was under way: a mid-analysis edit restarts cleanly). Edited stages or traffic
+   restart too (`analysisFingerprint`: no verdict mixes looks of two plans).
    While the schedule offer of a failed config is analysed in its place (`analysedFor`, see
    `concurrency_verdict`), the status is still about that desired config.
 2. The `specdecode.io/action` annotation (see `actions`).
@@ -44,6 +45,7 @@ from specdecode.domain.display import with_display
 from specdecode.domain.effects import desired_children, traffic_plan
 from specdecode.domain.observations import ChildRole, Observations
 from specdecode.domain.phases import advance, runs
+from specdecode.domain.stages import evidence_fingerprint
 from specdecode.domain.transitions import (
     ANALYSIS_PHASES,
     Step,
@@ -105,9 +107,17 @@ def _react_to_spec(
         reason = "AnalysisRestarted" if running else "AnalysisStarted"
         message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"
         return pursue_desired(spec, status, now, reason, message)
+    if status.phase not in ANALYSIS_PHASES:
+        return Step(status)
     stage_names = [stage.name for stage in spec.analysis.stages]
-    if status.phase in ANALYSIS_PHASES and [s.name for s in status.stages] != stage_names:
+    if [s.name for s in status.stages] != stage_names:
         message = f"analysis stages changed to {', '.join(stage_names)}; analysis restarts"
+        return start_analysis(spec, status, now, "AnalysisRestarted", message)
+    planned = evidence_fingerprint(spec.analysis)
+    if status.analysis_fingerprint is None:  # begun by an operator that kept none
+        return Step(status.model_copy(update={"analysis_fingerprint": planned}))
+    if status.analysis_fingerprint != planned:
+        message = "analysis traffic or stages edited; analysis restarts on the new plan"
         return start_analysis(spec, status, now, "AnalysisRestarted", message)
     return Step(status)
 

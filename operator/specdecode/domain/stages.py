@@ -10,11 +10,22 @@ its error.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
 from specdecode.api.status import GateResult, StagePhase, StageStatus
 from specdecode.domain.gates import pending_result
+
+
+def evidence_fingerprint(analysis: AnalysisSpec) -> str:
+    """A short stable hash of what the evidence is made of: the shadow traffic and the
+    stages (their load, durations and gates). An analysis is the evidence of one such
+    plan; an edit of either mid-analysis restarts it, so no verdict mixes looks taken under
+    two traffic definitions or judges old looks by new gates."""
+    plan = analysis.model_dump(mode="json", by_alias=True, include={"traffic", "stages"})
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def fresh_stages(analysis: AnalysisSpec) -> list[StageStatus]:

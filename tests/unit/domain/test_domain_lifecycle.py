@@ -99,6 +99,45 @@ def test_edited_stages_restart_the_analysis() -> None:
     assert [stage.name for stage in decision.status.stages] == ["alpha-only"]
 
 
+def test_a_traffic_edit_mid_analysis_restarts_it_on_the_new_plan() -> None:
+    """Looks taken under one traffic definition are not judged with another's: the load
+    pods' plan changes with the restart (a new start time), so they are recreated too."""
+    status = status_in(SPEC, "Analyzing")
+    assert status.analysis_fingerprint is not None
+    traffic = SPEC.analysis.traffic.model_copy(update={"temperature": 0.9})
+    edited = make_spec(traffic=traffic)
+    decision = run(edited, status, shadows_ready(), 5)
+    assert [event.reason for event in decision.events] == ["AnalysisRestarted", "ShadowsReady"]
+    assert "traffic or stages edited" in decision.events[0].message
+    assert decision.status.analysis_started_at == at(5)
+    assert decision.status.analysis_fingerprint != status.analysis_fingerprint
+    assert decision.traffic is not None and decision.traffic.started_at == at(5)
+
+
+def test_a_gate_edit_mid_analysis_restarts_it_and_an_unedited_spec_does_not() -> None:
+    status = status_in(SPEC, "Analyzing")
+    assert run(make_spec(), status, shadows_ready(), 5).status.analysis_started_at == T0
+    from domain_fixtures import acceptance_stage, latency_stage
+
+    stricter = acceptance_stage()
+    stricter = stricter.model_copy(
+        update={"gates": [g.model_copy(update={"min_alpha": 0.9}) for g in stricter.gates]}
+    )
+    decision = run(make_spec(stages=[stricter, latency_stage()]), status, shadows_ready(), 5)
+    assert [event.reason for event in decision.events] == ["AnalysisRestarted", "ShadowsReady"]
+    assert decision.status.analysis_started_at == at(5)
+
+
+def test_an_analysis_begun_without_a_plan_hash_adopts_it_without_restarting() -> None:
+    """An analysis an older operator began (no analysisFingerprint) goes on: the hash of
+    today's plan is recorded, and only a later edit restarts it."""
+    status = status_in(SPEC, "Analyzing").model_copy(update={"analysis_fingerprint": None})
+    decision = run(SPEC, status, shadows_ready(), 5)
+    assert decision.status.analysis_started_at == T0
+    assert decision.status.analysis_fingerprint is not None
+    assert not [e for e in decision.events if e.reason == "AnalysisRestarted"]
+
+
 def test_git_revert_to_stable_after_rollback_is_promoted() -> None:
     status = status_in(SPEC, "RolledBack")
     reverted = make_spec(speculative=None)
