@@ -69,7 +69,7 @@ class GateMeasure(Protocol):
         """Measure the gate's statistic with bounds at `look.error` and judge them.
 
         Why one signature: the stage logic (counters, limits, history) is the same for every
-        type, so it lives once in `gates.evaluate_gate`; a measure only measures.
+        type, so it lives once in `gate_boundary.evaluate_gate`; a measure only measures.
         """
         ...
 
