@@ -115,10 +115,10 @@ mypy: venv ## mypy --strict over the operator, the simulator, the harness and th
 	$(BIN)/mypy $(MYPY_TARGETS)
 
 crds: venv ## Regenerate crds/ and the chart's CRD from the pydantic models
-	$(BIN)/python -m specdecode.api.crdgen --write
+	$(BIN)/python -m specdecode.tools.crdgen --write
 
 verify-crds: venv ## Fail if crds/ or the chart's CRD drifted from the pydantic models
-	$(BIN)/python -m specdecode.api.crdgen --check
+	$(BIN)/python -m specdecode.tools.crdgen --check
 
 cluster-up: venv system-deps binaries ## Start the local control plane, GPU node agent and Prometheus in the background
 	PYTHONPATH=tests/cluster $(BIN)/python -m localcluster up

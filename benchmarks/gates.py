@@ -8,7 +8,7 @@ The three rules see the very same data, look by look:
 - today: the rule this replaced. Latency: order-statistic bounds that treat every sample
   (chunk gap, or token) as independent; acceptance: a design effect with an assumed
   intra-request correlation (RHO = 0.25). Both at a Bonferroni share, 0.05 / 42, per look.
-- new: the domain's gates (`specdecode.domain.gates.evaluate_gate`): block- or
+- new: the domain's gates (`specdecode.domain.gate_boundary.evaluate_gate`): block- or
   request-clustered bounds at the group-sequential boundary's error (domain.sequential).
 - fixed: the new statistic looked at once, at 600 s, at the full 0.05 (no early stop).
 - no-HAC: the new rule without the Newey-West term of the block variance (blocks taken as
@@ -74,8 +74,9 @@ from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
 from specdecode.api.status import GateResult
 from specdecode.domain import clustered
 from specdecode.domain.acceptance_bound import acceptance_interval
+from specdecode.domain.gate_boundary import evaluate_gate, gate_params, pending_result
 from specdecode.domain.gate_measures import judge_at_least, judge_at_most
-from specdecode.domain.gates import LookPlan, evaluate_gate, pending_result
+from specdecode.domain.gates import LookPlan
 from specdecode.domain.gates.registry import Look, measure_for
 from specdecode.domain.observations import AcceptanceCounts, LatencySamples, StageObservations
 from specdecode.domain.stats import ratio_interval, sketch_quantile_interval, wilson_bounds
@@ -184,7 +185,9 @@ def run(
             uncorrected_previous = uncorrected
             verdicts["no-HAC"] = uncorrected.verdict
         if at >= MAX_SECONDS and outcomes["fixed"].verdict is None:
-            fixed = measure_for(gate.type).measure(gate, seen, Look(ERROR, mirror=mirror))
+            fixed = measure_for(gate.type).measure(
+                gate_params(gate), seen, Look(ERROR, mirror=mirror)
+            )
             verdicts["fixed"] = fixed.verdict
         for rule, verdict in verdicts.items():
             decided = verdict is GateVerdict.FAILED or (

@@ -21,6 +21,11 @@ from specdecode.api.base import KubeModel
 from specdecode.api.rules import Binary, Has, Not, Rule, RuleSet, all_of, at, implies, lit
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 
+# Re-exported: the wire spells these as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import GateType as GateType  # noqa: PLC0414
+from specdecode.vocabulary import ItlDefinition as ItlDefinition  # noqa: PLC0414
+from specdecode.vocabulary import SpeedupMetric as SpeedupMetric  # noqa: PLC0414
+
 # What `methods` names plain decoding by (speculative unset): its fingerprint's name.
 PlainDecoding = Literal["none"]
 assert NO_SPECULATION == "none"
@@ -29,41 +34,6 @@ assert NO_SPECULATION == "none"
 LabelName = Annotated[
     str, StringConstraints(min_length=1, max_length=63, pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 ]
-
-
-class GateType(StrEnum):
-    """What a gate measures."""
-
-    ACCEPTANCE = "Acceptance"
-    ACCEPTED_LENGTH = "AcceptedLength"
-    TAIL_LATENCY = "TailLatency"
-    SPEEDUP = "Speedup"
-    ERROR_RATE = "ErrorRate"
-
-
-class ItlDefinition(StrEnum):
-    """Which inter-token latency a latency gate compares.
-
-    PerChunk (the default) is the client's wall time between consecutive streamed chunks of
-    a request, one chunk per engine step however many tokens it carries: the stall a reader
-    of a streaming reply sees (what `vllm bench serve` calls ITL). PerToken divides each
-    such gap by the tokens its chunk carried and weights it by them (a per-token pace; at
-    the P99 it is the pace of the chunks that carried one token). Both are timed by the
-    shadow load pods. ServerStep reads vLLM's own `inter_token_latency_seconds` histogram:
-    the server's time between a request's consecutive steps, one observation per request
-    per step, in coarse buckets; the only ITL there is when responses go elsewhere (Mirror).
-    """
-
-    PER_TOKEN = "PerToken"
-    PER_CHUNK = "PerChunk"
-    SERVER_STEP = "ServerStep"
-
-
-class SpeedupMetric(StrEnum):
-    """What a speedup gate compares between candidate and baseline."""
-
-    TIME_PER_OUTPUT_TOKEN = "TimePerOutputToken"
-    THROUGHPUT = "Throughput"
 
 
 # The defaults of the type-specific fields: the one place they are defined.

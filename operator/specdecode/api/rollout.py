@@ -1,6 +1,6 @@
 """The SpecDecodeRollout resource: identity (group, version, kind) and its spec.
 
-The CRD YAML in `crds/` is generated from these models by `specdecode.api.crdgen`.
+The CRD YAML in `crds/` is generated from these models by `specdecode.tools.crdgen`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import StrEnum
-from typing import Annotated, Final
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -24,6 +24,7 @@ from specdecode.api.speculative_rules import (
     MAX_SCHEDULE_ENTRIES,
     MAX_SPECULATIVE_TOKENS,
 )
+from specdecode.vocabulary import NO_SPECULATION as NO_SPECULATION  # noqa: PLC0414
 
 
 class SpeculativeMethod(StrEnum):
@@ -194,9 +195,6 @@ class SpeculativeConfig(VerbatimModel):
     def fingerprint(self) -> str:
         """A short stable hash that names this config in labels and status."""
         return hashlib.sha256(self.to_cli_json().encode()).hexdigest()[:10]
-
-
-NO_SPECULATION: Final = "none"
 
 
 def fingerprint_of(config: SpeculativeConfig | None) -> str:

@@ -20,6 +20,9 @@ from specdecode.api.gate_spec import GateType, ItlDefinition
 from specdecode.api.guard import DriftStatus
 from specdecode.api.speculative import SpeculativeConfig
 
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import GateVerdict as GateVerdict  # noqa: PLC0414
+
 
 class Phase(StrEnum):
     """Where the rollout is; see README.md for the transitions."""
@@ -33,16 +36,6 @@ class Phase(StrEnum):
     ROLLED_BACK = "RolledBack"  # analysis failed or aborted; production kept the stable config
     DEGRADED = "Degraded"  # production itself is not available
     FAILED = "Failed"  # the spec cannot be acted on (an error only the operator can see)
-
-
-class GateVerdict(StrEnum):
-    """One gate evaluation's outcome, as Argo Rollouts' AnalysisRun names them."""
-
-    PENDING = "Pending"
-    SUCCESSFUL = "Successful"
-    FAILED = "Failed"
-    INCONCLUSIVE = "Inconclusive"
-    ERROR = "Error"
 
 
 class StagePhase(StrEnum):

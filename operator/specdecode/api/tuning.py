@@ -7,7 +7,7 @@ winner per load band, each config's break-even concurrency and, for vLLM 0.24+, 
 `num_speculative_tokens_per_batch_size` schedule. It reuses the rollout's model, GPU pool,
 engine and traffic models, so what a tuning measures is what a rollout would run; every
 candidate is checked against the engine's vLLM release with the rollout's own rules.
-The CRD is generated from these models (`crdgen`); CEL rules live in `tuning_rules`.
+The CRD is generated from these models (`tools.crdgen`); CEL rules live in `tuning_rules`.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ from specdecode.domain.concurrency_verdict import (
     offer_text,
     schedule_offer,
 )
-from specdecode.domain.gates import LookPlan, evaluate_gate, not_judged_reason, stage_needs
+from specdecode.domain.gate_boundary import evaluate_gate, gate_params
+from specdecode.domain.gates import LookPlan, not_judged_reason, stage_needs
 from specdecode.domain.gates.registry import Need
 from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import Observations
@@ -128,7 +129,8 @@ def look_plan(
 
 def observations_needed(spec: SpecDecodeRolloutSpec, index: int) -> frozenset[Need]:
     """What the reconciler fetches for stage `index`: what its measured gates declare."""
-    return stage_needs(spec.analysis.stages[index].gates, look_plan(spec, index, 0.0))
+    gates = (gate_params(gate) for gate in spec.analysis.stages[index].gates)
+    return stage_needs(gates, look_plan(spec, index, 0.0))
 
 
 def _judge(
@@ -142,7 +144,7 @@ def _judge(
     unenforced = {
         gate.name
         for gate in stage_spec.gates
-        if gate.dry_run or not_judged_reason(gate, plan) is not None
+        if gate.dry_run or not_judged_reason(gate_params(gate), plan) is not None
     }
     enforced = [gate for gate in stage.gates if gate.name not in unenforced]
     fail_only = {gate.name for gate in stage_spec.gates if gate.fail_only}

@@ -1,16 +1,17 @@
 """What every gate measure shares: the `Measurement` a look yields and how bounds judge.
 
 Each measure (one module per gate type under `gates/`) returns the statistic, its bounds,
-and the verdict they support; `gates` turns it into the `GateResult` in status.
+and the verdict they support; `gate_boundary` turns it into the `GateResult` in status,
+field by field by name (one field table: this dataclass's).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specdecode.api.status import GateVerdict
 from specdecode.domain.observations import LatencySamples, MetricError
 from specdecode.domain.stats import Interval
+from specdecode.vocabulary import GateVerdict
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class Measurement:
     acceptance_per_position: tuple[float, ...] = ()  # P(at least i+1 accepted) per draft
     units: int | None = None  # independent units: requests, time blocks or steps
     stream_value: float | None = None  # the same figure from the streamed chunks
+    # TailLatency: vLLM's step-ITL quantiles at the gate's q, a cross-check of the client's.
+    server_baseline_value: float | None = None
+    server_candidate_value: float | None = None
 
 
 def judged(

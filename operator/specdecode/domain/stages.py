@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
 from specdecode.api.status import GateResult, StagePhase, StageStatus
-from specdecode.domain.gates import pending_result
+from specdecode.domain.gate_boundary import pending_result
 
 
 def evidence_fingerprint(analysis: AnalysisSpec) -> str:

@@ -38,8 +38,6 @@ import dataclasses
 import math
 from bisect import bisect_left
 
-from specdecode.api.gate_spec import GateSpec
-from specdecode.api.status import GateVerdict
 from specdecode.domain.gate_measures import (
     Measurement,
     judge_at_most,
@@ -47,6 +45,7 @@ from specdecode.domain.gate_measures import (
     metric_error,
     relation,
 )
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.observations import MetricError, ServerStepHistograms, StepHistogram
 from specdecode.domain.stats import (
     Interval,
@@ -54,6 +53,7 @@ from specdecode.domain.stats import (
     quantile_rank_bounds,
     ratio_interval,
 )
+from specdecode.vocabulary import GateVerdict
 
 
 def _monotone(counts: tuple[float, ...]) -> list[float]:
@@ -154,7 +154,7 @@ def _counted(candidate: StepHistogram, baseline: StepHistogram) -> str:
 
 
 def measure_server_step_tail(
-    gate: GateSpec, histograms: ServerStepHistograms | MetricError | None, error: float
+    gate: GateParams, histograms: ServerStepHistograms | MetricError | None, error: float
 ) -> Measurement:
     """Candidate / baseline q-quantile of vLLM's step ITL, bounded by bucket edges.
 
@@ -163,8 +163,8 @@ def measure_server_step_tail(
     in the first or the +Inf bucket) can only stop a pass, never cause one. Samples, and
     the per-side minimum (minSamples), count effective samples (`effective_samples`): steps.
     """
-    q = gate.number("quantile")
-    threshold = 1.0 + gate.number("tolerance")
+    q = gate.quantile
+    threshold = 1.0 + gate.tolerance
     if isinstance(histograms, MetricError):
         return metric_error(histograms)
     if histograms is None:

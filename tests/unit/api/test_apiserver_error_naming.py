@@ -13,7 +13,7 @@ from sdr_crd_checker import CrdChecker
 
 from localcluster.apiserver_errors import leaf_name, names_field, parent_paths
 from localcluster.manifests import REPO, InvalidCase, load_invalid_cases
-from specdecode.api.crdgen import output_paths
+from specdecode.tools.crdgen import output_paths
 
 pytestmark = pytest.mark.unit
 

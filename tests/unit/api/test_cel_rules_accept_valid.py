@@ -13,8 +13,8 @@ from localcluster.manifests import REPO as REPO_ROOT
 from localcluster.manifests import merged as merge_patch
 from specdecode.api import SpecDecodeRollout
 from specdecode.api.analysis import default_stages
-from specdecode.api.crdgen import output_paths
 from specdecode.api.vllm_versions import METHODS, NEVER_STARTS
+from specdecode.tools.crdgen import output_paths
 
 pytestmark = pytest.mark.unit
 

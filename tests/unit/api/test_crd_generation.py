@@ -14,8 +14,8 @@ from sdr_crd_checker import CrdChecker, apply_defaults
 
 from localcluster.manifests import REPO as REPO_ROOT
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.crdgen import custom_resource_definition, main, output_paths
 from specdecode.api.schema import walk
+from specdecode.tools.crdgen import custom_resource_definition, main, output_paths
 
 pytestmark = pytest.mark.unit
 

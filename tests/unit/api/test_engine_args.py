@@ -18,9 +18,9 @@ from sdr_crd_checker import CrdChecker
 from localcluster.manifests import REPO as REPO_ROOT
 from localcluster.manifests import load_example, merged
 from specdecode.api import SpecDecodeRollout, engine_args
-from specdecode.api.crdgen import output_paths
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.workload import ModelSpec
+from specdecode.tools.crdgen import output_paths
 
 pytestmark = pytest.mark.unit
 

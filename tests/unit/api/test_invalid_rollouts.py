@@ -15,7 +15,7 @@ from localcluster.manifests import REPO as REPO_ROOT
 from localcluster.manifests import InvalidCase, load_example, rollout_examples
 from localcluster.manifests import load_invalid_cases as load_cases
 from specdecode.api import SpecDecodeRollout
-from specdecode.api.crdgen import output_paths
+from specdecode.tools.crdgen import output_paths
 
 pytestmark = pytest.mark.unit
 

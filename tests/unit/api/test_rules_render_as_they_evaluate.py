@@ -20,11 +20,11 @@ from sdr_crd_checker import apply_defaults
 from localcluster.manifests import REPO as REPO_ROOT
 from localcluster.manifests import load_example, load_invalid_cases, merged, rollout_examples
 from specdecode.api import vllm_versions as facts
-from specdecode.api.crdgen import custom_resource_definition
 from specdecode.api.engine_args import RESERVED
 from specdecode.api.rules import Rule
 from specdecode.api.schema import walk
 from specdecode.api.validations import ROOT_RULES, RULES
+from specdecode.tools.crdgen import custom_resource_definition
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from sdr_crd_checker import CrdChecker, apply_defaults
 
 from localcluster.manifests import REPO as REPO_ROOT
-from specdecode.api.crdgen import TUNING_KIND, custom_resource_definition, drift, output_paths
 from specdecode.api.tuning import DEFAULT_LADDER, SpecDecodeTuning, SpecDecodeTuningSpec
+from specdecode.tools.crdgen import TUNING_KIND, custom_resource_definition, drift, output_paths
 
 pytestmark = pytest.mark.unit
 

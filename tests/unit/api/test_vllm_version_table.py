@@ -15,8 +15,8 @@ from sdr_crd_checker import CrdChecker
 
 from localcluster.manifests import REPO as REPO_ROOT
 from specdecode.api import SpecDecodeRollout
-from specdecode.api.crdgen import output_paths
 from specdecode.api.vllm_versions import NEWEST_MINOR, OLDEST_SUPPORTED, is_supported
+from specdecode.tools.crdgen import output_paths
 
 pytestmark = pytest.mark.unit
 

@@ -37,6 +37,7 @@ from specdecode.domain.concurrency_verdict import (
     lower_pass_text,
     schedule_offer,
 )
+from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gates import not_judged_reason
 from specdecode.domain.observations import LatencySamples, Observations
 
@@ -247,6 +248,11 @@ def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> No
     assert plan.not_speculating_at == 32
     gain = GateSpec(name="gain", type=GateType.SPEEDUP)
     no_loss = GateSpec(name="no-loss", type=GateType.SPEEDUP, min_speedup=0.9)
-    assert "turns speculation off at concurrency 32" in (not_judged_reason(gain, plan) or "")
-    assert not_judged_reason(no_loss, plan) is None
-    assert not_judged_reason(gain, look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, EAGLE3)) is None
+    assert "turns speculation off at concurrency 32" in (
+        not_judged_reason(gate_params(gain), plan) or ""
+    )
+    assert not_judged_reason(gate_params(no_loss), plan) is None
+    assert (
+        not_judged_reason(gate_params(gain), look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, EAGLE3))
+        is None
+    )

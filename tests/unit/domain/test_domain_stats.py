@@ -15,7 +15,8 @@ from specdecode.domain.acceptance_bound import (
     accepted_length_variance,
     design_effect,
 )
-from specdecode.domain.gates import LookPlan, evaluate_gate
+from specdecode.domain.gate_boundary import evaluate_gate
+from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import (
     AcceptanceCounts,
     LatencySamples,

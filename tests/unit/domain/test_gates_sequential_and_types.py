@@ -16,13 +16,8 @@ from specdecode.api.analysis import default_stages
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import MAX_LOOKS_KEPT, GateResult
 from specdecode.domain.clustered import block_quantile, ratio_of_sums
-from specdecode.domain.gates import (
-    MIN_LOOK_ERROR,
-    LookPlan,
-    evaluate_gate,
-    look_error,
-    not_judged_reason,
-)
+from specdecode.domain.gate_boundary import evaluate_gate, gate_params, look_error
+from specdecode.domain.gates import MIN_LOOK_ERROR, LookPlan, not_judged_reason
 from specdecode.domain.gates.registry import registered_types
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -186,7 +181,7 @@ def test_default_stages_judge_what_pays_for_each_method(
 ) -> None:
     plan = LookPlan(0, 600, method=method)
     judged = [
-        {g.name for g in stage.gates if not_judged_reason(g, plan) is None}
+        {g.name for g in stage.gates if not_judged_reason(gate_params(g), plan) is None}
         for stage in default_stages()
     ]
     assert judged == [first_stage, _TAIL_STAGE]
@@ -197,7 +192,7 @@ def test_client_side_gates_are_reported_not_judged_under_mirror_traffic(
     gate_type: GateType,
 ) -> None:
     gate = GateSpec(name="g", type=gate_type)
-    reason = not_judged_reason(gate, LookPlan(0, 600, mirror=True))
+    reason = not_judged_reason(gate_params(gate), LookPlan(0, 600, mirror=True))
     assert reason is not None and "Mirror" in reason
 
 

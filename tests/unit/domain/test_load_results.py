@@ -12,6 +12,7 @@ from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import GateVerdict
 from specdecode.api.traffic import LoadGeneratorSpec
+from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gates.registry import Look
 from specdecode.domain.gates.tail_latency import measure_client_tail
 from specdecode.domain.load_report import (
@@ -128,7 +129,7 @@ def test_a_silent_shard_makes_the_window_incomplete_and_the_gate_inconclusive() 
     assert "p-1" in window.incomplete
     full = LatencySamples.from_values(per_token_itl=[0.02] * 5000)
     gate = GateSpec.model_validate({"name": "p99", "type": "TailLatency"})
-    look = measure_client_tail(gate, full, window, Look(0.01))
+    look = measure_client_tail(gate_params(gate), full, window, Look(0.01))
     assert look.verdict is GateVerdict.INCONCLUSIVE and "did not answer" in look.reason
     assert side_window("candidate", [], [], 10.0, 20.0) is None
 
@@ -153,9 +154,11 @@ def test_a_lagging_client_makes_the_look_inconclusive_not_a_verdict() -> None:
     base = [rng.lognormvariate(-3.9, 0.2) for _ in range(40000)]
     worse = [1.5 * rng.lognormvariate(-3.9, 0.2) for _ in range(40000)]
     honest = blocks_of(base, delay=0.0002)
-    look = measure_client_tail(gate, honest, blocks_of(worse, delay=0.0002), Look(0.01))
+    look = measure_client_tail(
+        gate_params(gate), honest, blocks_of(worse, delay=0.0002), Look(0.01)
+    )
     assert look.verdict is GateVerdict.FAILED, look.reason  # control: exact clocks decide
-    look = measure_client_tail(gate, honest, blocks_of(worse, delay=0.02), Look(0.01))
+    look = measure_client_tail(gate_params(gate), honest, blocks_of(worse, delay=0.02), Look(0.01))
     assert look.verdict is GateVerdict.INCONCLUSIVE
     assert "shadow load saturated" in look.reason
 

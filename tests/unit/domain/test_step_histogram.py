@@ -22,9 +22,10 @@ from domain_gatesim import STEP_AR1, Outcome, StageRun, run_stage, single_stage_
 from domain_stepsim import SERVER_P99, STRADDLING_MEDIAN, VLLM_BOUNDS, StepHistogramSource
 
 from specdecode.api import GateSpec, GateVerdict, ItlDefinition
-from specdecode.domain import gates, step_histogram
+from specdecode.domain import gate_boundary, step_histogram
+from specdecode.domain.gate_boundary import evaluate_gate, gate_params
 from specdecode.domain.gate_measures import Measurement
-from specdecode.domain.gates import LookPlan, evaluate_gate
+from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import (
     MetricError,
     ServerStepHistograms,
@@ -136,7 +137,7 @@ def _measure(
     baseline: StepHistogram, candidate: StepHistogram, gate: GateSpec = SERVER_P99
 ) -> Measurement:
     pair = ServerStepHistograms(baseline=baseline, candidate=candidate)
-    return measure_server_step_tail(gate, pair, ERROR)
+    return measure_server_step_tail(gate_params(gate), pair, ERROR)
 
 
 def test_a_candidate_a_whole_bucket_below_passes() -> None:
@@ -176,9 +177,11 @@ def test_a_baseline_in_the_first_bucket_leaves_the_ratio_unbounded_above() -> No
 
 
 def test_metric_errors_and_missing_histograms() -> None:
-    down = measure_server_step_tail(SERVER_P99, MetricError("prometheus", "timeout"), ERROR)
+    down = measure_server_step_tail(
+        gate_params(SERVER_P99), MetricError("prometheus", "timeout"), ERROR
+    )
     assert down.verdict is GateVerdict.ERROR and "timeout" in down.reason
-    missing = measure_server_step_tail(SERVER_P99, None, ERROR)
+    missing = measure_server_step_tail(gate_params(SERVER_P99), None, ERROR)
     assert missing.verdict is GateVerdict.INCONCLUSIVE
     assert missing.reason == "no step histogram yet"
     empty = _measure(StepHistogram(), StepHistogram())
@@ -353,7 +356,9 @@ def test_the_simulation_catches_an_interpolating_gate(monkeypatch: pytest.Monkey
     # Interpolating inside buckets (and spending the whole error on every look) trusts a
     # uniform spread the tail does not have: the same harness sees many wrong verdicts.
     monkeypatch.setattr(step_histogram, "quantile_bucket_interval", _interpolated)
-    monkeypatch.setattr(gates, "look_error", lambda gate, previous, plan: 1 - gate.confidence)
+    monkeypatch.setattr(
+        gate_boundary, "look_error", lambda gate, previous, plan: 1 - gate.confidence
+    )
     runs = _runs_at_threshold(seed=22, trials=30, steps=48, batch=1)
     wrong = _rate(runs, Outcome.PROMOTED) + _rate(runs, Outcome.ROLLED_BACK)
     print(f"interpolating step gate at the threshold: wrong verdicts {wrong:.3f}")

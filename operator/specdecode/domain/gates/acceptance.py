@@ -26,8 +26,6 @@ import dataclasses
 import math
 from statistics import NormalDist
 
-from specdecode.api.gate_spec import GateSpec, GateType
-from specdecode.api.status import GateVerdict
 from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.clustered import Estimate, ratio_of_sums, t_critical
 from specdecode.domain.gate_measures import (
@@ -38,6 +36,7 @@ from specdecode.domain.gate_measures import (
     metric_error,
 )
 from specdecode.domain.gate_measures import relation as compared
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -47,6 +46,7 @@ from specdecode.domain.observations import (
     StageObservations,
 )
 from specdecode.domain.stats import Interval
+from specdecode.vocabulary import GateType, GateVerdict
 
 CROSS_CHECK_GAP = 0.05  # |streamed alpha - counters' alpha| worth a word in status
 
@@ -130,13 +130,13 @@ def clustered_interval(
 class AcceptanceGate:
     """alpha judged on its lower bound against minAlpha."""
 
-    def needs(self, gate: GateSpec) -> frozenset[Need]:
+    def needs(self, gate: GateParams) -> frozenset[Need]:
         """The candidate's counters, and the load pods' per-request moments for the bound."""
         return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
 
-    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+    def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""
-        threshold = gate.number("min_alpha")
+        threshold = gate.min_alpha
         counts = seen.candidate_acceptance
         if isinstance(counts, MetricError):
             return metric_error(counts)
@@ -176,7 +176,7 @@ class AcceptanceGate:
 
     def _judged(
         self,
-        gate: GateSpec,
+        gate: GateParams,
         counts: AcceptanceCounts,
         interval: Interval,
         threshold: float,
@@ -184,7 +184,7 @@ class AcceptanceGate:
         units: int,
         basis: str,
     ) -> Measurement:
-        needed_tokens = int(gate.number("min_draft_tokens"))
+        needed_tokens = gate.min_draft_tokens
         needed_requests = gate.effective_min_samples
         numbers = f"alpha {interval.value:.3f} [{interval.lower:.3f}, {interval.upper:.3f}]"
         verdict = judge_at_least(interval, threshold)

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from specdecode.api.gate_spec import GateSpec, GateType
-from specdecode.api.status import GateVerdict
 from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.gate_measures import Measurement, judge_at_least, judged, metric_error
 from specdecode.domain.gate_measures import relation as compared
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.acceptance import (
     CROSS_CHECK_GAP,
     accepted_per_step,
@@ -35,19 +34,20 @@ from specdecode.domain.gates.acceptance import (
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import MetricError, StageObservations
 from specdecode.domain.stats import Interval
+from specdecode.vocabulary import GateType, GateVerdict
 
 
 @register(GateType.ACCEPTED_LENGTH)
 class AcceptedLengthGate:
     """Tokens per step judged on its lower bound against minAcceptedLength."""
 
-    def needs(self, gate: GateSpec) -> frozenset[Need]:
+    def needs(self, gate: GateParams) -> frozenset[Need]:
         """The candidate's counters, and the load pods' per-request moments for the bound."""
         return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
 
-    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+    def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
-        threshold = gate.number("min_accepted_length")
+        threshold = gate.min_accepted_length
         counts = seen.candidate_acceptance
         if isinstance(counts, MetricError):
             return metric_error(counts)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import math
 
-from specdecode.api.gate_spec import GateSpec, GateType
-from specdecode.api.status import GateVerdict
 from specdecode.domain.gate_measures import (
     Measurement,
     incomplete_window,
@@ -28,9 +26,11 @@ from specdecode.domain.gate_measures import (
     judged,
     metric_error,
 )
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval, wilson_interval
+from specdecode.vocabulary import GateType, GateVerdict
 
 
 def failure_difference(
@@ -63,13 +63,13 @@ UNHEALTHY_BASELINE = 0.05
 class ErrorRateGate:
     """Pass when the difference's upper bound <= maxErrorRate; fail when its lower exceeds."""
 
-    def needs(self, gate: GateSpec) -> frozenset[Need]:
+    def needs(self, gate: GateParams) -> frozenset[Need]:
         """The candidate's request outcomes from the load pods."""
         return frozenset({Need.REQUEST_OUTCOMES})
 
-    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+    def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Candidate minus baseline failure proportion over the same shadow requests."""
-        threshold = gate.number("max_error_rate")
+        threshold = gate.max_error_rate
         candidate, baseline = seen.candidate_latency, seen.baseline_latency
         if isinstance(candidate, MetricError):
             return metric_error(candidate)

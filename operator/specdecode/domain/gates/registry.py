@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from specdecode.api.gate_spec import GateSpec, GateType
-from specdecode.api.speculative import SpeculativeMethod
 from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.observations import StageObservations
+from specdecode.vocabulary import GateType
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Look:
     """
 
     error: float
-    method: SpeculativeMethod | None = None
+    method: str | None = None
     mirror: bool = False
 
 
@@ -61,15 +61,15 @@ LOAD_REPORT_NEEDS = frozenset(
 class GateMeasure(Protocol):
     """How one gate type turns a stage's observations into a verdict with numbers."""
 
-    def needs(self, gate: GateSpec) -> frozenset[Need]:
+    def needs(self, gate: GateParams) -> frozenset[Need]:
         """The observations `measure` reads for this gate (its settings may matter)."""
         ...
 
-    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+    def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Measure the gate's statistic with bounds at `look.error` and judge them.
 
         Why one signature: the stage logic (counters, limits, history) is the same for every
-        type, so it lives once in `gates.evaluate_gate`; a measure only measures.
+        type, so it lives once in `gate_boundary.evaluate_gate`; a measure only measures.
         """
         ...
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 
-from specdecode.api.gate_spec import GateSpec, GateType
-from specdecode.api.status import GateVerdict
 from specdecode.domain.clustered import block_quantile
 from specdecode.domain.gate_measures import (
     Measurement,
@@ -26,10 +24,12 @@ from specdecode.domain.gate_measures import (
     metric_error,
     mostly_failed_window,
 )
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.gates.tail_latency import log_ratio_interval
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval
+from specdecode.vocabulary import GateType, GateVerdict
 
 MEDIAN = 0.5
 MIN_BLOCKS_EITHER_SIDE = 2  # the median sits in most blocks: no separate tail minimum
@@ -39,13 +39,13 @@ MIN_BLOCKS_EITHER_SIDE = 2  # the median sits in most blocks: no separate tail m
 class SpeedupGate:
     """Pass when the speedup's lower bound >= minSpeedup; fail when its upper bound is below."""
 
-    def needs(self, gate: GateSpec) -> frozenset[Need]:
+    def needs(self, gate: GateParams) -> frozenset[Need]:
         """Both sides' client latency blocks (TPOT per request)."""
         return frozenset({Need.CLIENT_LATENCY})
 
-    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+    def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Median TPOT ratio over time blocks of both sides."""
-        threshold = gate.number("min_speedup")
+        threshold = gate.min_speedup
         baseline, candidate = seen.baseline_latency, seen.candidate_latency
         for side in (baseline, candidate):
             if isinstance(side, MetricError):
@@ -88,7 +88,7 @@ class SpeedupGate:
             samples=requests,
         )
         verdict = judge_at_least(speedup, threshold)
-        metric = gate.effective_speedup_metric
+        metric = gate.speedup_metric
         reason = (
             f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, "
             f"{speedup.upper:.3f}] vs {threshold:.2f} over {requests} requests per side in "

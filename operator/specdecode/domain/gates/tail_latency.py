@@ -31,8 +31,6 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
-from specdecode.api.status import GateVerdict
 from specdecode.domain.clustered import BlockQuantile, block_quantile, t_critical
 from specdecode.domain.gate_measures import (
     Measurement,
@@ -43,11 +41,13 @@ from specdecode.domain.gate_measures import (
     mostly_failed_window,
     relation,
 )
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.sketch import Sketch
 from specdecode.domain.stats import Interval
 from specdecode.domain.step_histogram import measure_server_step_tail
+from specdecode.vocabulary import GateType, GateVerdict, ItlDefinition
 
 # Blocks holding tail samples a verdict needs: the tail share's spread is estimated from
 # them, and with fewer the normal approximation fails (10 gave 10 % wrong promotions at
@@ -113,29 +113,29 @@ def log_ratio_interval(
 class TailLatencyGate:
     """Pass when the ratio's upper bound <= 1 + tolerance; fail when its lower bound exceeds."""
 
-    def needs(self, gate: GateSpec) -> frozenset[Need]:
+    def needs(self, gate: GateParams) -> frozenset[Need]:
         """ServerStep: both step histograms; else the client's blocks, and the histograms
         for the cross-check reported beside them (`gates._server_cross_check`)."""
-        if gate.effective_itl_definition is ItlDefinition.SERVER_STEP:
+        if gate.itl_definition is ItlDefinition.SERVER_STEP:
             return frozenset({Need.SERVER_STEP_HISTOGRAMS})
         return frozenset({Need.CLIENT_LATENCY, Need.SERVER_STEP_HISTOGRAMS})
 
-    def measure(self, gate: GateSpec, seen: StageObservations, look: Look) -> Measurement:
+    def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Dispatch ServerStep to the histogram gate; else the block-robust client ratio."""
-        if gate.effective_itl_definition is ItlDefinition.SERVER_STEP:
+        if gate.itl_definition is ItlDefinition.SERVER_STEP:
             return measure_server_step_tail(gate, seen.server_step_itl, look.error)
         return measure_client_tail(gate, seen.baseline_latency, seen.candidate_latency, look)
 
 
 def measure_client_tail(
-    gate: GateSpec,
+    gate: GateParams,
     baseline: LatencySamples | MetricError | None,
     candidate: LatencySamples | MetricError | None,
     look: Look,
 ) -> Measurement:
     """Candidate / baseline q-quantile of the load pods' ITL over time blocks."""
-    q = gate.number("quantile")
-    threshold = 1.0 + gate.number("tolerance")
+    q = gate.quantile
+    threshold = 1.0 + gate.tolerance
     for side in (baseline, candidate):
         if isinstance(side, MetricError):
             return metric_error(side)
@@ -145,7 +145,7 @@ def measure_client_tail(
         return unjudged
     if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
         return unjudged
-    definition = gate.effective_itl_definition
+    definition = gate.itl_definition
     label = f"P{q * 100:g} {definition.value} ITL"
     base_blocks, base_all = side_blocks(baseline, definition)
     cand_blocks, cand_all = side_blocks(candidate, definition)

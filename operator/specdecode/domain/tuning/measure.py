@@ -31,7 +31,9 @@ import specdecode.domain.gates  # noqa: F401  (registers every gate measure)
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import GateVerdict
+from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, measure_for
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -69,9 +71,16 @@ def look_error(z: float) -> float:
     return 0.0 if math.isinf(z) else 1.0 - NormalDist().cdf(z)
 
 
-def _gate(gate_type: GateType, **settings: object) -> GateSpec:
-    return GateSpec.model_validate(
-        {"name": gate_type.value.lower(), "type": gate_type, "min_samples": MIN_BLOCKS, **settings}
+def _gate(gate_type: GateType, **settings: object) -> GateParams:
+    return gate_params(
+        GateSpec.model_validate(
+            {
+                "name": gate_type.value.lower(),
+                "type": gate_type,
+                "min_samples": MIN_BLOCKS,
+                **settings,
+            }
+        )
     )
 
 

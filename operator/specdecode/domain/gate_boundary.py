@@ -1,0 +1,159 @@
+"""Where the wire schema meets the gates: GateSpec in, the status' GateResult out.
+
+Why one module: the gates and the statistics (`domain.gates`, `domain.stats`...) import
+nothing from `api`, so a second API version (docs/crd-versioning.md) changes the
+conversions here, not the measures. Both directions go by field name, from the one table
+each side already has: `GateParams` takes GateSpec's fields (defaults applied, from
+`api.gate_spec`), and a `Measurement`'s fields flow into `GateResult` and `GateLook`
+wherever the status model has them; no field is copied by hand. The stage's bookkeeping
+(failures, inconclusives, errors in a row, the bounded look history) is status, so it
+lives here too; the error each look may spend is computed by the gates from that history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from datetime import datetime
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel
+
+from specdecode.api.analysis_rules import MIRROR_NOT_JUDGED
+from specdecode.api.gate_spec import GATE_DEFAULTS, MIN_SAMPLES_DEFAULTS, GateSpec
+from specdecode.api.status import MAX_LOOKS_KEPT, GateLook, GateResult
+from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gate_params import GateParams
+from specdecode.domain.gates import LookPlan, error_at_look, measure, not_judged_reason
+from specdecode.domain.observations import StageObservations
+from specdecode.vocabulary import GateType, GateVerdict
+
+_PARAM_TYPES = get_type_hints(GateParams)
+# GateParams fields GateSpec does not have as such: computed from it by `_derived`.
+_DERIVED = frozenset({"methods", "default_min_samples", "judged_under_mirror"})
+
+
+def gate_params(gate: GateSpec) -> GateParams:
+    """The gate's parameters, by GateParams' field names, defaults applied."""
+    return GateParams(
+        **{
+            field.name: _setting(gate, field.name)
+            for field in fields(GateParams)
+            if field.name not in _DERIVED
+        },
+        **_derived(gate),
+    )
+
+
+def _setting(gate: GateSpec, name: str) -> Any:
+    """A field as set, a type-specific one else its default (`GATE_DEFAULTS`)."""
+    if name not in GATE_DEFAULTS:
+        return getattr(gate, name)
+    return gate.number(name) if _PARAM_TYPES[name] is float else gate.setting(name)
+
+
+def _derived(gate: GateSpec) -> dict[str, Any]:
+    return {
+        "methods": tuple(str(method) for method in gate.methods or ()),
+        "default_min_samples": MIN_SAMPLES_DEFAULTS[gate.type],
+        "judged_under_mirror": gate.type not in MIRROR_NOT_JUDGED,
+    }
+
+
+def pending_result(gate: GateSpec) -> GateResult:
+    """A gate's result before its first look."""
+    return GateResult(**_identity(gate_params(gate)), reason="not evaluated yet")
+
+
+def look_error(gate: GateSpec, previous: GateResult, plan: LookPlan) -> float:
+    """The one-sided error this look may spend, given the stage run's looks in status."""
+    return error_at_look(
+        gate.confidence,
+        plan,
+        [look.measured_seconds for look in previous.looks],
+        some_lost=previous.look_count > len(previous.looks),
+    )
+
+
+def evaluate_gate(
+    gate: GateSpec,
+    observations: StageObservations | None,
+    previous: GateResult | None,
+    now: datetime,
+    plan: LookPlan,
+) -> GateResult:
+    """Look once: measure, judge against the bound, update the counters and the history."""
+    params = gate_params(gate)
+    before = previous if previous is not None else pending_result(gate)
+    skipped = not_judged_reason(params, plan)
+    if skipped is not None:
+        return before.model_copy(update={"reason": skipped, "measured_at": now})
+    error = look_error(gate, before, plan)
+    found = measure(params, observations, plan, error)
+    history = _with_look(before, found, now, plan, error)
+    if found.verdict is GateVerdict.ERROR:
+        # Keep the last good numbers on display; only the verdict and reason change.
+        return before.model_copy(
+            update={
+                "verdict": GateVerdict.ERROR,
+                "reason": found.reason,
+                "consecutive_errors": before.consecutive_errors + 1,
+                "measured_at": now,
+                "dry_run": params.dry_run,
+                "fail_only": params.fail_only,
+                **history,
+            }
+        )
+    return GateResult(
+        **_identity(params),
+        **measured_fields(found, GateResult),
+        failures=before.failures + (found.verdict is GateVerdict.FAILED),
+        inconclusives=before.inconclusives + (found.verdict is GateVerdict.INCONCLUSIVE),
+        consecutive_errors=0,
+        measured_at=now,
+        **history,
+    )
+
+
+def _identity(params: GateParams) -> dict[str, Any]:
+    """The GateParams fields GateResult also has (name, type, flags), by name.
+
+    The ITL definition is shown only on a TailLatency gate (others have the default).
+    """
+    carried = {
+        field.name: getattr(params, field.name)
+        for field in fields(GateParams)
+        if field.name in GateResult.model_fields
+    }
+    if params.type is not GateType.TAIL_LATENCY:
+        carried["itl_definition"] = None
+    return carried
+
+
+def _with_look(
+    before: GateResult, found: Measurement, now: datetime, plan: LookPlan, error: float
+) -> dict[str, object]:
+    """The history fields after this look: bounded, oldest dropped first."""
+    look = GateLook(
+        measured_at=now,
+        measured_seconds=plan.measured_seconds,
+        **measured_fields(found, GateLook),
+        error=error,
+    )
+    return {"looks": [*before.looks, look][-MAX_LOOKS_KEPT:], "look_count": before.look_count + 1}
+
+
+def measured_fields(found: Measurement, into: type[BaseModel]) -> dict[str, Any]:
+    """The Measurement's fields that the status model `into` also has, by name.
+
+    One field table (Measurement's): a field added to both flows into status without a
+    copy line to forget. `reason` stays out of a look (GateLook has none).
+    """
+    return {
+        field.name: _status_value(getattr(found, field.name))
+        for field in fields(Measurement)
+        if field.name in into.model_fields
+    }
+
+
+def _status_value(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value

@@ -1,0 +1,82 @@
+"""The one place GateSpec becomes GateParams and a Measurement becomes a GateResult.
+
+The gates read `GateParams`, not the wire model: these check that the conversion is by
+name from the one field table each side has, applies GateSpec's own defaults, and drops
+nothing a measure found on its way into status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from specdecode.api import GateSpec, GateType, ItlDefinition
+from specdecode.api.analysis_rules import MIRROR_NOT_JUDGED
+from specdecode.api.gate_spec import GATE_DEFAULTS, GATE_FIELDS
+from specdecode.api.speculative import SpeculativeMethod
+from specdecode.api.status import GateResult
+from specdecode.domain.gate_boundary import gate_params, pending_result
+from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gate_params import GateParams
+
+pytestmark = pytest.mark.unit
+
+DERIVED = {"default_min_samples", "judged_under_mirror"}
+
+
+def test_every_param_is_a_gate_spec_field_by_name() -> None:
+    """One field table: a parameter is GateSpec's field of that name, or said to be derived."""
+    names = {field.name for field in fields(GateParams)}
+    assert names - DERIVED <= set(GateSpec.model_fields)
+    # Every type-specific setting a gate type may set reaches the measures.
+    assert frozenset().union(*GATE_FIELDS.values()) <= names
+
+
+@pytest.mark.parametrize("gate_type", list(GateType))
+def test_defaults_are_the_specs_own(gate_type: GateType) -> None:
+    spec = GateSpec(name="g", type=gate_type)
+    params = gate_params(spec)
+    for name in GATE_DEFAULTS:
+        assert getattr(params, name) == spec.setting(name), name
+    assert params.min_samples is None
+    assert params.effective_min_samples == spec.effective_min_samples
+    assert params.judged_under_mirror is (gate_type not in MIRROR_NOT_JUDGED)
+    assert (params.name, params.type, params.confidence) == ("g", gate_type, 0.95)
+
+
+def test_set_values_win_and_numbers_are_floats() -> None:
+    spec = GateSpec(
+        name="tail",
+        type=GateType.TAIL_LATENCY,
+        tolerance=1,
+        itl_definition=ItlDefinition.PER_TOKEN,
+        min_samples=7,
+        dry_run=True,
+    )
+    params = gate_params(spec)
+    assert params.tolerance == 1.0 and isinstance(params.tolerance, float)
+    assert params.itl_definition is ItlDefinition.PER_TOKEN
+    assert (params.min_samples, params.effective_min_samples, params.dry_run) == (7, 7, True)
+
+
+@pytest.mark.parametrize(
+    "methods", [None, ["eagle3"], ["none"], ["ngram", "suffix"], ["none", "eagle"]]
+)
+def test_methods_apply_as_the_spec_says(methods: list[str] | None) -> None:
+    spec = GateSpec.model_validate({"name": "g", "type": "Acceptance", "methods": methods})
+    params = gate_params(spec)
+    for method in [None, *SpeculativeMethod]:
+        assert params.applies_to(method) == spec.applies_to(method), method
+
+
+def test_a_measurement_reaches_status_whole() -> None:
+    """Every field a measure fills has a place in GateResult (copied by name, none lost)."""
+    assert {field.name for field in fields(Measurement)} <= set(GateResult.model_fields)
+
+
+def test_only_a_tail_gate_shows_its_itl_definition() -> None:
+    tail = pending_result(GateSpec(name="t", type=GateType.TAIL_LATENCY))
+    alpha = pending_result(GateSpec(name="a", type=GateType.ACCEPTANCE, dry_run=True))
+    assert tail.itl_definition is ItlDefinition.PER_CHUNK
+    assert alpha.itl_definition is None and alpha.dry_run and alpha.reason == "not evaluated yet"
