@@ -72,8 +72,8 @@ async def observe_production(
         if tails is None or isinstance(tails, MetricError)
         else (ProductionLatency(look_at=look.at, blocks=tails))
     )
-    if isinstance(blocks, MetricError):
-        return blocks, latency
+    if isinstance(blocks, MetricError):  # the look is read again: judge neither half now
+        return blocks, None
     runtime.guard_judged[ref.key] = look.at  # judged once: a failed latency read is skipped
     observed = ProductionAcceptance(look_at=look.at, blocks=blocks)
     judged = guard_check(spec, status, observed, now)
