@@ -27,6 +27,8 @@ against a naive fixed bound looked at every interval); over a long promotion fal
 come at most once per window / error on average. A new window starts afresh, so a change
 is found within about two windows. Too few blocks or draft tokens is no verdict, never a
 drift.
+The bound itself (`block_ratio`) is shared with the latency half (`latency_drift`): the
+share of step-ITL observations above a bucket edge is a ratio of block sums as well.
 
 What the guarantee rests on: blocks a few apart are independent. A traffic mix that wanders
 on the scale of many blocks (block-to-block correlation of alpha) is only partly caught by
