@@ -105,7 +105,8 @@ def latency_finding(
     plain = f" (baseline {baseline * 1000:.1f} ms)" if baseline is not None else ""
     message = (
         f"production's server step-ITL {q} is above {check.edge * 1000:g} ms: "
-        f"{check.share:.2%} [{check.lower:.2%}, {check.upper:.2%}] of its steps took longer, "
+        f"{check.share:.2%} [{check.lower:.2%}, {check.upper:.2%}] of its observations "
+        "(one per request per step) took longer, "
         f"more than the {check.allowed:.2%} a {q} at or under it allows; the line is the "
         f"candidate's {q} {reference.seconds * 1000:.1f} ms{plain} at stage "
         f"{reference.stage} x {check.line / reference.seconds:.2f} "
