@@ -94,6 +94,16 @@ def _drift_lines(status: Mapping[str, Any]) -> list[str]:
     drift = status.get("drift") or {}
     if not drift:
         return []
+    if drift.get("kind") == "Latency":
+        share, low, high, allowed = (
+            _number(drift.get(key), 4)
+            for key in ("tailShare", "lowerBound", "upperBound", "threshold")
+        )
+        return [
+            f"  DRIFTED (latency) since {drift.get('detectedAt', '-')}: production's step-ITL "
+            f"share above {_number(drift.get('edgeSeconds'))} s {share} [{low}, {high}] > "
+            f"{allowed} (analysis {_number(drift.get('referenceSeconds'))} s)"
+        ]
     return [
         f"  DRIFTED since {drift.get('detectedAt', '-')}: production alpha "
         f"{_number(drift.get('alpha'))} [{_number(drift.get('lowerBound'))}, "

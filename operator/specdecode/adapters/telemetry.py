@@ -88,7 +88,8 @@ class OperatorMetrics:
         self.drifted = Gauge(
             "specdecode_drifted",
             "1 while production runs a config whose acceptance the drift guard found below "
-            "its threshold.",
+            "its threshold, or whose server-side step-ITL tail it found past its line (the "
+            "Drifted condition's reason says which).",
             labels,
             registry=self.registry,
         )

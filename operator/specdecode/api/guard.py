@@ -1,10 +1,13 @@
-"""`spec.guard`: after promotion, production's acceptance keeps being judged (drift).
+"""`spec.guard`: after promotion, production's acceptance and tail keep being judged (drift).
 
 Why: alpha depends on the traffic (workload class, sampling temperature). A config that
 passed its gates on last month's mix can cost latency on this month's (translation or
 creative traffic collapses alpha), and nobody would be told. The guard reads production's
 own spec-decode counters from Prometheus on a slow cadence and says so when production's
-alpha is surely below the threshold the analysis judged the config against.
+alpha is surely below the threshold the analysis judged the config against, or when
+production's server-side step-ITL tail is surely past the promoted config's own figure at
+the analysis' deciding stage x (1 + `latencyTolerance`) (`domain.latency_drift`;
+`latency: false` turns that half off).
 
 On by default: a look is a few Prometheus queries every `intervalSeconds` while Promoted
 with a speculative config, nothing is written to the API server while nothing drifts (the
@@ -22,6 +25,13 @@ from pydantic import Field, model_validator
 
 from specdecode.api.base import KubeModel
 from specdecode.api.rules import Binary, Rule, RuleSet, at
+
+
+class DriftKind(StrEnum):
+    """Which half of the guard found the drift."""
+
+    ACCEPTANCE = "Acceptance"  # production's alpha below the Acceptance gate's minAlpha
+    LATENCY = "Latency"  # production's step-ITL tail past the candidate's x (1 + tolerance)
 
 
 class DriftAction(StrEnum):
@@ -53,6 +63,22 @@ class GuardSpec(KubeModel):
         "budget (a sequential boundary), and a new window starts when it ends. Drift is "
         "found within about two windows of a change.",
     )
+    latency: bool = Field(
+        default=True,
+        description="Also judge production's server-side tail: its step-ITL histogram "
+        "(vllm:inter_token_latency_seconds) against the promoted config's own figure that "
+        "the analysis' last TailLatency gate recorded (serverCandidateValue), at that "
+        "gate's quantile and confidence. Nothing is judged when no stage recorded one.",
+    )
+    latency_tolerance: float = Field(
+        default=0.4,
+        gt=0,
+        le=10,
+        description="Latency drift when production's step-ITL quantile is surely above "
+        "the candidate's figure at the analysis x (1 + latencyTolerance), moved up to the "
+        "next histogram bucket edge. Default 0.4, the TailLatency gate's default "
+        "tolerance: the slack the analysis gave the candidate against the baseline.",
+    )
     on_drift: DriftAction = Field(
         default=DriftAction.ALERT,
         description="Alert: a Drifted condition, a Warning Event and a metric. Rollback: "
@@ -80,20 +106,52 @@ GUARD_RULES = RuleSet(
 
 
 class DriftStatus(KubeModel):
-    """`status.drift`: the look that found production's acceptance below its threshold.
+    """`status.drift`: the look that found production's acceptance below its threshold,
+    or its server-side tail past its line (`kind`).
 
     Written once when a drift is found (and cleared when a new analysis starts or a later
-    window shows production surely above the threshold again); a look that finds nothing
+    window shows production surely back on the right side); a look that finds nothing
     new writes nothing, so no per-look timestamps live here.
     """
 
+    kind: DriftKind = Field(
+        default=DriftKind.ACCEPTANCE, description="Acceptance or Latency: what drifted."
+    )
     detected_at: datetime = Field(description="When the drift was found.")
-    alpha: float = Field(description="Production's alpha over the judged window.")
-    lower_bound: float = Field(description="Lower confidence bound of that alpha.")
-    upper_bound: float = Field(description="Upper confidence bound (below the threshold).")
-    threshold: float = Field(description="The Acceptance gate's minAlpha it was judged against.")
+    alpha: float | None = Field(
+        default=None, description="Acceptance: production's alpha over the judged window."
+    )
+    lower_bound: float = Field(
+        description="Lower confidence bound of that alpha (Latency: of the tail share)."
+    )
+    upper_bound: float = Field(
+        description="Upper confidence bound (Acceptance: below the threshold)."
+    )
+    threshold: float = Field(
+        description="Acceptance: the gate's minAlpha. Latency: the share of observations "
+        "allowed above the edge (1 - the gate's quantile), which the lower bound exceeds."
+    )
     window_start: datetime = Field(description="Start of the judged window.")
     window_seconds: float = Field(description="Seconds of counters the look judged.")
     blocks: int = Field(description="Time blocks (the independent units) the bound rests on.")
-    draft_tokens: int = Field(description="Production's draft tokens in the window.")
+    draft_tokens: int | None = Field(
+        default=None, description="Acceptance: production's draft tokens in the window."
+    )
+    tail_share: float | None = Field(
+        default=None,
+        description="Latency: production's share of step-ITL observations above the edge.",
+    )
+    edge_seconds: float | None = Field(
+        default=None,
+        description="Latency: the histogram bucket edge judged (the first at or above the "
+        "candidate's figure x (1 + latencyTolerance)).",
+    )
+    reference_seconds: float | None = Field(
+        default=None,
+        description="Latency: the candidate's server-side step-ITL quantile at the deciding "
+        "stage (the promoted config's own figure before promotion).",
+    )
+    observations: int | None = Field(
+        default=None, description="Latency: production's step-ITL observations in the window."
+    )
     message: str = Field(default="", description="The finding, for people.")

@@ -5,8 +5,9 @@
   Paused, Promoting).
 - Degraded: True when the desired config could not be rolled out (RolledBack), when the
   spec cannot be acted on (Failed) or when production is unavailable (Degraded).
-- Drifted: present (True, AcceptanceDrifted) only while `status.drift` stands: the guard
-  found production's acceptance below its threshold after promotion (`guarding`).
+- Drifted: present (True, AcceptanceDrifted or LatencyDrifted) only while `status.drift`
+  stands: the guard found production's acceptance below its threshold, or its server-side
+  tail past its line, after promotion (`guarding`).
 - Reconciling / Stalled: what kstatus (Flux, Argo CD's health via kstatus, `kubectl wait`)
   reads natively: Reconciling=True is "in progress", Stalled=True is "failed", neither is
   "current".
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from specdecode.api.guard import DriftKind
 from specdecode.api.status import Condition, ConditionStatus, Phase, SpecDecodeRolloutStatus
 
 READY, PROGRESSING, DEGRADED, RECONCILING, STALLED = (
@@ -28,7 +30,8 @@ READY, PROGRESSING, DEGRADED, RECONCILING, STALLED = (
     "Stalled",
 )
 PRODUCTION_NOT_READY = "ProductionNotReady"
-DRIFTED, DRIFT_REASON = "Drifted", "AcceptanceDrifted"
+DRIFTED = "Drifted"
+DRIFT_REASONS = {DriftKind.ACCEPTANCE: "AcceptanceDrifted", DriftKind.LATENCY: "LatencyDrifted"}
 IN_PROGRESS = frozenset(
     {Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING}
 )
@@ -68,7 +71,8 @@ def compute_conditions(
         (STALLED, phase in STOPPED, reason if phase in STOPPED else "AsExpected", message),
     ]
     if status.drift is not None:  # only while a drift stands: no write for the others
-        wanted.append((DRIFTED, True, DRIFT_REASON, status.drift.message))
+        drift = status.drift
+        wanted.append((DRIFTED, True, DRIFT_REASONS[drift.kind], drift.message))
     previous = {condition.type: condition for condition in status.conditions}
     conditions = []
     for kind, value, why, text in wanted:

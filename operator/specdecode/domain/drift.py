@@ -27,6 +27,8 @@ against a naive fixed bound looked at every interval); over a long promotion fal
 come at most once per window / error on average. A new window starts afresh, so a change
 is found within about two windows. Too few blocks or draft tokens is no verdict, never a
 drift.
+The bound itself (`block_ratio`) is shared with the latency half (`latency_drift`): the
+share of step-ITL observations above a bucket edge is a ratio of block sums as well.
 
 What the guarantee rests on: blocks a few apart are independent. A traffic mix that wanders
 on the scale of many blocks (block-to-block correlation of alpha) is only partly caught by
@@ -164,6 +166,34 @@ class DriftCheck:
     critical: float = math.inf
 
 
+@dataclass(frozen=True)
+class BlockRatio:
+    """A ratio of sums over time blocks with its anytime-valid bounds at one look."""
+
+    value: float
+    lower: float
+    upper: float
+    blocks: int
+    critical: float
+
+
+def block_ratio(
+    numerators: list[float], denominators: list[float], error: float, times: tuple[float, ...]
+) -> BlockRatio:
+    """sum(numerators) / sum(denominators) over blocks, bounded at this look's critical
+    value of the window's sequential boundary (cluster-robust, Newey-West, Student's t at
+    blocks - 1; see the module docstring), clipped to [0, 1]. Shared by the acceptance and
+    the latency halves of the guard: both are proportions of a block-clustered count."""
+    total = sum(denominators)
+    value = sum(numerators) / total
+    residuals = [n - value * d for n, d in zip(numerators, denominators, strict=True)]
+    count = len(residuals)
+    variance = count / (count - 1) * serial_sum_of_squares(residuals) / (total * total)
+    critical = t_critical(critical_values(times, error)[-1], count - 1)
+    margin = critical * math.sqrt(variance)
+    return BlockRatio(value, max(0.0, value - margin), min(1.0, value + margin), count, critical)
+
+
 def check_drift(
     blocks: tuple[AcceptanceBlock, ...],
     threshold: float,
@@ -181,17 +211,14 @@ def check_drift(
     drafts = sum(b.draft_tokens for b in used)
     if len(used) < MIN_BLOCKS or drafts < min_draft_tokens or not times:
         return DriftCheck(DriftVerdict.NONE, blocks=len(used), draft_tokens=drafts)
-    accepted = sum(b.accepted_tokens for b in used)
-    alpha = accepted / drafts
-    residuals = [b.accepted_tokens - alpha * b.draft_tokens for b in used]
-    count = len(used)
-    variance = count / (count - 1) * serial_sum_of_squares(residuals) / (drafts * drafts)
-    critical = t_critical(critical_values(times, error)[-1], count - 1)
-    margin = critical * math.sqrt(variance)
-    lower, upper = max(0.0, alpha - margin), min(1.0, alpha + margin)
+    ratio = block_ratio(
+        [b.accepted_tokens for b in used], [b.draft_tokens for b in used], error, times
+    )
     verdict = DriftVerdict.NONE
-    if upper < threshold:
+    if ratio.upper < threshold:
         verdict = DriftVerdict.DRIFTED
-    elif lower > threshold:
+    elif ratio.lower > threshold:
         verdict = DriftVerdict.ABOVE
-    return DriftCheck(verdict, alpha, lower, upper, count, drafts, critical)
+    return DriftCheck(
+        verdict, ratio.value, ratio.lower, ratio.upper, ratio.blocks, drafts, ratio.critical
+    )

@@ -1,4 +1,4 @@
-"""The guard's step while Promoted: production's acceptance judged against its threshold.
+"""The guard's step while Promoted: production's acceptance and tail judged against the analysis.
 
 Why in the domain: the reaction to a drift (a condition, an Event, maybe a rollback) is a
 transition like any other, decided by `decide` from the status, the spec and what was
@@ -8,7 +8,11 @@ observed, so it is tested without a cluster and replayed after a restart.
   looks land on `guard_grid` (from `phaseSince`, every `guard.intervalSeconds`, windows of
   `guard.windowSeconds`), so no per-look timestamp lives in status.
 - Against what: the strictest enforced Acceptance gate of the analysis (`minAlpha`, its
-  `confidence` and `minDraftTokens`), else the Acceptance defaults.
+  `confidence` and `minDraftTokens`), else the Acceptance defaults; and (`guard.latency`)
+  the candidate's server-side step-ITL quantile of the last TailLatency gate that recorded
+  one, x (1 + `guard.latencyTolerance`) (`latency_drift`). Both halves judge the same look
+  (`guard_findings`); a drift of either is recorded with its `kind`, acceptance first
+  when both drift at once.
 - Drifted (first time): `status.drift` records the look; a Warning Event `Drifted`. With
   `onDrift: Rollback` the phase becomes RolledBack (reason Drifted) and production returns
   to `previousStableSpeculative` (none: plain decoding); the desired config is still the
@@ -23,9 +27,11 @@ observed, so it is tested without a cluster and replayed after a restart.
 - A drift recorded while the guard is then turned off (or production runs plain
   decoding) is cleared: nothing could ever clear it otherwise, and its alert would fire
   for good.
-- A later window whose lower bound is above the threshold clears the drift (an Event
-  `DriftRecovered`). Anything else (no data, a straddling bound, a failed Prometheus, a
-  drift already recorded) changes nothing, so nothing is written.
+- A later look that finds the recorded kind surely back (alpha's lower bound above the
+  threshold; the tail share's upper bound under 1 - q) and no drift of the other kind
+  clears the drift (an Event `DriftRecovered`). Anything else (no data, a straddling
+  bound, a failed Prometheus, a drift already recorded) changes nothing, so nothing is
+  written.
 """
 
 from __future__ import annotations
@@ -33,24 +39,29 @@ from __future__ import annotations
 from datetime import datetime
 
 from specdecode.api.gate_spec import GateSpec, GateType
-from specdecode.api.guard import DriftAction, DriftStatus
+from specdecode.api.guard import DriftAction, DriftKind, DriftStatus
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.drift import (
     DriftCheck,
-    DriftVerdict,
     GuardGrid,
     GuardLook,
     ProductionAcceptance,
     check_drift,
 )
+from specdecode.domain.guard_findings import (
+    Finding,
+    acceptance_finding,
+    latency_check,
+    latency_finding,
+)
+from specdecode.domain.latency_drift import ProductionLatency
 from specdecode.domain.observations import MetricError
 from specdecode.domain.transitions import Step, describe, enter, start_analysis
 
 DRIFTED = "Drifted"  # the Event's and the rollback's reason
-ACCEPTANCE_DRIFTED = "AcceptanceDrifted"  # the Drifted condition's reason
 DEFAULT_GATE = GateSpec(name="acceptance", type=GateType.ACCEPTANCE)  # the defaults
 
 
@@ -76,15 +87,6 @@ def judged_against(spec: SpecDecodeRolloutSpec) -> tuple[float, float, float]:
     return gate.number("min_alpha"), 1.0 - gate.confidence, gate.number("min_draft_tokens")
 
 
-def _message(check: DriftCheck, threshold: float, look: GuardLook) -> str:
-    return (
-        f"production alpha {check.alpha:.3f} [{check.lower:.3f}, {check.upper:.3f}] is below "
-        f"minAlpha {threshold:g} over the {look.seconds:.0f}s window from "
-        f"{look.window_start.isoformat()} ({check.blocks} blocks, "
-        f"{check.draft_tokens:.0f} draft tokens)"
-    )
-
-
 def guard_check(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
@@ -108,45 +110,40 @@ def guard(
     status: SpecDecodeRolloutStatus,
     observed: ProductionAcceptance | MetricError | None,
     now: datetime,
+    latency: ProductionLatency | MetricError | None = None,
 ) -> Step:
     """The guard's reaction to the look due now (see the module docstring)."""
     if status.drift is not None and guard_grid(spec, status) is None:
         text = "the drift guard no longer judges production (disabled, or plain decoding)"
         return Step(status.model_copy(update={"drift": None}), (Event("DriftCleared", text),))
-    judged = guard_check(spec, status, observed, now)
-    if judged is None:
+    grid = guard_grid(spec, status)
+    look = grid.latest(now) if grid is not None else None
+    if look is None:
         return Step(status)
-    look, check, threshold = judged
-    if check.verdict is DriftVerdict.ABOVE and status.drift is not None:
-        text = f"production alpha {check.alpha:.3f} is above minAlpha {threshold:g} again"
-        return Step(status.model_copy(update={"drift": None}), (Event("DriftRecovered", text),))
+    judged = guard_check(spec, status, observed, now)
+    accepted = acceptance_finding(judged[1], judged[2], look, now) if judged else Finding()
+    tail = latency_finding(latency_check(spec, status, latency, look), look, now)
+    found = accepted.drift or tail.drift
+    recorded = status.drift
+    if recorded is not None and found is None:
+        back = {DriftKind.ACCEPTANCE: accepted, DriftKind.LATENCY: tail}[recorded.kind]
+        if back.recovered is None:
+            return Step(status)
+        event = Event("DriftRecovered", back.recovered)
+        return Step(status.model_copy(update={"drift": None}), (event,))
     previous = status.previous_stable_speculative
     rollback = spec.guard.on_drift is DriftAction.ROLLBACK and fingerprint_of(
         previous
     ) != fingerprint_of(status.stable_speculative)
     reanalyze = spec.guard.on_drift is DriftAction.REANALYZE
-    if check.verdict is not DriftVerdict.DRIFTED or (
-        status.drift is not None and not (rollback or reanalyze)
-    ):
+    if found is None or (recorded is not None and not (rollback or reanalyze)):
         return Step(status)
-    assert check.alpha is not None and check.lower is not None and check.upper is not None
-    message = _message(check, threshold, look)
+    message = found.message
     if spec.guard.on_drift is DriftAction.ROLLBACK and not rollback:
         message += "; no rollback: the config before the promotion is the one running"
     if rollback:
         message += f"; production returns to {describe(previous)}"
-    drift = DriftStatus(
-        detected_at=now,
-        alpha=round(check.alpha, 4),
-        lower_bound=round(check.lower, 4),
-        upper_bound=round(check.upper, 4),
-        threshold=threshold,
-        window_start=look.window_start,
-        window_seconds=look.seconds,
-        blocks=check.blocks,
-        draft_tokens=round(check.draft_tokens),
-        message=message,
-    )
+    drift = found.model_copy(update={"message": message})
     if reanalyze:
         return _reanalyze(spec, status, drift, now)
     if not rollback:

@@ -27,6 +27,7 @@ from specdecode.domain.latency_block import (
 from specdecode.domain.sketch import Sketch
 
 if TYPE_CHECKING:  # the load pods import this module and must not need pydantic
+    from specdecode.domain.latency_drift import ProductionLatency
     from specdecode.domain.source import SourceObservation
 
 __all__ = ["AcceptedMoments", "LatencyBlock"]  # defined with their field table
@@ -231,6 +232,8 @@ class Observations:
     traffic_error: str | None = None  # the shadow driver could not run (bad prompts...)
     # Promoted: production's counters in time blocks for the guard's look due now, if any.
     production_acceptance: ProductionAcceptance | MetricError | None = None
+    # ... and its step-ITL histogram in the same blocks (the guard's latency half).
+    production_latency: ProductionLatency | MetricError | None = None
     source: SourceObservation | None = None  # spec.workloadRef: the Deployment judged
 
     def child(self, role: ChildRole) -> ChildState:

@@ -153,7 +153,9 @@ def _steady(
             return enter(status, Phase.PROMOTED, now, "ProductionRecovered", "production ready")
         return Step(status)
     if healthy:  # judged after promotion: production's acceptance (the drift guard)
-        return guard(spec, status, observations.production_acceptance, now)
+        return guard(
+            spec, status, observations.production_acceptance, now, observations.production_latency
+        )
     grace = spec.analysis.progress_deadline_seconds
     if (now - production_unready_since(status, now)).total_seconds() > grace:
         why = _why_not_ready(ChildRole.PRODUCTION, production)

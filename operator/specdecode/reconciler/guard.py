@@ -1,19 +1,23 @@
-"""Read production's counters for the drift guard's look, when one is due.
+"""Read production's counters and step-ITL histogram for the drift guard's look, when due.
 
 Why here and not in `reconcile`: the guard is the one read a steady (Promoted) rollout
 makes, and it must stay small: nothing at all while the guard has nothing to judge
 (disabled, plain decoding, any other phase, before the first look), else one range query
-per counter for the latest look of the grid (`domain.drift.GuardGrid`), evaluated at that
-look's instant and not at `now`, and each look is judged once (`runtime.guard_judged`):
-a reconcile that a watch event causes between looks asks nothing, and a look is never
-judged again on data that arrived later (which would spend error the boundary did not
-budget). A window too short for four-scrape blocks is said once in the log.
+per counter, and one for the step-ITL buckets while the latency half has a reference
+figure to judge against (`guard.latency`), for the latest look of the grid
+(`domain.drift.GuardGrid`), evaluated at that look's instant and not at `now`, and each
+look is judged once (`runtime.guard_judged`): a reconcile that a watch event causes
+between looks asks nothing, and a look is never judged again on data that arrived later
+(which would spend error the boundary did not budget); a failed latency read skips that
+look for the latency half (a skipped look spends no error). A window too short for
+four-scrape blocks is said once in the log.
 The look's numbers also go to the `specdecode_production_alpha` gauge (a gauge, not a
 status write).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime
 
@@ -22,7 +26,8 @@ from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, ProductionAcceptance, block_seconds, can_judge
 from specdecode.domain.guarding import guard_check, guard_grid
-from specdecode.domain.observations import MetricError
+from specdecode.domain.latency_drift import ProductionLatency, latency_reference
+from specdecode.domain.observations import MetricError, StepHistogram
 from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.workload import production_deployment
@@ -30,18 +35,22 @@ from specdecode.reconciler.workload import production_deployment
 LOG = logging.getLogger(__name__)
 
 
-async def observe_production_acceptance(
+Observed = tuple[ProductionAcceptance | MetricError | None, ProductionLatency | MetricError | None]
+
+
+async def observe_production(
     runtime: Runtime,
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     now: datetime,
-) -> ProductionAcceptance | MetricError | None:
-    """Production's blocks for the look due at `now`; None when no look is due."""
+) -> Observed:
+    """Production's blocks for the look due at `now` (acceptance, latency); None when no
+    look is due, or (latency) nothing to judge it against."""
     grid = guard_grid(spec, status)
     look = grid.latest(now) if grid is not None else None
     if look is None or runtime.guard_judged.get(ref.key) == look.at:
-        return None
+        return None, None
     scrape = runtime.settings.engine_scrape_interval_seconds
     window = spec.guard.window_seconds
     if not can_judge(window, scrape) and ref.key not in runtime.guard_blind:
@@ -52,14 +61,36 @@ async def observe_production_acceptance(
             ref.key, window, MIN_BLOCKS, scrape,
         )  # fmt: skip
     engine = EngineSelector(ref.namespace, production_deployment(ref.name, spec))
-    blocks = await runtime.acceptance_blocks.acceptance_blocks(
-        engine, look.window_start, look.at, block_seconds(window, scrape)
+    seconds = block_seconds(window, scrape)
+    judge_latency = spec.guard.latency and latency_reference(spec, status) is not None
+    blocks, tails = await asyncio.gather(
+        runtime.acceptance_blocks.acceptance_blocks(engine, look.window_start, look.at, seconds),
+        _tails(runtime, engine, look.window_start, look.at, seconds, judge_latency),
     )
-    if isinstance(blocks, MetricError):
-        return blocks
-    runtime.guard_judged[ref.key] = look.at
+    latency = (
+        tails
+        if tails is None or isinstance(tails, MetricError)
+        else (ProductionLatency(look_at=look.at, blocks=tails))
+    )
+    if isinstance(blocks, MetricError):  # the look is read again: judge neither half now
+        return blocks, None
+    runtime.guard_judged[ref.key] = look.at  # judged once: a failed latency read is skipped
     observed = ProductionAcceptance(look_at=look.at, blocks=blocks)
     judged = guard_check(spec, status, observed, now)
     if judged is not None:
         runtime.metrics.production_looked(ref.namespace, ref.name, judged[1], judged[2])
-    return observed
+    return observed, latency
+
+
+async def _tails(
+    runtime: Runtime,
+    engine: EngineSelector,
+    start: datetime,
+    end: datetime,
+    seconds: int,
+    wanted: bool,
+) -> tuple[StepHistogram, ...] | MetricError | None:
+    """The step-ITL blocks, only when the latency half has something to judge them by."""
+    if not wanted:
+        return None
+    return await runtime.tail_blocks.tail_blocks(engine, start, end, seconds)

@@ -57,7 +57,7 @@ from specdecode.reconciler.apply import (
 )
 from specdecode.reconciler.engine_metrics import with_engine_metrics_check
 from specdecode.reconciler.engine_version import with_engine_version_check
-from specdecode.reconciler.guard import observe_production_acceptance
+from specdecode.reconciler.guard import observe_production
 from specdecode.reconciler.load import (
     observe_load_pods,
     prompt_problem,
@@ -125,6 +125,9 @@ async def reconcile(
         children[ChildRole.PRODUCTION] = source.observation.state
     routes = await observe_routes(runtime, ref.namespace, spec)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
+    production_acceptance, production_latency = await observe_production(
+        runtime, ref, spec, status, now
+    )
     observations = Observations(
         generation=ref.generation,
         children=children,
@@ -132,7 +135,8 @@ async def reconcile(
         stage=await _observe_stage(runtime, ref, spec, status, pods, now.timestamp()),
         traffic_error=await _traffic_problem(runtime, ref, spec, status, pods)
         or mirror_problem(routes, ref.name, spec),
-        production_acceptance=await observe_production_acceptance(runtime, ref, spec, status, now),
+        production_acceptance=production_acceptance,
+        production_latency=production_latency,
         source=None if source is None else source.observation,
     )
     decision = decide(spec, status, observations, now)

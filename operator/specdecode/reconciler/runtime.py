@@ -22,12 +22,15 @@ from specdecode.adapters.metrics import (
     AcceptanceSource,
     EngineSeriesSource,
     NoAcceptanceBlocks,
+    NoTailBlocks,
     PrometheusAcceptanceBlocks,
     PrometheusAccess,
     PrometheusEngineSeries,
     PrometheusRunningRequests,
+    PrometheusTailBlocks,
     RunningRequestsSource,
     StepLatencySource,
+    TailBlocksSource,
     UnknownEngineSeries,
     UnknownRunningRequests,
     make_metric_source,
@@ -56,6 +59,8 @@ class Runtime:
     running: RunningRequestsSource = field(default_factory=UnknownRunningRequests)
     acceptance_blocks: AcceptanceBlocksSource = field(default_factory=NoAcceptanceBlocks)
     """Production's acceptance counters per time block, for the drift guard (none by default)."""
+    tail_blocks: TailBlocksSource = field(default_factory=NoTailBlocks)
+    """Production's step-ITL histogram per time block, for the guard's latency half."""
     """Production's running-request histogram for a tuning's report (unknown by default)."""
     cluster: ClusterView = field(default_factory=ClusterView)
     """The watched children, pods and routes (kopf's indexes, attached by the handlers)."""
@@ -130,6 +135,9 @@ class Runtime:
             acceptance=prometheus,
             step_latency=prometheus,
             acceptance_blocks=PrometheusAcceptanceBlocks(
+                settings.prometheus_url, settings.prometheus_timeout_seconds, access
+            ),
+            tail_blocks=PrometheusTailBlocks(
                 settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),
             running=PrometheusRunningRequests(

@@ -221,3 +221,24 @@ def test_status_shows_a_drift_and_an_adopted_source() -> None:
     assert "DRIFTED since 2026-11-27T05:00:00Z: production alpha 0.12" in text
     assert "< minAlpha 0.2" in text
     assert "source Deployment/chat (labels dropped: app; patch: kubectl specdecode patch" in text
+
+
+def test_status_shows_a_latency_drift_with_its_edge_and_share() -> None:
+    from specdecode.report import gate_table
+
+    drift = {
+        "kind": "Latency",
+        "detectedAt": "2026-11-27T05:00:00Z",
+        "lowerBound": 0.031,
+        "upperBound": 0.069,
+        "threshold": 0.01,
+        "tailShare": 0.05,
+        "edgeSeconds": 0.05,
+        "referenceSeconds": 0.035,
+    }
+    rollout = {"metadata": {"name": "chat"}, "status": {"phase": "Promoted", "drift": drift}}
+    text = gate_table(rollout)
+    assert (
+        "DRIFTED (latency) since 2026-11-27T05:00:00Z: production's step-ITL share above "
+        "0.050 s 0.0500 [0.0310, 0.0690] > 0.0100 (analysis 0.035 s)"
+    ) in text

@@ -16,9 +16,11 @@ from specdecode.adapters.metrics.protocol import (
     EngineSeriesSource,
     RunningRequestsSource,
     StepLatencySource,
+    TailBlocksSource,
 )
 from specdecode.adapters.metrics.running import PrometheusRunningRequests, UnknownRunningRequests
 from specdecode.adapters.metrics.series import PrometheusEngineSeries, UnknownEngineSeries
+from specdecode.adapters.metrics.tail_blocks import NoTailBlocks, PrometheusTailBlocks
 
 
 def make_metric_source(
@@ -36,13 +38,16 @@ __all__ = [
     "EngineSelector",
     "EngineSeriesSource",
     "NoAcceptanceBlocks",
+    "NoTailBlocks",
     "PrometheusAcceptanceBlocks",
     "PrometheusAccess",
     "PrometheusEngineSeries",
     "PrometheusMetrics",
     "PrometheusRunningRequests",
+    "PrometheusTailBlocks",
     "RunningRequestsSource",
     "StepLatencySource",
+    "TailBlocksSource",
     "UnknownEngineSeries",
     "UnknownRunningRequests",
     "make_metric_source",

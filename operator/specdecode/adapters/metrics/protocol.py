@@ -105,3 +105,16 @@ class AcceptanceBlocksSource(Protocol):
         summed over the engine's pods, in time order. A block without samples is left out
         (no data, never zeros); a failed backend is a `MetricError`, never raised."""
         ...
+
+
+class TailBlocksSource(Protocol):
+    """Production's step-ITL histogram per time block, for the guard's latency half."""
+
+    async def tail_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[StepHistogram, ...] | MetricError:
+        """The bucket increases of `vllm:inter_token_latency_seconds` over each whole
+        `block_seconds` block of [start, end], summed over the engine's pods, in time
+        order. A block without samples is left out (no data, never zeros); a failed
+        backend is a `MetricError`, never raised."""
+        ...

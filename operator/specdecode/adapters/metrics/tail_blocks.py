@@ -1,0 +1,95 @@
+"""Production's step-ITL histogram in time blocks, for the guard's latency half.
+
+Why blocks (`domain.latency_drift`): the latency bound rests on time blocks as its
+independent units, like the acceptance half's (`blocks`), so it needs each block's bucket
+increases. One range query, `sum by (le) (increase(vllm:inter_token_latency_seconds_bucket
+{production pods}[B s]))` stepped every B seconds from the window's start + B to the look,
+gives every bucket's increase over each block [t - B, t], summed over production's pods.
+`inter_token_latency_seconds` is the name in every vLLM release the operator supports
+(`api.vllm_versions`' `step_itl`; the old `time_per_output_token_seconds` is gone from
+0.15 and never read), and the one the simulator exports. A block without its +Inf bucket
+is left out (no data, never zeros); a failed backend is a MetricError, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+import requests
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from specdecode.adapters.metrics.access import PrometheusReader
+from specdecode.adapters.metrics.prometheus import MALFORMED, STEP_ITL_BUCKETS, why
+from specdecode.adapters.metrics.protocol import EngineSelector
+from specdecode.domain.observations import MetricError, StepHistogram
+
+
+def tail_block_query(engine: EngineSelector, seconds: int) -> str:
+    """Each bucket's increase over each block, summed over the engine's pods, by `le`."""
+    selector = f'namespace="{engine.namespace}",pod=~"{engine.pod_regex}"'
+    return f"sum by (le) (increase({STEP_ITL_BUCKETS}{{{selector}}}[{seconds}s]))"
+
+
+def histograms_by_time(rows: list[dict[str, Any]]) -> tuple[StepHistogram, ...]:
+    """A matrix answer, one series per `le`, as one histogram per timestamp in time order.
+
+    Equal bounds spelled differently ("1" and "1.0") are merged; NaN samples are left out;
+    a timestamp without a +Inf bucket is no block.
+    """
+    by_time: dict[float, dict[float, float]] = {}
+    for row in rows:
+        bound = float(row["metric"]["le"])  # "+Inf" parses as math.inf
+        for stamp, text in row["values"]:
+            value = float(text)
+            if math.isnan(value):
+                continue
+            counts = by_time.setdefault(float(stamp), {})
+            counts[bound] = counts.get(bound, 0.0) + value
+    blocks = []
+    for stamp in sorted(by_time):
+        counts = by_time[stamp]
+        if math.inf not in counts:
+            continue
+        bounds = tuple(sorted(counts))
+        blocks.append(StepHistogram(bounds, tuple(counts[b] for b in bounds)))
+    return tuple(blocks)
+
+
+class PrometheusTailBlocks(PrometheusReader):
+    """Production's step-ITL bucket increases per time block, from a Prometheus server."""
+
+    async def tail_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[StepHistogram, ...] | MetricError:
+        """The whole blocks of [start, end]; none (empty) when the window holds none."""
+        if (end - start).total_seconds() < block_seconds:
+            return ()
+        try:
+            return await asyncio.to_thread(self._blocks, engine, start, end, block_seconds)
+        except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
+            return MetricError(source=f"prometheus {self.url}", message=why(error))
+
+    def _blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, seconds: int
+    ) -> tuple[StepHistogram, ...]:
+        rows = self._client.custom_query_range(
+            tail_block_query(engine, seconds),
+            start_time=start + timedelta(seconds=seconds),
+            end_time=end,
+            step=f"{seconds}s",
+            timeout=self._timeout,
+        )
+        return histograms_by_time(rows)
+
+
+class NoTailBlocks:
+    """A source for runtimes built without Prometheus: the latency half never has data."""
+
+    async def tail_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[StepHistogram, ...] | MetricError:
+        """Always empty: no blocks, no verdict."""
+        return ()

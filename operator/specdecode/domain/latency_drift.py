@@ -1,0 +1,188 @@
+"""Latency drift: is production's server-side tail surely past the line the analysis drew?
+
+Why a module of its own: the acceptance half (`drift`) cannot see a config whose alpha
+holds but whose verify steps got slow (a longer context mix, a busier node, a bigger
+batch): users feel the tail, and nothing else watches it after promotion. Pure, like
+`drift`: given production's step-ITL histogram in time blocks, it says Drifted, Below or
+nothing.
+
+- What production is read for: vLLM's `inter_token_latency_seconds` histogram (the name
+  in every release the operator supports, `api.vllm_versions`' `step_itl`), one
+  observation per request per engine step, as the ServerStep gate reads it.
+- Against what (`latency_reference`): the candidate's server-side step-ITL quantile that
+  the analysis' deciding stage recorded next to its TailLatency gate
+  (`serverCandidateValue`, the last stage holding one), at that gate's quantile q and
+  confidence: what the promoted config itself showed before promotion. The line is that
+  figure x (1 + `guard.latencyTolerance`). Not the baseline's: a step under spec decode
+  verifies several tokens and is longer than a plain one, so production (speculating)
+  against plain decoding would re-ask the gate's question, which the analysis answered;
+  the guard asks whether the same config's tail moved. Nothing new is stored at
+  promotion: the stage results stay in status.
+- The statistic: the buckets lose the values, so the line is moved to the first bucket
+  edge at or above it (`tail_edge`, never below it: an edge below the line would call a
+  healthy tail drifted), and the figure judged is the share p of production's
+  observations above that edge. Production's q-quantile is above the edge exactly when
+  p > 1 - q, so Drifted means "the lower bound of p is above 1 - q": production's
+  q-quantile is surely past the edge, hence past the line. Below (a drift has passed)
+  means its upper bound is under 1 - q.
+- Unit of independence: the time block of `drift.block_seconds` (at least four scrape
+  intervals), never the observation: every request of a batch records the same step
+  duration, and neighbouring steps share a batch and a traffic burst. p is the ratio of
+  sums over blocks, bounded by `drift.block_ratio` (cluster-robust with Newey-West, t
+  at blocks - 1) at the look's critical value of the window's group-sequential boundary:
+  the same machinery, error budget per window and look grid as the acceptance half.
+- Too little data is no verdict: fewer than MIN_BLOCKS blocks with observations, fewer
+  than MIN_TAIL_EXPECTED / (1 - q) observations (a normal bound on a proportion needs
+  some expected tail), or a line beyond the last finite bucket.
+
+Limits: the reference is itself an estimate (the interpolated quantile of one stage's
+histogram) and is taken as exact; the candidate ran at the stage's concurrency on shadow
+traffic, production runs its own load, so a production busier than the deciding stage
+can move past the line without anything in the config changing (that is still a tail
+users feel, and the tolerance is the knob for it). One guard check judges both halves at
+the same look, each at its own gate's error, so a window's false alarms are bounded by
+the sum of the two errors.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from specdecode.api.gate_spec import GateSpec, GateType
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.drift import MIN_BLOCKS, block_ratio
+from specdecode.domain.observations import StepHistogram
+
+MIN_TAIL_EXPECTED = 20.0  # observations above the edge expected at the allowed share
+DEFAULT_TAIL_GATE = GateSpec(name="p99-itl", type=GateType.TAIL_LATENCY)
+
+
+@dataclass(frozen=True)
+class ProductionLatency:
+    """What the reconciler read for one guard look: production's step-ITL histogram per
+    time block (all its pods) up to `look_at`."""
+
+    look_at: datetime
+    blocks: tuple[StepHistogram, ...]
+
+
+@dataclass(frozen=True)
+class LatencyReference:
+    """The analysis' figure production's tail is held to, and how it was judged."""
+
+    seconds: float  # the candidate's server step-ITL q-quantile at the stage
+    baseline_seconds: float | None  # the baseline's, for the message
+    quantile: float
+    error: float  # one-sided, per window (1 - the gate's confidence)
+    stage: str
+    gate: str
+
+
+class LatencyVerdict(StrEnum):
+    """What one look says about production's tail."""
+
+    NONE = "None"  # too little data, no edge, or the bound straddles 1 - q
+    DRIFTED = "Drifted"  # the share above the edge is surely more than 1 - q
+    BELOW = "Below"  # surely less: the tail is back under the line
+
+
+@dataclass(frozen=True)
+class LatencyCheck:
+    """A look's verdict with its numbers (None where there was too little data)."""
+
+    verdict: LatencyVerdict
+    line: float  # reference x (1 + tolerance), seconds
+    edge: float | None = None  # the bucket edge judged (>= line)
+    share: float | None = None  # production's share of observations above the edge
+    lower: float | None = None
+    upper: float | None = None
+    allowed: float = 0.0  # 1 - q
+    blocks: int = 0
+    observations: float = 0.0
+
+
+def latency_reference(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+) -> LatencyReference | None:
+    """The last stage's enforced TailLatency gate that recorded a server-side candidate
+    figure; None when none did (no TailLatency gate, no step-ITL series, no analysis)."""
+    for stage in reversed(status.stages):
+        for result in stage.gates:
+            figure = result.server_candidate_value
+            if result.type is not GateType.TAIL_LATENCY or result.dry_run:
+                continue
+            if figure is None or not figure > 0 or math.isinf(figure):
+                continue
+            gate = _gate_spec(spec, stage.name, result.name)
+            return LatencyReference(
+                seconds=figure,
+                baseline_seconds=result.server_baseline_value,
+                quantile=gate.number("quantile"),
+                error=1.0 - gate.confidence,
+                stage=stage.name,
+                gate=result.name,
+            )
+    return None
+
+
+def _gate_spec(spec: SpecDecodeRolloutSpec, stage: str, gate: str) -> GateSpec:
+    for candidate in spec.analysis.stages:
+        if candidate.name == stage:
+            for found in candidate.gates:
+                if found.name == gate and found.type is GateType.TAIL_LATENCY:
+                    return found
+    return DEFAULT_TAIL_GATE
+
+
+def tail_edge(blocks: list[StepHistogram], line: float) -> float | None:
+    """The first finite bucket edge at or above `line` that every block has."""
+    common = set.intersection(*(set(b.upper_bounds) for b in blocks)) if blocks else set()
+    edges = sorted(e for e in common if e >= line and not math.isinf(e))
+    return edges[0] if edges else None
+
+
+def _above(block: StepHistogram, edge: float) -> float:
+    """Observations above `edge` in one block (increases, so clipped to [0, total])."""
+    total = block.cumulative_counts[-1]
+    at_or_below = block.cumulative_counts[block.upper_bounds.index(edge)]
+    return max(0.0, total - min(total, max(0.0, at_or_below)))
+
+
+def check_latency_drift(
+    blocks: tuple[StepHistogram, ...],
+    reference: LatencyReference,
+    tolerance: float,
+    times: tuple[float, ...],
+) -> LatencyCheck:
+    """Judge production's share above the line's edge against 1 - q at the look
+    `times[-1]` of its window (see the module docstring)."""
+    line = reference.seconds * (1.0 + tolerance)
+    allowed = 1.0 - reference.quantile
+    used = [b for b in blocks if b.cumulative_counts and b.cumulative_counts[-1] > 0]
+    total = sum(b.cumulative_counts[-1] for b in used)
+    none = LatencyCheck(
+        LatencyVerdict.NONE, line, allowed=allowed, blocks=len(used), observations=total
+    )
+    edge = tail_edge(used, line)
+    if len(used) < MIN_BLOCKS or total < MIN_TAIL_EXPECTED / allowed or not times:
+        return none
+    if edge is None:
+        return none
+    ratio = block_ratio(
+        [_above(b, edge) for b in used],
+        [b.cumulative_counts[-1] for b in used],
+        reference.error,
+        times,
+    )
+    verdict = LatencyVerdict.NONE
+    if ratio.lower > allowed:
+        verdict = LatencyVerdict.DRIFTED
+    elif ratio.upper < allowed:
+        verdict = LatencyVerdict.BELOW
+    return LatencyCheck(
+        verdict, line, edge, ratio.value, ratio.lower, ratio.upper, allowed, len(used), total
+    )
