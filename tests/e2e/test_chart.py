@@ -374,16 +374,19 @@ def test_full_rollout_under_the_charts_rbac(
             message=f"{alert} firing for {name}",
         )
         names_the_rollout(found, release.namespace, name)
-        print(f"{alert} fired: {found['labels']} {found['annotations']['summary']}")
-    saturated.wait(
-        lambda s: any(
-            g.get("reason", "").startswith("shadow load saturated")
-            for stage in s.get("stages", [])
-            for g in stage.get("gates", [])
-        ),
+        print(f"{alert} fired (+{time.time() - started:.0f} s): {found['annotations']['summary']}")
+
+    def saturated_reason(status: dict[str, Any]) -> str | None:
+        gates = [g for stage in status.get("stages", []) for g in stage.get("gates", [])]
+        reasons = (g.get("reason", "") for g in gates)
+        return next((r for r in reasons if r.startswith("shadow load saturated")), None)
+
+    reason = saturated.wait(
+        saturated_reason,
         timeout=30,
         message=f"{SATURATED}: its TailLatency look refused as saturated in status",
     )
+    print(f"{SATURATED}: {reason}")
     status = rollout.wait_phase((*ENDED, "Paused"), timeout=420)
     if status["phase"] == "Paused":  # gates passed: on call is told, a person promotes
         wait_for(
