@@ -370,7 +370,9 @@ def test_full_rollout_under_the_charts_rbac(
             functools.partial(
                 alerts.firing_alert, cluster, alert, namespace=release.namespace, rollout=name
             ),
-            timeout=240,
+            # Each fires ~1 min after the apply; a wait that fails must end inside the
+            # test's 300 s pytest-timeout (with setup), or it would be reported as that.
+            timeout=150,
             message=f"{alert} firing for {name}",
         )
         names_the_rollout(found, release.namespace, name)
