@@ -30,6 +30,7 @@ from specdecode.api.status import (
 )
 from specdecode.api.tuning_status import SpecDecodeTuningStatus
 from specdecode.domain.drift import DriftCheck
+from specdecode.domain.gates.tail_latency import SATURATION_SIDES, saturated_side
 from specdecode.domain.tuning.report import TuningReport
 
 ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)
@@ -83,6 +84,15 @@ class OperatorMetrics:
             "specdecode_load_window_requests",
             "Shadow requests finished in the stage's measuring window, both sides.",
             [*labels, "stage"],
+            registry=self.registry,
+        )
+        # What SpecDecodeLoadSaturated reads: the TailLatency gate refuses a look whose load
+        # client lagged (status says so in the gate's reason); 0 for a side that did not.
+        self.load_saturated = Gauge(
+            "specdecode_load_saturated",
+            "1 when the stage's last TailLatency look was Inconclusive because this side's "
+            "shadow-load client delayed its own timestamps (shadow load saturated), else 0.",
+            [*labels, "stage", "role"],
             registry=self.registry,
         )
         self.drifted = Gauge(
@@ -203,6 +213,7 @@ class OperatorMetrics:
                         namespace, rollout, stage.name, gate.name, verdict.value
                     ).set(float(gate.verdict is verdict))
                 self._gate_values(namespace, rollout, stage.name, gate)
+            self._saturation(namespace, rollout, stage.name, stage.gates)
             if stage.load is not None:
                 self.load_requests.labels(namespace, rollout, stage.name).set(stage.load.requests)
                 if stage.load.client_delay_p99_ms is not None:
@@ -231,6 +242,7 @@ class OperatorMetrics:
             self.itl,
             self.load_delay,
             self.load_requests,
+            self.load_saturated,
             self.rollbacks,
             self.last_rollback,
             self.drifted,
@@ -252,9 +264,32 @@ class OperatorMetrics:
             self.production_alpha.labels(namespace, rollout, bound).set(value)
 
     def _forget_stage(self, namespace: str, rollout: str, stage: str) -> None:
-        per_stage = (self.gate_verdict, self.alpha, self.itl, self.load_delay, self.load_requests)
+        per_stage = (
+            self.gate_verdict,
+            self.alpha,
+            self.itl,
+            self.load_delay,
+            self.load_requests,
+            self.load_saturated,
+        )
         for metric in per_stage:
             metric.remove_by_labels({"namespace": namespace, "rollout": rollout, "stage": stage})
+
+    def _saturation(
+        self, namespace: str, rollout: str, stage: str, gates: list[GateResult]
+    ) -> None:
+        """Per side, whether the stage's TailLatency look refused a lagging load client
+        (only for a stage with a TailLatency gate: no other gate judges the timestamps)."""
+        tail = [gate for gate in gates if gate.type is GateType.TAIL_LATENCY]
+        if not tail:
+            return
+        saturated = {
+            saturated_side(gate.reason) for gate in tail if gate.verdict is GateVerdict.INCONCLUSIVE
+        }
+        for role in SATURATION_SIDES:
+            self.load_saturated.labels(namespace, rollout, stage, role).set(
+                float(role in saturated)
+            )
 
     def _gate_values(self, namespace: str, rollout: str, stage: str, gate: GateResult) -> None:
         if gate.type is GateType.ACCEPTANCE:

@@ -74,7 +74,10 @@ def test_operator_gets_credentials_and_bind_host() -> None:
         request("ghcr.io/specdecode-operator/operator:0.1.0", args=["--verbose"]), TOOLS
     )
     assert plan.argv == ["/venv/bin/specdecode-operator", "--verbose"]
-    assert plan.env == {"SPECDECODE_BIND_HOST": "127.0.0.9"}
+    # This tree's operator code, not the venv's editable install of another checkout.
+    source = Path(__file__).resolve().parents[3] / "operator"
+    assert plan.env == {"SPECDECODE_BIND_HOST": "127.0.0.9", "PYTHONPATH": str(source)}
+    assert (source / "specdecode" / "__init__.py").exists()
     assert plan.needs_api_credentials
 
 

@@ -168,10 +168,24 @@ def test_alert_expressions_use_exported_metrics(alert_expressions: dict[str, str
         ("SpecDecodeRolloutStuck", "specdecode_rollout_phase{phase=~"),
         ("SpecDecodeRolledBack", "time() - max by (namespace, rollout, reason)"),
         ("SpecDecodeOperatorDown", "absent(up{job=~"),
+        ("SpecDecodeGateErrors", 'specdecode_gate_verdict{verdict="Error"}) == 1'),
+        ("SpecDecodeLoadSaturated", "(specdecode_load_saturated) == 1"),
     ],
 )
 def test_required_alerts(alert_expressions: dict[str, str], alert: str, fragment: str) -> None:
     assert fragment in alert_expressions[alert].replace(")) > 0", ") > 0")
+
+
+@pytest.mark.parametrize("alert", ["SpecDecodeGateErrors", "SpecDecodeLoadSaturated"])
+def test_alerts_of_a_running_stage_end_with_it(
+    alert_expressions: dict[str, str], alert: str
+) -> None:
+    """A rollout keeps its deciding stage's series after the verdict (so GateFailed can
+    fire); errors and saturation are only news while that stage still runs."""
+    assert "and on (namespace, rollout)" in alert_expressions[alert]
+    assert 'specdecode_rollout_phase{phase=~"Analyzing' in alert_expressions[alert] or (
+        'specdecode_rollout_phase{phase="Analyzing"}' in alert_expressions[alert]
+    )
 
 
 def test_every_alert_has_its_runbook_line(alert_expressions: dict[str, str]) -> None:

@@ -23,6 +23,8 @@ from specdecode.api.status import (
     StagePhase,
     StageStatus,
 )
+from specdecode.domain.gates.tail_latency import saturation
+from specdecode.domain.observations import LatencySamples
 from specdecode.handlers.leadership import run_when_leading
 from specdecode.settings import OperatorSettings
 
@@ -109,6 +111,44 @@ def test_a_rollback_is_stamped_with_its_time_for_the_alert() -> None:
         )
         is None
     )
+
+
+def saturated(metrics: OperatorMetrics, stage: str, role: str) -> float | None:
+    return metrics.registry.get_sample_value(
+        "specdecode_load_saturated",
+        {"namespace": "ns", "rollout": "r", "stage": stage, "role": role},
+    )
+
+
+def with_tail_gate(status: SpecDecodeRolloutStatus, reason: str) -> SpecDecodeRolloutStatus:
+    """`status` with an Inconclusive TailLatency gate added to its second stage."""
+    tail = GateResult(
+        name="p99-itl", type=GateType.TAIL_LATENCY, verdict=GateVerdict.INCONCLUSIVE, reason=reason
+    )
+    stage = status.stages[1]
+    stage = stage.model_copy(update={"gates": [*stage.gates, tail]})
+    return status.model_copy(update={"stages": [status.stages[0], stage]})
+
+
+def test_a_saturated_side_is_the_gauge_behind_the_load_alert() -> None:
+    """SpecDecodeLoadSaturated reads this gauge: the side whose client lagged, from the
+    reason the TailLatency gate really writes (`saturation`), 0 for the other side; a
+    TailLatency look judged on honest timestamps sets both to 0."""
+    metrics = OperatorMetrics()
+    lagging = LatencySamples.from_values(client_delay=[0.004] * 100)
+    prompt = LatencySamples.from_values(client_delay=[0.0001] * 100)
+    reason = saturation(prompt, lagging, 0.99, judged_quantile=0.02)
+    assert reason is not None
+    running = with_tail_gate(analysing("tail-latency"), reason)
+    metrics.observe("ns", "r", analysing("acceptance"), running)
+    assert saturated(metrics, "tail-latency", "candidate") == 1
+    assert saturated(metrics, "tail-latency", "baseline") == 0
+    honest = with_tail_gate(analysing("tail-latency"), "P99 PerChunk ITL: 3 / 3 blocks")
+    metrics.observe("ns", "r", running, honest)
+    assert saturated(metrics, "tail-latency", "candidate") == 0
+    metrics.observe("ns", "r", honest, analysing("acceptance"))  # no TailLatency gate there
+    assert saturated(metrics, "acceptance", "candidate") is None
+    assert saturated(metrics, "tail-latency", "candidate") is None
 
 
 def test_a_deleted_rollout_leaves_no_series() -> None:

@@ -56,6 +56,10 @@ MIN_TAIL_BLOCKS = 30
 # A look whose instrument delayed its own timestamps by more than this share of the
 # quantile being judged measures the client, not the engines: Inconclusive, never a verdict.
 MAX_CLIENT_DELAY_SHARE = 0.05
+# How such a look's reason starts, then "the <side> load client's ...": the operator's
+# `specdecode_load_saturated` gauge and the tuning runner read the side back from status.
+SATURATED = "shadow load saturated"
+SATURATION_SIDES = ("baseline", "candidate")
 
 
 def side_blocks(samples: LatencySamples, definition: ItlDefinition) -> tuple[list[Sketch], Sketch]:
@@ -201,16 +205,29 @@ def saturation(
     timestamp can carry); if its q-quantile exceeds MAX_CLIENT_DELAY_SHARE of the latency
     quantile being judged, the look measured the client, not the engines.
     """
-    for side, samples in (("baseline", baseline), ("candidate", candidate)):
+    for side, samples in zip(SATURATION_SIDES, (baseline, candidate), strict=True):
         delay = samples.client_delay
         if delay.total == 0:
             continue
         quantile = delay.quantile(q)
         if quantile > MAX_CLIENT_DELAY_SHARE * judged_quantile:
             return (
-                f"shadow load saturated: the {side} load client's P{q * 100:g} timestamp "
+                f"{SATURATED}: the {side} load client's P{q * 100:g} timestamp "
                 f"delay is {quantile * 1000:.2f} ms, over {MAX_CLIENT_DELAY_SHARE:.0%} of "
                 f"the {judged_quantile * 1000:.2f} ms being judged; add load pods "
                 "(spec.analysis.loadGenerator) or lower the stage's concurrency"
             )
     return None
+
+
+def saturated_side(reason: str) -> str | None:
+    """The side a look's reason names as saturated (see `saturation`), or None.
+
+    Why from the reason: it is what status keeps of the look, and the gauge behind
+    SpecDecodeLoadSaturated is set from status, never from a second bookkeeping.
+    """
+    head = f"{SATURATED}: the "
+    if not reason.startswith(head):
+        return None
+    side = reason[len(head) :].split(" ", 1)[0]
+    return side if side in SATURATION_SIDES else None

@@ -35,6 +35,7 @@ from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, measure_for
+from specdecode.domain.gates.tail_latency import SATURATED  # a lagging client's refusal
 from specdecode.domain.observations import (
     AcceptanceCounts,
     LatencySamples,
@@ -87,7 +88,6 @@ def _gate(gate_type: GateType, **settings: object) -> GateParams:
 SPEEDUP = _gate(GateType.SPEEDUP)
 TAIL_QUANTILE = 0.99
 TAIL = _gate(GateType.TAIL_LATENCY, quantile=TAIL_QUANTILE, itl_definition=ItlDefinition.PER_CHUNK)
-SATURATED = "shadow load saturated"  # the TailLatency gate's refusal of a lagging client
 ERRORS = _gate(GateType.ERROR_RATE)
 ALPHA = _gate(GateType.ACCEPTANCE, min_draft_tokens=1)
 TOKENS_PER_STEP = _gate(GateType.ACCEPTED_LENGTH)

@@ -35,6 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TESTIMAGES = Path(__file__).resolve().parent / "testimages"
+# The operator image's code is this tree's `operator/` (as an image built from it would
+# hold): first on the path, so a git worktree's pods do not run the venv's editable install
+# of another checkout.
+OPERATOR_SOURCE = Path(__file__).resolve().parents[4] / "operator"
 BUSYBOX_TOOLS = frozenset({"sh", "echo", "sleep", "cat", "env", "ls", "true", "false"})
 
 
@@ -137,7 +141,9 @@ def _operator(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
     else:
         raise UnsupportedCommand(f"the operator image has no command {program!r}")
     return LaunchPlan(
-        argv=argv, env={"SPECDECODE_BIND_HOST": request.pod_ip}, needs_api_credentials=True
+        argv=argv,
+        env={"SPECDECODE_BIND_HOST": request.pod_ip, "PYTHONPATH": str(OPERATOR_SOURCE)},
+        needs_api_credentials=True,
     )
 
 
