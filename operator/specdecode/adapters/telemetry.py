@@ -237,12 +237,7 @@ class OperatorMetrics:
         """Drop a deleted rollout's series so dashboards don't show ghosts."""
         metrics = (
             self.phase,
-            self.gate_verdict,
-            self.alpha,
-            self.itl,
-            self.load_delay,
-            self.load_requests,
-            self.load_saturated,
+            *self._per_stage(),
             self.rollbacks,
             self.last_rollback,
             self.drifted,
@@ -263,8 +258,9 @@ class OperatorMetrics:
         for bound, value in {**values, "threshold": threshold}.items():
             self.production_alpha.labels(namespace, rollout, bound).set(value)
 
-    def _forget_stage(self, namespace: str, rollout: str, stage: str) -> None:
-        per_stage = (
+    def _per_stage(self) -> tuple[Gauge, ...]:
+        """The series labelled by stage (a stage's are dropped with it)."""
+        return (
             self.gate_verdict,
             self.alpha,
             self.itl,
@@ -272,7 +268,9 @@ class OperatorMetrics:
             self.load_requests,
             self.load_saturated,
         )
-        for metric in per_stage:
+
+    def _forget_stage(self, namespace: str, rollout: str, stage: str) -> None:
+        for metric in self._per_stage():
             metric.remove_by_labels({"namespace": namespace, "rollout": rollout, "stage": stage})
 
     def _saturation(

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import requests
 from prometheus_api_client.exceptions import PrometheusApiClientException
@@ -57,6 +59,27 @@ def join_blocks(
     )
 
 
+Block = TypeVar("Block")
+
+
+async def whole_blocks(
+    reader: PrometheusReader,
+    read: Callable[[datetime, datetime, int], tuple[Block, ...]],
+    start: datetime,
+    end: datetime,
+    block_seconds: int,
+) -> tuple[Block, ...] | MetricError:
+    """What every per-block source does around its query: no query for a window shorter
+    than one block (no blocks: no data, never zeros), the blocking client off the event
+    loop, and a failed or malformed answer returned as a MetricError, never raised."""
+    if (end - start).total_seconds() < block_seconds:
+        return ()
+    try:
+        return await asyncio.to_thread(read, start, end, block_seconds)
+    except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
+        return MetricError(source=f"prometheus {reader.url}", message=why(error))
+
+
 class PrometheusAcceptanceBlocks(PrometheusReader):
     """Production's draft and accepted tokens per time block, from a Prometheus server."""
 
@@ -64,12 +87,7 @@ class PrometheusAcceptanceBlocks(PrometheusReader):
         self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
     ) -> tuple[AcceptanceBlock, ...] | MetricError:
         """The whole blocks of [start, end]; none (empty) when the window holds none."""
-        if (end - start).total_seconds() < block_seconds:
-            return ()
-        try:
-            return await asyncio.to_thread(self._blocks, engine, start, end, block_seconds)
-        except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self.url}", message=why(error))
+        return await whole_blocks(self, partial(self._blocks, engine), start, end, block_seconds)
 
     def _blocks(
         self, engine: EngineSelector, start: datetime, end: datetime, seconds: int

@@ -13,16 +13,14 @@ is left out (no data, never zeros); a failed backend is a MetricError, never rai
 
 from __future__ import annotations
 
-import asyncio
 import math
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
-import requests
-from prometheus_api_client.exceptions import PrometheusApiClientException
-
 from specdecode.adapters.metrics.access import PrometheusReader
-from specdecode.adapters.metrics.prometheus import MALFORMED, STEP_ITL_BUCKETS, why
+from specdecode.adapters.metrics.blocks import whole_blocks
+from specdecode.adapters.metrics.prometheus import STEP_ITL_BUCKETS
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.observations import MetricError, StepHistogram
 
@@ -65,12 +63,7 @@ class PrometheusTailBlocks(PrometheusReader):
         self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
     ) -> tuple[StepHistogram, ...] | MetricError:
         """The whole blocks of [start, end]; none (empty) when the window holds none."""
-        if (end - start).total_seconds() < block_seconds:
-            return ()
-        try:
-            return await asyncio.to_thread(self._blocks, engine, start, end, block_seconds)
-        except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
-            return MetricError(source=f"prometheus {self.url}", message=why(error))
+        return await whole_blocks(self, partial(self._blocks, engine), start, end, block_seconds)
 
     def _blocks(
         self, engine: EngineSelector, start: datetime, end: datetime, seconds: int
