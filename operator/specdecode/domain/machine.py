@@ -100,9 +100,10 @@ def _react_to_spec(
     running = status.phase in ANALYSIS_PHASES or status.phase is Phase.PROMOTING
     # While (or after) its schedule offer is analysed, the status is still about the desired
     # config the offer came from (`analysedFor`); the offer itself written into the spec is
-    # adopted as it is, analysis or promotion, without a restart.
+    # adopted as it is, analysis or promotion, without a restart (but an edit of the plan
+    # written with it still restarts the analysis, below).
     if status.analysed_for is not None and desired_fp == status.candidate_fingerprint:
-        return Step(status.model_copy(update={"analysed_for": None}))
+        status = status.model_copy(update={"analysed_for": None})
     if desired_fp != (status.analysed_for or status.candidate_fingerprint):
         reason = "AnalysisRestarted" if running else "AnalysisStarted"
         message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"
@@ -113,10 +114,10 @@ def _react_to_spec(
     if [s.name for s in status.stages] != stage_names:
         message = f"analysis stages changed to {', '.join(stage_names)}; analysis restarts"
         return start_analysis(spec, status, now, "AnalysisRestarted", message)
+    # An analysis begun by an operator that kept no hash (or whose CRD prunes it) is left
+    # as it is: filling the hash in would be a write on every reconcile where it is pruned.
     planned = evidence_fingerprint(spec.analysis)
-    if status.analysis_fingerprint is None:  # begun by an operator that kept none
-        return Step(status.model_copy(update={"analysis_fingerprint": planned}))
-    if status.analysis_fingerprint != planned:
+    if status.analysis_fingerprint not in (None, planned):
         message = "analysis traffic or stages edited; analysis restarts on the new plan"
         return start_analysis(spec, status, now, "AnalysisRestarted", message)
     return Step(status)

@@ -256,3 +256,46 @@ def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> No
         not_judged_reason(gate_params(gain), look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, EAGLE3))
         is None
     )
+
+
+def test_adopting_the_offer_in_the_same_edit_as_a_gate_still_restarts_the_analysis() -> None:
+    """While the offer is analysed, writing it into the spec adopts it without a restart,
+    but a gate loosened in the same write is a new plan: the analysis restarts instead of
+    judging the stage begun under the old gate by the new one (a review found it promoted)."""
+    spec = _spec(SCHEDULED_RELEASE, schedule_fallback=ScheduleFallback.ANALYZE)
+    failed = _to_the_tail_failure(spec, analyzing(spec))
+    offer = failed.schedule_offer
+    assert offer is not None
+    status = run(spec, failed, shadows_ready(candidate=offer), 200).status
+    for second in (231, 246, 261, 276, 291):
+        status = run(spec, status, _stage0(offer), second).status
+    at_line = stage_obs(
+        "tail-latency",
+        baseline=_latencies(1.0, 20_000, 3, tpot=0.05),
+        candidate=_latencies(1.45, 20_000, 5, tpot=0.05),
+    )
+    for second in (322, 337, 352, 367, 382):
+        status = run(spec, status, shadows_ready(candidate=offer, stage=at_line), second).status
+    assert status.phase is Phase.ANALYZING and status.analysed_for is not None
+    stages = list(spec.analysis.stages)
+    loosened = [
+        gate.model_copy(update={"tolerance": 1.0}) if gate.name == "p99-itl" else gate
+        for gate in stages[1].gates
+    ]
+    stages[1] = stages[1].model_copy(update={"gates": loosened})
+    edited = spec.model_copy(
+        update={
+            "speculative": offer,
+            "analysis": spec.analysis.model_copy(update={"stages": stages}),
+        }
+    )
+    decision = run(edited, status, shadows_ready(candidate=offer, stage=at_line), 397)
+    assert "AnalysisRestarted" in [event.reason for event in decision.events]
+    assert decision.status.phase is not Phase.PROMOTING
+    assert decision.status.analysed_for is None
+    assert decision.status.candidate_fingerprint == fingerprint_of(offer)
+    # adopting the offer alone goes on analysing it, with no restart
+    adopted = spec.model_copy(update={"speculative": offer})
+    quiet = run(adopted, status, shadows_ready(candidate=offer, stage=at_line), 397)
+    assert "AnalysisRestarted" not in [event.reason for event in quiet.events]
+    assert quiet.status.analysed_for is None

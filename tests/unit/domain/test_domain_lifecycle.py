@@ -18,11 +18,15 @@ from domain_fixtures import (
     shadows_ready,
     status_in,
 )
+from pydantic import Field
 
 from specdecode.api import Phase, SpecDecodeRolloutStatus, StagePhase
+from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.speculative import fingerprint_of
+from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.observations import ChildState
+from specdecode.domain.stages import evidence_fingerprint
 
 pytestmark = pytest.mark.unit
 
@@ -128,14 +132,37 @@ def test_a_gate_edit_mid_analysis_restarts_it_and_an_unedited_spec_does_not() ->
     assert decision.status.analysis_started_at == at(5)
 
 
-def test_an_analysis_begun_without_a_plan_hash_adopts_it_without_restarting() -> None:
-    """An analysis an older operator began (no analysisFingerprint) goes on: the hash of
-    today's plan is recorded, and only a later edit restarts it."""
+def test_an_analysis_begun_without_a_plan_hash_goes_on_and_writes_nothing() -> None:
+    """An analysis an older operator began (or whose CRD prunes analysisFingerprint) goes
+    on as it is: no restart, and no hash filled in, which would be a status write on every
+    reconcile wherever the field is pruned."""
     status = status_in(SPEC, "Analyzing").model_copy(update={"analysis_fingerprint": None})
     decision = run(SPEC, status, shadows_ready(), 5)
     assert decision.status.analysis_started_at == T0
-    assert decision.status.analysis_fingerprint is not None
+    assert decision.status.analysis_fingerprint is None
     assert not [e for e in decision.events if e.reason == "AnalysisRestarted"]
+
+
+def test_a_limit_that_splits_each_looks_error_is_part_of_the_plan() -> None:
+    status = status_in(SPEC, "Analyzing")
+    decision = run(make_spec(inconclusive_limit=3), status, shadows_ready(), 5)
+    assert [event.reason for event in decision.events] == ["AnalysisRestarted", "ShadowsReady"]
+
+
+def test_only_what_differs_from_the_defaults_is_hashed() -> None:
+    """A release that adds an optional field (here a subclass of the traffic model with one
+    more) leaves a running analysis' plan hash as it was; a value edit changes it."""
+
+    class NextReleaseTraffic(TrafficSpec):
+        future_knob: str | None = None
+
+    class NextReleaseAnalysis(AnalysisSpec):
+        traffic: NextReleaseTraffic = Field(default_factory=NextReleaseTraffic)
+
+    next_release = NextReleaseAnalysis.model_validate(SPEC.analysis.model_dump())
+    assert evidence_fingerprint(next_release) == evidence_fingerprint(SPEC.analysis)
+    edited = SPEC.analysis.model_copy(update={"interval_seconds": 30})
+    assert evidence_fingerprint(edited) != evidence_fingerprint(SPEC.analysis)
 
 
 def test_git_revert_to_stable_after_rollback_is_promoted() -> None:
