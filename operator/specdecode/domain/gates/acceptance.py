@@ -103,6 +103,23 @@ def unjudged_load(seen: StageObservations, look: Look, threshold: float) -> Meas
     return None
 
 
+def judgeable_counts(
+    seen: StageObservations, look: Look, threshold: float, what: str
+) -> AcceptanceCounts | Measurement:
+    """The candidate's counters for an acceptance-type gate to judge, or the Measurement
+    that says why this look cannot: a failed read (Error), no drafts yet (`what` is then
+    undefined), or load data the bound cannot rest on (`unjudged_load`)."""
+    counts = seen.candidate_acceptance
+    if isinstance(counts, MetricError):
+        return metric_error(counts)
+    if counts is None or counts.drafts <= 0 or counts.draft_tokens <= 0:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE, f"no drafts yet: {what} undefined", threshold=threshold
+        )
+    unjudged = unjudged_load(seen, look, threshold)
+    return counts if unjudged is None else unjudged
+
+
 def counters_basis(counts: AcceptanceCounts) -> tuple[int, str]:
     """Mirror traffic's units (the server's finished requests) and how its reason says so."""
     requests = round(counts.requests)
@@ -137,15 +154,9 @@ class AcceptanceGate:
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""
         threshold = gate.min_alpha
-        counts = seen.candidate_acceptance
-        if isinstance(counts, MetricError):
-            return metric_error(counts)
-        if counts is None or counts.drafts <= 0 or counts.draft_tokens <= 0:
-            return Measurement(
-                GateVerdict.INCONCLUSIVE, "no drafts yet: alpha undefined", threshold=threshold
-            )
-        if (unjudged := unjudged_load(seen, look, threshold)) is not None:
-            return unjudged
+        counts = judgeable_counts(seen, look, threshold, "alpha")
+        if isinstance(counts, Measurement):
+            return counts
         k = counts.draft_tokens / counts.drafts
         alpha = min(1.0, max(0.0, counts.accepted_tokens / counts.draft_tokens))
         moments = streamed_moments(seen)

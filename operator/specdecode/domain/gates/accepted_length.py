@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from specdecode.domain.acceptance_bound import acceptance_interval
-from specdecode.domain.gate_measures import Measurement, judge_at_least, judged, metric_error
+from specdecode.domain.gate_measures import Measurement, judge_at_least, judged
 from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.acceptance import (
@@ -28,11 +28,11 @@ from specdecode.domain.gates.acceptance import (
     accepted_per_step,
     clustered_interval,
     counters_basis,
+    judgeable_counts,
     streamed_moments,
-    unjudged_load,
 )
 from specdecode.domain.gates.registry import Look, Need, register
-from specdecode.domain.observations import MetricError, StageObservations
+from specdecode.domain.observations import StageObservations
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateType, GateVerdict
 
@@ -48,17 +48,9 @@ class AcceptedLengthGate:
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
         threshold = gate.min_accepted_length
-        counts = seen.candidate_acceptance
-        if isinstance(counts, MetricError):
-            return metric_error(counts)
-        if counts is None or counts.drafts <= 0 or counts.draft_tokens <= 0:
-            return Measurement(
-                GateVerdict.INCONCLUSIVE,
-                "no drafts yet: tokens per step undefined",
-                threshold=threshold,
-            )
-        if (unjudged := unjudged_load(seen, look, threshold)) is not None:
-            return unjudged
+        counts = judgeable_counts(seen, look, threshold, "tokens per step")
+        if isinstance(counts, Measurement):
+            return counts
         length = 1.0 + counts.accepted_tokens / counts.drafts
         moments = streamed_moments(seen)
         per_step = accepted_per_step(moments) if moments is not None else None
