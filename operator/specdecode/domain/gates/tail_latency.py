@@ -215,7 +215,7 @@ def saturation(
                 f"{SATURATED}: the {side} load client's P{q * 100:g} timestamp "
                 f"delay is {quantile * 1000:.2f} ms, over {MAX_CLIENT_DELAY_SHARE:.0%} of "
                 f"the {judged_quantile * 1000:.2f} ms being judged; add load pods "
-                "(spec.analysis.loadGenerator) or lower the stage's concurrency"
+                "(spec.analysis.traffic.loadGenerator) or lower the stage's concurrency"
             )
     return None
 
