@@ -13,9 +13,6 @@ What a container runtime and a CPU node would give the process, the mapping adds
   engine's default would take far more of a shared 24 GiB machine);
 - VLLM_CPU_OMP_THREADS_BIND: one core per engine, in turn, so a baseline and a candidate
   started together do not both compute on core 0 (vLLM's default);
-- OMP_WAIT_POLICY=PASSIVE: an engine's idle OpenMP threads sleep instead of spinning on
-  the core another engine, the load pods and the control plane share (two servers started
-  together reached /health in 49-66 s instead of 63-77 s, two pairs each, here);
 - vLLM's caches (VLLM_CACHE_ROOT, HF_HOME) default to $HOME/.cache, the pod's own folder.
 """
 
@@ -82,7 +79,6 @@ def real_vllm(request: LaunchRequest, tools: Toolbox) -> LaunchPlan:
             "VLLM_NO_USAGE_STATS": "1",
             "VLLM_CPU_KVCACHE_SPACE": KV_CACHE_GIB,
             "VLLM_CPU_OMP_THREADS_BIND": str(core),
-            "OMP_WAIT_POLICY": "PASSIVE",
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
         },
