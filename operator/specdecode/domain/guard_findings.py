@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from specdecode.api.guard import DriftKind, DriftStatus
 from specdecode.api.rollout import SpecDecodeRolloutSpec
@@ -21,7 +22,7 @@ from specdecode.domain.latency_drift import (
     LatencyVerdict,
     ProductionLatency,
     check_latency_drift,
-    latency_reference,
+    latency_guarded,
 )
 from specdecode.domain.observations import MetricError
 
@@ -36,6 +37,22 @@ class Finding:
 
 def _window(look: GuardLook) -> str:
     return f"over the {look.seconds:.0f}s window from {look.window_start.isoformat()}"
+
+
+def _recorded(
+    kind: DriftKind, look: GuardLook, now: datetime, blocks: int, message: str, **figures: Any
+) -> DriftStatus:
+    """A drift as status keeps it: what every half records (kind, when, the window, its
+    blocks, the message) and the half's own figures."""
+    return DriftStatus(
+        kind=kind,
+        detected_at=now,
+        window_start=look.window_start,
+        window_seconds=look.seconds,
+        blocks=blocks,
+        message=message,
+        **figures,
+    )
 
 
 def acceptance_finding(
@@ -53,18 +70,17 @@ def acceptance_finding(
         f"minAlpha {threshold:g} {_window(look)} ({check.blocks} blocks, "
         f"{check.draft_tokens:.0f} draft tokens)"
     )
-    drift = DriftStatus(
-        kind=DriftKind.ACCEPTANCE,
-        detected_at=now,
+    drift = _recorded(
+        DriftKind.ACCEPTANCE,
+        look,
+        now,
+        check.blocks,
+        message,
         alpha=round(check.alpha, 4),
         lower_bound=round(check.lower, 4),
         upper_bound=round(check.upper, 4),
         threshold=threshold,
-        window_start=look.window_start,
-        window_seconds=look.seconds,
-        blocks=check.blocks,
         draft_tokens=round(check.draft_tokens),
-        message=message,
     )
     return Finding(drift=drift)
 
@@ -77,10 +93,10 @@ def latency_check(
 ) -> tuple[LatencyCheck, LatencyReference] | None:
     """The latency half's check at `look`; None when it has nothing to judge (turned off,
     no reference figure, the observation missing, failed or of another look)."""
-    if not spec.guard.latency or not isinstance(observed, ProductionLatency):
+    reference = latency_guarded(spec, status)
+    if reference is None or not isinstance(observed, ProductionLatency):
         return None
-    reference = latency_reference(spec, status)
-    if reference is None or observed.look_at != look.at:
+    if observed.look_at != look.at:
         return None
     tolerance = spec.guard.latency_tolerance
     return check_latency_drift(observed.blocks, reference, tolerance, look.times), reference
@@ -113,19 +129,18 @@ def latency_finding(
         f"(latencyTolerance), {_window(look)} ({check.blocks} blocks, "
         f"{check.observations:.0f} observations)"
     )
-    drift = DriftStatus(
-        kind=DriftKind.LATENCY,
-        detected_at=now,
+    drift = _recorded(
+        DriftKind.LATENCY,
+        look,
+        now,
+        check.blocks,
+        message,
         lower_bound=round(check.lower, 6),
         upper_bound=round(check.upper, 6),
         threshold=round(check.allowed, 6),
-        window_start=look.window_start,
-        window_seconds=look.seconds,
-        blocks=check.blocks,
         tail_share=round(check.share, 6),
         edge_seconds=check.edge,
         reference_seconds=round(reference.seconds, 6),
         observations=round(check.observations),
-        message=message,
     )
     return Finding(drift=drift)

@@ -129,6 +129,14 @@ def latency_reference(
     return None
 
 
+def latency_guarded(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+) -> LatencyReference | None:
+    """The figure production's tail is judged against, when the latency half judges at
+    all (`guard.latency` on and an analysis left a figure); None: nothing to read for it."""
+    return latency_reference(spec, status) if spec.guard.latency else None
+
+
 def _gate_spec(spec: SpecDecodeRolloutSpec, stage: str, gate: str) -> GateSpec:
     for candidate in spec.analysis.stages:
         if candidate.name == stage:

@@ -26,7 +26,7 @@ from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, ProductionAcceptance, block_seconds, can_judge
 from specdecode.domain.guarding import guard_check, guard_grid
-from specdecode.domain.latency_drift import ProductionLatency, latency_reference
+from specdecode.domain.latency_drift import ProductionLatency, latency_guarded
 from specdecode.domain.observations import MetricError, StepHistogram
 from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.runtime import Runtime
@@ -62,7 +62,7 @@ async def observe_production(
         )  # fmt: skip
     engine = EngineSelector(ref.namespace, production_deployment(ref.name, spec))
     seconds = block_seconds(window, scrape)
-    judge_latency = spec.guard.latency and latency_reference(spec, status) is not None
+    judge_latency = latency_guarded(spec, status) is not None
     blocks, tails = await asyncio.gather(
         runtime.acceptance_blocks.acceptance_blocks(engine, look.window_start, look.at, seconds),
         _tails(runtime, engine, look.window_start, look.at, seconds, judge_latency),
