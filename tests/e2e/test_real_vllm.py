@@ -21,6 +21,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -292,11 +293,16 @@ def test_ngram_on_repetitive_prompts_is_judged_on_the_real_stream(
     # ... and so do the load pods' own counts: tokens per chunk from continuous_usage_stats
     assert length.get("streamValue") is not None and length["streamValue"] > 1.0, length
     assert 0.0 < judged["repetitive/alpha"]["value"] <= 1.0, judged
-    # The tail ratio is judged only while the load clients time honestly: on 2 shared cores
-    # the two engines can starve them, and then the gate says so instead of a ratio.
+    # The tail ratio is judged only on evidence that holds it: on 2 shared cores the two
+    # engines can starve the load clients (saturated), and the candidate's merged chunks
+    # leave it few samples per block, so its P99 can fall in too few blocks within the
+    # stage's 2 minutes (27 of the 30 needed in one CI run). Either way the gate says why
+    # instead of a ratio, and an undecided stage is never a promotion.
     tail = judged["repetitive/p99-itl"]
     if tail.get("value") is None:
-        assert tail["verdict"] == "Inconclusive" and "saturated" in tail["reason"], tail
+        assert tail["verdict"] == "Inconclusive", tail
+        assert "saturated" in tail["reason"] or "with tail samples needed" in tail["reason"]
+        assert status["phase"] != "Promoted", status
     else:
         assert tail["value"] > 0.0, tail
     remove(cluster, r)
@@ -369,16 +375,31 @@ def engine_tokens(port: int) -> float:
 
 
 PAUSE_SECONDS = 1.5
+PAUSE_AFTER_GAPS = 8  # the stall lands this many gaps into the long request
 STREAM_INTERVAL = 16
+
+
+class GapCountingRecorder(BlockRecorder):
+    """The load pods' recorder, counting the gaps it is given, so that a fault can wait
+    until a stream is under way instead of guessing the request's time to first token."""
+
+    def __init__(self, block_seconds: float, ship: Callable[[LatencyBlock], None]) -> None:
+        super().__init__(block_seconds, ship)
+        self.gaps_seen = 0
+
+    def chunk_gap(self, now: float, gap: float, tokens: int, merged: bool) -> None:
+        self.gaps_seen += 1
+        super().chunk_gap(now, gap, tokens, merged)
 
 
 async def stream_all(
     port: int, bodies: list[dict[str, object]], pause: tuple[int, float] | None = None
 ) -> list[LatencyBlock]:
     """The load pods' own client and recorder, one request at a time. `pause` (pid,
-    seconds): stop that process for that long, starting 0.3 s into the last request."""
+    seconds): stop that process for that long once the last request's stream is under way
+    (PAUSE_AFTER_GAPS gaps in), and fail if the stream had ended before the stop."""
     blocks: list[LatencyBlock] = []
-    recorder = BlockRecorder(3600.0, blocks.append)
+    recorder = GapCountingRecorder(3600.0, blocks.append)
     loop = asyncio.get_running_loop()
     url = f"http://127.0.0.1:{port}"
     for index, body in enumerate(bodies):
@@ -387,7 +408,10 @@ async def stream_all(
         )
         sent = connection.send(request_bytes(f"127.0.0.1:{port}", body, None), 120.0)
         if pause is not None and index == len(bodies) - 1:
-            await asyncio.gather(sent, _stop_for(*pause, after=0.3))
+            under_way = recorder.gaps_seen + PAUSE_AFTER_GAPS
+            stall = _stop_for(*pause, sent, lambda: recorder.gaps_seen >= under_way)
+            _, stopped_mid_stream = await asyncio.gather(sent, stall)
+            assert stopped_mid_stream, "the stream ended before the stall: no gap to measure"
         else:
             await sent
         connection.close()
@@ -395,13 +419,23 @@ async def stream_all(
     return blocks
 
 
-async def _stop_for(pid: int, seconds: float, after: float) -> None:
-    await asyncio.sleep(after)  # the fault's timing, not a wait for a condition
+async def _stop_for(
+    pid: int, seconds: float, stream: asyncio.Future[int], under_way: Callable[[], bool]
+) -> bool:
+    """Stop `pid` for `seconds` once `under_way()` holds; True if `stream` was still open
+    when the process stopped (the stall then lies between two of its chunks)."""
+    deadline = time.monotonic() + 60.0
+    while not under_way() and not stream.done():
+        assert time.monotonic() < deadline, "the stream never got under way"
+        await asyncio.sleep(0.005)  # a wait for a condition: the recorder's gap count
+    if stream.done():
+        return False
     os.kill(pid, signal.SIGSTOP)
     try:
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(seconds)  # the fault's length, not a wait for a condition
     finally:
         os.kill(pid, signal.SIGCONT)
+    return True
 
 
 @pytest.mark.timeout(600)
