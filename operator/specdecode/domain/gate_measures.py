@@ -13,6 +13,14 @@ from specdecode.domain.observations import LatencySamples, MetricError
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateVerdict
 
+# How a look refused for its load client's sake starts its reason, then "the <side> load
+# client ...": the `specdecode_load_saturated` gauge and the tuning runner read it back.
+SATURATED = "shadow load saturated"
+SATURATION_SIDES = ("baseline", "candidate")
+# An open-loop side may miss this share of its arrivals (sender over a second behind; see
+# `specdecode_load.schedule.next_arrival`) before its latency no longer answers the stage.
+MAX_SKIPPED_SHARE = 0.01
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -112,6 +120,31 @@ def mostly_failed_window(threshold: float, *sides: LatencySamples | None) -> Mea
             why = (
                 f"{side.requests_failed} of {side.requests_failed + side.requests_ok} "
                 f"{name} requests failed: its latency is the failures', not the engine's"
+            )
+            return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
+    return None
+
+
+def behind_schedule_window(threshold: float, *sides: LatencySamples | None) -> Measurement | None:
+    """Inconclusive when an open-loop side's sender skipped over MAX_SKIPPED_SHARE of its
+    arrivals: that engine was offered less than the stage's request rate.
+
+    Why: open-loop load is the same Poisson schedule on both sides; a side whose sender
+    fell behind (its loop starved, or every in-flight slot held by a slow engine) was
+    measured at a lighter load than the other, which flatters it. Comparing the two would
+    be a verdict on unequal evidence, so the look says which side and how much instead.
+    """
+    for name, side in zip(SATURATION_SIDES, sides, strict=False):
+        if side is None or not side.arrivals_skipped:
+            continue
+        offered = side.arrivals_skipped + side.requests_ok + side.requests_failed
+        if side.arrivals_skipped > MAX_SKIPPED_SHARE * offered:
+            why = (
+                f"{SATURATED}: the {name} load client fell behind the stage's request rate "
+                f"and skipped {side.arrivals_skipped} of {offered} arrivals (over "
+                f"{MAX_SKIPPED_SHARE:.0%}), so its engine saw less than the stage's load; add "
+                "load pods (spec.analysis.traffic.loadGenerator) or lower the stage's "
+                "requestRate"
             )
             return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from loadtesting import GREEDY, wait_until
@@ -105,6 +106,17 @@ async def test_open_loop_sends_its_budget_at_the_seeded_rate() -> None:
     engine, _, blocks, worker = await run_against_reference(None, 6, 4, rate=200.0)
     assert worker.schedule.sent == 6 and sum(b.requests_ok for b in blocks) == 6
     assert engine.connections >= 1
+    assert sum(b.arrivals_skipped for b in blocks) == 0  # on time: nothing dropped
+
+
+async def test_a_starved_open_loop_reports_the_arrivals_it_skipped() -> None:
+    """The loop is blocked for 2 s at 50 requests/s: the arrivals over a second old when it
+    wakes (about 50) are skipped and reported, not sent as one burst nor lost silently."""
+    asyncio.get_running_loop().call_later(0.3, time.sleep, 2.0)  # the fault, not a wait
+    _, _, blocks, worker = await run_against_reference(None, 100, 4, rate=50.0)
+    skipped = sum(b.arrivals_skipped for b in blocks)
+    assert worker.schedule.sent == 100 and sum(b.requests_ok for b in blocks) == 100
+    assert 20 <= skipped <= 120, skipped  # Poisson around 50, more if the loop lagged again
 
 
 def test_arrivals_are_the_same_on_both_sides() -> None:

@@ -18,6 +18,7 @@ import math
 from specdecode.domain.clustered import block_quantile
 from specdecode.domain.gate_measures import (
     Measurement,
+    behind_schedule_window,
     incomplete_window,
     judge_at_least,
     judged,
@@ -55,6 +56,8 @@ class SpeedupGate:
         if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
             return unjudged
         if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
+            return unjudged
+        if (unjudged := behind_schedule_window(threshold, baseline, candidate)) is not None:
             return unjudged
         base = block_quantile(
             [b.time_per_output_token for b in baseline.blocks],

@@ -23,7 +23,8 @@ Needs `minSamples` blocks per side (default 20: 40 s) and MIN_TAIL_BLOCKS blocks
 weight above the quantile, else Inconclusive with the counts.
 
 ServerStep (vLLM's histogram, Mirror traffic) is judged in `step_histogram`; a look whose
-load client lagged its own timestamps is Inconclusive ("shadow load saturated").
+load client lagged its own timestamps, or fell behind an open-loop stage's request rate, is
+Inconclusive ("shadow load saturated").
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ from statistics import NormalDist
 
 from specdecode.domain.clustered import BlockQuantile, block_quantile, t_critical
 from specdecode.domain.gate_measures import (
+    SATURATED,
+    SATURATION_SIDES,
     Measurement,
+    behind_schedule_window,
     incomplete_window,
     judge_at_most,
     judged,
@@ -56,10 +60,6 @@ MIN_TAIL_BLOCKS = 30
 # A look whose instrument delayed its own timestamps by more than this share of the
 # quantile being judged measures the client, not the engines: Inconclusive, never a verdict.
 MAX_CLIENT_DELAY_SHARE = 0.05
-# How such a look's reason starts, then "the <side> load client's ...": the operator's
-# `specdecode_load_saturated` gauge and the tuning runner read the side back from status.
-SATURATED = "shadow load saturated"
-SATURATION_SIDES = ("baseline", "candidate")
 
 
 def side_blocks(samples: LatencySamples, definition: ItlDefinition) -> tuple[list[Sketch], Sketch]:
@@ -148,6 +148,8 @@ def measure_client_tail(
     if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
         return unjudged
     if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
+        return unjudged
+    if (unjudged := behind_schedule_window(threshold, baseline, candidate)) is not None:
         return unjudged
     definition = gate.itl_definition
     label = f"P{q * 100:g} {definition.value} ITL"
