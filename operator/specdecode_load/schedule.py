@@ -131,7 +131,7 @@ def next_arrival(previous: float, now: float, gap: Callable[[], float]) -> tuple
     starved, or every in-flight slot was held) would otherwise send its whole backlog at
     once, a burst the stage never asked for. Why count: the side was then offered less than
     the stage's request rate, which the comparing gates must know (the load report's
-    `arrivalsSkipped`; `gate_measures.behind_schedule_window`). A sender on time draws
+    `arrivalsSkipped`; `gate_measures.unequal_load`). A sender on time draws
     exactly one gap, so both sides' schedules stay the same while neither falls behind.
     """
     at = previous + gap()

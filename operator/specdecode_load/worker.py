@@ -156,7 +156,12 @@ class LoadWorker:
         arrivals = arrival_gaps(self.spec.seed, self.schedule.shard, self.spec.worker, rate)
         tasks: set[asyncio.Task[None]] = set()
         next_at = time.perf_counter()
-        while await self._wait_to_send():
+        while True:
+            waited = not self.pool.ready.is_set()
+            if not await self._wait_to_send():
+                break
+            if waited:  # no engine to send to is not the sender falling behind: start over
+                next_at = time.perf_counter()
             while self.in_flight >= self.spec.max_in_flight:
                 self._slot_free.clear()
                 await self._slot_free.wait()

@@ -89,12 +89,14 @@ class OperatorMetrics:
             [*labels, "stage"],
             registry=self.registry,
         )
-        # What SpecDecodeLoadSaturated reads: the TailLatency gate refuses a look whose load
-        # client lagged (status says so in the gate's reason); 0 for a side that did not.
+        # What SpecDecodeLoadSaturated reads: the TailLatency and Speedup gates refuse a look
+        # whose load client lagged or fell behind an open-loop rate (status says so in the
+        # gate's reason); 0 for a side that did not.
         self.load_saturated = Gauge(
             "specdecode_load_saturated",
-            "1 when the stage's last TailLatency look was Inconclusive because this side's "
-            "shadow-load client delayed its own timestamps (shadow load saturated), else 0.",
+            "1 when the stage's last TailLatency or Speedup look was Inconclusive because this "
+            "side's shadow-load client delayed its own timestamps or fell behind the stage's "
+            "request rate (shadow load saturated), else 0.",
             [*labels, "stage", "role"],
             registry=self.registry,
         )

@@ -7,6 +7,7 @@ field by field by name (one field table: this dataclass's).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from specdecode.domain.observations import LatencySamples, MetricError
@@ -125,26 +126,51 @@ def mostly_failed_window(threshold: float, *sides: LatencySamples | None) -> Mea
     return None
 
 
-def behind_schedule_window(threshold: float, *sides: LatencySamples | None) -> Measurement | None:
-    """Inconclusive when an open-loop side's sender skipped over MAX_SKIPPED_SHARE of its
-    arrivals: that engine was offered less than the stage's request rate.
+def skipped_share(side: LatencySamples) -> tuple[int, int] | None:
+    """(skipped, offered) when an open-loop side's sender skipped over MAX_SKIPPED_SHARE of
+    its arrivals in the window, else None. Offered counts the requests that ended in the
+    window, so requests still in flight make the share a little larger, never smaller."""
+    skipped = side.arrivals_skipped
+    offered = skipped + side.requests_ok + side.requests_failed
+    return (skipped, offered) if skipped > MAX_SKIPPED_SHARE * offered else None
 
-    Why: open-loop load is the same Poisson schedule on both sides; a side whose sender
-    fell behind (its loop starved, or every in-flight slot held by a slow engine) was
-    measured at a lighter load than the other, which flatters it. Comparing the two would
-    be a verdict on unequal evidence, so the look says which side and how much instead.
+
+# The verdict a lighter load would flatter the side into: less load, lower latency.
+_FLATTERED = {"candidate": GateVerdict.SUCCESSFUL, "baseline": GateVerdict.FAILED}
+
+
+def unequal_load(
+    measured: Measurement, baseline: LatencySamples | None, candidate: LatencySamples | None
+) -> Measurement:
+    """`measured`, unless a side's open-loop sender fell behind the stage's request rate
+    (`skipped_share`) and the look's verdict is one that lighter load could explain.
+
+    Why by direction: open-loop load is one Poisson schedule for both sides; a side that
+    skipped arrivals was measured at less than the stage's load, which flatters it. A
+    candidate that fell behind and still failed failed on evidence that favoured it, so
+    the Failed stands; its pass does not. A baseline that fell behind makes the candidate
+    look worse: its pass stands, its failure does not. A look that refuses names the side
+    and the shortfall ("shadow load saturated"), as does an undecided one, so on call sees
+    why a stage cannot decide; value and bounds stay, for the record.
     """
-    for name, side in zip(SATURATION_SIDES, sides, strict=False):
-        if side is None or not side.arrivals_skipped:
-            continue
-        offered = side.arrivals_skipped + side.requests_ok + side.requests_failed
-        if side.arrivals_skipped > MAX_SKIPPED_SHARE * offered:
-            why = (
-                f"{SATURATED}: the {name} load client fell behind the stage's request rate "
-                f"and skipped {side.arrivals_skipped} of {offered} arrivals (over "
-                f"{MAX_SKIPPED_SHARE:.0%}), so its engine saw less than the stage's load; add "
-                "load pods (spec.analysis.traffic.loadGenerator) or lower the stage's "
-                "requestRate"
-            )
-            return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
-    return None
+    if measured.verdict is GateVerdict.ERROR:
+        return measured
+    short = {
+        name: found
+        for name, side in zip(SATURATION_SIDES, (baseline, candidate), strict=True)
+        if side is not None and (found := skipped_share(side)) is not None
+    }
+    if not short:
+        return measured
+    suspect = {_FLATTERED[name] for name in short} | {GateVerdict.INCONCLUSIVE}
+    name, (skipped, offered) = next(iter(short.items()))
+    why = (
+        f"{SATURATED}: the {name} load client fell behind the stage's request rate and "
+        f"skipped {skipped} of {offered} arrivals (over {MAX_SKIPPED_SHARE:.0%}), so its "
+        "engine saw less than the stage's load; add load pods "
+        "(spec.analysis.traffic.loadGenerator) or lower the stage's requestRate"
+    )
+    if measured.verdict not in suspect:  # a verdict against the flattered side stands
+        return dataclasses.replace(measured, reason=f"{measured.reason}; {why}")
+    refused = f"{why} ({measured.reason})"
+    return dataclasses.replace(measured, verdict=GateVerdict.INCONCLUSIVE, reason=refused)

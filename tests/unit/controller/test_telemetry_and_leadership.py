@@ -24,7 +24,7 @@ from specdecode.api.status import (
     StagePhase,
     StageStatus,
 )
-from specdecode.domain.gate_measures import behind_schedule_window
+from specdecode.domain.gate_measures import Measurement, unequal_load
 from specdecode.domain.gates.tail_latency import saturation
 from specdecode.domain.observations import LatencySamples
 from specdecode.handlers.leadership import run_when_leading
@@ -156,14 +156,15 @@ def test_a_saturated_side_is_the_gauge_behind_the_load_alert() -> None:
 
 
 def test_a_sender_behind_its_rate_is_the_gauge_too_on_a_speedup_gate() -> None:
-    """The open-loop refusal (`behind_schedule_window`), as the Speedup gate writes it."""
+    """The open-loop refusal (`unequal_load`), as the Speedup gate writes it."""
     metrics = OperatorMetrics()
     short = LatencySamples.from_values(requests_ok=900)
     short = dataclasses.replace(
         short, blocks=(dataclasses.replace(short.blocks[0], arrivals_skipped=100),)
     )
-    refused = behind_schedule_window(1.0, LatencySamples.from_values(requests_ok=1000), short)
-    assert refused is not None
+    undecided = Measurement(GateVerdict.INCONCLUSIVE, "speedup: 10 blocks; 20 needed")
+    refused = unequal_load(undecided, LatencySamples.from_values(requests_ok=1000), short)
+    assert refused.reason.startswith("shadow load saturated")
     running = with_tail_gate(analysing("tail-latency"), refused.reason, GateType.SPEEDUP)
     metrics.observe("ns", "r", analysing("acceptance"), running)
     assert saturated(metrics, "tail-latency", "candidate") == 1

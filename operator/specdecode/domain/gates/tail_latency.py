@@ -37,13 +37,13 @@ from specdecode.domain.gate_measures import (
     SATURATED,
     SATURATION_SIDES,
     Measurement,
-    behind_schedule_window,
     incomplete_window,
     judge_at_most,
     judged,
     metric_error,
     mostly_failed_window,
     relation,
+    unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
@@ -137,7 +137,20 @@ def measure_client_tail(
     candidate: LatencySamples | MetricError | None,
     look: Look,
 ) -> Measurement:
-    """Candidate / baseline q-quantile of the load pods' ITL over time blocks."""
+    """Candidate / baseline q-quantile of the load pods' ITL over time blocks, unless a
+    side was offered less than an open-loop stage's rate (`unequal_load`)."""
+    measured = _client_tail(gate, baseline, candidate, look)
+    if isinstance(baseline, LatencySamples) and isinstance(candidate, LatencySamples):
+        return unequal_load(measured, baseline, candidate)
+    return measured
+
+
+def _client_tail(
+    gate: GateParams,
+    baseline: LatencySamples | MetricError | None,
+    candidate: LatencySamples | MetricError | None,
+    look: Look,
+) -> Measurement:
     q = gate.quantile
     threshold = 1.0 + gate.tolerance
     for side in (baseline, candidate):
@@ -148,8 +161,6 @@ def measure_client_tail(
     if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
         return unjudged
     if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
-        return unjudged
-    if (unjudged := behind_schedule_window(threshold, baseline, candidate)) is not None:
         return unjudged
     definition = gate.itl_definition
     label = f"P{q * 100:g} {definition.value} ITL"
