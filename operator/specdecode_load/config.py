@@ -14,6 +14,7 @@ from too; a unit test parses a rendered pod's argv with this parser and compares
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,8 +125,11 @@ def parse_config(argv: list[str] | None = None) -> LoadConfig:
     args = parser.parse_args(argv)
 
     def positive(name: str, value: float | None, allow_zero: bool = False) -> None:
-        if value is not None and (value < 0 or (value == 0 and not allow_zero)):
-            parser.error(f"--{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+        if value is None:
+            return
+        if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+            bound = ">= 0" if allow_zero else "> 0"
+            parser.error(f"--{name} must be a finite number {bound}, got {value}")
 
     for name in ("shards", "processes", "builtin_count", "max_tokens", "concurrency"):
         positive(name.replace("_", "-"), getattr(args, name))

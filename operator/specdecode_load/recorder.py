@@ -47,6 +47,7 @@ class BlockRecorder:
     chunks: int
     merged_chunks: int
     stalls: int
+    arrivals_skipped: int
     accepted: AcceptedMoments
     by_traffic: dict[str, GroupEvidence]
     last_error: str | None
@@ -139,6 +140,12 @@ class BlockRecorder:
                 )
             known = self.by_traffic.get(group)
             self.by_traffic[group] = evidence if known is None else known.plus(evidence)
+
+    def skipped(self, now: float, arrivals: int) -> None:
+        """Open-loop arrivals dropped because the sender fell behind (see `next_arrival`)."""
+        if now >= self.block_end:
+            self.roll(now)
+        self.arrivals_skipped += arrivals
 
     def delay(self, now: float, late: float) -> None:
         """How late the loop noticed a probe (the instrument's own timestamp delay)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _MASK64 = (1 << 64) - 1
@@ -116,3 +117,26 @@ def arrival_gaps(seed: int, shard: int, worker: int, rate: float) -> random.Rand
     if rate <= 0:
         raise ValueError("request rate must be > 0")
     return random.Random(mix64(seed & _MASK64) ^ (shard << 20) ^ worker)
+
+
+# How far an open-loop sender may fall behind its schedule before it drops arrivals.
+MAX_ARRIVAL_LAG_SECONDS = 1.0
+
+
+def next_arrival(previous: float, now: float, gap: Callable[[], float]) -> tuple[float, int]:
+    """The open-loop send time after `previous` (drawing gaps from `gap`), and how many
+    arrivals were skipped to get there.
+
+    Why skip: a sender more than MAX_ARRIVAL_LAG_SECONDS behind its schedule (its loop was
+    starved, or every in-flight slot was held) would otherwise send its whole backlog at
+    once, a burst the stage never asked for. Why count: the side was then offered less than
+    the stage's request rate, which the comparing gates must know (the load report's
+    `arrivalsSkipped`; `gate_measures.unequal_load`). A sender on time draws
+    exactly one gap, so both sides' schedules stay the same while neither falls behind.
+    """
+    at = previous + gap()
+    skipped = 0
+    while at < now - MAX_ARRIVAL_LAG_SECONDS:
+        skipped += 1
+        at += gap()
+    return at, skipped

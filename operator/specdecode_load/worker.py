@@ -21,7 +21,7 @@ from specdecode.domain.traffic_groups import group_keys
 from specdecode_load.connection import CONNECT_ERROR, StreamConnection, request_bytes
 from specdecode_load.pool import ConnectionPool, Endpoint
 from specdecode_load.recorder import BlockRecorder
-from specdecode_load.schedule import WorkerSchedule, arrival_gaps, prompt_choice
+from specdecode_load.schedule import WorkerSchedule, arrival_gaps, next_arrival, prompt_choice
 
 # After a failed request (or connection) a stream waits before its next send, so a failing
 # engine is not hammered: min(cap, base * 2^(failures in a row - 1)), half of it jittered
@@ -156,7 +156,12 @@ class LoadWorker:
         arrivals = arrival_gaps(self.spec.seed, self.schedule.shard, self.spec.worker, rate)
         tasks: set[asyncio.Task[None]] = set()
         next_at = time.perf_counter()
-        while await self._wait_to_send():
+        while True:
+            waited = not self.pool.ready.is_set()
+            if not await self._wait_to_send():
+                break
+            if waited:  # no engine to send to is not the sender falling behind: start over
+                next_at = time.perf_counter()
             while self.in_flight >= self.spec.max_in_flight:
                 self._slot_free.clear()
                 await self._slot_free.wait()
@@ -166,7 +171,11 @@ class LoadWorker:
             task = asyncio.ensure_future(self._send(index))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-            next_at = max(next_at + arrivals.expovariate(rate), time.perf_counter() - 1.0)
+            next_at, skipped = next_arrival(
+                next_at, time.perf_counter(), lambda: arrivals.expovariate(rate)
+            )
+            if skipped:
+                self.recorder.skipped(time.perf_counter(), skipped)
             delay = next_at - time.perf_counter()
             if delay > 0:
                 stop = asyncio.ensure_future(self._stopping.wait())

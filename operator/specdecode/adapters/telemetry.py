@@ -30,7 +30,8 @@ from specdecode.api.status import (
 )
 from specdecode.api.tuning_status import SpecDecodeTuningStatus
 from specdecode.domain.drift import DriftCheck
-from specdecode.domain.gates.tail_latency import SATURATION_SIDES, saturated_side
+from specdecode.domain.gate_measures import SATURATION_SIDES
+from specdecode.domain.gates.tail_latency import saturated_side
 from specdecode.domain.tuning.report import TuningReport
 
 ANALYSIS_BUCKETS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 14400)
@@ -42,6 +43,8 @@ DECIDED_PHASES = frozenset({Phase.PROMOTING, Phase.PROMOTED, Phase.ROLLED_BACK})
 # Phases in which production runs the config a drift was found on.
 DRIFTING_PHASES = frozenset({Phase.PROMOTED, Phase.DEGRADED})
 REANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})
+# the gates that compare the two sides' client timings, so can refuse a saturated look
+CLIENT_COMPARED = frozenset({GateType.TAIL_LATENCY, GateType.SPEEDUP})
 
 
 class OperatorMetrics:
@@ -86,12 +89,14 @@ class OperatorMetrics:
             [*labels, "stage"],
             registry=self.registry,
         )
-        # What SpecDecodeLoadSaturated reads: the TailLatency gate refuses a look whose load
-        # client lagged (status says so in the gate's reason); 0 for a side that did not.
+        # What SpecDecodeLoadSaturated reads: the TailLatency and Speedup gates refuse a look
+        # whose load client lagged or fell behind an open-loop rate (status says so in the
+        # gate's reason); 0 for a side that did not.
         self.load_saturated = Gauge(
             "specdecode_load_saturated",
-            "1 when the stage's last TailLatency look was Inconclusive because this side's "
-            "shadow-load client delayed its own timestamps (shadow load saturated), else 0.",
+            "1 when the stage's last TailLatency or Speedup look was Inconclusive because this "
+            "side's shadow-load client delayed its own timestamps or fell behind the stage's "
+            "request rate (shadow load saturated), else 0.",
             [*labels, "stage", "role"],
             registry=self.registry,
         )
@@ -276,9 +281,10 @@ class OperatorMetrics:
     def _saturation(
         self, namespace: str, rollout: str, stage: str, gates: list[GateResult]
     ) -> None:
-        """Per side, whether the stage's TailLatency look refused a lagging load client
-        (only for a stage with a TailLatency gate: no other gate judges the timestamps)."""
-        tail = [gate for gate in gates if gate.type is GateType.TAIL_LATENCY]
+        """Per side, whether the stage's TailLatency or Speedup look refused its load client
+        (lagging timestamps, or an open-loop sender behind its rate); only for a stage
+        with such a gate: no other gate compares the two sides' client timings."""
+        tail = [gate for gate in gates if gate.type in CLIENT_COMPARED]
         if not tail:
             return
         saturated = {

@@ -7,11 +7,20 @@ field by field by name (one field table: this dataclass's).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from specdecode.domain.observations import LatencySamples, MetricError
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateVerdict
+
+# How a look refused for its load client's sake starts its reason, then "the <side> load
+# client ...": the `specdecode_load_saturated` gauge and the tuning runner read it back.
+SATURATED = "shadow load saturated"
+SATURATION_SIDES = ("baseline", "candidate")
+# An open-loop side may miss this share of its arrivals (sender over a second behind; see
+# `specdecode_load.schedule.next_arrival`) before its latency no longer answers the stage.
+MAX_SKIPPED_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -115,3 +124,53 @@ def mostly_failed_window(threshold: float, *sides: LatencySamples | None) -> Mea
             )
             return Measurement(GateVerdict.INCONCLUSIVE, why, threshold=threshold)
     return None
+
+
+def skipped_share(side: LatencySamples) -> tuple[int, int] | None:
+    """(skipped, offered) when an open-loop side's sender skipped over MAX_SKIPPED_SHARE of
+    its arrivals in the window, else None. Offered counts the requests that ended in the
+    window, so requests still in flight make the share a little larger, never smaller."""
+    skipped = side.arrivals_skipped
+    offered = skipped + side.requests_ok + side.requests_failed
+    return (skipped, offered) if skipped > MAX_SKIPPED_SHARE * offered else None
+
+
+# The verdict a lighter load would flatter the side into: less load, lower latency.
+_FLATTERED = {"candidate": GateVerdict.SUCCESSFUL, "baseline": GateVerdict.FAILED}
+
+
+def unequal_load(
+    measured: Measurement, baseline: LatencySamples | None, candidate: LatencySamples | None
+) -> Measurement:
+    """`measured`, unless a side's open-loop sender fell behind the stage's request rate
+    (`skipped_share`) and the look's verdict is one that lighter load could explain.
+
+    Why by direction: open-loop load is one Poisson schedule for both sides; a side that
+    skipped arrivals was measured at less than the stage's load, which flatters it. A
+    candidate that fell behind and still failed failed on evidence that favoured it, so
+    the Failed stands; its pass does not. A baseline that fell behind makes the candidate
+    look worse: its pass stands, its failure does not. A look that refuses names the side
+    and the shortfall ("shadow load saturated"), as does an undecided one, so on call sees
+    why a stage cannot decide; value and bounds stay, for the record.
+    """
+    if measured.verdict is GateVerdict.ERROR:
+        return measured
+    short = {
+        name: found
+        for name, side in zip(SATURATION_SIDES, (baseline, candidate), strict=True)
+        if side is not None and (found := skipped_share(side)) is not None
+    }
+    if not short:
+        return measured
+    suspect = {_FLATTERED[name] for name in short} | {GateVerdict.INCONCLUSIVE}
+    name, (skipped, offered) = next(iter(short.items()))
+    why = (
+        f"{SATURATED}: the {name} load client fell behind the stage's request rate and "
+        f"skipped {skipped} of {offered} arrivals (over {MAX_SKIPPED_SHARE:.0%}), so its "
+        "engine saw less than the stage's load; add load pods "
+        "(spec.analysis.traffic.loadGenerator) or lower the stage's requestRate"
+    )
+    if measured.verdict not in suspect:  # a verdict against the flattered side stands
+        return dataclasses.replace(measured, reason=f"{measured.reason}; {why}")
+    refused = f"{why} ({measured.reason})"
+    return dataclasses.replace(measured, verdict=GateVerdict.INCONCLUSIVE, reason=refused)

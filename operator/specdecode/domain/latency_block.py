@@ -74,6 +74,9 @@ class LatencyBlock:
     merged_chunks: int = field(default=0, metadata=_m("count"))
     # stalls: waits that ended a request unfinished (also in the ITL sketches above)
     stalls: int = field(default=0, metadata=_m("count", optional=True))
+    # open-loop arrivals never sent: the sender fell over MAX_ARRIVAL_LAG_SECONDS behind
+    # its schedule (see specdecode_load.schedule.next_arrival)
+    arrivals_skipped: int = field(default=0, metadata=_m("count", optional=True))
     accepted: AcceptedMoments = field(default_factory=AcceptedMoments, metadata=_m("moments"))
     # the same evidence per traffic group (`traffic_groups`: "class/temperature/length"),
     # with the engine's per-request metrics where its final chunk carried them

@@ -159,6 +159,7 @@ class LatencySamples:
     client_delay = _Total[Sketch]()  # the instrument's own timestamp delay
     requests_ok = _Total[int]()  # requests that streamed to the end
     requests_failed = _Total[int]()  # failed requests, any outcome (`total.failures`: which)
+    arrivals_skipped = _Total[int]()  # open-loop arrivals the sender fell too far behind
     output_tokens = _Total[int]()
     accepted = _Total[AcceptedMoments]()  # per-request acceptance sums
     by_traffic = _Total[Mapping[str, GroupEvidence]]()  # the same, per traffic group

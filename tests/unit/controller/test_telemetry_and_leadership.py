@@ -8,6 +8,7 @@ at once, never releases what is not its own, and exits non-zero.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from specdecode.api.status import (
     StagePhase,
     StageStatus,
 )
+from specdecode.domain.gate_measures import Measurement, unequal_load
 from specdecode.domain.gates.tail_latency import saturation
 from specdecode.domain.observations import LatencySamples
 from specdecode.handlers.leadership import run_when_leading
@@ -120,10 +122,12 @@ def saturated(metrics: OperatorMetrics, stage: str, role: str) -> float | None:
     )
 
 
-def with_tail_gate(status: SpecDecodeRolloutStatus, reason: str) -> SpecDecodeRolloutStatus:
-    """`status` with an Inconclusive TailLatency gate added to its second stage."""
+def with_tail_gate(
+    status: SpecDecodeRolloutStatus, reason: str, gate_type: GateType = GateType.TAIL_LATENCY
+) -> SpecDecodeRolloutStatus:
+    """`status` with an Inconclusive gate (TailLatency by default) added to its second stage."""
     tail = GateResult(
-        name="p99-itl", type=GateType.TAIL_LATENCY, verdict=GateVerdict.INCONCLUSIVE, reason=reason
+        name="p99-itl", type=gate_type, verdict=GateVerdict.INCONCLUSIVE, reason=reason
     )
     stage = status.stages[1]
     stage = stage.model_copy(update={"gates": [*stage.gates, tail]})
@@ -149,6 +153,22 @@ def test_a_saturated_side_is_the_gauge_behind_the_load_alert() -> None:
     metrics.observe("ns", "r", honest, analysing("acceptance"))  # no TailLatency gate there
     assert saturated(metrics, "acceptance", "candidate") is None
     assert saturated(metrics, "tail-latency", "candidate") is None
+
+
+def test_a_sender_behind_its_rate_is_the_gauge_too_on_a_speedup_gate() -> None:
+    """The open-loop refusal (`unequal_load`), as the Speedup gate writes it."""
+    metrics = OperatorMetrics()
+    short = LatencySamples.from_values(requests_ok=900)
+    short = dataclasses.replace(
+        short, blocks=(dataclasses.replace(short.blocks[0], arrivals_skipped=100),)
+    )
+    undecided = Measurement(GateVerdict.INCONCLUSIVE, "speedup: 10 blocks; 20 needed")
+    refused = unequal_load(undecided, LatencySamples.from_values(requests_ok=1000), short)
+    assert refused.reason.startswith("shadow load saturated")
+    running = with_tail_gate(analysing("tail-latency"), refused.reason, GateType.SPEEDUP)
+    metrics.observe("ns", "r", analysing("acceptance"), running)
+    assert saturated(metrics, "tail-latency", "candidate") == 1
+    assert saturated(metrics, "tail-latency", "baseline") == 0
 
 
 def test_a_deleted_rollout_leaves_no_series() -> None:

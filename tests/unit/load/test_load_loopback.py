@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from loadtesting import GREEDY, wait_until
@@ -105,6 +106,49 @@ async def test_open_loop_sends_its_budget_at_the_seeded_rate() -> None:
     engine, _, blocks, worker = await run_against_reference(None, 6, 4, rate=200.0)
     assert worker.schedule.sent == 6 and sum(b.requests_ok for b in blocks) == 6
     assert engine.connections >= 1
+    assert sum(b.arrivals_skipped for b in blocks) == 0  # on time: nothing dropped
+
+
+async def test_a_starved_open_loop_reports_the_arrivals_it_skipped() -> None:
+    """The loop is blocked for 2 s at 50 requests/s: the arrivals over a second old when it
+    wakes (about 50) are skipped and reported, not sent as one burst nor lost silently."""
+    asyncio.get_running_loop().call_later(0.3, time.sleep, 2.0)  # the fault, not a wait
+    _, _, blocks, worker = await run_against_reference(None, 100, 4, rate=50.0)
+    skipped = sum(b.arrivals_skipped for b in blocks)
+    assert worker.schedule.sent == 100 and sum(b.requests_ok for b in blocks) == 100
+    assert 20 <= skipped <= 120, skipped  # Poisson around 50, more if the loop lagged again
+
+
+async def test_time_without_engine_endpoints_is_not_counted_as_skipped() -> None:
+    """Engine pods not Ready (endpoints withdrawn for 2 s mid-run): nothing to send to is
+    not the sender falling behind; it starts its schedule over instead (a hostile review
+    measured 43 arrivals of a 3 s outage counted as skipped before)."""
+    engine = ReferenceEngine(step_seconds=[0.010], max_tokens_per_step=3)
+    server, port, stepping = await start_reference(engine)
+    endpoint = parse_endpoint(f"http://127.0.0.1:{port}")
+    (schedule,) = worker_schedules(0, 1, 1, None, None)
+    spec = WorkerSpec(
+        worker=0, model="ref", seed=3, prompts=tuple(builtin_prompts("chat", 8, 3, 4, GREEDY)),
+        schedule=schedule, concurrency=None, request_rate=20.0, max_in_flight=64,
+        request_timeout=30.0, block_seconds=0.5, endpoints=(endpoint,),
+    )  # fmt: skip
+    blocks: list[LatencyBlock] = []
+    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
+    running = asyncio.ensure_future(worker.run(drain_seconds=2.0))
+    try:
+        await wait_until(lambda: schedule.sent >= 10)
+        worker.set_endpoints([])
+        await asyncio.sleep(2.0)  # the outage's length, not a wait for a condition
+        worker.set_endpoints([endpoint])
+        sent_after_outage = schedule.sent + 10
+        await wait_until(lambda: schedule.sent >= sent_after_outage)
+    finally:
+        worker.stop()
+        await running
+        stepping.cancel()
+        server.close()
+    assert sum(b.requests_ok for b in blocks) >= 20
+    assert sum(b.arrivals_skipped for b in blocks) == 0
 
 
 def test_arrivals_are_the_same_on_both_sides() -> None:

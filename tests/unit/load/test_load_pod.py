@@ -166,6 +166,18 @@ def test_bad_prompt_line_exits_2_naming_the_line(
         parse_config(config(tmp_path, "--shard", "2", "--shards", "2"))
 
 
+@pytest.mark.parametrize("rate", ["inf", "nan", "0", "-1"])
+def test_a_request_rate_that_is_not_a_finite_positive_number_exits_2(
+    tmp_path: Path, rate: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An infinite rate draws zero gaps: the open loop's catch-up could never end."""
+    with pytest.raises(SystemExit) as exit_info:
+        flags = config(tmp_path, "--request-rate", rate)
+        parse_config([f for f in flags if f not in ("--concurrency", "4")])
+    assert exit_info.value.code == 2
+    assert "--request-rate must be a finite number > 0" in capsys.readouterr().err
+
+
 def test_without_its_token_a_load_pod_refuses_to_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

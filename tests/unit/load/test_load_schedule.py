@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from specdecode_load.schedule import (
+    MAX_ARRIVAL_LAG_SECONDS,
     WorkerSchedule,
+    next_arrival,
     prompt_choice,
     split_concurrency,
     worker_schedules,
@@ -64,3 +68,28 @@ def test_a_restart_continues_the_budget() -> None:
 def test_concurrency_split() -> None:
     assert split_concurrency(5, 2) == [3, 2]
     assert split_concurrency(1, 3) == [1, 0, 0]
+
+
+def counted_gaps(seconds: float) -> tuple[list[int], Callable[[], float]]:
+    calls = [0]
+
+    def gap() -> float:
+        calls[0] += 1
+        return seconds
+
+    return calls, gap
+
+
+def test_a_sender_on_time_draws_one_gap_and_skips_nothing() -> None:
+    calls, gap = counted_gaps(0.25)
+    assert next_arrival(10.0, 10.5, gap) == (10.25, 0)
+    # behind, but by less than the allowed lag: the arrival is still sent (late)
+    assert next_arrival(10.0, 10.0 + MAX_ARRIVAL_LAG_SECONDS, gap) == (10.25, 0)
+    assert calls == [2]  # one draw each: both sides' schedules stay identical
+
+
+def test_a_sender_far_behind_skips_and_counts_every_arrival_it_drops() -> None:
+    calls, gap = counted_gaps(0.25)
+    # 3 s late: arrivals at 0.25 .. 1.75 are over a second old and dropped; 2.0 is sent
+    assert next_arrival(0.0, 3.0, gap) == (2.0, 7)
+    assert calls == [8]

@@ -23,6 +23,7 @@ from specdecode.domain.gate_measures import (
     judged,
     metric_error,
     mostly_failed_window,
+    unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
@@ -44,7 +45,8 @@ class SpeedupGate:
         return frozenset({Need.CLIENT_LATENCY})
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
-        """Median TPOT ratio over time blocks of both sides."""
+        """Median TPOT ratio over time blocks of both sides, unless a side was offered less
+        than an open-loop stage's rate (`unequal_load`)."""
         threshold = gate.min_speedup
         baseline, candidate = seen.baseline_latency, seen.candidate_latency
         for side in (baseline, candidate):
@@ -52,54 +54,62 @@ class SpeedupGate:
                 return metric_error(side)
         if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
             return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
-        if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
-            return unjudged
-        if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
-            return unjudged
-        base = block_quantile(
-            [b.time_per_output_token for b in baseline.blocks],
-            baseline.time_per_output_token,
-            MEDIAN,
+        return unequal_load(_tpot_speedup(gate, baseline, candidate, look), baseline, candidate)
+
+
+def _tpot_speedup(
+    gate: GateParams, baseline: LatencySamples, candidate: LatencySamples, look: Look
+) -> Measurement:
+    """The speedup's bounds and verdict from both sides' per-block median TPOT."""
+    threshold = gate.min_speedup
+    if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
+        return unjudged
+    if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
+        return unjudged
+    base = block_quantile(
+        [b.time_per_output_token for b in baseline.blocks],
+        baseline.time_per_output_token,
+        MEDIAN,
+    )
+    cand = block_quantile(
+        [b.time_per_output_token for b in candidate.blocks],
+        candidate.time_per_output_token,
+        MEDIAN,
+    )
+    needed = gate.effective_min_samples
+    slower = None
+    if base is not None and cand is not None and min(base.clusters, cand.clusters) >= needed:
+        slower = log_ratio_interval(
+            cand, base, look.error, MIN_BLOCKS_EITHER_SIDE, every_block_informs=True
         )
-        cand = block_quantile(
-            [b.time_per_output_token for b in candidate.blocks],
-            candidate.time_per_output_token,
-            MEDIAN,
-        )
-        needed = gate.effective_min_samples
-        slower = None
-        if base is not None and cand is not None and min(base.clusters, cand.clusters) >= needed:
-            slower = log_ratio_interval(
-                cand, base, look.error, MIN_BLOCKS_EITHER_SIDE, every_block_informs=True
-            )
-        requests = min(baseline.time_per_output_token.total, candidate.time_per_output_token.total)
-        if base is None or cand is None or slower is None:
-            blocks = 0 if base is None or cand is None else min(base.clusters, cand.clusters)
-            return Measurement(
-                GateVerdict.INCONCLUSIVE,
-                f"speedup: {requests} requests in {blocks} blocks per side; {needed} blocks needed",
-                threshold=threshold,
-                samples=requests,
-            )
-        speedup = Interval(
-            value=1.0 / slower.value,
-            lower=1.0 / slower.upper if slower.upper > 0 else 0.0,
-            upper=1.0 / slower.lower if slower.lower > 0 else math.inf,
+    requests = min(baseline.time_per_output_token.total, candidate.time_per_output_token.total)
+    if base is None or cand is None or slower is None:
+        blocks = 0 if base is None or cand is None else min(base.clusters, cand.clusters)
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            f"speedup: {requests} requests in {blocks} blocks per side; {needed} blocks needed",
+            threshold=threshold,
             samples=requests,
         )
-        verdict = judge_at_least(speedup, threshold)
-        metric = gate.speedup_metric
-        reason = (
-            f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, "
-            f"{speedup.upper:.3f}] vs {threshold:.2f} over {requests} requests per side in "
-            f"{min(base.clusters, cand.clusters)} blocks"
-        )
-        return judged(
-            verdict,
-            reason,
-            speedup,
-            threshold,
-            baseline_value=math.exp(base.log_value),
-            candidate_value=math.exp(cand.log_value),
-            units=min(base.clusters, cand.clusters),
-        )
+    speedup = Interval(
+        value=1.0 / slower.value,
+        lower=1.0 / slower.upper if slower.upper > 0 else 0.0,
+        upper=1.0 / slower.lower if slower.lower > 0 else math.inf,
+        samples=requests,
+    )
+    verdict = judge_at_least(speedup, threshold)
+    metric = gate.speedup_metric
+    reason = (
+        f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, "
+        f"{speedup.upper:.3f}] vs {threshold:.2f} over {requests} requests per side in "
+        f"{min(base.clusters, cand.clusters)} blocks"
+    )
+    return judged(
+        verdict,
+        reason,
+        speedup,
+        threshold,
+        baseline_value=math.exp(base.log_value),
+        candidate_value=math.exp(cand.log_value),
+        units=min(base.clusters, cand.clusters),
+    )

@@ -23,7 +23,8 @@ Needs `minSamples` blocks per side (default 20: 40 s) and MIN_TAIL_BLOCKS blocks
 weight above the quantile, else Inconclusive with the counts.
 
 ServerStep (vLLM's histogram, Mirror traffic) is judged in `step_histogram`; a look whose
-load client lagged its own timestamps is Inconclusive ("shadow load saturated").
+load client lagged its own timestamps, or fell behind an open-loop stage's request rate, is
+Inconclusive ("shadow load saturated").
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from statistics import NormalDist
 
 from specdecode.domain.clustered import BlockQuantile, block_quantile, t_critical
 from specdecode.domain.gate_measures import (
+    SATURATED,
+    SATURATION_SIDES,
     Measurement,
     incomplete_window,
     judge_at_most,
@@ -40,6 +43,7 @@ from specdecode.domain.gate_measures import (
     metric_error,
     mostly_failed_window,
     relation,
+    unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
@@ -56,10 +60,6 @@ MIN_TAIL_BLOCKS = 30
 # A look whose instrument delayed its own timestamps by more than this share of the
 # quantile being judged measures the client, not the engines: Inconclusive, never a verdict.
 MAX_CLIENT_DELAY_SHARE = 0.05
-# How such a look's reason starts, then "the <side> load client's ...": the operator's
-# `specdecode_load_saturated` gauge and the tuning runner read the side back from status.
-SATURATED = "shadow load saturated"
-SATURATION_SIDES = ("baseline", "candidate")
 
 
 def side_blocks(samples: LatencySamples, definition: ItlDefinition) -> tuple[list[Sketch], Sketch]:
@@ -137,7 +137,20 @@ def measure_client_tail(
     candidate: LatencySamples | MetricError | None,
     look: Look,
 ) -> Measurement:
-    """Candidate / baseline q-quantile of the load pods' ITL over time blocks."""
+    """Candidate / baseline q-quantile of the load pods' ITL over time blocks, unless a
+    side was offered less than an open-loop stage's rate (`unequal_load`)."""
+    measured = _client_tail(gate, baseline, candidate, look)
+    if isinstance(baseline, LatencySamples) and isinstance(candidate, LatencySamples):
+        return unequal_load(measured, baseline, candidate)
+    return measured
+
+
+def _client_tail(
+    gate: GateParams,
+    baseline: LatencySamples | MetricError | None,
+    candidate: LatencySamples | MetricError | None,
+    look: Look,
+) -> Measurement:
     q = gate.quantile
     threshold = 1.0 + gate.tolerance
     for side in (baseline, candidate):

@@ -32,10 +32,12 @@ from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import GateVerdict
 from specdecode.domain.gate_boundary import gate_params
-from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gate_measures import (
+    SATURATED,  # a lagging client's refusal
+    Measurement,
+)
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, measure_for
-from specdecode.domain.gates.tail_latency import SATURATED  # a lagging client's refusal
 from specdecode.domain.observations import (
     AcceptanceCounts,
     LatencySamples,

@@ -1,0 +1,143 @@
+"""An open-loop side that fell behind its request rate is never evidence in its own favour.
+
+The load pods' sender skips arrivals once it is over a second behind its Poisson schedule
+and reports how many (`LatencyBlock.arrivals_skipped`). A side that skipped over 1 % of
+what it was offered was measured at a lighter load than the stage's, which flatters it:
+a candidate's pass (TailLatency, Speedup) is then refused ("shadow load saturated",
+naming the side, which the LoadSaturated gauge reads), but its failure stands; a
+baseline's shortfall refuses the candidate's failure, not its pass. Each refusal has a
+control: the same evidence with a shortfall under 1 % is judged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+from domain_fixtures import (
+    acceptance,
+    acceptance_stage,
+    analyzing,
+    make_spec,
+    run,
+    shadows_ready,
+    stage_obs,
+    streamed,
+)
+
+from specdecode.api import GateType
+from specdecode.api.gate_spec import GateSpec
+from specdecode.api.status import Phase
+from specdecode.domain.gate_boundary import gate_params
+from specdecode.domain.gate_measures import MAX_SKIPPED_SHARE, SATURATED
+from specdecode.domain.gates.registry import Look
+from specdecode.domain.gates.speedup import SpeedupGate
+from specdecode.domain.gates.tail_latency import measure_client_tail, saturated_side
+from specdecode.domain.observations import LatencyBlock, LatencySamples, StageObservations
+from specdecode.domain.sketch import Sketch
+from specdecode.vocabulary import GateVerdict
+
+pytestmark = pytest.mark.unit
+
+BLOCKS = 80
+REQUESTS_PER_BLOCK = 100  # 8,000 requests ended per side
+SENT = BLOCKS * REQUESTS_PER_BLOCK
+TOO_MANY = int(3 * MAX_SKIPPED_SHARE * SENT)  # 3 % of what was offered: a lighter load
+A_FEW = int(0.5 * MAX_SKIPPED_SHARE * SENT)  # 0.5 %: a hiccup, still judged
+P99 = gate_params(GateSpec.model_validate({"name": "p99", "type": "TailLatency"}))
+
+
+def side(values: list[float], skipped: int = 0) -> LatencySamples:
+    """`values` as both ITL and TPOT, dealt into 2-second blocks; `skipped` in the last."""
+    per_block = len(values) // BLOCKS
+    blocks = tuple(
+        LatencyBlock(
+            start=2.0 * i,
+            seconds=2.0,
+            per_chunk_itl=Sketch.of(values[i * per_block : (i + 1) * per_block]),
+            per_token_itl=Sketch.of(values[i * per_block : (i + 1) * per_block]),
+            time_per_output_token=Sketch.of(values[i * per_block : (i + 1) * per_block]),
+            requests_ok=REQUESTS_PER_BLOCK,
+            arrivals_skipped=skipped if i == BLOCKS - 1 else 0,
+        )
+        for i in range(BLOCKS)
+    )
+    return LatencySamples(blocks=blocks, window_seconds=2.0 * BLOCKS, shards=1)
+
+
+def draws(seed: int, scale: float = 1.0) -> list[float]:
+    rng = random.Random(seed)
+    return [scale * rng.lognormvariate(-3.9, 0.2) for _ in range(40000)]
+
+
+def tail(baseline: LatencySamples, candidate: LatencySamples) -> tuple[GateVerdict, str]:
+    measured = measure_client_tail(P99, baseline, candidate, Look(0.01))
+    return measured.verdict, measured.reason
+
+
+def test_a_candidate_short_of_the_rate_cannot_pass_on_the_tail() -> None:
+    base = side(draws(1))
+    assert tail(base, side(draws(2), skipped=A_FEW))[0] is GateVerdict.SUCCESSFUL  # control
+    verdict, reason = tail(base, side(draws(2), skipped=TOO_MANY))
+    assert verdict is GateVerdict.INCONCLUSIVE
+    assert reason.startswith(f"{SATURATED}: the candidate load client fell behind")
+    assert f"skipped {TOO_MANY} of {TOO_MANY + SENT} arrivals" in reason
+    assert saturated_side(reason) == "candidate"  # the LoadSaturated gauge's side
+
+
+def test_a_candidate_short_of_the_rate_that_still_fails_fails() -> None:
+    """Lighter load flattered it and it failed anyway: the failure stands, with the why."""
+    verdict, reason = tail(side(draws(1)), side(draws(2, scale=2.0), skipped=TOO_MANY))
+    assert verdict is GateVerdict.FAILED
+    assert "the candidate load client fell behind" in reason
+    assert saturated_side(reason) is None  # not a refusal: no saturation alert
+
+
+def test_a_baseline_short_of_the_rate_refuses_the_failure_not_the_pass() -> None:
+    short_baseline = side(draws(1), skipped=TOO_MANY)
+    assert tail(short_baseline, side(draws(2)))[0] is GateVerdict.SUCCESSFUL
+    assert tail(side(draws(1)), side(draws(2, scale=2.0)))[0] is GateVerdict.FAILED  # control
+    verdict, reason = tail(short_baseline, side(draws(2, scale=2.0)))
+    assert verdict is GateVerdict.INCONCLUSIVE and saturated_side(reason) == "baseline"
+
+
+def test_a_candidate_short_of_the_rate_cannot_pass_on_speed() -> None:
+    gate = gate_params(
+        GateSpec.model_validate({"name": "speed", "type": "Speedup", "minSpeedup": 1.1})
+    )
+    base = side(draws(1))
+
+    def look(candidate: LatencySamples) -> GateVerdict:
+        seen = StageObservations("s", baseline_latency=base, candidate_latency=candidate)
+        return SpeedupGate().measure(gate, seen, Look(0.01)).verdict
+
+    assert look(side(draws(2, scale=1 / 1.3), skipped=A_FEW)) is GateVerdict.SUCCESSFUL
+    assert look(side(draws(2, scale=1 / 1.3), skipped=TOO_MANY)) is GateVerdict.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("skipped", [0, TOO_MANY])
+def test_a_fail_only_tail_gate_still_rolls_back_a_short_candidate_that_fails(
+    skipped: int,
+) -> None:
+    """A hostile review's case: an open-loop stage gated on Acceptance and a failOnly P99
+    gate, the candidate's tail 2x the baseline's. Had its shortfall made the look merely
+    Inconclusive, the failOnly gate would not block and the stage would pass on alpha."""
+    good = acceptance(0.75, drafts=20_000, requests=300)
+    gates = [
+        GateSpec(name="alpha", type=GateType.ACCEPTANCE, min_alpha=0.55),
+        GateSpec(name="p99", type=GateType.TAIL_LATENCY, tolerance=0.1, fail_only=True),
+    ]
+    spec = make_spec(stages=[acceptance_stage(gates=gates, concurrency=None, request_rate=10.0)])
+    candidate = side(draws(2, scale=2.0), skipped=skipped)
+    moments = streamed(good).blocks[0].accepted
+    candidate = dataclasses.replace(
+        candidate,
+        blocks=(dataclasses.replace(candidate.blocks[0], accepted=moments), *candidate.blocks[1:]),
+    )
+    seen = stage_obs("acceptance", good, baseline=side(draws(1)), candidate=candidate)
+    status = analyzing(spec)
+    for seconds in (31, 46, 61, 76, 91, 106):
+        status = run(spec, status, shadows_ready(stage=seen), seconds).status
+    assert status.phase is Phase.ROLLED_BACK, (status.phase, status.message)
+    assert status.reason == "GateFailed"
