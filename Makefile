@@ -107,7 +107,7 @@ test-e2e: venv system-deps binaries ## Only the end-to-end tests
 lint: venv ## ruff, mypy --strict (code, harness and tests), import-linter, declared imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(MAKE) --no-print-directory mypy
+	$(BIN)/mypy $(MYPY_TARGETS)
 	$(BIN)/lint-imports
 	$(BIN)/python tools/check_declared_imports.py
 

@@ -162,7 +162,9 @@ class LoadWorker:
                 break
             if waited:  # no engine to send to is not the sender falling behind: start over
                 next_at = time.perf_counter()
-            while self.in_flight >= self.spec.max_in_flight:
+            # Count the sends launched, not only those running: a catch-up after a late
+            # wake launches several before any runs, and `in_flight` would not see them.
+            while len(tasks) >= self.spec.max_in_flight:
                 self._slot_free.clear()
                 await self._slot_free.wait()
             index = self.schedule.next_index()
@@ -170,7 +172,7 @@ class LoadWorker:
                 break
             task = asyncio.ensure_future(self._send(index))
             tasks.add(task)
-            task.add_done_callback(tasks.discard)
+            task.add_done_callback(self._send_done(tasks))
             next_at, skipped = next_arrival(
                 next_at, time.perf_counter(), lambda: arrivals.expovariate(rate)
             )
@@ -183,6 +185,15 @@ class LoadWorker:
                 stop.cancel()
         if tasks:
             await asyncio.wait(tasks)
+
+    def _send_done(self, tasks: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+        """A launched send ended: its slot is free once it has left `tasks`."""
+
+        def done(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            self._slot_free.set()
+
+        return done
 
     async def _send(self, index: int) -> None:
         spec = self.spec
@@ -214,7 +225,6 @@ class LoadWorker:
                 await self._pause(self.backoff.failed())
         finally:
             self.in_flight -= 1
-            self._slot_free.set()
 
     async def _pause(self, seconds: float) -> None:
         """Wait `seconds`, or less if the worker is stopping."""

@@ -163,7 +163,9 @@ def unequal_load(
     if not short:
         return measured
     suspect = {_FLATTERED[name] for name in short} | {GateVerdict.INCONCLUSIVE}
-    name, (skipped, offered) = next(iter(short.items()))
+    # Both short: name the side whose lighter load explains the verdict being refused.
+    name = next((n for n in short if _FLATTERED[n] is measured.verdict), next(iter(short)))
+    skipped, offered = short[name]
     why = (
         f"{SATURATED}: the {name} load client fell behind the stage's request rate and "
         f"skipped {skipped} of {offered} arrivals (over {MAX_SKIPPED_SHARE:.0%}), so its "

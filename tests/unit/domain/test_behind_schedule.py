@@ -141,3 +141,13 @@ def test_a_fail_only_tail_gate_still_rolls_back_a_short_candidate_that_fails(
         status = run(spec, status, shadows_ready(stage=seen), seconds).status
     assert status.phase is Phase.ROLLED_BACK, (status.phase, status.message)
     assert status.reason == "GateFailed"
+
+
+def test_both_sides_short_name_the_side_that_explains_the_refusal() -> None:
+    """A pass refused because both fell behind is the candidate's shortfall's doing; a
+    failure refused, the baseline's. The reason (and the LoadSaturated gauge) says which."""
+    verdict, reason = tail(side(draws(1), skipped=TOO_MANY), side(draws(2), skipped=TOO_MANY))
+    assert verdict is GateVerdict.INCONCLUSIVE and saturated_side(reason) == "candidate"
+    slower = side(draws(2, scale=2.0), skipped=TOO_MANY)
+    verdict, reason = tail(side(draws(1), skipped=TOO_MANY), slower)
+    assert verdict is GateVerdict.INCONCLUSIVE and saturated_side(reason) == "baseline"

@@ -10,6 +10,7 @@ from loadtesting import GREEDY, wait_until
 
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import builtin_prompts
+from specdecode_load.connection import StreamConnection
 from specdecode_load.pool import parse_endpoint
 from specdecode_load.reference import ReferenceEngine, start_reference
 from specdecode_load.schedule import worker_schedules
@@ -160,3 +161,39 @@ def test_arrivals_are_the_same_on_both_sides() -> None:
     assert 0.1 < sum(gaps) / len(gaps) < 0.3  # mean 1/rate = 0.2 s
     other = arrival_gaps(7, 0, 2, 5.0)  # another worker: its own clock
     assert gaps != [other.expovariate(5.0) for _ in range(100)]
+
+
+async def test_an_open_loop_catching_up_keeps_to_its_in_flight_limit() -> None:
+    """A loop woken 2 s late at 100 requests/s launches its second's backlog at once; the
+    sends it launched count against `max_in_flight` before they run (a hostile review
+    measured 193 in flight at a limit of 4 when only running sends counted)."""
+    engine = ReferenceEngine(step_seconds=[0.010], max_tokens_per_step=1)
+    server, port, stepping = await start_reference(engine)
+    (schedule,) = worker_schedules(0, 1, 1, 150, None)
+    spec = WorkerSpec(
+        worker=0, model="ref", seed=3, prompts=tuple(builtin_prompts("chat", 8, 3, 8, GREEDY)),
+        schedule=schedule, concurrency=None, request_rate=100.0, max_in_flight=4,
+        request_timeout=30.0, block_seconds=0.5,
+        endpoints=(parse_endpoint(f"http://127.0.0.1:{port}"),),
+    )  # fmt: skip
+    worker = LoadWorker(spec, lambda block, _: None)
+    peak = 0
+    acquire = worker.pool.acquire
+
+    async def counting_acquire() -> StreamConnection:
+        nonlocal peak
+        peak = max(peak, worker.in_flight)
+        return await acquire()
+
+    worker.pool.acquire = counting_acquire  # type: ignore[method-assign]
+    asyncio.get_running_loop().call_later(0.2, time.sleep, 2.0)  # the fault, not a wait
+    running = asyncio.ensure_future(worker.run(drain_seconds=5.0))
+    try:
+        await wait_until(lambda: schedule.cap_reached and worker.in_flight == 0)
+    finally:
+        worker.stop()
+        await running
+        stepping.cancel()
+        server.close()
+    assert schedule.sent == 150
+    assert 1 < peak <= 4, peak
