@@ -140,13 +140,17 @@ def test_acceptance_from_the_real_counters_promotes_a_perfect_draft_and_rolls_ba
     remove(cluster, same)
 
     random_head = rollout("random-eagle3")
+    # Answers of 64 tokens and up to 240 s: the random head's engine ran at ~30 tokens/s
+    # in a CI rehearsal, and at 128 tokens 120 s finished 28 of the 30 requests the gate
+    # needs (Inconclusive, RolledBack by the clock, not by the gate).
     manifest = realvllm.rollout(
         {
             "method": "eagle3",
             "model": realvllm.model_path("eagle3-random"),
             "num_speculative_tokens": 3,
         },
-        acceptance_stage(),
+        [realvllm.stage("acceptance", 4, [{"name": "alpha", "type": "Acceptance"}], maximum=240)],
+        max_tokens=64,
     )
     manifest["spec"]["engine"]["vllmVersion"] = "0.33.0"
     random_head.apply(manifest)
