@@ -93,7 +93,13 @@ class ConnectionPool:
             self.ready.clear()
 
     def next_endpoint(self) -> Endpoint:
-        """The endpoint a new connection opens to (round-robin); needs `ready`."""
+        """The endpoint a new connection opens to (round-robin).
+
+        ConnectionError (an OSError) when none is listed: an open-loop send launched
+        before the endpoints were withdrawn runs after, and must end as a recorded
+        connect failure, not vanish with an exception no one reads."""
+        if not self._order:
+            raise ConnectionError("no engine endpoint listed")
         endpoint = self._order[self._next % len(self._order)]
         self._next += 1
         return endpoint

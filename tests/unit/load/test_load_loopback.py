@@ -148,8 +148,47 @@ async def test_time_without_engine_endpoints_is_not_counted_as_skipped() -> None
         await running
         stepping.cancel()
         server.close()
-    assert sum(b.requests_ok for b in blocks) >= 20
+    # Every request sent is accounted for (one launched as the endpoints went may fail).
+    assert sum(b.requests_ok + b.requests_failed for b in blocks) == schedule.sent >= 20
     assert sum(b.arrivals_skipped for b in blocks) == 0
+
+
+async def test_a_send_launched_as_the_endpoints_go_is_recorded_as_a_failure() -> None:
+    """An open-loop send is launched, then runs: endpoints withdrawn in between (engine
+    pods no longer Ready) left it nothing to connect to. It ends as a recorded connect
+    failure; it had vanished with a ZeroDivisionError no one read (a CI run lost one)."""
+    engine = ReferenceEngine(step_seconds=[0.010], max_tokens_per_step=3)
+    server, port, stepping = await start_reference(engine)
+    endpoint = parse_endpoint(f"http://127.0.0.1:{port}")
+    (schedule,) = worker_schedules(0, 1, 1, 12, None)
+    spec = WorkerSpec(
+        worker=0, model="ref", seed=3, prompts=tuple(builtin_prompts("chat", 8, 3, 4, GREEDY)),
+        schedule=schedule, concurrency=None, request_rate=50.0, max_in_flight=64,
+        request_timeout=30.0, block_seconds=0.5, endpoints=(endpoint,),
+    )  # fmt: skip
+    blocks: list[LatencyBlock] = []
+    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
+    issue = schedule.next_index
+
+    def withdrawn_after_the_sixth() -> int | None:
+        index = issue()
+        if schedule.sent == 6:
+            worker.set_endpoints([])  # after the launch decision, before the send runs
+        return index
+
+    schedule.next_index = withdrawn_after_the_sixth  # type: ignore[method-assign]
+    running = asyncio.ensure_future(worker.run(drain_seconds=2.0))
+    try:
+        await wait_until(lambda: worker.waiting_for_endpoints and worker.in_flight == 0)
+        worker.set_endpoints([endpoint])
+        await wait_until(lambda: schedule.cap_reached and worker.in_flight == 0)
+    finally:
+        worker.stop()
+        await running
+        stepping.cancel()
+        server.close()
+    assert sum(b.requests_failed for b in blocks) == 1
+    assert sum(b.requests_ok for b in blocks) == 11 and schedule.sent == 12
 
 
 def test_arrivals_are_the_same_on_both_sides() -> None:
