@@ -118,11 +118,13 @@ def test_acceptance_from_the_real_counters_promotes_a_perfect_draft_and_rolls_ba
         "num_speculative_tokens_per_batch_size": [[1, 3, 3], [4, 16, 1]],
     }
     alpha_gate = [{"name": "alpha", "type": "Acceptance"}]
-    same.apply(
-        realvllm.rollout(
-            speculative, [realvllm.stage("k3", 2, alpha_gate), realvllm.stage("k1", 12, alpha_gate)]
-        )
-    )
+    # 64-token answers and up to 240 s per stage, as for the random head below: a CI
+    # rehearsal's k3 stage (2 streams, 128 tokens) finished 29 of the 30 requests in 120 s.
+    stages = [
+        realvllm.stage("k3", 2, alpha_gate, maximum=240),
+        realvllm.stage("k1", 12, alpha_gate, maximum=240),
+    ]
+    same.apply(realvllm.rollout(speculative, stages, max_tokens=64))
     status = same.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)
     print(report("same-draft", status))
     seen = counters(cluster, same.namespace)
