@@ -11,9 +11,9 @@ from loadtesting import GREEDY, wait_until
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import builtin_prompts
 from specdecode_load.connection import StreamConnection
-from specdecode_load.pool import parse_endpoint
+from specdecode_load.pool import Endpoint, parse_endpoint
 from specdecode_load.reference import ReferenceEngine, start_reference
-from specdecode_load.schedule import worker_schedules
+from specdecode_load.schedule import WorkerSchedule, worker_schedules
 from specdecode_load.worker import LoadWorker, WorkerSpec
 
 pytestmark = pytest.mark.unit
@@ -59,6 +59,25 @@ async def run_against_reference(
         stepping.cancel()
         server.close()
     return engine, measured, blocks, worker
+
+
+def open_loop_worker(
+    endpoint: Endpoint,
+    rate: float,
+    max_requests: int | None,
+    max_in_flight: int,
+    max_tokens: int = 4,
+) -> tuple[WorkerSchedule, LoadWorker, list[LatencyBlock]]:
+    """One open-loop worker on `endpoint` (short chat answers), collecting its blocks."""
+    (schedule,) = worker_schedules(0, 1, 1, max_requests, None)
+    prompts = tuple(builtin_prompts("chat", 8, 3, max_tokens, GREEDY))
+    spec = WorkerSpec(
+        worker=0, model="ref", seed=3, prompts=prompts,
+        schedule=schedule, concurrency=None, request_rate=rate, max_in_flight=max_in_flight,
+        request_timeout=30.0, block_seconds=0.5, endpoints=(endpoint,),
+    )  # fmt: skip
+    blocks: list[LatencyBlock] = []
+    return schedule, LoadWorker(spec, lambda block, _: blocks.append(block)), blocks
 
 
 async def test_measured_gaps_are_within_a_millisecond_of_the_truth() -> None:
@@ -127,14 +146,7 @@ async def test_time_without_engine_endpoints_is_not_counted_as_skipped() -> None
     engine = ReferenceEngine(step_seconds=[0.010], max_tokens_per_step=3)
     server, port, stepping = await start_reference(engine)
     endpoint = parse_endpoint(f"http://127.0.0.1:{port}")
-    (schedule,) = worker_schedules(0, 1, 1, None, None)
-    spec = WorkerSpec(
-        worker=0, model="ref", seed=3, prompts=tuple(builtin_prompts("chat", 8, 3, 4, GREEDY)),
-        schedule=schedule, concurrency=None, request_rate=20.0, max_in_flight=64,
-        request_timeout=30.0, block_seconds=0.5, endpoints=(endpoint,),
-    )  # fmt: skip
-    blocks: list[LatencyBlock] = []
-    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
+    schedule, worker, blocks = open_loop_worker(endpoint, 20.0, None, 64)
     running = asyncio.ensure_future(worker.run(drain_seconds=2.0))
     try:
         await wait_until(lambda: schedule.sent >= 10)
@@ -160,14 +172,7 @@ async def test_a_send_launched_as_the_endpoints_go_is_recorded_as_a_failure() ->
     engine = ReferenceEngine(step_seconds=[0.010], max_tokens_per_step=3)
     server, port, stepping = await start_reference(engine)
     endpoint = parse_endpoint(f"http://127.0.0.1:{port}")
-    (schedule,) = worker_schedules(0, 1, 1, 12, None)
-    spec = WorkerSpec(
-        worker=0, model="ref", seed=3, prompts=tuple(builtin_prompts("chat", 8, 3, 4, GREEDY)),
-        schedule=schedule, concurrency=None, request_rate=50.0, max_in_flight=64,
-        request_timeout=30.0, block_seconds=0.5, endpoints=(endpoint,),
-    )  # fmt: skip
-    blocks: list[LatencyBlock] = []
-    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
+    schedule, worker, blocks = open_loop_worker(endpoint, 50.0, 12, 64)
     issue = schedule.next_index
 
     def withdrawn_after_the_sixth() -> int | None:
@@ -208,14 +213,8 @@ async def test_an_open_loop_catching_up_keeps_to_its_in_flight_limit() -> None:
     measured 193 in flight at a limit of 4 when only running sends counted)."""
     engine = ReferenceEngine(step_seconds=[0.010], max_tokens_per_step=1)
     server, port, stepping = await start_reference(engine)
-    (schedule,) = worker_schedules(0, 1, 1, 150, None)
-    spec = WorkerSpec(
-        worker=0, model="ref", seed=3, prompts=tuple(builtin_prompts("chat", 8, 3, 8, GREEDY)),
-        schedule=schedule, concurrency=None, request_rate=100.0, max_in_flight=4,
-        request_timeout=30.0, block_seconds=0.5,
-        endpoints=(parse_endpoint(f"http://127.0.0.1:{port}"),),
-    )  # fmt: skip
-    worker = LoadWorker(spec, lambda block, _: None)
+    endpoint = parse_endpoint(f"http://127.0.0.1:{port}")
+    schedule, worker, _ = open_loop_worker(endpoint, 100.0, 150, 4, max_tokens=8)
     peak = 0
     acquire = worker.pool.acquire
 
