@@ -10,6 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from specdecode.domain.close_call import close_call_of
+from specdecode.vocabulary import GateType
+
 
 def _number(value: object, digits: int = 3) -> str:
     if isinstance(value, int | float):
@@ -76,7 +79,7 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
                     stage.get("phase", "-"),
                     _since(stage.get("startedAt"), now) if not stage.get("finishedAt") else "done",
                     gate.get("name", "-") + _gate_role(gate),
-                    gate.get("verdict", "-"),
+                    gate.get("verdict", "-") + (" (close call)" if gate.get("closeCall") else ""),
                     _number(gate.get("value")),
                     _interval(gate),
                     _number(gate.get("threshold")),
@@ -86,7 +89,28 @@ def gate_table(rollout: Mapping[str, Any], now: datetime | None = None) -> str:
             )
     if len(rows) > 1:
         lines.extend("  " + line for line in _table(rows))
+    lines += _close_call_lines(status)
     return "\n".join(lines)
+
+
+def _close_call_lines(status: Mapping[str, Any]) -> list[str]:
+    """Under the table, each close call in full (its reason column is cut to 90 chars)."""
+    lines = []
+    for stage in status.get("stages") or []:
+        for gate in stage.get("gates") or []:
+            if gate.get("type") not in set(GateType):
+                continue
+            close = close_call_of(
+                GateType(gate["type"]),
+                bool(gate.get("closeCall")),
+                gate.get("value"),
+                gate.get("lowerBound"),
+                gate.get("upperBound"),
+                gate.get("threshold"),
+            )
+            if close is not None:
+                lines.append(f"  {stage.get('name', '-')}/{gate.get('name', '-')}: {close}")
+    return lines
 
 
 def _drift_lines(status: Mapping[str, Any]) -> list[str]:

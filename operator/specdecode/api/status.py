@@ -134,6 +134,12 @@ class GateResult(KubeModel):
         description="Acceptance: share of drafts with at least i+1 tokens accepted, per i.",
     )
     itl_definition: ItlDefinition | None = Field(default=None, description="ITL definition.")
+    close_call: bool = Field(
+        default=False,
+        description="Inconclusive on enough data because the interval holds the threshold: "
+        "the estimate sits at the gate's limit (see the stage's message for the limits that "
+        "would have decided it).",
+    )
     dry_run: bool = Field(default=False, description="Reported only, never enforced.")
     fail_only: bool = Field(
         default=False, description="May fail the stage; the stage does not wait for its pass."

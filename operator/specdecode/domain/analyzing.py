@@ -34,6 +34,7 @@ from specdecode.api.status import (
 )
 from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSourceType
+from specdecode.domain.close_call import close_call_of
 from specdecode.domain.concurrency_verdict import (
     k_at,
     lower_pass,
@@ -234,6 +235,21 @@ def _gate_summary(gate: GateResult) -> str:
     return f"{label}: {gate.reason}"
 
 
+def _undecided_summary(gate: GateResult) -> str:
+    """One gate in an undecided stage's message; a close call leads with its words, so on
+    call reads that the estimate sat at the limit and which limits would have decided."""
+    said = f"{gate.name}: {gate.verdict.value}: {gate.reason}"
+    close = close_call_of(
+        gate.type,
+        gate.close_call,
+        gate.value,
+        gate.lower_bound,
+        gate.upper_bound,
+        gate.threshold,
+    )
+    return said if close is None else f"{gate.name}: {gate.verdict.value}, {close} ({gate.reason})"
+
+
 def _finish(stage: Stage, phase: StagePhase, now: datetime, message: str) -> Stage:
     return stage.model_copy(update={"phase": phase, "finished_at": now, "message": message})
 
@@ -272,9 +288,7 @@ def _stage_inconclusive(
     stage_spec = spec.analysis.stages[index]
     stage = status.stages[index]
     undecided = why or "; ".join(
-        f"{g.name}: {g.verdict.value}: {g.reason}"
-        for g in stage.gates
-        if g.verdict is not GateVerdict.SUCCESSFUL
+        _undecided_summary(g) for g in stage.gates if g.verdict is not GateVerdict.SUCCESSFUL
     )
     detail = f"{stage.name}: undecided after {stage_spec.max_duration_seconds}s: {undecided}"
     ended = _finish(stage, StagePhase.INCONCLUSIVE, now, detail).model_copy(

@@ -43,6 +43,8 @@ class Measurement:
     # TailLatency: vLLM's step-ITL quantiles at the gate's q, a cross-check of the client's.
     server_baseline_value: float | None = None
     server_candidate_value: float | None = None
+    # Undecided on enough data because the interval holds the threshold (`judged`).
+    close_call: bool = False
 
 
 def judged(
@@ -53,8 +55,14 @@ def judged(
     baseline_value: float | None = None,
     candidate_value: float | None = None,
     units: int | None = None,
+    enough_data: bool = True,
 ) -> Measurement:
-    """A decided (or undecided) look that carries its interval's numbers into status."""
+    """A decided (or undecided) look that carries its interval's numbers into status.
+
+    An undecided look on enough data whose interval holds the threshold is a close call:
+    the estimate sits at the limit, and only more data or another limit decides it.
+    `enough_data` is False where a gate holds its verdict back for its data minimum.
+    """
     return Measurement(
         verdict,
         reason,
@@ -66,6 +74,9 @@ def judged(
         baseline_value=baseline_value,
         candidate_value=candidate_value,
         units=units,
+        close_call=enough_data
+        and verdict is GateVerdict.INCONCLUSIVE
+        and interval.lower <= threshold <= interval.upper,
     )
 
 
@@ -175,4 +186,6 @@ def unequal_load(
     if measured.verdict not in suspect:  # a verdict against the flattered side stands
         return dataclasses.replace(measured, reason=f"{measured.reason}; {why}")
     refused = f"{why} ({measured.reason})"
-    return dataclasses.replace(measured, verdict=GateVerdict.INCONCLUSIVE, reason=refused)
+    return dataclasses.replace(
+        measured, verdict=GateVerdict.INCONCLUSIVE, reason=refused, close_call=False
+    )

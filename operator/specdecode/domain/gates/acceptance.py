@@ -216,7 +216,13 @@ class AcceptanceGate:
                 " (disagree: merged chunks from a lagging client, or a proxy batching them?)"
             )
         found = judged(
-            verdict, reason, interval, threshold, candidate_value=interval.value, units=units
+            verdict,
+            reason,
+            interval,
+            threshold,
+            candidate_value=interval.value,
+            units=units,
+            enough_data=interval.samples >= needed_tokens and units >= needed_requests,
         )
         return dataclasses.replace(
             found,

@@ -92,7 +92,15 @@ class AcceptedLengthGate:
             reason = f"{numbers} {relation} {threshold} over {basis}"
         if stream is not None and abs(stream - length) > CROSS_CHECK_GAP * 2:
             reason += f"; counters say {length:.2f} tokens per drafting step"
-        found = judged(verdict, reason, interval, threshold, candidate_value=length, units=units)
+        found = judged(
+            verdict,
+            reason,
+            interval,
+            threshold,
+            candidate_value=length,
+            units=units,
+            enough_data=units >= needed,
+        )
         return dataclasses.replace(
             found,
             mean_acceptance_length=length,
