@@ -72,22 +72,39 @@ class MetricError:
     message: str
 
 
+# The series the gates name when a look cannot be judged without them (the adapters query
+# these names; a reason naming what is missing must name what was asked for).
+DRAFTS_SERIES = "vllm:spec_decode_num_drafts_total"
+DRAFT_TOKENS_SERIES = "vllm:spec_decode_num_draft_tokens_total"
+ENGINE_STEPS_SERIES = "vllm:iteration_tokens_total_count"
+# vLLM's `finished_reason`s of a request that ran to an end the engine chose (vLLM also
+# counts "abort", a client that went away, and "error" in request_success_total).
+COMPLETED_REASONS = ("stop", "length", "repetition")
+
+
 @dataclass(frozen=True)
 class AcceptanceCounts:
     """Spec-decode counter increases over the measuring window (from Prometheus).
 
     `per_position_accepted[i]` counts drafts in which at least i+1 tokens were accepted.
-    All zero (no drafts yet) is "no data", not alpha = 0.
+    All zero is never alpha = 0: without `drafts_scraped` it is no data (the series is
+    absent), with it a real count of no drafts, which only enough completed requests turn
+    into a finding (`gates.no_drafts`).
     """
 
     drafts: float
     draft_tokens: float
     accepted_tokens: float
     per_position_accepted: tuple[float, ...] = ()
-    # Requests that finished in the window (vllm:request_success_total of the candidate, or
-    # the shadow client's count). Drafts of one request are correlated; with this count the
-    # acceptance bound treats requests as the independent units (see domain.stats).
+    # Requests the engine completed in the window, by its own count (COMPLETED_REASONS of
+    # vllm:request_success_total: aborted and failed requests are not completed). Drafts of
+    # one request are correlated; under Mirror traffic the counters' acceptance bound treats
+    # these requests as the independent units (`acceptance_bound`).
     requests: float = 0.0
+    # Whether Prometheus answered the drafts and draft-tokens counters' series for the
+    # window (a number, zero included). False (the default, fail closed): no such series
+    # (no speculative config, relabelled away, not scraped yet) or NaN, so zeros mean unknown.
+    drafts_scraped: bool = False
 
 
 class _Total(Generic[T]):
@@ -180,7 +197,8 @@ class StepHistogram:
     `steps` is the number of engine steps in the same window (`vllm:iteration_tokens_total`
     has one observation per step), None when unknown. Why: every request of a batch records
     the same step duration, so the observations are not independent and the count
-    overstates the sample; the gate treats each step as one observation instead.
+    overstates the sample; the gate treats each step as one observation instead, and with
+    the step count unknown judges nothing (`step_histogram.unknown_steps`).
     """
 
     upper_bounds: tuple[float, ...] = ()

@@ -28,7 +28,10 @@ Limits:
   conservative against dependence within a step. It still assumes independent steps of
   similar batch sizes (batches varying with coefficient of variation c leave ~steps / (1 + c^2)
   effective samples) and that every step records ITL (prefill-only steps count as steps but
-  record none). Steps unknown (no such series): the raw count, which overstates the sample.
+  record none). Steps unknown on either side (the series relabelled away, not exported or
+  not scraped) is Inconclusive naming the series, never a weaker rule: the raw count would
+  make each request of a step an independent observation (~32x the sample at 32 streams),
+  and a gate that counted so passed where it had no evidence.
 - Per step, not per token: a step under spec decode emits several tokens.
 """
 
@@ -46,7 +49,12 @@ from specdecode.domain.gate_measures import (
     relation,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.observations import MetricError, ServerStepHistograms, StepHistogram
+from specdecode.domain.observations import (
+    ENGINE_STEPS_SERIES,
+    MetricError,
+    ServerStepHistograms,
+    StepHistogram,
+)
 from specdecode.domain.stats import (
     Interval,
     min_samples_for_quantile,
@@ -111,7 +119,8 @@ def quantile_bucket_interval(h: StepHistogram, q: float, error: float) -> Interv
     """The q-quantile bounded by the bucket edges of its order-statistic ranks.
 
     Each bound holds with probability 1 - error for independent steps (independent
-    observations when `steps` is unknown) of any continuous distribution; the upper is
+    observations when `steps` is unknown, which the gate never judges: see
+    `measure_server_step_tail`) of any continuous distribution; the upper is
     math.inf when rank u falls in the +Inf bucket. Ranks are over the step-scaled counts
     (`_step_counts`), and `samples` is their total. None when too few for the ranks to
     exist. The value is interpolated (scaling does not move it).
@@ -153,6 +162,29 @@ def _counted(candidate: StepHistogram, baseline: StepHistogram) -> str:
     return f"{seen} in {steps} steps"
 
 
+def unknown_steps(histograms: ServerStepHistograms) -> str | None:
+    """Why the look cannot count engine steps, naming the series and the sides; None when
+    both sides have their step count.
+
+    Why refuse rather than count observations: every request of a batch records the same
+    step, so without the step count the sample is overstated by the batch size and the
+    bound is too narrow by its square root; the missing series is what on-call must fix.
+    """
+    sides = [
+        name
+        for name, h in (("candidate", histograms.candidate), ("baseline", histograms.baseline))
+        if h.steps is None
+    ]
+    if not sides:
+        return None
+    return (
+        f"{ENGINE_STEPS_SERIES} has no series for the {' and '.join(sides)} engine over the "
+        "window (relabelled away, not exported or not scraped): engine steps unknown, so the "
+        "observations that share a step cannot be counted once; not judged on the raw count "
+        f"({_counted(histograms.candidate, histograms.baseline)})"
+    )
+
+
 def measure_server_step_tail(
     gate: GateParams, histograms: ServerStepHistograms | MetricError | None, error: float
 ) -> Measurement:
@@ -162,6 +194,7 @@ def measure_server_step_tail(
     is at most 1 + tolerance, fail when its lower bound exceeds it. An unbounded side (rank
     in the first or the +Inf bucket) can only stop a pass, never cause one. Samples, and
     the per-side minimum (minSamples), count effective samples (`effective_samples`): steps.
+    A side without its engine-step count judges nothing (`unknown_steps`).
     """
     q = gate.quantile
     threshold = 1.0 + gate.tolerance
@@ -170,6 +203,8 @@ def measure_server_step_tail(
     if histograms is None:
         return Measurement(GateVerdict.INCONCLUSIVE, "no step histogram yet", threshold=threshold)
     label = f"server step P{q * 100:g} ITL"
+    if (unknown := unknown_steps(histograms)) is not None:
+        return Measurement(GateVerdict.INCONCLUSIVE, f"{label}: {unknown}", threshold=threshold)
     base = quantile_bucket_interval(histograms.baseline, q, error / 2)
     cand = quantile_bucket_interval(histograms.candidate, q, error / 2)
     n_base, n_cand = (effective_samples(h) for h in (histograms.baseline, histograms.candidate))

@@ -55,7 +55,9 @@ def accepted_per_position(seconds: int) -> str:
 
 
 def finished_requests(seconds: int) -> str:
-    return f"sum(increase(vllm:request_success_total{{{PODS}}}[{seconds}s]))"
+    """Completed requests only: vLLM counts aborted (and failed) ones in the same series."""
+    completed = 'finished_reason=~"stop|length|repetition"'
+    return f"sum(increase(vllm:request_success_total{{{PODS},{completed}}}[{seconds}s]))"
 
 
 def step_buckets(seconds: int) -> str:
@@ -154,6 +156,7 @@ async def test_each_counter_of_the_window_lands_in_its_own_field(
         accepted_tokens=2700.0,
         per_position_accepted=(1100.0, 900.0, 700.0),
         requests=300.0,
+        drafts_scraped=True,
     )
     assert sorted(query for query, _ in fake.asked) == sorted(fake.answers)
     assert {at for _, at in fake.asked} == {f"{END.timestamp():.3f}"}  # at the window's end
@@ -178,6 +181,27 @@ async def test_no_series_yet_is_zero_drafts_not_an_error(
     _, url = prometheus  # every query answers an empty vector
     found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
     assert found == AcceptanceCounts(drafts=0.0, draft_tokens=0.0, accepted_tokens=0.0)
+    assert not found.drafts_scraped  # absent: unknown, never a real zero
+
+
+async def test_counters_scraped_at_zero_are_a_real_zero(
+    prometheus: tuple[FakePrometheus, str],
+) -> None:
+    """Hole 8 (issue 33): vLLM registers its spec-decode counters at start, so a candidate
+    that never drafts answers 0, which only this flag tells from a missing series."""
+    fake, url = prometheus
+    fake.answers = {
+        drafts(90): scalar("0"),
+        draft_tokens(90): scalar("0"),
+        accepted(90): scalar("0"),
+        finished_requests(90): scalar("252"),
+    }
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
+    assert isinstance(found, AcceptanceCounts)
+    assert found.drafts_scraped and found.drafts == 0.0 and found.requests == 252.0
+    fake.answers.pop(draft_tokens(90))  # one of the two counters missing: not a real zero
+    found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
+    assert isinstance(found, AcceptanceCounts) and not found.drafts_scraped
 
 
 async def test_nan_reads_as_zero_and_missing_positions_are_filled(
@@ -193,7 +217,7 @@ async def test_nan_reads_as_zero_and_missing_positions_are_filled(
     }
     found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, START, END)
     assert isinstance(found, AcceptanceCounts)
-    assert found.drafts == 0.0
+    assert found.drafts == 0.0 and not found.drafts_scraped  # NaN is unknown, not zero
     assert found.per_position_accepted == (0.0, 0.0, 40.0)
 
 

@@ -46,11 +46,13 @@ MAX_WRONG = 0.05  # 1 - default confidence
 
 
 def bucketed(latencies: Iterable[float]) -> StepHistogram:
-    """Latencies (seconds) counted into vLLM's ITL buckets, cumulative (`le`)."""
+    """Latencies (seconds) counted into vLLM's ITL buckets, cumulative (`le`), one request
+    per engine step (the step count, as `vllm:iteration_tokens_total` gives it, equals them)."""
     counts = [0] * len(VLLM_BOUNDS)
     for latency in latencies:
         counts[bisect_left(VLLM_BOUNDS, latency)] += 1
-    return StepHistogram(VLLM_BOUNDS, tuple(float(c) for c in accumulate(counts)))
+    cumulative = tuple(float(c) for c in accumulate(counts))
+    return StepHistogram(VLLM_BOUNDS, cumulative, cumulative[-1])
 
 
 def body_and_tail(steps: int, body: float, tail: float, tail_share: float = 0.03) -> StepHistogram:
@@ -145,7 +147,7 @@ def test_a_candidate_a_whole_bucket_below_passes() -> None:
     assert found.verdict is GateVerdict.SUCCESSFUL
     assert found.upper_bound == pytest.approx(1.0)  # 50 ms / 50 ms
     assert "candidate in (25, 50] ms, baseline in (50, 75] ms; " in found.reason
-    assert found.reason.endswith("; 5000 / 5000 observations, steps unknown)")
+    assert found.reason.endswith("; 5000 / 5000 observations in 5000 / 5000 steps)")
     assert found.baseline_value is not None and 0.05 < found.baseline_value <= 0.075
     assert found.candidate_value is not None and 0.025 < found.candidate_value <= 0.05
 
@@ -184,7 +186,7 @@ def test_metric_errors_and_missing_histograms() -> None:
     missing = measure_server_step_tail(gate_params(SERVER_P99), None, ERROR)
     assert missing.verdict is GateVerdict.INCONCLUSIVE
     assert missing.reason == "no step histogram yet"
-    empty = _measure(StepHistogram(), StepHistogram())
+    empty = _measure(StepHistogram(steps=0.0), StepHistogram(steps=0.0))
     assert empty.verdict is GateVerdict.INCONCLUSIVE and empty.samples == 0
 
 
@@ -194,8 +196,8 @@ def test_min_samples_holds_back_a_verdict() -> None:
     held = _measure(baseline, candidate, strict)
     assert held.verdict is GateVerdict.INCONCLUSIVE
     assert (
-        "5000 candidate / 5000 baseline effective samples (5000 / 5000 observations, "
-        "steps unknown); 20000 per side needed"
+        "5000 candidate / 5000 baseline effective samples (5000 / 5000 observations "
+        "in 5000 / 5000 steps); 20000 per side needed"
     ) in held.reason
     few = _measure(body_and_tail(300, 0.020, 0.060), body_and_tail(300, 0.020, 0.040))
     assert few.verdict is GateVerdict.INCONCLUSIVE  # no order-statistic bound at 300 steps
@@ -263,7 +265,7 @@ def _tail_pair(steps: float | None) -> tuple[StepHistogram, StepHistogram]:
 
 
 def test_a_pass_on_many_requests_of_few_steps_becomes_inconclusive() -> None:
-    assert _measure(*_tail_pair(None)).verdict is GateVerdict.SUCCESSFUL
+    assert _measure(*_tail_pair(100_000.0)).verdict is GateVerdict.SUCCESSFUL
     assert _measure(*_tail_pair(200_000.0)).verdict is GateVerdict.SUCCESSFUL
     few = _measure(*_tail_pair(1000.0))  # 100 requests per step
     assert few.verdict is GateVerdict.INCONCLUSIVE
@@ -273,14 +275,12 @@ def test_a_pass_on_many_requests_of_few_steps_becomes_inconclusive() -> None:
 
 
 def test_the_per_side_minimum_counts_steps_not_observations() -> None:
-    baseline, candidate = _tail_pair(None)
-    held = _measure(
-        dataclasses.replace(baseline, steps=300.0), dataclasses.replace(candidate, steps=None)
-    )
+    baseline, candidate = _tail_pair(100_000.0)
+    held = _measure(dataclasses.replace(baseline, steps=300.0), candidate)
     assert held.verdict is GateVerdict.INCONCLUSIVE and held.samples == 300
     assert held.reason.startswith(
         "server step P99 ITL: 100000 candidate / 300 baseline effective samples "
-        "(100000 / 100000 observations in ? / 300 steps); "
+        "(100000 / 100000 observations in 100000 / 300 steps); "
     )
     no_steps = _measure(*_tail_pair(0.0))  # steps known to be none: nothing to count on
     assert no_steps.verdict is GateVerdict.INCONCLUSIVE and no_steps.samples == 0
@@ -331,13 +331,52 @@ def test_at_the_threshold_the_histogram_gate_rarely_promotes_or_rolls_back(
     assert wrong_rollback <= MAX_WRONG
 
 
-def test_the_simulation_catches_a_gate_that_counts_every_request() -> None:
-    # Control for the stress cases above: without the step count, 64 requests of one step
-    # count as 64 independent observations, and the same harness sees wrong promotions.
+def test_the_simulation_catches_a_gate_that_counts_every_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Control for the stress cases above and for the refusal below: the rule that judged
+    # without the step count (64 requests of one step counted as 64 independent
+    # observations) put back, the same harness sees wrong promotions.
+    monkeypatch.setattr(step_histogram, "unknown_steps", lambda histograms: None)
     runs = _runs_at_threshold(seed=21, trials=100, steps=1, batch=64, report_steps=False)
     wrong_promotion = _rate(runs, Outcome.PROMOTED)
     print(f"step gate counting every request (1 step/s x 64): promoted {wrong_promotion:.3f}")
     assert wrong_promotion > MAX_WRONG
+
+
+def test_without_the_step_count_the_simulation_never_promotes() -> None:
+    """Hole 4 (issue 33): the same stages with `vllm:iteration_tokens_total` missing were
+    judged on the raw count (the control above: wrong promotions); now no stage decides."""
+    runs = _runs_at_threshold(seed=21, trials=100, steps=1, batch=64, report_steps=False)
+    assert _rate(runs, Outcome.PROMOTED) == 0.0
+    assert _rate(runs, Outcome.ROLLED_BACK) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("candidate_steps", "baseline_steps", "sides"),
+    [
+        (None, None, "candidate and baseline"),
+        (None, 100_000.0, "candidate"),
+        (100_000.0, None, "baseline"),
+    ],
+)
+def test_a_look_without_the_step_count_is_inconclusive_naming_the_series(
+    candidate_steps: float | None, baseline_steps: float | None, sides: str
+) -> None:
+    """Hole 4: the pair that passes with its step count (the test above) passed with it
+    missing too, every request counted as a step; now Inconclusive, naming what is missing."""
+    baseline, candidate = _tail_pair(None)
+    found = _measure(
+        dataclasses.replace(baseline, steps=baseline_steps),
+        dataclasses.replace(candidate, steps=candidate_steps),
+    )
+    assert found.verdict is GateVerdict.INCONCLUSIVE
+    assert found.reason.startswith(
+        f"server step P99 ITL: vllm:iteration_tokens_total_count has no series for the {sides} "
+        "engine over the window"
+    )
+    assert "not judged on the raw count" in found.reason
+    assert found.lower_bound is None and found.upper_bound is None
 
 
 def _interpolated(h: StepHistogram, q: float, error: float) -> Interval | None:

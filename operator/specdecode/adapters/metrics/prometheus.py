@@ -3,11 +3,14 @@
 Queries use the exact `_total` series names (never a regex over the name, which would also
 match the `_created` timestamps and double-count) and `increase()` over the stage's
 measuring window, evaluated at the window's end, so counter resets from pod restarts are
-handled by Prometheus. An empty result means "no drafts scraped yet": zeros, which the
-acceptance gate reads as no data (Inconclusive), never as alpha = 0; likewise no step-ITL
-buckets is an empty histogram (no steps yet), never an error. The engine-step count that
-goes with the buckets (`vllm:iteration_tokens_total`, one observation per step) is None when
-absent: unknown, never zero.
+handled by Prometheus. An empty result means "no drafts scraped": zeros with
+`drafts_scraped` False, which the acceptance gates read as no data (Inconclusive), never as
+alpha = 0; a drafts counter that answers 0 is a scraped zero (`drafts_scraped` True), which
+enough completed requests make a finding (`domain.gates.no_drafts`). Finished requests are
+the completed ones (`COMPLETED_REASONS`: vLLM also counts aborted requests there). No
+step-ITL buckets is an empty histogram (no steps yet), never an error. The engine-step count
+that goes with the buckets (`vllm:iteration_tokens_total`, one observation per step) is None
+when absent: unknown, never zero (a ServerStep gate then judges nothing).
 """
 
 from __future__ import annotations
@@ -24,21 +27,33 @@ from specdecode.adapters.metrics.access import (
     PrometheusReader,
 )
 from specdecode.adapters.metrics.protocol import EngineSelector
-from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
+from specdecode.domain.observations import (
+    COMPLETED_REASONS,
+    DRAFT_TOKENS_SERIES,
+    DRAFTS_SERIES,
+    ENGINE_STEPS_SERIES,
+    AcceptanceCounts,
+    MetricError,
+    StepHistogram,
+)
 
-DRAFTS = "vllm:spec_decode_num_drafts_total"
-DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+DRAFTS = DRAFTS_SERIES
+DRAFT_TOKENS = DRAFT_TOKENS_SERIES
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 FINISHED_REQUESTS = "vllm:request_success_total"
 STEP_ITL_BUCKETS = "vllm:inter_token_latency_seconds_bucket"
-ENGINE_STEPS = "vllm:iteration_tokens_total_count"
+ENGINE_STEPS = ENGINE_STEPS_SERIES
 MIN_WINDOW_SECONDS = 2
+COMPLETED = f'finished_reason=~"{"|".join(COMPLETED_REASONS)}"'
 
 
-def window_query(metric: str, engine: EngineSelector, seconds: int, by: str = "") -> str:
-    """`sum(increase(metric{engine}[window]))`, optionally grouped."""
+def window_query(
+    metric: str, engine: EngineSelector, seconds: int, by: str = "", matching: str = ""
+) -> str:
+    """`sum(increase(metric{engine[,matching]}[window]))`, optionally grouped."""
     selector = f'namespace="{engine.namespace}",pod=~"{engine.pod_regex}"'
+    selector += f",{matching}" if matching else ""
     grouping = f" by ({by})" if by else ""
     return f"sum{grouping}(increase({metric}{{{selector}}}[{seconds}s]))"
 
@@ -130,19 +145,21 @@ class PrometheusMetrics(PrometheusReader):
     ) -> AcceptanceCounts:
         seconds = max(MIN_WINDOW_SECONDS, math.ceil((end - start).total_seconds()))
         at = {"time": f"{end.timestamp():.3f}"}
-        drafts = self._scalar(window_query(DRAFTS, engine, seconds), at)
-        draft_tokens = self._scalar(window_query(DRAFT_TOKENS, engine, seconds), at)
-        accepted = self._scalar(window_query(ACCEPTED, engine, seconds), at)
+        drafts = self._sample(window_query(DRAFTS, engine, seconds), at)
+        draft_tokens = self._sample(window_query(DRAFT_TOKENS, engine, seconds), at)
+        accepted = self._sample(window_query(ACCEPTED, engine, seconds), at)
         per_position = self._by_position(
             window_query(ACCEPTED_PER_POSITION, engine, seconds, by="position"), at
         )
-        requests = self._scalar(window_query(FINISHED_REQUESTS, engine, seconds), at)
+        completed = window_query(FINISHED_REQUESTS, engine, seconds, matching=COMPLETED)
+        requests = self._sample(completed, at)
         return AcceptanceCounts(
-            requests=requests,
-            drafts=drafts,
-            draft_tokens=draft_tokens,
-            accepted_tokens=accepted,
+            requests=requests or 0.0,
+            drafts=drafts or 0.0,
+            draft_tokens=draft_tokens or 0.0,
+            accepted_tokens=accepted or 0.0,
             per_position_accepted=per_position,
+            drafts_scraped=drafts is not None and draft_tokens is not None,
         )
 
     def _query(self, promql: str, params: dict[str, str]) -> list[dict[str, Any]]:
@@ -151,12 +168,13 @@ class PrometheusMetrics(PrometheusReader):
         )
         return result
 
-    def _scalar(self, promql: str, params: dict[str, str]) -> float:
+    def _sample(self, promql: str, params: dict[str, str]) -> float | None:
+        """The query's one value; None when no series answered or it is NaN (unknown)."""
         rows = self._query(promql, params)
         if not rows:
-            return 0.0
+            return None
         value = float(rows[0]["value"][1])
-        return 0.0 if math.isnan(value) else value
+        return None if math.isnan(value) else value
 
     def _by_position(self, promql: str, params: dict[str, str]) -> tuple[float, ...]:
         values: dict[int, float] = {}

@@ -8,8 +8,10 @@ Verdicts, as Argo Rollouts' AnalysisRun names them:
 - Successful: the confidence bound clears the threshold (alpha's lower bound >= minAlpha;
   the P99 ratio's upper bound <= 1 + tolerance; ...).
 - Failed: the opposite bound is past the threshold (the candidate is worse, confidently).
-- Inconclusive: the interval straddles the threshold, or too little data (no drafts is no
-  data, never alpha 0; too few requests or time blocks for a cluster-robust bound).
+- Inconclusive: the interval straddles the threshold, or too little data (unscraped
+  counters are no data, never alpha 0; too few requests or time blocks for a cluster-robust
+  bound; a ServerStep look without the engine-step count). A scraped zero of drafts over
+  the gate's minimum of completed requests is Failed instead (`no_drafts`).
 - Error: a metric source failed (`MetricError`). Never a pass, never a failure; the stage
   counts consecutive errors against `analysis.consecutiveErrorLimit`.
 A gate whose `methods` exclude the rollout's method, or a Speedup or ErrorRate gate under
@@ -136,9 +138,8 @@ def measure(
     cross-check beside a TailLatency gate's numbers; no observations is no data."""
     if observations is None:
         return Measurement(GateVerdict.INCONCLUSIVE, "no data for this stage yet")
-    found = measure_for(gate.type).measure(
-        gate, observations, Look(error, plan.method, plan.mirror)
-    )
+    look = Look(error, plan.method, plan.mirror, plan.not_speculating_at is not None)
+    found = measure_for(gate.type).measure(gate, observations, look)
     if found.verdict is GateVerdict.ERROR:
         return found
     server_baseline, server_candidate = _server_cross_check(gate, observations)

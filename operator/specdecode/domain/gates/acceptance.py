@@ -12,7 +12,10 @@ not assumed. alpha's standard error is SE(r) / k, with Student's t at requests -
 of freedom. The streamed alpha, r / k, is reported next to the counters' (`streamValue`);
 when they disagree by more than CROSS_CHECK_GAP (a lagging client merges chunks; a proxy
 batches them) the reason says so, and the verdict still rests on the counters.
-Missing or incomplete load data is Inconclusive, never a weaker rule (`unjudged_load`):
+No drafts at all is Failed once the counters are scraped at zero over minSamples completed
+requests, else Inconclusive (`no_drafts`, shared with AcceptedLength through
+`judgeable_counts`). Missing or incomplete load data is Inconclusive, never a weaker rule
+(`unjudged_load`):
 with Prompts traffic, no load report, an incomplete one, or fewer per-request moments than
 minSamples requests judges nothing. Only Mirror traffic, which has no load pods at all,
 bounds alpha from the counters alone (`acceptance_bound`: a design effect with an ASSUMED
@@ -37,6 +40,7 @@ from specdecode.domain.gate_measures import (
 )
 from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
+from specdecode.domain.gates.no_drafts import no_drafts
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -104,20 +108,34 @@ def unjudged_load(seen: StageObservations, look: Look, threshold: float) -> Meas
 
 
 def judgeable_counts(
-    seen: StageObservations, look: Look, threshold: float, what: str
+    seen: StageObservations, look: Look, threshold: float, what: str, needed: int
 ) -> AcceptanceCounts | Measurement:
     """The candidate's counters for an acceptance-type gate to judge, or the Measurement
-    that says why this look cannot: a failed read (Error), no drafts yet (`what` is then
-    undefined), or load data the bound cannot rest on (`unjudged_load`)."""
+    that says why this look cannot: a failed read (Error), no drafts (`no_drafts`: Failed
+    over `needed` completed requests with the counters scraped, else Inconclusive with
+    `what` undefined), or load data the bound cannot rest on (`unjudged_load`)."""
     counts = seen.candidate_acceptance
     if isinstance(counts, MetricError):
         return metric_error(counts)
-    if counts is None or counts.drafts <= 0 or counts.draft_tokens <= 0:
-        return Measurement(
-            GateVerdict.INCONCLUSIVE, f"no drafts yet: {what} undefined", threshold=threshold
-        )
     unjudged = unjudged_load(seen, look, threshold)
+    if counts is None or counts.drafts <= 0 or counts.draft_tokens <= 0:
+        completed = completed_requests(seen, look, counts)
+        return no_drafts(counts, look, unjudged, completed, needed, what, threshold)
     return counts if unjudged is None else unjudged
+
+
+def completed_requests(
+    seen: StageObservations, look: Look, counts: AcceptanceCounts | None
+) -> int | None:
+    """The candidate's completed requests an acceptance-type gate may count (None: unknown).
+
+    Prompts traffic: the load pods' requests with streamed chunks (what the bound clusters
+    on); Mirror: the engine's own count of completed requests (see `no_drafts` for why).
+    """
+    if look.mirror:
+        return None if counts is None else round(counts.requests)
+    moments = streamed_moments(seen)
+    return None if moments is None else moments.requests
 
 
 def counters_basis(counts: AcceptanceCounts) -> tuple[int, str]:
@@ -154,7 +172,7 @@ class AcceptanceGate:
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""
         threshold = gate.min_alpha
-        counts = judgeable_counts(seen, look, threshold, "alpha")
+        counts = judgeable_counts(seen, look, threshold, "alpha", gate.effective_min_samples)
         if isinstance(counts, Measurement):
             return counts
         k = counts.draft_tokens / counts.drafts

@@ -9,7 +9,9 @@ fastest method for code on an 8B model (1.45x). What pays is tokens per step,
 Judged: tokens per step from the streamed chunks (1 + sum a / sum n over requests, see
 `acceptance`), bounded cluster-robustly over requests with Student's t at requests - 1
 degrees of freedom. vLLM's counters (1 + accepted / drafts) count only steps that proposed a
-draft, so they are reported beside it (`meanAcceptanceLength`), not judged. Missing or
+draft, so they are reported beside it (`meanAcceptanceLength`), not judged. No drafts at all
+over minSamples completed requests, with the counters scraped at zero, is Failed as for
+Acceptance (`no_drafts`: exactly 1 token per step, below any minAcceptedLength). Missing or
 incomplete load data is Inconclusive (`acceptance.unjudged_load`); only under Mirror traffic
 (no load pods): the counters' alpha bound (assumed correlation) times proposed tokens per
 draft, with minSamples finished requests by the server's count.
@@ -48,7 +50,8 @@ class AcceptedLengthGate:
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
         threshold = gate.min_accepted_length
-        counts = judgeable_counts(seen, look, threshold, "tokens per step")
+        needed = gate.effective_min_samples
+        counts = judgeable_counts(seen, look, threshold, "tokens per step", needed)
         if isinstance(counts, Measurement):
             return counts
         length = 1.0 + counts.accepted_tokens / counts.drafts
@@ -83,7 +86,6 @@ class AcceptedLengthGate:
         interval = dataclasses.replace(interval, lower=max(1.0, interval.lower))
         numbers = f"{interval.value:.2f} [{interval.lower:.2f}, {interval.upper:.2f}] tokens/step"
         verdict = judge_at_least(interval, threshold)
-        needed = gate.effective_min_samples
         if units < needed:
             verdict = GateVerdict.INCONCLUSIVE
             reason = f"{numbers} over {basis} ({needed} needed)"

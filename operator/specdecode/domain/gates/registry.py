@@ -27,12 +27,15 @@ class Look:
 
     `error` is the one-sided error each bound of this look may have (its share of the
     sequential budget, see `domain.sequential`); `method` is the rollout's speculative
-    method (None: plain decoding); `mirror` says the traffic is mirrored (no responses).
+    method (None: plain decoding); `mirror` says the traffic is mirrored (no responses);
+    `not_speculating` says the candidate's per-batch-size schedule turns speculation off
+    at the stage's concurrency (no drafts there is by design, never a finding).
     """
 
     error: float
     method: str | None = None
     mirror: bool = False
+    not_speculating: bool = False
 
 
 class Need(StrEnum):
