@@ -12,8 +12,9 @@ of calibration.md. Latencies are client-side wall times divided by the time scal
     .venv/bin/python benchmarks/calibration.py --in-process   # engine core, no HTTP (fast)
     .venv/bin/python benchmarks/calibration.py --moe-only     # the MoE rows (in-process)
 
-Then the MoE rows (calibration_moe.py): an MoE model's speculative speedup at 1, 8 and 32
-streams, in-process (no published study to compare).
+Then the MoE rows (calibration_moe.py): the published MoE measurements, predicted by the
+step model at their batch size, k and acceptance length; then an MoE model's speculative
+speedup at 1, 8 and 32 streams, in-process (no published figures to compare).
 
 Workloads and published figures: benchmarks/calibration_workloads.py.
 """
@@ -36,7 +37,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine-image"))
 
 from calibration_client import ClientRecord, run_http
-from calibration_moe import MOE_GPU, MOE_METHODS, MOE_MODEL, MOE_STREAMS
+from calibration_moe import (
+    MOE_GPU,
+    MOE_METHODS,
+    MOE_MODEL,
+    MOE_STREAMS,
+    PUBLISHED_MOE,
+    predicted_speedup,
+)
 from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies
 
 from specdecode_sim.cliargs import parse_cli
@@ -157,8 +165,27 @@ def _ratio(measured: float, published: float | None) -> str:
     return "-" if not published else f"{measured / published:.2f}"
 
 
+def published_moe_table() -> None:
+    """Published MoE rows beside the prediction, with the uniform union (reuse 0) for contrast."""
+    print("\nMoE, published: steady-state step model at the row's batch size, k, acceptance")
+    print("| row | k | acc len | speedup sim | speedup pub | ratio | uniform union sim | sign |")
+    print("|---" * 8 + "|")
+    worst = 0.0
+    for row in PUBLISHED_MOE:
+        simulated = predicted_speedup(row)
+        worst = max(worst, abs(simulated / row.speedup - 1.0))
+        same_sign = (simulated > 1.0) == (row.speedup > 1.0)
+        print(
+            f"| {row.label} | {row.k} | {row.acceptance_length:.2f} | {simulated:.2f} "
+            f"| {row.speedup:.2f} | {simulated / row.speedup:.2f} "
+            f"| {predicted_speedup(row, 0.0):.2f} | {'kept' if same_sign else 'WRONG'} |"
+        )
+    print(f"worst MoE speedup deviation: {worst * 100:.1f} %")
+
+
 def moe_table(requests: int) -> None:
     """Speedup of an MoE model by streams (in-process; no published figures to compare)."""
+    published_moe_table()
     print(f"\nMoE: {MOE_MODEL} on {MOE_GPU}, chat, in-process, {requests} requests per row")
     print("| streams | method | tok/s sim | TPOT ms sim | ITL ms sim | tokens/chunk | speedup |")
     print("|---" * 7 + "|")

@@ -61,6 +61,16 @@ class ModelProfile:
     num_experts: int = 0
     experts_per_token: int = 0
     expert_params: float = 0.0
+    # Share of a step's routings after its first that land on experts the step already
+    # reads (a sequence's own k+1 verify positions, other sequences, hot experts): 0 is
+    # uniform, independent routing, the upper bound on the union (steptime.py). One value
+    # per model family; 0 until published rows support another (benchmarks/calibration_moe.py).
+    expert_reuse: float = 0.0
+
+    def __post_init__(self) -> None:
+        """A reuse share outside [0, 1) has no meaning: refuse it where the profile is built."""
+        if not 0.0 <= self.expert_reuse < 1.0:
+            raise ValueError(f"expert_reuse must be in [0, 1), got {self.expert_reuse}")
 
     @property
     def weight_bytes(self) -> float:

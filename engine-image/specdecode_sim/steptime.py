@@ -13,19 +13,21 @@ k extra tokens per sequence therefore costs compute time even while the step is
 memory-bound (the published per-chunk ITL rises 6-33 % at concurrency 10 on an L40S).
 
 MoE (expert activation, `experts_touched`): a step reads, in every MoE layer, the union
-of the experts its tokens route to. Every token of the step routes on its own (the k+1
-verify tokens of each sequence of the batch, and prefill tokens), top-k of E experts; under
-uniform routing the expected number of distinct experts is E (1 - (1 - k/E)^T) for T tokens
-(the expected-activated-experts formula of MoESD, Huang et al. 2025, arXiv 2505.19645;
-MoE-Spec, McDanel et al. 2026, arXiv 2602.16052 and XShare, arXiv 2602.07265 measure the
-union of a verify batch growing towards all experts). So the verify pass costs most extra
-bytes at concurrency 1 (T = k+1 against T = 1: the union nearly grows k+1-fold), and less
-as the batch already reads most experts; where the plain batch reads them all, verifying
-costs no extra bytes, only expert compute, which runs at poor efficiency while each
-expert sees few tokens (`moe_tile_tokens`). Routing is taken as uniform and independent:
-temporal locality (consecutive tokens reusing experts; Mixtral's routing analysis, Jiang et
-al. 2024, found repeats only modestly above chance) and skew would make the verify cheaper;
-the simulator does not assume them. Draft cost (draft.py) is added on top.
+of the experts its tokens route to. Every token of the step routes (the k+1 verify tokens
+of each sequence of the batch, and prefill tokens), top-k of E experts; under uniform,
+independent routing the expected number of distinct experts is E (1 - (1 - k/E)^T) for T
+tokens (the expected-activated-experts formula of MoESD, Huang et al. 2025, arXiv
+2505.19645; MoE-Spec, McDanel et al. 2026, arXiv 2602.16052 and XShare, arXiv 2602.07265
+measure the union of a verify batch growing towards all experts). So the verify pass costs
+most extra bytes at concurrency 1 (T = k+1 against T = 1), and less as the batch already
+reads most experts; where the plain batch reads them all, verifying costs no extra bytes,
+only expert compute, which runs at poor efficiency while each expert sees few tokens
+(`moe_tile_tokens`). Expert reuse (`ModelProfile.expert_reuse`, r): the share of a step's
+routings after its first that land on experts the step already reads (a sequence's own
+verify positions, other sequences, hot experts); the union is then taken over
+1 + (T - 1)(1 - r) independent routings. r = 0 is the uniform union, an upper bound on the
+bytes a step reads; a family keeps 0 until published rows it reproduces support another
+value (benchmarks/calibration_moe.py). Draft cost (draft.py) is added on top.
 Pure functions: unit-tested without a clock.
 """
 
@@ -58,9 +60,11 @@ class StepShape:
 
 
 def experts_touched(model: ModelProfile, tokens: float) -> float:
-    """Expected distinct experts one MoE layer reads for `tokens` routings: E (1 - (1 - k/E)^T)."""
+    """Expected distinct experts one MoE layer reads for `tokens` routings, E (1 - (1 - k/E)^T'),
+    over T' = 1 + (T - 1)(1 - reuse) independent routings (reuse 0: the uniform union)."""
     experts, top_k = model.num_experts, model.experts_per_token
-    return experts * (1.0 - math.pow(1.0 - min(1.0, top_k / experts), max(tokens, 1.0)))
+    independent = 1.0 + (max(tokens, 1.0) - 1.0) * (1.0 - model.expert_reuse)
+    return experts * (1.0 - math.pow(1.0 - min(1.0, top_k / experts), independent))
 
 
 def weight_bytes_read(model: ModelProfile, shape_or_tokens: StepShape | int) -> float:
