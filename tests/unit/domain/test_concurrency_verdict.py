@@ -290,12 +290,12 @@ def test_adopting_the_offer_in_the_same_edit_as_a_gate_still_restarts_the_analys
         }
     )
     decision = run(edited, status, shadows_ready(candidate=offer, stage=at_line), 397)
-    assert "AnalysisRestarted" in [event.reason for event in decision.events]
+    assert "EvidenceChanged" in [event.reason for event in decision.events]
     assert decision.status.phase is not Phase.PROMOTING
     assert decision.status.analysed_for is None
     assert decision.status.candidate_fingerprint == fingerprint_of(offer)
     # adopting the offer alone goes on analysing it, with no restart
     adopted = spec.model_copy(update={"speculative": offer})
     quiet = run(adopted, status, shadows_ready(candidate=offer, stage=at_line), 397)
-    assert "AnalysisRestarted" not in [event.reason for event in quiet.events]
+    assert "EvidenceChanged" not in [event.reason for event in quiet.events]
     assert quiet.status.analysed_for is None
