@@ -24,9 +24,9 @@ from specdecode.api import Phase, SpecDecodeRolloutStatus, StagePhase
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.traffic import TrafficSpec
+from specdecode.domain.evidence import evidence_parts
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.observations import ChildState
-from specdecode.domain.evidence import evidence_parts
 
 pytestmark = pytest.mark.unit
 
