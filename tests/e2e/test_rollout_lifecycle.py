@@ -131,6 +131,30 @@ def test_spec_edit_mid_analysis_restarts_the_analysis(rollout: Callable[[str], R
     assert "AnalysisRestarted" in r.event_reasons()
 
 
+def test_engine_image_edit_mid_analysis_restarts_the_analysis(
+    rollout: Callable[[str], Rollout],
+) -> None:
+    """Issue 33: an Owned rollout's engines run a new image: the looks of the old one are
+    not evidence about the new one, so the analysis restarts once, naming engine.image."""
+    r = rollout("llama")
+    first = given_analyzing(r)
+    first_image: str = manual_rollout()["spec"]["engine"]["image"]
+    image = f"{first_image.rsplit(':', 1)[0]}:dev"  # the simulator under another tag
+    r.apply(manual_rollout(engine={"image": image, "vllmVersion": "0.33.0"}))
+    restarted = r.wait(
+        lambda s: s if s.get("analysisStartedAt") != first["analysisStartedAt"] else None,
+        timeout=60,
+        message="the analysis restarted",
+    )
+    assert restarted["analysisFingerprint"] != first["analysisFingerprint"]
+    events = [e for e in r.events() if e.get("reason") == "EvidenceChanged"]
+    assert len(events) == 1 and "engine.image" in events[0]["message"]
+    r.wait_phase("Analyzing", timeout=180)
+    container = r.deployments()["candidate"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == image
+    assert r.event_reasons().count("EvidenceChanged") == 1
+
+
 def test_deleting_the_rollout_removes_every_child(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:

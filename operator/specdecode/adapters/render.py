@@ -27,12 +27,17 @@ from specdecode.adapters import engine_argv_guard, engine_pod
 from specdecode.api.rollout import API_VERSION, KIND, SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import DesiredChildren
+from specdecode.domain.evidence import engine_digest
 from specdecode.domain.observations import ChildRole
 
 ROLLOUT_LABEL = "specdecode.io/rollout"
 ROLE_LABEL = "specdecode.io/role"
 CONFIG_LABEL = "specdecode.io/config"
 SERVING_LABEL = "specdecode.io/serving"
+# On the Deployment, not its pods (a new value rolls nothing by itself): the engine the
+# spec described when it was rendered (`evidence.engine_digest`), so a restarted analysis
+# waits for shadows on the edited engine instead of taking the cached old ones as ready.
+EVIDENCE_LABEL = "specdecode.io/evidence"
 SPECULATIVE_CONFIG_ANNOTATION = "specdecode.io/speculative-config"
 # Slack beyond the engine's own startup timeout for scheduling and pulling a large image,
 # before the Deployment reports ProgressDeadlineExceeded.
@@ -161,7 +166,9 @@ def deployment_context(
     return {
         "name": child_name(owner.name, role),
         "object_namespace": owner.namespace,
-        "labels": _sorted({**labels, CONFIG_LABEL: fingerprint}),
+        "labels": _sorted(
+            {**labels, CONFIG_LABEL: fingerprint, EVIDENCE_LABEL: engine_digest(spec)}
+        ),
         "owner_references": [owner.reference()],
         "replicas": spec.serving.replicas if production else 1,
         "progress_deadline_seconds": spec.engine.startup_timeout_seconds

@@ -231,8 +231,15 @@ class SpecDecodeRolloutStatus(KubeModel):
     analysis_fingerprint: str | None = Field(
         default=None,
         max_length=16,
-        description="Hash of the traffic and stages the analysis runs (an edit of either "
-        "restarts it).",
+        description="Hash of the evidence the analysis measures: its plan (traffic, stages, "
+        "cadence, limits), what the engines run and the prompt set's content (a change of "
+        "any restarts it: EvidenceChanged).",
+    )
+    evidence: dict[str, str] | None = Field(
+        default=None,
+        description="The evidence part by part (a spec field such as engine.image, the "
+        "prompt set, an adopted source's pod template): a short hash of each, recorded "
+        "when the analysis starts; a restart names the parts that changed.",
     )
     current_stage: str | None = Field(default=None, description="Stage running now.")
     current_stage_index: int | None = Field(default=None, description="Its index.")

@@ -12,8 +12,9 @@ where the last one stopped. Semantics follow Argo Rollouts:
    `status.candidateFingerprint` (also on the first reconcile) is a new desired config: if it
    equals the stable config there is nothing to analyse (Promoted, no shadows; e.g. Git
    reverted); otherwise a clean analysis starts (AnalysisStarted, or AnalysisRestarted when
-   one was under way: a mid-analysis edit restarts cleanly). Edited stages or traffic
-   restart too (`analysisFingerprint`: no verdict mixes looks of two plans).
+   one was under way: a mid-analysis edit restarts cleanly). A change of the evidence
+   (the plan, what the engines run, the prompt set: `evidence`) restarts it too
+   (EvidenceChanged, naming the parts): no verdict mixes looks of two plans or engines.
    While the schedule offer of a failed config is analysed in its place (`analysedFor`, see
    `concurrency_verdict`), the status is still about that desired config.
 2. The `specdecode.io/action` annotation (see `actions`).
@@ -43,9 +44,15 @@ from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision
 from specdecode.domain.display import with_display
 from specdecode.domain.effects import desired_children, traffic_plan
+from specdecode.domain.evidence import (
+    Parts,
+    changed_parts,
+    evidence_parts,
+    joint_fingerprint,
+    recorded_evidence,
+)
 from specdecode.domain.observations import ChildRole, Observations
 from specdecode.domain.phases import advance, runs
-from specdecode.domain.stages import evidence_fingerprint
 from specdecode.domain.transitions import (
     ANALYSIS_PHASES,
     Step,
@@ -71,7 +78,8 @@ def decide(
         step = lost
     else:
         step = Step(status) if source is None else follow_source(spec, status, source, now)
-    step = step.then(_react_to_spec(spec, step.status, now))
+    evidence = evidence_parts(spec, observations)
+    step = step.then(_react_to_spec(spec, step.status, evidence, now))
     step = step.then(apply_action(spec, step.status, observations.action, now))
     visited = {step.status.phase}
     while True:
@@ -81,7 +89,8 @@ def decide(
         if after is before or after in visited:
             break
         visited.add(after)
-    final = with_owner_view(spec, _finish(step.status, observations, now), source, now)
+    recorded = _with_evidence(step.status, evidence, now)
+    final = with_owner_view(spec, _finish(recorded, observations, now), source, now)
     return Decision(
         status=final,
         children=desired_children(spec, final),
@@ -92,7 +101,7 @@ def decide(
 
 
 def _react_to_spec(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, evidence: Parts, now: datetime
 ) -> Step:
     """Start, restart or skip an analysis when the desired config (or its stages) changed."""
     desired = spec.speculative
@@ -114,13 +123,28 @@ def _react_to_spec(
     if [s.name for s in status.stages] != stage_names:
         message = f"analysis stages changed to {', '.join(stage_names)}; analysis restarts"
         return start_analysis(spec, status, now, "AnalysisRestarted", message)
-    # An analysis begun by an operator that kept no hash (or whose CRD prunes it) is left
-    # as it is: filling the hash in would be a write on every reconcile where it is pruned.
-    planned = evidence_fingerprint(spec.analysis)
-    if status.analysis_fingerprint not in (None, planned):
-        message = "analysis traffic or stages edited; analysis restarts on the new plan"
-        return start_analysis(spec, status, now, "AnalysisRestarted", message)
+    if status.analysis_started_at == now:  # began in this reconcile: on today's evidence
+        return Step(status)
+    changed = changed_parts(spec, status, evidence)
+    if changed:
+        message = f"{', '.join(changed)} changed; the analysis restarts on the new evidence"
+        return start_analysis(spec, status, now, "EvidenceChanged", message)
     return Step(status)
+
+
+def _with_evidence(
+    status: SpecDecodeRolloutStatus, evidence: Parts, now: datetime
+) -> SpecDecodeRolloutStatus:
+    """The evidence recorded: in full when the analysis began now, else a prompt set or
+    source template read for the first time; nothing once the analysis has ended."""
+    if status.phase not in ANALYSIS_PHASES:
+        return status
+    parts = recorded_evidence(status, evidence, fresh=status.analysis_started_at == now)
+    if parts is None or parts == status.evidence:
+        return status
+    return status.model_copy(
+        update={"evidence": parts, "analysis_fingerprint": joint_fingerprint(parts)}
+    )
 
 
 def _finish(

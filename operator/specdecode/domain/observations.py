@@ -53,6 +53,7 @@ class ChildState:
     updated_replicas: int = 0
     unschedulable_reason: str | None = None  # a pod's PodScheduled=False message
     crash_reason: str | None = None  # CrashLoopBackOff / terminated message of a pod
+    evidence: str | None = None  # `evidence.engine_digest` it was rendered with (Owned)
 
     @property
     def ready(self) -> bool:
@@ -254,6 +255,9 @@ class Observations:
     # ... and its step-ITL histogram in the same blocks (the guard's latency half).
     production_latency: ProductionLatency | MetricError | None = None
     source: SourceObservation | None = None  # spec.workloadRef: the Deployment judged
+    # A hash of the referenced prompt set's content, read while an analysis runs (None: not
+    # read, built-in prompts, or unreadable now); part of the evidence (`domain.evidence`).
+    prompts_digest: str | None = None
 
     def child(self, role: ChildRole) -> ChildState:
         """The observed state of a child; absent means it does not exist."""

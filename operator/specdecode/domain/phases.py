@@ -28,6 +28,7 @@ from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analyzing import analyze, begin_stage
 from specdecode.domain.conditions import production_unready_since
+from specdecode.domain.evidence import engine_digest
 from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
 from specdecode.domain.transitions import (
@@ -43,6 +44,15 @@ from specdecode.domain.transitions import (
 def runs(child: ChildState, fingerprint: str | None) -> bool:
     """The child is ready and was rendered with this config."""
     return child.ready and child.config_fingerprint == fingerprint
+
+
+def _on_evidence(spec: SpecDecodeRolloutSpec, child: ChildState) -> bool:
+    """An Owned shadow was rendered with the engine the spec describes now: after an
+    image edit the cached Deployment still reads ready on the old one. (Unlabelled: an
+    older operator rendered it, before any edit this analysis could miss.)"""
+    if spec.workload_ref is not None or child.evidence is None:
+        return True
+    return child.evidence == engine_digest(spec)
 
 
 def _seconds_in_phase(status: SpecDecodeRolloutStatus, now: datetime) -> float:
@@ -98,7 +108,8 @@ def _deploying(
     baseline = observations.child(ChildRole.BASELINE)
     candidate = observations.child(ChildRole.CANDIDATE)
     stable_fp = fingerprint_of(status.stable_speculative)
-    if runs(baseline, stable_fp) and runs(candidate, status.candidate_fingerprint):
+    current = _on_evidence(spec, baseline) and _on_evidence(spec, candidate)
+    if current and runs(baseline, stable_fp) and runs(candidate, status.candidate_fingerprint):
         started = begin_stage(spec, status, 0, now)
         first = spec.analysis.stages[0].name
         message = f"baseline and candidate ready; stage {first} started"

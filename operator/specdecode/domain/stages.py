@@ -10,31 +10,11 @@ its error.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
 from specdecode.api.status import GateResult, StagePhase, StageStatus
 from specdecode.domain.gate_boundary import pending_result
-
-# What the evidence is made of and how its error is spent: the shadow traffic, the stages
-# (load, durations, gates), the look cadence and the limits that split each look's error.
-PLAN_FIELDS = frozenset(
-    {"traffic", "stages", "interval_seconds", "failure_limit", "inconclusive_limit"}
-)
-
-
-def evidence_fingerprint(analysis: AnalysisSpec) -> str:
-    """A short stable hash of the analysis plan (PLAN_FIELDS). An analysis is the evidence
-    of one plan; an edit of it mid-analysis restarts it, so no verdict mixes looks taken
-    under two traffic definitions or error budgets, or judges old looks by new gates.
-    Only what differs from the defaults is hashed: an operator release that adds an
-    optional field leaves every running analysis' hash as it was."""
-    plan = analysis.model_dump(
-        mode="json", by_alias=True, include=set(PLAN_FIELDS), exclude_defaults=True
-    )
-    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def fresh_stages(analysis: AnalysisSpec) -> list[StageStatus]:

@@ -14,7 +14,7 @@ from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
-from specdecode.domain.stages import evidence_fingerprint, fresh_stages
+from specdecode.domain.stages import fresh_stages
 
 # Phases in which an analysis (shadows, stages) is under way.
 ANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
@@ -109,7 +109,8 @@ def start_analysis(
         schedule_offer=offer,
         stable_fingerprint=fingerprint_of(status.stable_speculative),
         analysis_started_at=now,
-        analysis_fingerprint=evidence_fingerprint(spec.analysis),
+        analysis_fingerprint=None,  # recorded at the end of the reconcile (`machine`)
+        evidence=None,
         stages=fresh_stages(spec.analysis),
         current_stage=None,
         current_stage_index=None,

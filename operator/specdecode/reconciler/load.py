@@ -18,6 +18,7 @@ since nothing else would tell that its container restarted with its start-up lis
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Sequence
 
@@ -38,11 +39,13 @@ from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, plan_hash, render_lo
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
 from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_report import LoadReport, ReportError
 from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
 from specdecode.domain.prompts import PromptSourceError, SamplingDefaults, parse_jsonl
+from specdecode.domain.transitions import ANALYSIS_PHASES
 from specdecode.reconciler.ownership import record_foreign_token
 from specdecode.reconciler.runtime import Runtime
 
@@ -75,6 +78,25 @@ async def prompt_problem(
     except PromptSourceError as error:
         return f"prompt set unusable: {error}"
     return None
+
+
+async def observe_prompts_digest(
+    runtime: Runtime, namespace: str, spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+) -> str | None:
+    """A hash of the referenced prompt set's content while an analysis runs (part of its
+    evidence: an edit mid-stage restarts it); None for built-in prompts, outside an
+    analysis (an idle rollout sends nothing) or when it cannot be read now (the load pods
+    keep what they mounted; `prompt_problem` reports it before any pod is created)."""
+    if not uses_load_pods(spec) or status.phase not in ANALYSIS_PHASES:
+        return None
+    traffic = spec.analysis.traffic
+    if traffic.config_map_ref is None and traffic.secret_ref is None:
+        return None
+    try:
+        text = await asyncio.to_thread(read_prompt_text, runtime.kube, namespace, traffic)
+    except PromptSourceError:
+        return None
+    return None if text is None else hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def _current(pods: Sequence[LoadPod], plan: TrafficPlan) -> list[LoadPod]:

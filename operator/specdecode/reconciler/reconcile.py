@@ -1,9 +1,10 @@
 """One reconcile of one rollout: observe, decide, apply. A straight sequence of steps.
 
 1. parse the spec (an invalid one becomes a Failed status, never an exception loop);
-2. observe children, the action annotation, the current stage's measurements and, once
-   Promoted, production's counters for the drift guard's look (`guard`); children and
-   routes come from the watched cache (`runtime.cluster`), not from the API server;
+2. observe children, the action annotation, the current stage's measurements, while an
+   analysis runs the prompt set's content hash (its evidence) and, once Promoted,
+   production's counters for the drift guard's look (`guard`); children and routes come
+   from the watched cache (`runtime.cluster`), not from the API server;
 3. `decide(spec, status, observations, now)`: pure, in the domain;
 4. apply (`_apply`, the one path every decision takes, the invalid-spec one included):
    post the transition's Events (named so a repeat is refused), write the status guarded by
@@ -60,6 +61,7 @@ from specdecode.reconciler.engine_version import with_engine_version_check
 from specdecode.reconciler.guard import observe_production
 from specdecode.reconciler.load import (
     observe_load_pods,
+    observe_prompts_digest,
     prompt_problem,
     read_windows,
     sync_load_pods,
@@ -138,6 +140,7 @@ async def reconcile(
         production_acceptance=production_acceptance,
         production_latency=production_latency,
         source=None if source is None else source.observation,
+        prompts_digest=await observe_prompts_digest(runtime, ref.namespace, spec, status),
     )
     decision = decide(spec, status, observations, now)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.

@@ -98,6 +98,7 @@ class FakeKube:
         # their ownerReference uids.
         self.uncached: dict[tuple[str, str], tuple[str, ...]] = {}
         self.secrets: dict[str, Any] = {}  # the load tokens created
+        self.config_maps: dict[str, dict[str, str]] = {}  # name -> data (prompt sets)
 
     def as_clients(self) -> KubeClients:
         return cast(KubeClients, self)
@@ -130,6 +131,10 @@ class FakeKube:
         if method == "core.create_namespaced_secret":
             self.secrets[args[1]["metadata"]["name"]] = args[1]
             return {}
+        if method == "core.read_namespaced_config_map":
+            if args[0] not in self.config_maps:
+                raise ApiException(status=404, reason="NotFound")
+            return SimpleNamespace(data=dict(self.config_maps[args[0]]))
         if method == "core.read_namespaced_secret":
             raise ApiException(status=404, reason="NotFound")  # tests read none back
         if method in ("apps.read_namespaced_deployment", "core.read_namespaced_service"):

@@ -119,7 +119,8 @@ def test_on_a_release_with_the_schedule_the_rollback_offers_it() -> None:
 def test_the_offer_stops_at_max_num_seqs_and_is_not_made_when_nothing_is_above_the_pass() -> None:
     limited = _spec(SCHEDULED_RELEASE)
     model = limited.model.model_copy(update={"extra_args": ["--max-num-seqs=64"]})
-    status = _to_the_tail_failure(limited.model_copy(update={"model": model}), analyzing(limited))
+    at_64 = limited.model_copy(update={"model": model})  # from the start: extraArgs is evidence
+    status = _to_the_tail_failure(at_64, analyzing(at_64))
     assert status.schedule_offer is not None
     assert status.schedule_offer.num_speculative_tokens_per_batch_size == [[1, 4, 3], [5, 64, 0]]
     model = limited.model.model_copy(update={"extra_args": ["--max-num-seqs", "4"]})
@@ -290,12 +291,12 @@ def test_adopting_the_offer_in_the_same_edit_as_a_gate_still_restarts_the_analys
         }
     )
     decision = run(edited, status, shadows_ready(candidate=offer, stage=at_line), 397)
-    assert "AnalysisRestarted" in [event.reason for event in decision.events]
+    assert "EvidenceChanged" in [event.reason for event in decision.events]
     assert decision.status.phase is not Phase.PROMOTING
     assert decision.status.analysed_for is None
     assert decision.status.candidate_fingerprint == fingerprint_of(offer)
     # adopting the offer alone goes on analysing it, with no restart
     adopted = spec.model_copy(update={"speculative": offer})
     quiet = run(adopted, status, shadows_ready(candidate=offer, stage=at_line), 397)
-    assert "AnalysisRestarted" not in [event.reason for event in quiet.events]
+    assert "EvidenceChanged" not in [event.reason for event in quiet.events]
     assert quiet.status.analysed_for is None

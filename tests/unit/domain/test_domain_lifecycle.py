@@ -24,9 +24,9 @@ from specdecode.api import Phase, SpecDecodeRolloutStatus, StagePhase
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.traffic import TrafficSpec
+from specdecode.domain.evidence import evidence_parts
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.observations import ChildState
-from specdecode.domain.stages import evidence_fingerprint
 
 pytestmark = pytest.mark.unit
 
@@ -111,8 +111,8 @@ def test_a_traffic_edit_mid_analysis_restarts_it_on_the_new_plan() -> None:
     traffic = SPEC.analysis.traffic.model_copy(update={"temperature": 0.9})
     edited = make_spec(traffic=traffic)
     decision = run(edited, status, shadows_ready(), 5)
-    assert [event.reason for event in decision.events] == ["AnalysisRestarted", "ShadowsReady"]
-    assert "traffic or stages edited" in decision.events[0].message
+    assert [event.reason for event in decision.events] == ["EvidenceChanged", "ShadowsReady"]
+    assert decision.events[0].message.startswith("analysis.traffic changed")
     assert decision.status.analysis_started_at == at(5)
     assert decision.status.analysis_fingerprint != status.analysis_fingerprint
     assert decision.traffic is not None and decision.traffic.started_at == at(5)
@@ -128,7 +128,7 @@ def test_a_gate_edit_mid_analysis_restarts_it_and_an_unedited_spec_does_not() ->
         update={"gates": [g.model_copy(update={"min_alpha": 0.9}) for g in stricter.gates]}
     )
     decision = run(make_spec(stages=[stricter, latency_stage()]), status, shadows_ready(), 5)
-    assert [event.reason for event in decision.events] == ["AnalysisRestarted", "ShadowsReady"]
+    assert [event.reason for event in decision.events] == ["EvidenceChanged", "ShadowsReady"]
     assert decision.status.analysis_started_at == at(5)
 
 
@@ -136,17 +136,20 @@ def test_an_analysis_begun_without_a_plan_hash_goes_on_and_writes_nothing() -> N
     """An analysis an older operator began (or whose CRD prunes analysisFingerprint) goes
     on as it is: no restart, and no hash filled in, which would be a status write on every
     reconcile wherever the field is pruned."""
-    status = status_in(SPEC, "Analyzing").model_copy(update={"analysis_fingerprint": None})
-    decision = run(SPEC, status, shadows_ready(), 5)
+    status = status_in(SPEC, "Analyzing").model_copy(
+        update={"analysis_fingerprint": None, "evidence": None}
+    )
+    decision = run(make_spec(inconclusive_limit=3), status, shadows_ready(), 5)
     assert decision.status.analysis_started_at == T0
     assert decision.status.analysis_fingerprint is None
+    assert decision.status.evidence is None
     assert not [e for e in decision.events if e.reason == "AnalysisRestarted"]
 
 
 def test_a_limit_that_splits_each_looks_error_is_part_of_the_plan() -> None:
     status = status_in(SPEC, "Analyzing")
     decision = run(make_spec(inconclusive_limit=3), status, shadows_ready(), 5)
-    assert [event.reason for event in decision.events] == ["AnalysisRestarted", "ShadowsReady"]
+    assert [event.reason for event in decision.events] == ["EvidenceChanged", "ShadowsReady"]
 
 
 def test_only_what_differs_from_the_defaults_is_hashed() -> None:
@@ -160,9 +163,11 @@ def test_only_what_differs_from_the_defaults_is_hashed() -> None:
         traffic: NextReleaseTraffic = Field(default_factory=NextReleaseTraffic)
 
     next_release = NextReleaseAnalysis.model_validate(SPEC.analysis.model_dump())
-    assert evidence_fingerprint(next_release) == evidence_fingerprint(SPEC.analysis)
+    seen = observe()
+    parts = evidence_parts(SPEC, seen)
+    assert evidence_parts(SPEC.model_copy(update={"analysis": next_release}), seen) == parts
     edited = SPEC.analysis.model_copy(update={"interval_seconds": 30})
-    assert evidence_fingerprint(edited) != evidence_fingerprint(SPEC.analysis)
+    assert evidence_parts(SPEC.model_copy(update={"analysis": edited}), seen) != parts
 
 
 def test_git_revert_to_stable_after_rollback_is_promoted() -> None:

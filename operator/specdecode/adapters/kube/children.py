@@ -25,7 +25,7 @@ from kubernetes.utils import parse_quantity
 from specdecode.adapters.kube.cache import JsonObject, labels_of, named
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.kube.owned import owner_uids
-from specdecode.adapters.render import CONFIG_LABEL, ROLE_LABEL, child_name
+from specdecode.adapters.render import CONFIG_LABEL, EVIDENCE_LABEL, ROLE_LABEL, child_name
 from specdecode.domain.observations import ChildRole, ChildState
 
 SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
@@ -150,6 +150,7 @@ def _child_state(deployment: JsonObject, pods: list[JsonObject]) -> ChildState:
         updated_replicas=(status.get("updatedReplicas") or 0) if current else 0,
         unschedulable_reason=_first(_unschedulable(p) for p in current_pods),
         crash_reason=_first(_crashing(p) for p in current_pods),
+        evidence=labels_of(deployment).get(EVIDENCE_LABEL),
     )
 
 
