@@ -73,7 +73,8 @@ def _rollout(schedule: list[list[int]], stages: list[dict[str, Any]]) -> dict[st
             "analysis": {"stages": stages},
         }
     }
-    return merged(load_example(), patch)
+    obj: dict[str, Any] = merged(load_example(), patch)
+    return obj
 
 
 def _stage(index: int, load: dict[str, Any]) -> dict[str, Any]:
