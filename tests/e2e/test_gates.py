@@ -42,7 +42,7 @@ def stage(name: str, concurrency: int, gate: dict[str, Any]) -> dict[str, Any]:
         "name": name,
         "concurrency": concurrency,
         "warmupSeconds": 5,
-        "minDurationSeconds": 15,
+        "minDurationSeconds": 20,  # above the example's 15 s request timeout
         "maxDurationSeconds": 180,
         "gates": [gate],
     }

@@ -283,11 +283,12 @@ def test_ngram_on_repetitive_prompts_is_judged_on_the_real_stream(
             "prompt_lookup_max": 4,
             "prompt_lookup_min": 2,
         },
-        [realvllm.stage("repetitive", 4, gates, minimum=30)],
+        [realvllm.stage("repetitive", 4, gates)],
     )
     manifest["spec"]["analysis"]["traffic"] = {
         "configMapRef": repetitive_prompts(cluster, r.namespace),
         "maxTokens": 128,
+        "requestTimeoutSeconds": realvllm.REQUEST_TIMEOUT_SECONDS,
     }
     r.apply(manifest)
     status = r.wait_phase(TERMINAL, timeout=VERDICT_TIMEOUT)

@@ -4,9 +4,11 @@ StageSpec and AnalysisSpec enforce them in their validators, and the CRD carries
 rules as CEL (`validations`). Fail closed: a stage that can never judge anything (no gate,
 only dry runs or fail-only checks, only gates Mirror cannot judge) is refused here; one
 with no gate that applies to the rollout's method, on the spec (`SPEC_JUDGED_RULES`, which
-the rollout's spec enforces). They live apart from the models so `analysis` stays a
-description of the fields; what Mirror traffic can judge is defined here once (`mirror_judges`,
-`MIRROR_NOT_JUDGED`), from the gate types. Stage and gate names are unique by the CRD's
+the rollout's spec enforces). A request timeout at or above a stage's minimum duration is
+refused too: a hang would end only after the stage could pass, unseen by its verdict.
+They live apart from the models so `analysis` stays a description of the fields; what
+Mirror traffic can judge is defined here once (`mirror_judges`, `MIRROR_NOT_JUDGED`), from
+the gate types. Stage and gate names are unique by the CRD's
 list-map keys (and the models' validators), not by a rule.
 """
 
@@ -24,6 +26,7 @@ from specdecode.api.rules import (
     all_of,
     any_of,
     at,
+    double,
     every,
     implies,
     lit,
@@ -117,6 +120,30 @@ def enforced_tail_gate(gate: Ref) -> Expr:
     )
 
 
+TIMEOUT_MESSAGE = (
+    "analysis.traffic.requestTimeoutSeconds must be below every stage's minDurationSeconds "
+    "(Prompts traffic): a request hung longer than a stage's minimum ends as a timeout only "
+    "after the stage may have passed, so the hang would never count against it"
+)
+
+
+def timeout_within_stages(analysis: Ref) -> Expr:
+    """Whether Prompts traffic's request timeout is below every stage's minimum duration
+    (Mirror traffic sends no request of the operator's: no timeout applies)."""
+    return implies(
+        Binary("!=", analysis["traffic"]["source"], lit(TrafficSourceType.MIRROR.value)),
+        every(
+            analysis["stages"],
+            "s",
+            Binary(
+                "<",
+                double(analysis["traffic"]["requestTimeoutSeconds"]),
+                double(Ref("s")["minDurationSeconds"]),
+            ),
+        ),
+    )
+
+
 STAGE_RULES = RuleSet(
     (
         Rule(
@@ -195,6 +222,7 @@ ANALYSIS_RULES = RuleSet(
             MIRROR_NOTHING_JUDGED_MESSAGE,
             ".stages",
         ),
+        Rule(timeout_within_stages(Ref("self")), TIMEOUT_MESSAGE, ".traffic.requestTimeoutSeconds"),
     )
 )
 

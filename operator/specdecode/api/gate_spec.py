@@ -6,7 +6,11 @@ the domain reads them through `GateSpec.setting`) and which gates Mirror traffic
 (`analysis_rules.mirror_judges`) live here too; `GATE_RULES` are written once from them.
 Why type-specific fields stay unset rather than defaulted in the schema: the API server
 would write a default into every gate, and a field set on a type it does not apply to is
-rejected.
+rejected. Fail closed: every threshold is bounded (schema minimum/maximum, the earliest
+error, naming the field) to where the gate can still fail on a result an SRE would refuse;
+each bound's reason is in its field's description. dryRun gates have the same bounds: one
+range per field is simpler to explain than two, and a dry run reports the measured value
+whatever its threshold.
 """
 
 from __future__ import annotations
@@ -109,9 +113,11 @@ class GateSpec(KubeModel):
     )
     min_alpha: float | None = Field(
         default=None,
-        gt=0,
+        ge=0.05,
         lt=1,
-        description="Acceptance: least draft acceptance rate (accepted / draft tokens)."
+        description="Acceptance: least draft acceptance rate (accepted / draft tokens). "
+        "At least 0.05: a random-weight head measured 0.001 and an identical draft sampled "
+        "at temperature 0.7 0.083, so a lower floor passes drafts that guess nothing."
         + _default("min_alpha"),
     )
     min_draft_tokens: int | None = Field(
@@ -122,23 +128,29 @@ class GateSpec(KubeModel):
     )
     min_accepted_length: float | None = Field(
         default=None,
-        gt=1,
+        ge=1.05,
         le=64,
         description="AcceptedLength: least mean tokens per decode step, 1 + accepted / "
-        "drafts (what a variable-length proposal buys per step)." + _default("min_accepted_length"),
+        "drafts (what a variable-length proposal buys per step). At least 1.05: every step "
+        "yields one token, so at 1 the gate cannot fail and just above it fails only a "
+        "drafter accepting under one token in twenty steps." + _default("min_accepted_length"),
     )
     quantile: float | None = Field(
         default=None,
-        gt=0.5,
+        ge=0.9,
         lt=1,
-        description="TailLatency: quantile compared." + _default("quantile"),
+        description="TailLatency: quantile compared. At least 0.9: below it the gate "
+        "compares the body of the distribution, where stalls on a few percent of steps never "
+        "show." + _default("quantile"),
     )
     tolerance: float | None = Field(
         default=None,
         ge=0,
-        le=10,
+        le=1,
         description="TailLatency: candidate's quantile may exceed the baseline's by this "
-        "fraction (0.4: at most 1.4x the baseline's P99 stall)." + _default("tolerance"),
+        "fraction (0.4: at most 1.4x the baseline's P99 stall). At most 1, twice the "
+        "baseline's stall: past that the gate fails only a stall no reader would accept."
+        + _default("tolerance"),
     )
     itl_definition: ItlDefinition | None = Field(
         default=None,
@@ -154,19 +166,26 @@ class GateSpec(KubeModel):
     )
     min_speedup: float | None = Field(
         default=None,
-        gt=0,
-        description="Speedup: least baseline/candidate median time per output token."
-        + _default("min_speedup"),
+        ge=0.5,
+        description="Speedup: least baseline/candidate median time per output token. At "
+        "least 0.5: a lower floor passes a candidate at under half the baseline's speed, "
+        "so the gate could fail only a broken engine." + _default("min_speedup"),
     )
     max_error_rate: float | None = Field(
         default=None,
         ge=0,
-        le=1,
+        le=0.2,
         description="ErrorRate: most extra failed share of shadow requests allowed, candidate "
-        "minus baseline on the same requests." + _default("max_error_rate"),
+        "minus baseline on the same requests. At most 0.2: a candidate failing one more "
+        "request in five is broken, and a wider bound could fail only such a candidate "
+        "(at 1 it cannot fail at all)." + _default("max_error_rate"),
     )
     confidence: float = Field(
-        default=0.95, gt=0.5, lt=1, description="Confidence of the bound a verdict rests on."
+        default=0.95,
+        ge=0.8,
+        lt=1,
+        description="Confidence of the bound a verdict rests on. At least 0.8: below it one "
+        "verdict in five or more may be wrong, a pass that is no evidence.",
     )
     dry_run: bool = Field(
         default=False, description="Measure and report, but never fail the stage."

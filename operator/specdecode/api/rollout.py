@@ -21,6 +21,7 @@ from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
 from specdecode.api.base import KubeModel
 from specdecode.api.guard import GuardSpec
 from specdecode.api.rules import Binary, Rule, RuleSet, all_of, at, lit, matches, size
+from specdecode.api.schedule_reach import SCHEDULE_REACH_RULES
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.api.version_rules import draft_fits_target_rules, spec_rules
@@ -106,6 +107,11 @@ class SpecDecodeRolloutSpec(KubeModel):
     @model_validator(mode="after")
     def _every_stage_can_judge(self) -> SpecDecodeRolloutSpec:
         SPEC_JUDGED_RULES.enforce(self.to_wire())
+        return self
+
+    @model_validator(mode="after")
+    def _some_stage_reaches_the_schedule(self) -> SpecDecodeRolloutSpec:
+        SCHEDULE_REACH_RULES.enforce(self.to_wire())
         return self
 
     @model_validator(mode="after")

@@ -78,6 +78,10 @@ class LoadGeneratorSpec(KubeModel):
     )
 
 
+# The default per-request timeout: below the default stages' minDurationSeconds (60).
+REQUEST_TIMEOUT_SECONDS = 45.0
+
+
 class TrafficSourceType(StrEnum):
     """Where shadow requests come from."""
 
@@ -116,7 +120,14 @@ class TrafficSpec(KubeModel):
         default=1.0, gt=0, le=1, description="Default top_p for prompts that do not set one."
     )
     seed: int = Field(default=0, ge=0, description="Seed for prompt sampling.")
-    request_timeout_seconds: float = Field(default=120, gt=0, description="Per request.")
+    request_timeout_seconds: float = Field(
+        default=REQUEST_TIMEOUT_SECONDS,
+        gt=0,
+        description="Per request; a request still unfinished then is a failed one (timeout). "
+        "Below every stage's minDurationSeconds (Prompts traffic), so a hung request "
+        "counts before the stage can pass. Default 45: under the default stages' 60 s, and "
+        "256 tokens at a slow 100 ms step take ~26 s.",
+    )
     max_requests_per_stage: int | None = Field(
         default=None,
         ge=1,

@@ -6,7 +6,8 @@
   the same expression trees render the CEL and evaluate in Python (`rules`). Grid entries
   can only be checked once expanded: the model does that (`tuning._search_space_problems`).
 - The ladder must ascend strictly; a trial's look must fit in its maximum length; traffic
-  must be Prompts (a trial holds a concurrency; mirrored live traffic cannot).
+  must be Prompts (a trial holds a concurrency; mirrored live traffic cannot), its request
+  timeout below the default stages' minimum duration (the winner's rollout runs them).
 - The budget must pay for one trial's first look: 2 engines x gpusPerReplica x (warmup +
   look seconds). The rules DSL has no multiplication, so this one is CEL text mirrored
   by a Python check (`budget_pays_one_look`), as `validations.CelRule`s are elsewhere.
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specdecode.api import engine_args
+from specdecode.api.analysis import default_stages
 from specdecode.api.rollout import SPEC_RULES
 from specdecode.api.rules import (
     Binary,
@@ -34,6 +36,7 @@ from specdecode.api.rules import (
     Rule,
     RuleSet,
     at,
+    double,
     every,
     implies,
     lit,
@@ -51,6 +54,14 @@ BUDGET_MESSAGE = (
 BUDGET_CEL = (
     "self.budget.maxGpuSeconds >= 2 * self.gpuPool.gpusPerReplica * "
     "(self.trial.warmupSeconds + self.trial.lookSeconds)"
+)
+# The winner's rollout (`apply: true`) and each trial's rendered spec run the default
+# stages, so the tuning's timeout must fit them as a rollout's must fit its stages.
+SHORTEST_DEFAULT_STAGE = min(stage.min_duration_seconds for stage in default_stages())
+TIMEOUT_MESSAGE = (
+    f"traffic.requestTimeoutSeconds must be below {SHORTEST_DEFAULT_STAGE} s, the default "
+    "stages' shortest minDurationSeconds (the winner's rollout runs them): a request hung "
+    "longer than a stage's minimum would never count against it"
 )
 CANDIDATES = at("searchSpace.candidates")
 _SPECULATIVE = Ref("self", ("speculative",))
@@ -135,6 +146,13 @@ SPEC_RULES_TUNING = RuleSet(
             Binary("==", at("traffic.source"), lit("Prompts")),
             "traffic.source must be Prompts: a trial sets its own concurrency",
             ".traffic.source",
+        ),
+        Rule(
+            Binary(
+                "<", double(at("traffic.requestTimeoutSeconds")), lit(float(SHORTEST_DEFAULT_STAGE))
+            ),
+            TIMEOUT_MESSAGE,
+            ".traffic.requestTimeoutSeconds",
         ),
         _ladder_ascends(),
         _no_schedule_in_candidates(),

@@ -22,6 +22,7 @@ from specdecode.api.guard import GUARD_RULES
 from specdecode.api.rollout import ROOT_RULES as ROOT_RULE_SET
 from specdecode.api.rollout import SPEC_RULES
 from specdecode.api.rules import Rule
+from specdecode.api.schedule_reach import SCHEDULE_REACH_RULES
 from specdecode.api.speculative import RULES as SPECULATIVE_RULES
 from specdecode.api.traffic import TRAFFIC_RULES
 from specdecode.api.workload import ENGINE_RULES, GPU_POOL_RULES, MODEL_RULES
@@ -50,7 +51,12 @@ class CelRule:
 
 RULES: Mapping[str, tuple[Rule | CelRule, ...]] = {
     "SpeculativeConfig": tuple(SPECULATIVE_RULES.rules),
-    "SpecDecodeRolloutSpec": (*SPEC_RULES.rules, *SPEC_JUDGED_RULES.rules, *ADOPTION_RULES.rules),
+    "SpecDecodeRolloutSpec": (
+        *SPEC_RULES.rules,
+        *SPEC_JUDGED_RULES.rules,
+        *SCHEDULE_REACH_RULES.rules,
+        *ADOPTION_RULES.rules,
+    ),
     "ModelSpec": tuple(MODEL_RULES.rules),
     "GpuPoolSpec": tuple(GPU_POOL_RULES.rules),
     "EngineSpec": tuple(ENGINE_RULES.rules),

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from specdecode.api.analysis import ScheduleFallback
 from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.schedule_reach import speculation_off_through
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import (
     GateResult,
@@ -36,7 +37,6 @@ from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.close_call import close_call_of
 from specdecode.domain.concurrency_verdict import (
-    k_at,
     lower_pass,
     lower_pass_text,
     offer_text,
@@ -117,7 +117,7 @@ def look_plan(
     (`candidate`: the config under analysis, when its schedule is known)."""
     analysis = spec.analysis
     concurrency = analysis.stages[index].concurrency
-    off = concurrency if k_at(candidate, concurrency) == 0 else None
+    off = concurrency if speculation_off_through(candidate, concurrency) else None
     return LookPlan(
         measured_seconds=measured,
         max_seconds=float(analysis.stages[index].max_duration_seconds),

@@ -93,17 +93,6 @@ def lower_pass_text(found: LowerPass | None) -> str:
     )
 
 
-def k_at(config: SpeculativeConfig | None, batch: int | None) -> int | None:
-    """The k the config's per-batch-size schedule gives at this batch size; None without a
-    schedule, a batch size or a range that holds it."""
-    if config is None or batch is None:
-        return None
-    for start, end, k in config.num_speculative_tokens_per_batch_size or []:
-        if start <= batch <= end:
-            return k
-    return None
-
-
 def schedule_offer(
     spec: SpecDecodeRolloutSpec,
     candidate: SpeculativeConfig | None,

@@ -105,13 +105,21 @@ def model_path(name: str) -> str:
     return f"{MOUNT}/{name}"
 
 
+# A CPU engine answers at ~5-8 tokens/s per stream under CI load (64-128 tokens: 8-25 s):
+# the timeout leaves room for that, and every stage measures longer than it (the API
+# server refuses a timeout at or above a stage's minDurationSeconds: a hang would count
+# only after the stage could pass). Stages ran 35-240 s anyway, waiting for their samples.
+REQUEST_TIMEOUT_SECONDS = 40
+MIN_STAGE_SECONDS = 45
+
+
 def stage(name: str, concurrency: int, gates: list[dict[str, Any]], **times: int) -> dict[str, Any]:
     """A short stage: a few seconds' warm-up, then judged every look for up to 2 minutes."""
     return {
         "name": name,
         "concurrency": concurrency,
         "warmupSeconds": times.get("warmup", 5),
-        "minDurationSeconds": times.get("minimum", 20),
+        "minDurationSeconds": times.get("minimum", MIN_STAGE_SECONDS),
         "maxDurationSeconds": times.get("maximum", 120),
         "gates": gates,
     }
@@ -154,7 +162,11 @@ def rollout(
             "serving": {"replicas": 0},
             "speculative": copy.deepcopy(speculative),
             "analysis": {
-                "traffic": {"builtinWorkload": workload, "maxTokens": max_tokens},
+                "traffic": {
+                    "builtinWorkload": workload,
+                    "maxTokens": max_tokens,
+                    "requestTimeoutSeconds": REQUEST_TIMEOUT_SECONDS,
+                },
                 "intervalSeconds": 5,
                 "progressDeadlineSeconds": 400,
                 "stages": stages,

@@ -40,6 +40,23 @@ BOUNDARY_PATCHES: list[dict[str, Any]] = [
     {"spec": {"model": {"extraArgs": [o for r in RESERVED for o in r.options]}}},
     {"spec": {"model": {"extraArgs": ["--speculative_config.method=ngram", "-tp=4"]}}},
     {"spec": {"speculative": {"num_speculative_tokens_per_batch_size": [[0, 8, 3]]}}},
+    # k = 0 up to the stages' loads (4 and 16) or not: gaps and the end count as speculating
+    *(
+        {"spec": {"speculative": {"num_speculative_tokens_per_batch_size": schedule}}}
+        for schedule in (
+            [[1, 2, 0], [5, 4096, 0]],
+            [[1, 8, 0]],
+            [[1, 4, 0], [5, 16, 0], [17, 4096, 3]],
+            [[1, 4, 0], [6, 16, 0], [17, 4096, 3]],
+        )
+    ),
+    {
+        "spec": {
+            "speculative": {"num_speculative_tokens_per_batch_size": [[1, 4096, 0]]},
+            "analysis": {"stages": [{"name": "s", "requestRate": 2.0}]},
+        }
+    },
+    {"spec": {"analysis": {"traffic": {**MIRROR, "requestTimeoutSeconds": 120}}}},
     *(
         {"spec": {"speculative": {"method": method, "model": None if needs else "m/draft"}}}
         for method, needs in ((m, f.needs_model) for m, f in facts.METHODS.items())

@@ -117,6 +117,12 @@ INVALID = [
         True,
     ),
     (
+        "request timeout outlasting the default stages' minimum",
+        spec_with(traffic={"requestTimeoutSeconds": 60}),
+        "requestTimeoutSeconds must be below 60 s",
+        True,
+    ),
+    (
         "look longer than a trial",
         spec_with(trial={"lookSeconds": 120, "maxSeconds": 60}),
         "lookSeconds must be <= trial.maxSeconds",

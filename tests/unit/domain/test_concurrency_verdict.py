@@ -128,6 +128,42 @@ def test_the_offer_stops_at_max_num_seqs_and_is_not_made_when_nothing_is_above_t
     assert _to_the_tail_failure(capped, analyzing(capped)).schedule_offer is None
 
 
+def _offer_at_the_tail(
+    spec: SpecDecodeRolloutSpec,
+    analysing: SpecDecodeRolloutStatus,
+    offer: SpeculativeConfig,
+    candidate_tpot: float,
+) -> SpecDecodeRolloutStatus:
+    """The offer's analysis through stage 0 (passed) and six looks at stage 1, where its tail
+    holds and its time per output token is `candidate_tpot` against the baseline's 0.05."""
+    status = analysing
+    for seconds in (231, 246, 261, 276, 291):
+        status = run(spec, status, _stage0(offer), seconds).status
+    held = stage_obs(
+        "tail-latency",
+        baseline=_latencies(1.0, 20_000, 3, tpot=0.05),
+        candidate=_latencies(1.0, 20_000, 5, tpot=candidate_tpot),
+    )
+    for seconds in (322, 337, 352, 367, 382, 397):
+        status = run(spec, status, shadows_ready(candidate=offer, stage=held), seconds).status
+    return status
+
+
+def test_an_offer_that_gains_nothing_where_it_is_judged_is_not_promoted() -> None:
+    """Hole 6 for the offer: at concurrency 32 it still speculates at batches 1-4, so the
+    speedup gate asking a gain is judged there, and TPOT equal to the baseline's leaves it
+    undecided (fail closed), never promoted on the tail and errors alone."""
+    spec = _spec(SCHEDULED_RELEASE, schedule_fallback=ScheduleFallback.ANALYZE)
+    failed = _to_the_tail_failure(spec, analyzing(spec))
+    offer = failed.schedule_offer
+    assert offer is not None
+    analysing = run(spec, failed, shadows_ready(candidate=offer), 200).status
+    status = _offer_at_the_tail(spec, analysing, offer, candidate_tpot=0.05)
+    assert status.phase is Phase.ANALYZING, status.message
+    speedup = {gate.name: gate for gate in status.stages[1].gates}["tpot-speedup"]
+    assert speedup.verdict is GateVerdict.INCONCLUSIVE, speedup.reason
+
+
 def test_opted_in_the_offer_is_analysed_and_promoted_only_on_its_own_evidence() -> None:
     spec = _spec(SCHEDULED_RELEASE, schedule_fallback=ScheduleFallback.ANALYZE)
     failed = _to_the_tail_failure(spec, analyzing(spec))
@@ -141,23 +177,14 @@ def test_opted_in_the_offer_is_analysed_and_promoted_only_on_its_own_evidence() 
     # The spec did not change: the offer's analysis is not restarted as a new desired config.
     analysing = run(spec, failed, shadows_ready(candidate=offer), 200).status
     assert analysing.phase is Phase.ANALYZING and analysing.candidate_speculative == offer
-    # With the schedule, stage 1 runs as plain decoding: its tail holds and its TPOT is the
-    # baseline's; speedup is not judged where it does not speculate, tail and errors are.
-    status = analysing
-    for seconds in (231, 246, 261, 276, 291):
-        status = run(spec, status, _stage0(offer), seconds).status
-    held = stage_obs(
-        "tail-latency",
-        baseline=_latencies(1.0, 20_000, 3, tpot=0.05),
-        candidate=_latencies(1.0, 20_000, 5, tpot=0.05),
-    )
-    for seconds in (322, 337, 352, 367, 382, 397):
-        status = run(spec, status, shadows_ready(candidate=offer, stage=held), seconds).status
+    # The offer speculates at batches 1-4, which a closed loop of 32 passes through as it
+    # drains and refills: stage 1 judges its speedup too, with its tail and errors.
+    status = _offer_at_the_tail(spec, analysing, offer, candidate_tpot=0.04)
     assert status.phase is Phase.PROMOTING, status.message
     gates = {gate.name: gate for gate in status.stages[1].gates}
     assert gates["p99-itl"].verdict is GateVerdict.SUCCESSFUL
     assert gates["error-rate"].verdict is GateVerdict.SUCCESSFUL
-    assert "turns speculation off at concurrency 32" in gates["tpot-speedup"].reason
+    assert gates["tpot-speedup"].verdict is GateVerdict.SUCCESSFUL
     promoted = run(spec, status, shadows_ready(stable=offer, candidate=offer), 410)
     assert promoted.status.phase is Phase.PROMOTED, promoted.status.message
     assert promoted.status.stable_speculative == offer
@@ -240,16 +267,17 @@ def test_no_offer_under_mirror_traffic_or_when_production_runs_it_already() -> N
 
 
 def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> None:
-    """At k = 0 a Speedup gate asking a gain (minSpeedup >= 1) is not judged; one asking
-    that speculation off costs at most 10 % (minSpeedup 0.9) is."""
+    """At k = 0 for every batch size up to the stage's concurrency a Speedup gate asking a
+    gain (minSpeedup >= 1) is not judged; one asking that speculation off costs at most
+    10 % (minSpeedup 0.9) is."""
     scheduled = EAGLE3.model_copy(
-        update={"num_speculative_tokens_per_batch_size": [[1, 8, 3], [9, 4096, 0]]}
+        update={"num_speculative_tokens_per_batch_size": [[1, 32, 0], [33, 4096, 3]]}
     )
     plan = look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, scheduled)  # concurrency 32: k = 0
     assert plan.not_speculating_at == 32
     gain = GateSpec(name="gain", type=GateType.SPEEDUP)
     no_loss = GateSpec(name="no-loss", type=GateType.SPEEDUP, min_speedup=0.9)
-    assert "turns speculation off at concurrency 32" in (
+    assert "turns speculation off at every batch size up to concurrency 32" in (
         not_judged_reason(gate_params(gain), plan) or ""
     )
     assert not_judged_reason(gate_params(no_loss), plan) is None
@@ -257,6 +285,40 @@ def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> No
         not_judged_reason(gate_params(gain), look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, EAGLE3))
         is None
     )
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        [[1, 3, 3], [4, 4096, 0]],  # speculates at batches 1-3 only: a closed loop's dips
+        [[1, 8, 3], [9, 4096, 0]],  # the offer's shape: k up to the concurrency that passed
+        [[1, 2, 0], [5, 4096, 0]],  # batches 3-4 in no range: their k is not known to be 0
+        [[1, 16, 0]],  # batches 17-32 past the last range: likewise
+    ],
+)
+def test_a_gain_is_asked_wherever_a_stage_may_still_speculate(schedule: list[list[int]]) -> None:
+    """Hole 6: k = 0 at the nominal concurrency is not enough to skip the Speedup gate; a
+    closed loop's batches fall below it, so k > 0 (or an unknown k) anywhere in 1..32 is
+    measured there and the gate asking a gain is judged."""
+    scheduled = EAGLE3.model_copy(update={"num_speculative_tokens_per_batch_size": schedule})
+    plan = look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, scheduled)  # concurrency 32
+    assert plan.not_speculating_at is None
+    gain = GateSpec(name="gain", type=GateType.SPEEDUP)
+    assert not_judged_reason(gate_params(gain), plan) is None
+
+
+def test_a_request_rate_stage_always_judges_the_gain() -> None:
+    """An open loop's batch size is whatever arrivals make it: never skipped."""
+    off_to_4096 = EAGLE3.model_copy(
+        update={"num_speculative_tokens_per_batch_size": [[1, 4095, 0], [4096, 4096, 3]]}
+    )
+    stages = [default_stages()[1].model_copy(update={"concurrency": None, "request_rate": 2.0})]
+    spec = _spec(SCHEDULED_RELEASE).model_copy(
+        update={"analysis": _spec().analysis.model_copy(update={"stages": stages})}
+    )
+    plan = look_plan(spec, 0, 0.0, off_to_4096)
+    assert plan.not_speculating_at is None
+    assert not_judged_reason(gate_params(GateSpec(name="g", type=GateType.SPEEDUP)), plan) is None
 
 
 def test_adopting_the_offer_in_the_same_edit_as_a_gate_still_restarts_the_analysis() -> None:

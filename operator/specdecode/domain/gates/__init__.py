@@ -70,8 +70,10 @@ class LookPlan:
     method: str | None = None
     mirror: bool = False
     # The stage's concurrency when the candidate's per-batch-size schedule turns speculation
-    # off there (k = 0): it cannot pay where it does not speculate, so a Speedup gate asking
-    # a gain (minSpeedup >= 1) is not judged; one asking "at most this much slower" is.
+    # off (k = 0) at every batch size from 1 up to it (`api.schedule_reach`: a closed loop's
+    # batches fall below its concurrency, so k > 0 anywhere below is measured): it cannot
+    # pay where it never speculates, so a Speedup gate asking a gain (minSpeedup >= 1) is
+    # not judged; one asking "at most this much slower" is.
     not_speculating_at: int | None = None
 
 
@@ -91,8 +93,9 @@ def not_judged_reason(gate: GateParams, plan: LookPlan) -> str | None:
         # off must cost at most that much) is still judged there.
         return (
             f"not judged: the candidate's num_speculative_tokens_per_batch_size turns "
-            f"speculation off at concurrency {plan.not_speculating_at}, where minSpeedup "
-            f"{gate.min_speedup:g} asks a gain (the tail and errors are still judged)"
+            f"speculation off at every batch size up to concurrency "
+            f"{plan.not_speculating_at}, where minSpeedup {gate.min_speedup:g} asks a gain "
+            f"(the tail and errors are still judged)"
         )
     return None
 

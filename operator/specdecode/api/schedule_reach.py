@@ -1,0 +1,119 @@
+"""Whether a stage's load reaches the batch sizes a per-batch-size k schedule speculates at.
+
+Why one expression for two uses: the analysis skips a Speedup gate that asks a gain only
+where the candidate cannot speculate at all (`speculation_off_through`, read by
+`domain.analyzing`), and admission refuses a schedule that no stage exercises
+(`SCHEDULE_REACH_RULES`, on the rollout's spec, rendered as CEL). Written apart, a schedule
+could be admitted whose every stage skips its speed gate: promoted on the tail alone.
+Both read `off_through`, one expression tree (`rules`).
+
+What a stage exercises: a closed-loop stage at concurrency c runs batches of 1 to c, not
+only c (the ramp-up, stragglers and requests ending together leave the batch smaller), so
+speculation anywhere in 1..c is measured there; an open-loop stage (requestRate) and Mirror
+traffic run batch sizes nobody fixes, so they may exercise any. A batch size in no range
+(a gap, or past the last range) has no k vLLM documents: it counts as speculating, so the
+gate is judged there (fail closed). The schedule's own rules (sorted, non-overlapping, the
+first range starting at 1) are `speculative_rules`'.
+"""
+
+from __future__ import annotations
+
+from specdecode.api.rules import (
+    Binary,
+    Expr,
+    Has,
+    Index,
+    Not,
+    Ref,
+    Rule,
+    RuleSet,
+    all_of,
+    any_of,
+    at,
+    every,
+    implies,
+    lit,
+    size,
+    some,
+)
+from specdecode.api.rules.expressions import truth
+from specdecode.api.speculative import SpeculativeConfig
+from specdecode.api.speculative_rules import MAX_SCHEDULE_ENTRIES, SCHEDULE
+from specdecode.api.traffic import TrafficSourceType
+
+
+def off_through(schedule: Ref, batch: Expr) -> Expr:
+    """Every batch size from 1 to `batch` lies in a range of `schedule` with k = 0.
+
+    Every range starting at or below `batch` has k = 0, each of them starts where the one
+    before ended (no gap below `batch`), and one of them holds `batch` itself.
+    """
+    entry, i = Ref("e"), Ref("i")
+    previous_end = Index(Index(schedule, Binary("-", i, lit(1))), lit(1))
+    start = Index(Index(schedule, i), lit(0))
+    return all_of(
+        every(
+            schedule, "e", implies(Binary("<=", entry[0], batch), Binary("==", entry[2], lit(0)))
+        ),
+        every(
+            lit(list(range(1, MAX_SCHEDULE_ENTRIES))),
+            "i",
+            implies(
+                all_of(Binary("<", i, size(schedule)), Binary("<=", start, batch)),
+                Binary("==", start, Binary("+", previous_end, lit(1))),
+            ),
+        ),
+        some(schedule, "e", all_of(Binary("<=", entry[0], batch), Binary("<=", batch, entry[1]))),
+    )
+
+
+_OFF_THROUGH = off_through(Ref("schedule"), Ref("batch"))
+
+
+def speculation_off_through(config: SpeculativeConfig | None, batch: int | None) -> bool:
+    """Whether `config`'s schedule turns speculation off at every batch size from 1 to
+    `batch`, so a stage at that concurrency cannot measure what speculation buys.
+
+    False without a schedule (k drafts at every batch size), for plain decoding (no config:
+    it is judged on whether it pays like any candidate) and for an unknown batch size (a
+    requestRate stage: never skipped).
+    """
+    schedule = None if config is None else config.num_speculative_tokens_per_batch_size
+    if schedule is None or batch is None:
+        return False
+    return truth(_OFF_THROUGH.value({"schedule": schedule, "batch": batch}))
+
+
+SCHEDULE_REACH_MESSAGE = (
+    f"speculative.{SCHEDULE}: no stage reaches a batch size that speculates (k > 0): every "
+    "stage's concurrency lies where the schedule gives k = 0 from batch 1 up, so no stage "
+    "measures the speculation being rolled out and no Speedup gate asking a gain is judged; "
+    "add a stage whose concurrency reaches the smallest batch size with k > 0, or a "
+    "requestRate stage"
+)
+
+_STAGE = Ref("s")
+_MIRROR = TrafficSourceType.MIRROR.value
+# On the rollout's spec (`self` is the spec: the schedule and the stages meet there).
+SCHEDULE_REACH_RULES = RuleSet(
+    (
+        Rule(
+            implies(
+                all_of(Has(at("speculative")), Has(at(f"speculative.{SCHEDULE}"))),
+                any_of(
+                    Binary("==", at("analysis.traffic.source"), lit(_MIRROR)),
+                    some(
+                        at("analysis.stages"),
+                        "s",
+                        any_of(
+                            Not(Has(_STAGE["concurrency"])),
+                            Not(off_through(at(f"speculative.{SCHEDULE}"), _STAGE["concurrency"])),
+                        ),
+                    ),
+                ),
+            ),
+            SCHEDULE_REACH_MESSAGE,
+            f".speculative.{SCHEDULE}",
+        ),
+    )
+)
