@@ -125,6 +125,19 @@ def look_plan(
         method=spec.speculative.method if spec.speculative is not None else None,
         mirror=analysis.traffic.source is TrafficSourceType.MIRROR,
         not_speculating_at=off,
+        may_not_draft=_k_zero_at_load(candidate, concurrency),
+    )
+
+
+def _k_zero_at_load(candidate: SpeculativeConfig | None, concurrency: int | None) -> bool:
+    """Whether the candidate's schedule may give k = 0 at the stage's load: at its
+    concurrency, or anywhere for a requestRate stage (whose batch sizes are unknown). Zero
+    drafts is then what the schedule asks for, not a finding against the config."""
+    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
+    if not schedule:
+        return False
+    return any(
+        k == 0 and (concurrency is None or low <= concurrency <= high) for low, high, k in schedule
     )
 
 

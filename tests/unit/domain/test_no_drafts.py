@@ -9,10 +9,11 @@ Each Failed case here was Inconclusive ("no drafts yet") before the change.
 from __future__ import annotations
 
 import pytest
-from domain_fixtures import T0
+from domain_fixtures import EAGLE3, T0, latency_stage, make_spec
 
 from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.api.status import GateResult
+from specdecode.domain.analyzing import look_plan
 from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import (
@@ -130,7 +131,22 @@ def test_no_drafts_by_design_is_no_finding(gate_type: GateType) -> None:
     """Plain decoding drafts nothing; nor does a schedule whose k is 0 at the stage's load."""
     plain = look(gate_type, SCRAPED_ZERO, plain_requests(252), LookPlan(240, 600, method=None))
     assert plain.verdict is GateVerdict.INCONCLUSIVE and "plain decoding" in plain.reason
-    off = LookPlan(240, 600, method="eagle3", not_speculating_at=32)
+    off = LookPlan(240, 600, method="eagle3", may_not_draft=True)
     scheduled = look(gate_type, SCRAPED_ZERO, plain_requests(252), off)
     assert scheduled.verdict is GateVerdict.INCONCLUSIVE
-    assert "turns speculation off" in scheduled.reason
+    assert "may turn speculation off" in scheduled.reason
+
+
+def test_a_schedule_may_not_draft_where_it_gives_k_zero_at_the_stages_load() -> None:
+    """k = 0 at the stage's concurrency (though k > 0 below it), or anywhere for a
+    requestRate stage, makes zero drafts the schedule's doing; k > 0 there does not."""
+    schedule = [[1, 4, 3], [5, 64, 0]]
+    config = EAGLE3.model_copy(update={"num_speculative_tokens_per_batch_size": schedule})
+    at = {
+        (stage, concurrency): look_plan(
+            make_spec(stages=[latency_stage(concurrency=concurrency)]), 0, 0.0, config
+        ).may_not_draft
+        for stage, concurrency in (("low", 4), ("high", 32))
+    }
+    assert at == {("low", 4): False, ("high", 32): True}
+    assert not look_plan(make_spec(stages=[latency_stage()]), 0, 0.0, EAGLE3).may_not_draft

@@ -75,6 +75,9 @@ class LookPlan:
     # pay where it never speculates, so a Speedup gate asking a gain (minSpeedup >= 1) is
     # not judged; one asking "at most this much slower" is.
     not_speculating_at: int | None = None
+    # The schedule may give k = 0 at this stage's load (at its concurrency; anywhere for a
+    # requestRate stage): zero drafts there is the schedule's doing, not a finding.
+    may_not_draft: bool = False
 
 
 def not_judged_reason(gate: GateParams, plan: LookPlan) -> str | None:
@@ -141,7 +144,7 @@ def measure(
     cross-check beside a TailLatency gate's numbers; no observations is no data."""
     if observations is None:
         return Measurement(GateVerdict.INCONCLUSIVE, "no data for this stage yet")
-    look = Look(error, plan.method, plan.mirror, plan.not_speculating_at is not None)
+    look = Look(error, plan.method, plan.mirror, plan.may_not_draft)
     found = measure_for(gate.type).measure(gate, observations, look)
     if found.verdict is GateVerdict.ERROR:
         return found

@@ -101,7 +101,7 @@ def _not_a_finding(counts: AcceptanceCounts | None, look: Look) -> str | None:
         return "plain decoding drafts nothing"
     if look.not_speculating:
         return (
-            "the candidate's num_speculative_tokens_per_batch_size turns speculation off at "
-            "this stage's concurrency"
+            "the candidate's num_speculative_tokens_per_batch_size may turn speculation "
+            "off at this stage's load"
         )
     return None

@@ -28,8 +28,8 @@ class Look:
     `error` is the one-sided error each bound of this look may have (its share of the
     sequential budget, see `domain.sequential`); `method` is the rollout's speculative
     method (None: plain decoding); `mirror` says the traffic is mirrored (no responses);
-    `not_speculating` says the candidate's per-batch-size schedule turns speculation off
-    at the stage's concurrency (no drafts there is by design, never a finding).
+    `not_speculating` says the candidate's per-batch-size schedule may give k = 0 at the
+    stage's load (`LookPlan.may_not_draft`: no drafts there is by design, never a finding).
     """
 
     error: float
