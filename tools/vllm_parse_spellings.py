@@ -10,7 +10,10 @@ vLLM virtualenv's Python, from the repository root:
 
 It writes tests/data/engine-arg-spellings.vllm-<version>.json: per case, the argparse
 destinations whose value differs from the operator's argv alone, or the parser's error;
-and the `serve` parser's actions (option strings, destination, nargs).
+and the `serve` parser's actions (option strings, destination, nargs). The operator's
+engine flag table is generated from those actions: run `.venv/bin/python
+tools/engine_flag_table.py` after recording (tests/unit/api/test_engine_flag_table.py
+fails until the table holds every recorded destination).
 The parser is built as `vllm serve` builds it (vllm/entrypoints/cli/main.py: a top-level
 FlexibleArgumentParser with a `serve` subparser from `make_arg_parser`), without starting
 anything.

@@ -1,6 +1,6 @@
 """The last check before an engine Deployment leaves the renderer: its argv, read as vLLM
-reads it, runs exactly the speculative config the operator chose for that role and keeps
-the stats every gate reads.
+reads it, runs exactly the speculative config the operator chose for that role, keeps
+the stats every gate reads and stays reachable by the load pods and Prometheus.
 
 The config a role runs is the decision's (`DesiredChildren`): plain decoding for the
 baseline and production until a promotion, production's stable config for both after one,
@@ -9,8 +9,9 @@ the candidate's config for the candidate. Nothing else in the argv may set one.
 Why a second check after the models: extraArgs are validated when a rollout is admitted,
 but the argv is assembled here from several fields and templates, and a baseline that runs
 a speculative config (or an engine that stops logging stats) would silently corrupt every
-verdict. So the rendered container args are parsed again (`api.engine_args`) and rendering
-raises instead of emitting such a Deployment.
+verdict. So the rendered container args are parsed again (`api.engine_args`, whose classes
+come from the engine flag table, api/engine_flag_table.py) and rendering raises instead of
+emitting such a Deployment.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from specdecode.api import engine_args
+from specdecode.api.engine_flag_classes import FlagClass
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.observations import ChildRole
 
 SPECULATIVE_FLAG = "--speculative-config"
-# Destinations no engine may set at all: each switches off what the gates read.
-STATS_OFF = ("disable_log_stats", "headless", "config")
 
 
 class UnsafeEngineArgs(ValueError):
@@ -35,10 +35,10 @@ def check_engine_argv(
     argv: Sequence[str], role: ChildRole, config: SpeculativeConfig | None
 ) -> None:
     """Raise unless `argv` sets the speculative config only as the operator's own
-    `--speculative-config <config>` (nothing at all for plain decoding) and never sets a
-    destination that turns the engine's stats off."""
-    hits = engine_args.reserved_hits(argv)
-    speculative = [hit for hit in hits if hit.reserved.dest == "speculative_config"]
+    `--speculative-config <config>` (nothing at all for plain decoding, no `--spec-method`)
+    and never sets a destination that turns the engine's stats off or leaves it
+    unjudgeable."""
+    speculative = engine_args.hits_of(argv, FlagClass.SPECULATIVE)
     expected = [] if config is None else [(SPECULATIVE_FLAG, config.to_cli_json())]
     found = [(hit.arg, _next(argv, hit.index)) for hit in speculative]
     if found != expected:
@@ -47,11 +47,11 @@ def check_engine_argv(
             f"{[hit.arg for hit in speculative]}; expected "
             f"{'none' if config is None else SPECULATIVE_FLAG + ' ' + config.to_cli_json()}"
         )
-    stats_off = [hit for hit in hits if hit.reserved.dest in STATS_OFF]
-    if stats_off:
+    blind = engine_args.hits_of(argv, FlagClass.STATS_OFF, FlagClass.UNJUDGEABLE)
+    if blind:
         raise UnsafeEngineArgs(
-            f"{role.value} engine argv turns its stats off: "
-            + ", ".join(repr(hit.arg) for hit in stats_off)
+            f"{role.value} engine argv turns its stats off or could not be judged: "
+            + ", ".join(f"{hit.arg!r} ({hit.reserved.dest})" for hit in blind)
         )
 
 

@@ -2,8 +2,11 @@
 
 Pure: from the Deployment and the namespace's Services (JSON, as the API server sends
 them) to a `SourceObservation` the domain decides on: its vLLM container's argv read as
-vLLM reads it (`api.engine_args`), the speculative config it runs, its readiness, the hash
-of its pod template, and the labels shadows must not carry.
+vLLM reads it (`api.engine_args`, with the engine flag table's classes), the speculative
+config it runs, its readiness, the hash of its pod template, and the labels shadows must
+not carry. A source that speculates through vLLM 0.32's `--spec-method`/`--spec-model`/
+`--spec-tokens` is refused (never read as plain decoding): only a JSON --speculative-config
+is read.
 
 Why labels are dropped: labels are routing. A Service, a gateway's InferencePool or a
 router (production-stack's `--k8s-label-selector`) selects the source's pods by label, so a
@@ -24,18 +27,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specdecode.adapters.engine_argv_guard import STATS_OFF
 from specdecode.adapters.kube.children import SHADOW_ROLES
 from specdecode.adapters.render import ROLLOUT_LABEL, shadow_labels
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.engine_args import last_value, reserved_hits, settings
+from specdecode.api.engine_args import hits_of, last_value, reserved_set_by
+from specdecode.api.engine_flag_classes import FlagClass
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.observations import ChildState
 from specdecode.domain.source import SourceObservation
 
-# Reserved destinations the source may not set: without them the engine exports no stats
-# (disable_log_stats), serves no HTTP (headless, uds) or hides its flags (config).
-UNJUDGEABLE = (*STATS_OFF, "uds")
 DEFAULT_PORT = 8000
 
 
@@ -70,10 +70,20 @@ def model_tag(argv: Sequence[str]) -> str | None:
 
 
 def speculative_of(argv: Sequence[str]) -> SpeculativeConfig | str | None:
-    """The speculative config `argv` runs (None: plain decoding), or why it is unreadable."""
-    hits = [h for h in reserved_hits(argv) if h.reserved.dest == "speculative_config"]
+    """The speculative config `argv` runs (None: plain decoding), or why it is unreadable.
+    vLLM merges `--spec-method`, `--spec-model` and `--spec-tokens` into the config, so an
+    argv that speculates through them is not read (a clear problem, never plain decoding)."""
+    hits = hits_of(argv, FlagClass.SPECULATIVE)
     if not hits:
         return None
+    shorthand = [  # --spec-method and the like, or a prefix vLLM finds ambiguous (--spec)
+        h.arg for h in hits if any(r.dest != "speculative_config" for r in reserved_set_by(h.arg))
+    ]
+    if shorthand:
+        return (
+            f"its vLLM argv sets the speculative config through {shorthand}, which vLLM "
+            "merges into it: write it as one JSON --speculative-config"
+        )
     hit = hits[-1]
     value = hit.arg.split("=", 1)[1] if "=" in hit.arg else None
     if value is None and hit.index + 1 < len(argv) and "." not in hit.arg:
@@ -221,15 +231,16 @@ def _check(
 ) -> tuple[str | None, SpeculativeConfig | str | None]:
     """A mismatch between the rollout and the source's vLLM container, and its config."""
     argv = _argv(container)
-    refused = [h.arg for h in reserved_hits(argv) if h.reserved.dest in UNJUDGEABLE]
+    refused = hits_of(argv, FlagClass.STATS_OFF, FlagClass.UNJUDGEABLE)
     if refused:
-        return f"its vLLM argv sets {refused}: the engines could not be judged", None
+        why = "; ".join(f"{h.arg!r}: {h.reserved.source}" for h in refused)
+        return f"its vLLM argv sets {why}: the engines could not be judged", None
     command = [str(a) for a in container.get("command") or []]
-    if any(h.reserved.dest == "speculative_config" for h in reserved_hits(command)):
+    if hits_of(command, FlagClass.SPECULATIVE):
         return "its vLLM command sets the speculative config: only args are swapped", None
     env = {str(e.get("name")) for e in container.get("env") or []}
-    if any(True for _ in settings(argv, "--api-key")) or "VLLM_API_KEY" in env:
-        return "it requires an API key (--api-key, VLLM_API_KEY): load pods send none", None
+    if "VLLM_API_KEY" in env:  # not argv: the flag table's api_key covers --api-key
+        return "it requires an API key (VLLM_API_KEY): load pods send none", None
     host_ports = [p for c in pod.get("containers") or [] for p in c.get("ports") or []]
     if pod.get("hostNetwork") or any(p.get("hostPort") for p in host_ports):
         return "its pods use the host's network or ports, which a copy would share", None

@@ -35,27 +35,33 @@ option tables differ, and the reserved set below is the union, so a release with
   one (checked against its 430 option strings), so refusing every prefix refuses nothing
   vLLM would read as another flag (`--device` is a prefix of
   `--device-memory-utilization` in 0.32; releases with a `--device` flag lose it here).
-- `--no-flag` forms of booleans: `disable_log_stats` is store_true in 0.32; `--no-...`
-  forms are refused too in case a release makes it a BooleanOptionalAction.
+- `--no-flag` forms of booleans are refused where the recorded parser has them (a
+  BooleanOptionalAction such as `--no-tokens-only`); `disable_log_stats` and `headless`
+  are store_true in 0.32, so only their plain forms exist.
 - `--config file.yaml` pulls any flag from a YAML file: it is reserved as a whole.
 - A `--` separator does not stop vLLM's own rewriting (dotted args after it still merge),
   so every argument is read, whatever comes before it.
 - `--model X` is moved to the positional model tag by `vllm serve`; `--uds` replaces host
   and port; `--headless` runs no API server (no /health, no /metrics).
 
-Which field each reserved destination comes from is in `RESERVED`. Beyond the flags the
-operator renders (and --disable-log-stats, both refused before by an exact-string check),
-the set adds: `model` (the rendered positional), `uds` and `headless` (the probes, the
-load pods and Prometheus reach the engine's HTTP port), `config` (a file can set anything
-above), and the aliases `-sc`, `-tp`, `--device-memory-utilization`. Flags that change the
-engine equally for all three Deployments (`--max-num-seqs`, `--enforce-eager`, ...) stay
-the user's: they do not make the comparison unfair.
+Which destinations are reserved, and why, is not decided here: `RESERVED` is every non-free
+destination of the engine flag table (api/engine_flag_table.py), generated from each
+recorded release's own parser and classified once (api/engine_flag_classes.py): the
+speculative family (`--speculative-config`, `-sc`, and vLLM 0.32's `--spec-method`,
+`--spec-model`, `--spec-tokens`), what the operator renders, what turns the gates' stats off
+(`--disable-log-stats`, `--headless`) and what leaves the engines unjudgeable (`--uds`,
+`--config`, `--api-key`, ...). Flags that change the engine equally for all three
+Deployments (`--max-num-seqs`, `--enforce-eager`, ...) are free: they do not make the
+comparison unfair.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from specdecode.api.engine_flag_classes import CLASSIFIED, FlagClass
+from specdecode.api.engine_flag_table import non_free_options
 
 
 @dataclass(frozen=True)
@@ -64,36 +70,13 @@ class Reserved:
 
     dest: str  # vLLM's namespace field
     options: tuple[str, ...]  # long (`--x-y`) and short (`-xy`) option strings
+    flag_class: FlagClass  # what setting it does (never FREE)
     source: str  # what the operator sets it from, or why nobody may set it
 
 
-RESERVED: tuple[Reserved, ...] = (
-    Reserved("speculative_config", ("--speculative-config", "-sc"), "spec.speculative"),
-    Reserved("model", ("--model",), "spec.model.name"),
-    Reserved("served_model_name", ("--served-model-name",), "spec.model.servedModelName"),
-    Reserved("revision", ("--revision",), "spec.model.revision"),
-    Reserved("max_model_len", ("--max-model-len",), "spec.model.maxModelLen"),
-    Reserved("dtype", ("--dtype",), "spec.model.dtype"),
-    Reserved(
-        "tensor_parallel_size",
-        ("--tensor-parallel-size", "-tp"),
-        "spec.gpuPool.tensorParallelSize",
-    ),
-    Reserved(
-        "gpu_memory_utilization",
-        ("--gpu-memory-utilization", "--device-memory-utilization"),
-        "spec.engine.gpuMemoryUtilization",
-    ),
-    Reserved("host", ("--host",), "the operator (0.0.0.0)"),
-    Reserved("port", ("--port",), "spec.engine.port"),
-    Reserved("uds", ("--uds",), "the operator: a socket replaces host and port"),
-    Reserved("headless", ("--headless", "--no-headless"), "the operator: no API server"),
-    Reserved(
-        "disable_log_stats",
-        ("--disable-log-stats", "--no-disable-log-stats"),
-        "the operator: every gate reads the engine's stats",
-    ),
-    Reserved("config", ("--config",), "the operator: a config file can set any flag"),
+RESERVED: tuple[Reserved, ...] = tuple(
+    Reserved(dest, options, CLASSIFIED[dest].flag_class, CLASSIFIED[dest].source)
+    for dest, options in non_free_options().items()
 )
 BY_DEST = {reserved.dest: reserved for reserved in RESERVED}
 
@@ -164,6 +147,17 @@ def reserved_hits(args: Sequence[str]) -> list[Hit]:
     return hits
 
 
+def hits_of(args: Sequence[str], *classes: FlagClass) -> list[Hit]:
+    """Every argument of `args` that can set a destination of one of `classes`, in order
+    (an ambiguous prefix counts if any destination it can set is of one)."""
+    hits = []
+    for index, arg in enumerate(args):
+        matching = [found for found in reserved_set_by(arg) if found.flag_class in classes]
+        if matching:
+            hits.append(Hit(index, arg, matching[0]))
+    return hits
+
+
 def settings(args: Sequence[str], option: str) -> Iterator[tuple[int, str | None]]:
     """(index, value) of each argument that sets the long `option` exactly (any dash or
     underscore spelling, `=value` or the next argument, dotted keys give None: a merged
@@ -189,12 +183,11 @@ def last_value(args: Sequence[str], option: str) -> str | None:
 
 
 def without_speculative(args: Sequence[str]) -> list[str]:
-    """`args` with every argument that sets vLLM's speculative config removed, with its
-    value when that is the next argument (`--speculative-config X`, `-sc X`)."""
+    """`args` with every argument that sets any part of vLLM's speculative config removed
+    (the speculative class of the flag table: `--speculative-config`, `-sc`, `--spec-method`,
+    ...), with its value when that is the next argument (`--speculative-config X`)."""
     doomed: set[int] = set()
-    for hit in reserved_hits(args):
-        if hit.reserved.dest != "speculative_config":
-            continue
+    for hit in hits_of(args, FlagClass.SPECULATIVE):
         doomed.add(hit.index)
         if "=" not in hit.arg and hit.index + 1 < len(args):
             doomed.add(hit.index + 1)

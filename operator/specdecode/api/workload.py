@@ -28,8 +28,9 @@ from specdecode.api.rules import (
 )
 from specdecode.api.version_rules import engine_rules
 
-# One rule per destination the operator owns (api/engine_args.py): every spelling vLLM
-# reads (dashes or underscores, =value, dotted keys, short options, prefixes) is refused.
+# One rule per non-free destination of the engine flag table (api/engine_flag_table.py, read
+# through api/engine_args.py): every spelling vLLM reads (dashes or underscores, =value,
+# dotted keys, short options, prefixes) is refused.
 # The models refuse with the same table through `engine_args.reserved_hits`, which names the
 # offending argument; the API server's message names the destination and its flags.
 MODEL_RULES = RuleSet(
@@ -103,10 +104,12 @@ class ModelSpec(KubeModel):
         default_factory=list,
         max_length=64,
         description="More `vllm serve` flags, passed through as given. Any argument that "
-        "sets what the operator renders (speculative config, model, served name, revision, "
-        "max model len, dtype, tensor parallel size, GPU memory utilization, host, port, uds) "
-        "or needs (stats logging, an API server) is refused in every spelling vLLM reads: "
-        "dashes or underscores, =value, dotted .key forms, short options, prefixes, --config.",
+        "sets what the operator renders (the speculative config, also through --spec-method, "
+        "--spec-model or --spec-tokens; model, served name, revision, max model len, dtype, "
+        "tensor parallel size, GPU memory utilization, host, port) or needs (stats logging, "
+        "an OpenAI HTTP API without key or TLS on the port: uds, headless, grpc, api-key, "
+        "ssl, tokens-only) is refused in every spelling vLLM reads: dashes or underscores, "
+        "=value, dotted .key forms, short options, prefixes, --config.",
     )
 
     @model_validator(mode="after")

@@ -137,11 +137,37 @@ def test_the_config_the_source_runs_is_read_in_any_spelling(arg: list[str]) -> N
         ([MODEL, "--port", "9000"], "spec.engine.port"),
         ([MODEL, "--disable-log-stats"], "could not be judged"),
         ([MODEL, "--speculative-config.method", "ngram"], "only a JSON"),
+        ([MODEL, "--grpc"], "could not be judged"),
+        ([MODEL, "--ssl-certfile", "/tls/cert.pem"], "plain HTTP"),
     ],
 )
 def test_a_source_that_cannot_be_judged_says_why(args: list[str], problem: str) -> None:
     source = observe_source("chat-eagle", spec(), deployment(args), SERVICES)
     assert source.problem is not None and problem in source.problem
+
+
+@pytest.mark.parametrize(
+    "shorthand",
+    [
+        ["--spec-method", "ngram", "--spec-tokens", "4"],
+        ["--spec_method=ngram"],
+        ["--spec-tok", "3", "--speculative-config", NGRAM.to_cli_json()],
+        ["--spec-model", "org/draft"],
+        ["--spec", "ngram"],
+    ],
+)
+def test_a_source_speculating_through_vllms_shorthands_is_never_read_as_plain_decoding(
+    shorthand: list[str],
+) -> None:
+    """vLLM 0.32 merges --spec-method, --spec-model and --spec-tokens into the speculative
+    config: such a production is refused naming the flags (it was read as plain decoding,
+    or as the JSON config alone, before the flag table classified them)."""
+    source = observe_source(
+        "chat-eagle", spec(), deployment([MODEL, "--port", "8000", *shorthand]), SERVICES
+    )
+    assert source.problem is not None, source.speculative
+    assert shorthand[0] in source.problem
+    assert "write it as one JSON --speculative-config" in source.problem
 
 
 def test_the_vllm_container_is_found_among_sidecars() -> None:

@@ -1,7 +1,8 @@
-"""No rendered engine runs a speculative config the operator did not choose for it, or
-stops logging stats: the render-time guard raises on one, and over generated extraArgs
-every argv the models let through reads, to an oracle of vLLM 0.32.0's parser
-(`vllm_argv_oracle`), as the operator meant it."""
+"""No rendered engine runs a speculative config the operator did not choose for it (in the
+JSON form or vLLM 0.32's --spec-* shorthands), stops logging stats or becomes unjudgeable:
+the render-time guard raises on one, and over generated extraArgs every argv the models
+let through reads, to an oracle of vLLM 0.32.0's parser (`vllm_argv_oracle`), as the
+operator meant it. Which destination is which comes from the engine flag table."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from vllm_argv_oracle import destinations, recorded
 from specdecode.adapters.engine_argv_guard import UnsafeEngineArgs, container_args
 from specdecode.adapters.render import render_children
 from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.engine_flag_classes import FlagClass
+from specdecode.api.engine_flag_table import TABLES
 from specdecode.api.workload import ModelSpec
 from specdecode.domain.decision import DesiredChildren
 
@@ -23,7 +26,15 @@ pytestmark = pytest.mark.unit
 
 SPEC = example_spec("examples/specdecode-rollout.yaml")
 CONFIG = SPEC.speculative
-STATS_OFF = ("disable_log_stats", "headless", "config")
+CLASSES = {flag.dest: flag.flag_class for flag in TABLES["0.32.0"]}
+BLIND = {
+    dest for dest, cls in CLASSES.items() if cls in (FlagClass.STATS_OFF, FlagClass.UNJUDGEABLE)
+}
+SHORTHANDS = {
+    dest
+    for dest, cls in CLASSES.items()
+    if cls is FlagClass.SPECULATIVE and dest != "speculative_config"
+}
 
 
 def unchecked(spec: SpecDecodeRolloutSpec, extra_args: list[str]) -> SpecDecodeRolloutSpec:
@@ -56,6 +67,11 @@ PROMOTED = DesiredChildren(production=CONFIG)
         ["--disable-log"],
         ["--headless"],
         ["--config", "engine.yaml"],
+        ["--spec-method", "ngram"],
+        ["--spec_tokens=3"],
+        ["--spec-mod", "org/draft"],
+        ["--api-key", "k"],
+        ["--grpc"],
     ],
 )
 def test_rendering_refuses_an_argv_that_speculates_or_loses_stats(extra: list[str]) -> None:
@@ -79,6 +95,10 @@ RISKY = [
     "--disable-log-stats",
     "--headless",
     "--config",
+    "--spec-method",
+    "--spec-tokens",
+    "--spec-model",
+    "--api-key",
     "--tensor-parallel-size",
     "-tp",
     "--port",
@@ -120,7 +140,8 @@ def check_argv(role: str, argv: list[str], expected: str | None, tally: dict[str
         tally["vllm refuses"] += 1
         return
     assert found.get("speculative_config") == expected, (role, argv)
-    assert not any(dest in found for dest in STATS_OFF), (role, argv)
+    assert not any(dest in found for dest in SHORTHANDS), (role, argv)
+    assert not any(dest in found for dest in BLIND), (role, argv)
     tally["read as meant"] += 1
 
 
