@@ -82,7 +82,7 @@ def speculative_configs(draw: st.DrawFn, release: str) -> Fields | None:
     needs_model = METHODS[method].needs_model
     if needs_model or (needs_model is None and draw(st.booleans())):
         fields["model"] = "org/draft"
-    if field_exists(SCHEDULE, release) and draw(st.booleans()):
+    if field_exists(SCHEDULE, release) and draw(st.integers(0, 3)) > 0:
         fields[SCHEDULE] = draw(schedules(k))
     return fields
 
@@ -94,7 +94,7 @@ def schedules(draw: st.DrawFn, k: int) -> list[list[int]]:
     ends = sorted(draw(st.sets(st.sampled_from([1, 3, 4, 8, 16, 31, 63, 4096]), min_size=1)))
     start, entries = 1, []
     for end in ends:
-        entries.append([start, end, draw(st.sampled_from([0, k, max(0, k - 1)]))])
+        entries.append([start, end, draw(st.sampled_from([0, 0, k, max(0, k - 1)]))])
         start = end + 1
     return entries
 
@@ -182,7 +182,7 @@ def stages(draw: st.DrawFn, index: int, mirror: bool, enforced_tail: bool = Fals
     # gate is one as a rule, so that fewer draws are wasted.
     # Some stages judge only speedup: the API admits them, yet where the candidate's schedule
     # turns speculation off (k = 0) none of their gates is judged.
-    speedup = not mirror and draw(st.integers(0, 5)) == 0
+    speedup = not mirror and draw(st.integers(0, 3)) == 0
     count = draw(st.integers(1, 5))
     drawn = [draw(gates(f"g{i}", mirror, speedup=speedup)) for i in range(count)]
     if draw(st.integers(0, 4)) > 0:
