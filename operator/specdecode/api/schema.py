@@ -70,6 +70,34 @@ COPIED_KEYS = frozenset(
 )
 
 
+def _integer_safe_minimum(out: Schema) -> None:
+    """Add a CEL rule that holds a fractional `minimum` for integer values too.
+
+    Why: the API server's schema validator truncates a fractional minimum when the value
+    is written as an integer (`minAlpha: 0` against `minimum: 0.05` compares 0 >= 0 and
+    passes: measured on kube-apiserver 1.34), so a bound on a `number` field would let
+    `0` or `1` through. CEL compares the value as the double it is. The bound is still
+    written once, on the pydantic Field; this rule is generated from it. A fractional
+    maximum needs nothing: truncating it only refuses more.
+    """
+    low = out.get("minimum")
+    if not isinstance(low, float) or low.is_integer():
+        return
+    out["x-kubernetes-validations"] = [
+        *out.get("x-kubernetes-validations", []),
+        minimum_rule(low, strict=out.get("exclusiveMinimum") is True),
+    ]
+
+
+def minimum_rule(low: float, *, strict: bool) -> dict[str, str]:
+    """The CEL rule (and its message) that holds a number field to `low`."""
+    words = "greater than" if strict else "greater than or equal to"
+    return {
+        "rule": f"self {'>' if strict else '>='} {low!r}",
+        "message": f"must be {words} {low:g}",
+    }
+
+
 class StructuralSchemaConverter:
     """Converts one pydantic JSON schema (with its `$defs`) to a structural schema."""
 
@@ -100,6 +128,8 @@ class StructuralSchemaConverter:
         if "exclusiveMaximum" in node:
             out["maximum"] = node["exclusiveMaximum"]
             out["exclusiveMaximum"] = True
+        if node.get("type") == "number":
+            _integer_safe_minimum(out)
         if "const" in node and node.get("type") == "string":  # a one-value Literal
             out["enum"] = [node["const"]]
         if "enum" in out and node.get("type") == "string":

@@ -22,7 +22,7 @@ from localcluster.manifests import load_example, load_invalid_cases, merged, rol
 from specdecode.api import vllm_versions as facts
 from specdecode.api.engine_args import RESERVED
 from specdecode.api.rules import Rule
-from specdecode.api.schema import walk
+from specdecode.api.schema import minimum_rule, walk
 from specdecode.api.validations import ROOT_RULES, RULES
 from specdecode.tools.crdgen import custom_resource_definition
 
@@ -127,14 +127,63 @@ def _values_at(value: Any, path: str) -> Iterator[Any]:
 
 
 def _crd_rules() -> list[tuple[str, dict[str, str]]]:
+    """The CEL rules written as rules.Rule (the generated minimum rules aside: below)."""
     found: list[tuple[str, dict[str, str]]] = []
     walk(
         SCHEMA,
         lambda path, node: found.extend(
-            (path, entry) for entry in node.get("x-kubernetes-validations", [])
+            (path, entry)
+            for entry in node.get("x-kubernetes-validations", [])
+            if entry != _minimum_rule_of(node)
         ),
     )
     return found
+
+
+def _minimum_rule_of(node: dict[str, Any]) -> dict[str, str] | None:
+    low = node.get("minimum")
+    if node.get("type") != "number" or not isinstance(low, float) or low.is_integer():
+        return None
+    return minimum_rule(low, strict=node.get("exclusiveMinimum") is True)
+
+
+def _minimum_nodes() -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    walk(
+        SCHEMA,
+        lambda path, node: found.extend(
+            [(path, node)]
+            if _minimum_rule_of(node) in node.get("x-kubernetes-validations", [])
+            else []
+        ),
+    )
+    return found
+
+
+MINIMUM_NODES = _minimum_nodes()
+
+
+def test_fractional_minimums_hold_integers_too() -> None:
+    """The API server truncates a fractional `minimum` for an integer value (`minAlpha: 0`
+    passed `minimum: 0.05` on kube-apiserver 1.34); each such field carries a generated CEL
+    rule that compares the double, and it agrees with the bound on both sides of it."""
+    assert {path.rsplit(".", 1)[-1] for path, _ in MINIMUM_NODES} >= {
+        "minAlpha",
+        "minAcceptedLength",
+        "minSpeedup",
+        "quantile",
+        "confidence",
+    }
+    environment = celpy.Environment()
+    for path, node in MINIMUM_NODES:
+        low, strict = node["minimum"], node.get("exclusiveMinimum") is True
+        rule = _minimum_rule_of(node)
+        assert rule is not None
+        program = environment.program(environment.compile(rule["rule"]))
+        # The API server hands CEL a `number` field as a double, integers included.
+        for value in (int(low), low - 0.01, low, low + 0.01, int(low) + 1):
+            expected = value > low if strict else value >= low
+            assert _cel_holds(program, float(value)) is expected, (path, value)
 
 
 CORPUS = _corpus()
