@@ -235,11 +235,13 @@ class SpecDecodeRolloutStatus(KubeModel):
         "cadence, limits), what the engines run and the prompt set's content (a change of "
         "any restarts it: EvidenceChanged).",
     )
-    evidence: dict[str, str] | None = Field(
+    evidence: list[str] | None = Field(
         default=None,
-        description="The evidence part by part (a spec field such as engine.image, the "
-        "prompt set, an adopted source's pod template): a short hash of each, recorded "
-        "when the analysis starts; a restart names the parts that changed.",
+        description="The evidence part by part, as `part=hash` (a spec field such as "
+        "engine.image, the prompt set, an adopted source's pod template), recorded when the "
+        "analysis starts; a restart names the parts that changed. A list, not a map: status "
+        "is written as a merge patch, which replaces a list whole but keeps a map's removed "
+        "keys (a stale part would restart the analysis on every reconcile).",
     )
     current_stage: str | None = Field(default=None, description="Stage running now.")
     current_stage_index: int | None = Field(default=None, description="Its index.")

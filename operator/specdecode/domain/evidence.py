@@ -82,6 +82,19 @@ def evidence_parts(spec: SpecDecodeRolloutSpec, observations: Observations) -> P
     return parts
 
 
+def as_record(parts: Parts) -> list[str]:
+    """`status.evidence`: the parts as sorted `part=hash` entries (a list, which a merge
+    patch replaces whole; see the field's description)."""
+    return [f"{key}={value}" for key, value in sorted(parts.items())]
+
+
+def recorded_parts(status: SpecDecodeRolloutStatus) -> Parts | None:
+    """The parts `status.evidence` recorded, or None when nothing was."""
+    if status.evidence is None:
+        return None
+    return dict(entry.split("=", 1) for entry in status.evidence if "=" in entry)
+
+
 def joint_fingerprint(parts: Parts) -> str:
     """`status.analysisFingerprint`: one hash of every part."""
     return _digest(parts)
@@ -101,7 +114,7 @@ def changed_parts(
 ) -> list[str]:
     """The parts that differ from those the analysis recorded, named for a message; empty
     if none (or if nothing was recorded: an analysis an older operator began goes on)."""
-    recorded = status.evidence
+    recorded = recorded_parts(status)
     if recorded is None:  # an older operator's plan hash, or a CRD that prunes `evidence`
         fingerprint = status.analysis_fingerprint
         if fingerprint in (None, joint_fingerprint(current), plan_fingerprint(spec)):
@@ -123,14 +136,15 @@ def recorded_evidence(status: SpecDecodeRolloutStatus, current: Parts, fresh: bo
     be a write on every reconcile wherever the CRD prunes the field."""
     if fresh:
         return dict(current)
-    if status.evidence is None:
+    recorded = recorded_parts(status)
+    if recorded is None:
         return None
     first_read = {
         key: value
         for key, value in current.items()
-        if key in OBSERVED_PARTS and key not in status.evidence
+        if key in OBSERVED_PARTS and key not in recorded
     }
-    return {**status.evidence, **first_read}
+    return {**recorded, **first_read}
 
 
 def describe_part(spec: SpecDecodeRolloutSpec, key: str) -> str:

@@ -96,6 +96,7 @@ def evaluate_gate(
             update={
                 "verdict": GateVerdict.ERROR,
                 "reason": found.reason,
+                "close_call": False,
                 "consecutive_errors": before.consecutive_errors + 1,
                 "measured_at": now,
                 "dry_run": params.dry_run,

@@ -8,6 +8,7 @@ field by field by name (one field table: this dataclass's).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from specdecode.domain.observations import LatencySamples, MetricError
@@ -76,6 +77,8 @@ def judged(
         units=units,
         close_call=enough_data
         and verdict is GateVerdict.INCONCLUSIVE
+        and math.isfinite(interval.lower)
+        and math.isfinite(interval.upper)
         and interval.lower <= threshold <= interval.upper,
     )
 

@@ -46,6 +46,7 @@ from specdecode.domain.display import with_display
 from specdecode.domain.effects import desired_children, traffic_plan
 from specdecode.domain.evidence import (
     Parts,
+    as_record,
     changed_parts,
     evidence_parts,
     joint_fingerprint,
@@ -140,10 +141,10 @@ def _with_evidence(
     if status.phase not in ANALYSIS_PHASES:
         return status
     parts = recorded_evidence(status, evidence, fresh=status.analysis_started_at == now)
-    if parts is None or parts == status.evidence:
+    if parts is None or as_record(parts) == status.evidence:
         return status
     return status.model_copy(
-        update={"evidence": parts, "analysis_fingerprint": joint_fingerprint(parts)}
+        update={"evidence": as_record(parts), "analysis_fingerprint": joint_fingerprint(parts)}
     )
 
 

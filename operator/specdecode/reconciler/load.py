@@ -94,7 +94,10 @@ async def observe_prompts_digest(
         return None
     try:
         text = await asyncio.to_thread(read_prompt_text, runtime.kube, namespace, traffic)
-    except PromptSourceError:
+    except Exception:
+        # A missing key, a refused or timed-out GET, bytes that are not UTF-8: the digest
+        # is unknown now, which compares nothing (`evidence.changed_parts`), rather than a
+        # reconcile aborted on a read that only feeds the fingerprint.
         return None
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()[:10]
 

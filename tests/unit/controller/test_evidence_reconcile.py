@@ -25,6 +25,7 @@ from controller_fakes import (
 from specdecode.adapters.render import EVIDENCE_LABEL, render_children
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.domain.decision import Decision
+from specdecode.domain.evidence import recorded_parts
 from specdecode.reconciler.reconcile import RolloutRef, reconcile
 from specdecode.reconciler.runtime import Runtime
 
@@ -82,7 +83,7 @@ async def analysing(driver: Driver, spec: dict[str, Any]) -> Decision:
     driver.store_children(spec, first)
     second = await driver.step(spec)
     assert second.status.phase is Phase.ANALYZING, second.status.message
-    assert second.status.evidence is not None and "prompts" in second.status.evidence
+    assert "prompts" in (recorded_parts(second.status) or {})
     return second
 
 

@@ -3,6 +3,8 @@ so, with the estimate, its bounds and the limits that would have decided either 
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from domain_fixtures import (
     acceptance,
@@ -38,6 +40,9 @@ def test_an_undecided_look_on_enough_data_straddling_its_limit_is_a_close_call()
     assert not judged(GateVerdict.INCONCLUSIVE, "r", STRADDLING, 1.40, enough_data=False).close_call
     assert not judged(GateVerdict.SUCCESSFUL, "r", STRADDLING, 1.45).close_call
     assert not judged(GateVerdict.INCONCLUSIVE, "r", STRADDLING, 1.50).close_call
+    # An unbounded side (a ServerStep rank in the +Inf bucket) has no limit to name.
+    unbounded = Interval(value=1.39, lower=1.2, upper=math.inf, samples=400)
+    assert not judged(GateVerdict.INCONCLUSIVE, "r", unbounded, 1.40).close_call
 
 
 def test_the_words_name_the_limits_that_decide_either_way() -> None:

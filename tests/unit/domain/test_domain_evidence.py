@@ -17,7 +17,14 @@ from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, shadows_
 from specdecode.api import Phase, SpecDecodeRolloutSpec, StagePhase
 from specdecode.api.adoption import WorkloadRef
 from specdecode.api.traffic import ConfigMapKeyRef
-from specdecode.domain.evidence import PROMPTS_PART, engine_digest, evidence_parts, plan_fingerprint
+from specdecode.domain.evidence import (
+    PROMPTS_PART,
+    as_record,
+    engine_digest,
+    evidence_parts,
+    plan_fingerprint,
+    recorded_parts,
+)
 from specdecode.domain.observations import ChildState, Observations
 from specdecode.domain.source import SourceObservation
 
@@ -41,7 +48,7 @@ def analysing() -> Any:
     """Analyzing with a look taken, the prompt set read as p1."""
     status = status_in(SPEC, "Analyzing")
     first = run(SPEC, status, seen(), 1).status
-    assert first.evidence is not None and first.evidence[PROMPTS_PART] == "p1"
+    assert (recorded_parts(first) or {}).get(PROMPTS_PART) == "p1"
     return first
 
 
@@ -85,8 +92,7 @@ def test_an_edit_of_the_prompt_sets_content_restarts_naming_the_configmap() -> N
     assert [e.reason for e in decision.events] == ["EvidenceChanged", "ShadowsReady"]
     assert decision.events[0].message.startswith("prompt ConfigMap chat-prompts changed")
     assert decision.traffic is not None and decision.traffic.started_at == at(5)
-    assert decision.status.evidence is not None
-    assert decision.status.evidence[PROMPTS_PART] == "p2"
+    assert (recorded_parts(decision.status) or {}).get(PROMPTS_PART) == "p2"
 
 
 def test_a_prompt_set_not_read_now_restarts_nothing_and_one_read_first_is_recorded() -> None:
@@ -95,12 +101,15 @@ def test_a_prompt_set_not_read_now_restarts_nothing_and_one_read_first_is_record
     assert "EvidenceChanged" not in [e.reason for e in unread.events]
     assert unread.status.evidence == status.evidence
     never_read = status.model_copy(
-        update={"evidence": {k: v for k, v in (status.evidence or {}).items() if k != PROMPTS_PART}}
+        update={
+            "evidence": as_record(
+                {k: v for k, v in (recorded_parts(status) or {}).items() if k != PROMPTS_PART}
+            )
+        }
     )
     first_read = run(SPEC, never_read, seen(prompts="p9"), 5)
     assert "EvidenceChanged" not in [e.reason for e in first_read.events]
-    assert first_read.status.evidence is not None
-    assert first_read.status.evidence[PROMPTS_PART] == "p9"
+    assert (recorded_parts(first_read.status) or {}).get(PROMPTS_PART) == "p9"
 
 
 @pytest.mark.parametrize(
@@ -189,11 +198,45 @@ def test_an_adopted_source_template_change_restarts_once_and_is_recorded() -> No
     first = run(
         spec, run(spec, status_in(spec, "Deploying"), source("t1"), 0).status, source("t1"), 0
     )
-    assert first.status.evidence is not None
-    assert first.status.evidence["workloadRef.template"] == "t1"
+    assert (recorded_parts(first.status) or {}).get("workloadRef.template") == "t1"
     changed = run(spec, first.status, source("t2"), 5)
     assert [e.reason for e in changed.events] == ["SourceChanged", "ShadowsReady"]
-    assert changed.status.evidence is not None
-    assert changed.status.evidence["workloadRef.template"] == "t2"
+    assert (recorded_parts(changed.status) or {}).get("workloadRef.template") == "t2"
     again = run(spec, changed.status, source("t2"), 6)
     assert not [e for e in again.events if e.reason in ("SourceChanged", "EvidenceChanged")]
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386, as the API server applies a status write: maps merge, lists and scalars
+    replace, null deletes."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged
+
+
+def test_a_part_removed_by_an_edit_restarts_once_through_a_merge_patched_status() -> None:
+    """An edit that removes a part (engine.env set, then unset) restarts once; the status
+    written back as a merge patch must not keep the removed part, or every later reconcile
+    would see it "changed" and restart again."""
+    env = edited("engine", env=[{"name": "VLLM_ATTENTION_BACKEND", "value": "FLASHINFER"}])
+    status = run(env, status_in(env, "Analyzing"), seen(), 1).status
+    assert "engine.env" in (recorded_parts(status) or {})
+    restart = run(SPEC, status, seen(), 5)
+    assert [e.reason for e in restart.events][:1] == ["EvidenceChanged"]
+    written = type(status).model_validate(
+        _merge_patch(
+            status.model_dump(mode="json", by_alias=True, exclude_none=True),
+            restart.status.model_dump(mode="json", by_alias=True, exclude_none=True),
+        )
+    )
+    assert "engine.env" not in (recorded_parts(written) or {})
+    for seconds in (6, 7):
+        later = run(SPEC, written, seen(), seconds)
+        assert "EvidenceChanged" not in [e.reason for e in later.events]
+        written = later.status

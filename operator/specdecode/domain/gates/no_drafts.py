@@ -99,7 +99,7 @@ def _not_a_finding(counts: AcceptanceCounts | None, look: Look) -> str | None:
         return f"the counters disagree: {counts.drafts:g} drafts, {counts.draft_tokens:g} tokens"
     if look.method is None:
         return "plain decoding drafts nothing"
-    if look.not_speculating:
+    if look.may_not_draft:
         return (
             "the candidate's num_speculative_tokens_per_batch_size may turn speculation "
             "off at this stage's load"

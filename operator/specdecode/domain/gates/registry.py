@@ -28,14 +28,14 @@ class Look:
     `error` is the one-sided error each bound of this look may have (its share of the
     sequential budget, see `domain.sequential`); `method` is the rollout's speculative
     method (None: plain decoding); `mirror` says the traffic is mirrored (no responses);
-    `not_speculating` says the candidate's per-batch-size schedule may give k = 0 at the
+    `may_not_draft` says the candidate's per-batch-size schedule may give k = 0 at the
     stage's load (`LookPlan.may_not_draft`: no drafts there is by design, never a finding).
     """
 
     error: float
     method: str | None = None
     mirror: bool = False
-    not_speculating: bool = False
+    may_not_draft: bool = False
 
 
 class Need(StrEnum):
