@@ -33,6 +33,7 @@ import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from domain_fixtures import ready
 from domain_fuzz import (
     STABLE_NGRAM,
     Fields,
@@ -61,7 +62,7 @@ from specdecode.api.gate_spec import ItlDefinition
 from specdecode.api.speculative import NO_SPECULATION, fingerprint_of
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.machine import decide
-from specdecode.domain.observations import ChildRole, ChildState, Observations
+from specdecode.domain.observations import ChildRole, Observations
 
 # Examples per property (see the module docstring for the measured cost).
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "2500"))
@@ -210,16 +211,6 @@ def check_no_data_look(status: SpecDecodeRolloutStatus, now: datetime) -> None:
 # ---------------------------------------------------------------- the simulated world
 
 
-def _ready(config: SpeculativeConfig | None) -> ChildState:
-    return ChildState(
-        exists=True,
-        config_fingerprint=fingerprint_of(config),
-        desired_replicas=1,
-        ready_replicas=1,
-        updated_replicas=1,
-    )
-
-
 def world(status: SpecDecodeRolloutStatus, look: Look | None) -> Observations:
     """The engines follow status; the running stage's window is what `look` saw."""
     stable, candidate = status.stable_speculative, status.candidate_speculative
@@ -227,9 +218,9 @@ def world(status: SpecDecodeRolloutStatus, look: Look | None) -> Observations:
     return Observations(
         generation=1,
         children={
-            ChildRole.PRODUCTION: _ready(stable),
-            ChildRole.BASELINE: _ready(stable),
-            ChildRole.CANDIDATE: _ready(candidate),
+            ChildRole.PRODUCTION: ready(stable),
+            ChildRole.BASELINE: ready(stable),
+            ChildRole.CANDIDATE: ready(candidate),
         },
         stage=stage,
     )
