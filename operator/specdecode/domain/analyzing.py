@@ -24,7 +24,7 @@ from datetime import datetime
 
 from specdecode.api.analysis import ScheduleFallback
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.schedule_reach import speculation_off_through
+from specdecode.api.schedule_reach import k_zero_possible_at, speculation_off_through
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import (
     GateResult,
@@ -125,19 +125,7 @@ def look_plan(
         method=spec.speculative.method if spec.speculative is not None else None,
         mirror=analysis.traffic.source is TrafficSourceType.MIRROR,
         not_speculating_at=off,
-        may_not_draft=_k_zero_at_load(candidate, concurrency),
-    )
-
-
-def _k_zero_at_load(candidate: SpeculativeConfig | None, concurrency: int | None) -> bool:
-    """Whether the candidate's schedule may give k = 0 at the stage's load: at its
-    concurrency, or anywhere for a requestRate stage (whose batch sizes are unknown). Zero
-    drafts is then what the schedule asks for, not a finding against the config."""
-    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
-    if not schedule:
-        return False
-    return any(
-        k == 0 and (concurrency is None or low <= concurrency <= high) for low, high, k in schedule
+        may_not_draft=k_zero_possible_at(candidate, concurrency),
     )
 
 
