@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
         )
 
     if settings.leader_election:
+        problem = settings.fencing_problem()
+        if problem is not None:  # two leaders at once is worse than none
+            sys.exit(f"specdecode-operator: cannot fence a leader: {problem}")
         elector = elector_for(settings, args.kubeconfig)
         leading = run_when_leading(
             settings,

@@ -10,6 +10,8 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from specdecode.adapters.kube.client import CONNECT_ATTEMPTS, Deadlines
+
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 
 
@@ -77,6 +79,15 @@ class OperatorSettings:
     lease_retry_seconds: float = 5.0
     """How often a standby reads the Lease to see whether it is free (one GET each time)."""
 
+    api_connect_seconds: float = 2.0
+    """How long one attempt to connect to the API server may take (TLS handshake included)."""
+
+    api_request_seconds: float = 5.0
+    """The API server's deadline for each request (sent as its `timeout` parameter, so the
+    server drops a write it could not finish in time) and the client's wait for the answer.
+    Fencing needs every request to end before a standby may take the Lease over: see
+    `fencing_problem`."""
+
     field_manager: str = "specdecode-operator"
     """Server-side apply field manager: we own only the fields we set."""
 
@@ -89,6 +100,40 @@ class OperatorSettings:
     load_image: str = "ghcr.io/specdecode-operator/operator:0.1.0"
     """Image of the shadow-load pods (`specdecode-load`) when a rollout names none: the
     operator's own image, which the chart passes in."""
+
+    def api_deadlines(self) -> Deadlines:
+        """The operator's API requests' deadlines: the server gives up first, the client
+        waits a second longer so it reads the server's own timeout answer."""
+        return Deadlines(
+            connect=self.api_connect_seconds,
+            read=self.api_request_seconds + 1.0,
+            server=self.api_request_seconds,
+        )
+
+    def request_lifetime_seconds(self) -> float:
+        """The longest a request may live after the fence let it out: every connect attempt
+        (one plus the client's connect retries) and then the server's deadline."""
+        return CONNECT_ATTEMPTS * self.api_connect_seconds + self.api_request_seconds
+
+    def fencing_problem(self) -> str | None:
+        """Why these settings cannot fence a leader, or None. The leader stops sending a
+        renewal period before a standby may take over (`handlers.leadership.fence_at`), so
+        each request, kopf's included, must have ended within that period."""
+        lifetime = self.request_lifetime_seconds()
+        if lifetime >= self.lease_renew_seconds:
+            return (
+                f"an API request may live {lifetime:g} s ({CONNECT_ATTEMPTS} connect attempts "
+                f"of {self.api_connect_seconds:g} s and a {self.api_request_seconds:g} s "
+                "deadline), "
+                f"not less than the {self.lease_renew_seconds:g} s between the fence and a "
+                "standby's take-over: lower SPECDECODE_API_REQUEST_SECONDS"
+            )
+        if self.lease_duration_seconds <= 2 * self.lease_renew_seconds:
+            return (
+                f"lease duration {self.lease_duration_seconds:g} s leaves no time to renew: it "
+                f"must exceed twice the renewal period ({self.lease_renew_seconds:g} s)"
+            )
+        return None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> OperatorSettings:
@@ -114,6 +159,9 @@ class OperatorSettings:
                 env.get(
                     "SPECDECODE_ENGINE_SCRAPE_INTERVAL_SECONDS", cls.engine_scrape_interval_seconds
                 )
+            ),
+            api_request_seconds=float(
+                env.get("SPECDECODE_API_REQUEST_SECONDS", cls.api_request_seconds)
             ),
             reconcile_interval_seconds=float(
                 env.get("SPECDECODE_RECONCILE_INTERVAL", cls.reconcile_interval_seconds)

@@ -52,10 +52,14 @@ def register_lifecycle_handlers(
         configure_kopf(settings)
         settings.posting.level = NO_LOG_EVENTS
         settings.watching.server_timeout = 300
-        # kopf's own requests have deadlines too: connect, and each request (a watch's
-        # stream is bounded by watching.server_timeout plus its client timeout instead).
-        settings.networking.connect_timeout = KOPF_CONNECT_TIMEOUT
-        settings.networking.request_timeout = 60
+        # kopf's own requests (its finalizer and annotation writes) end within the same
+        # lifetime as the operator's: connect plus the request deadline, so none lands after
+        # a standby may take over (settings.fencing_problem). A watch's stream is bounded by
+        # watching.server_timeout plus its client timeout instead.
+        settings.networking.connect_timeout = operator_settings.api_connect_seconds
+        settings.networking.request_timeout = (
+            operator_settings.api_connect_seconds + operator_settings.api_request_seconds
+        )
         settings.watching.connect_timeout = KOPF_CONNECT_TIMEOUT
         settings.watching.client_timeout = settings.watching.server_timeout + 30
         runtime = await asyncio.to_thread(

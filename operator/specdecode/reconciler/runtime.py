@@ -127,7 +127,12 @@ class Runtime:
             "prometheus", settings.prometheus_url, settings.prometheus_timeout_seconds, access
         )
         metrics = metrics or OperatorMetrics()
-        kube = KubeClients.connect(kubeconfig, on_request=metrics.count_request, fence=fence)
+        kube = KubeClients.connect(
+            kubeconfig,
+            on_request=metrics.count_request,
+            deadlines=settings.api_deadlines(),
+            fence=fence,
+        )
         return cls(
             settings=settings,
             kube=kube,

@@ -23,6 +23,7 @@ from kubernetes.client import ApiException
 from pydantic import ValidationError
 
 from specdecode.adapters.kube.tunings import (
+    LEFT_ALONE,
     apply_config_map,
     blocks_name,
     delete_config_map,
@@ -137,8 +138,14 @@ async def _run(
                 ref.namespace,
                 ref.name,
                 winner_rollout(spec, report.rollout_patch),
+                ref.owner.uid,
             )
-        if progress.applied is not None:
+        if progress.applied == LEFT_ALONE:
+            message += (
+                f"; SpecDecodeRollout {ref.name} exists and this tuning did not start it: "
+                "left as it is (the winner's patch is in the report)"
+            )
+        elif progress.applied is not None:
             message += f"; SpecDecodeRollout {ref.name} {progress.applied} with the winner"
     else:
         waiting = [c.note for c in progress.round.values() if c.note]

@@ -13,6 +13,7 @@ from controller_fakes import FakeClock, FakeCluster, FakeKube, make_runtime
 from kubernetes.client import ApiException
 from pydantic import ValidationError
 
+from specdecode.adapters.kube.tunings import STARTED_BY, STARTED_BY_PATH
 from specdecode.api.tuning import SpecDecodeTuning, SpecDecodeTuningSpec
 from specdecode.domain.tuning.progress import Progress, to_json
 from specdecode.domain.tuning.run import TuningRun
@@ -45,6 +46,8 @@ class TuningKube(FakeKube):
         super().__init__()
         self.config_maps: dict[str, dict[str, Any]] = {}
         self.rollouts_created = 0
+        # The annotations of the rollout already there (when rollouts_created starts at 1).
+        self.existing_annotations: dict[str, str] = {}
 
     def server_side_apply(
         self, obj: dict[str, Any], field_manager: str, *, force: bool = True
@@ -66,6 +69,15 @@ class TuningKube(FakeKube):
             if self.rollouts_created > 1:
                 raise ApiException(status=409, reason="AlreadyExists")
             return {}
+        if method == "custom.patch_namespaced_custom_object":
+            self.calls.append((method, args, kwargs))
+            test = args[5][0]  # like the server: a failed `test` refuses the whole patch
+            if test["op"] == "test" and self.existing_annotations.get(STARTED_BY) != test["value"]:
+                raise ApiException(status=422, reason="Unprocessable Entity")
+            return {}
+        if method == "custom.get_namespaced_custom_object":
+            self.calls.append((method, args, kwargs))
+            return {"metadata": {"annotations": dict(self.existing_annotations)}}
         return super().handle(method, args, kwargs)
 
     def _write_status(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -189,10 +201,42 @@ def test_an_unschedulable_engine_is_waited_for_not_failed() -> None:
     assert "Insufficient nvidia.com/gpu" in kube.status["message"]
 
 
-def test_apply_replaces_the_speculative_config_of_an_existing_rollout_whole() -> None:
-    """A merge patch would keep keys of the user's old config the winner lacks."""
+def finished_with_apply(kube: TuningKube) -> dict[str, Any]:
+    """A tuning spec with `apply: true` whose stored progress says the run is done."""
+    spec = {**SPEC, "apply": True}
+    progress = Progress(TuningRun.start(SpecDecodeTuningSpec.model_validate(spec)))
+    progress.finished_at, progress.generation = 1.0, REF.generation
+    kube.config_maps["tune-report"] = {"data": {STATE_KEY: to_json(progress)}}
+    return spec
+
+
+def test_apply_creates_the_rollout_marked_as_started_by_this_tuning() -> None:
     kube, _, runtime = setup()
-    kube.rollouts_created = 1  # the user's rollout of that name exists: create gets 409
+    run(runtime, finished_with_apply(kube), {"phase": "Running", "observedGeneration": 1})
+    ((_, args, _),) = [c for c in kube.calls if c[0] == "custom.create_namespaced_custom_object"]
+    assert args[4]["metadata"]["annotations"] == {STARTED_BY: REF.owner.uid}
+    assert kube.status is not None and "created with the winner" in kube.status["message"]
+
+
+def test_apply_never_edits_a_rollout_this_tuning_did_not_start() -> None:
+    """A user's rollout of the tuning's name (or another tuning's) is left as it is."""
+    for found in ({}, {STARTED_BY: "another-tunings-uid"}):
+        kube, _, runtime = setup()
+        kube.rollouts_created = 1  # a rollout of that name exists: create gets 409
+        kube.existing_annotations = found
+        run(runtime, finished_with_apply(kube), {"phase": "Running", "observedGeneration": 1})
+        (patch,) = [c for c in kube.calls if c[0] == "custom.patch_namespaced_custom_object"]
+        assert patch[1][5][0] == {"op": "test", "path": STARTED_BY_PATH, "value": REF.owner.uid}
+        assert kube.status is not None
+        assert "this tuning did not start it: left as it is" in kube.status["message"]
+        assert kube.state()["applied"] == "left alone"
+
+
+def test_apply_replaces_the_speculative_config_of_an_existing_rollout_whole() -> None:
+    """A merge patch would keep keys of the old config the winner lacks."""
+    kube, _, runtime = setup()
+    kube.rollouts_created = 1  # the rollout this tuning started exists: create gets 409
+    kube.existing_annotations = {STARTED_BY: REF.owner.uid}
     spec = {**SPEC, "apply": True}
     progress = Progress(TuningRun.start(SpecDecodeTuningSpec.model_validate(spec)))
     progress.finished_at, progress.generation = 1.0, REF.generation
@@ -205,7 +249,7 @@ def test_apply_replaces_the_speculative_config_of_an_existing_rollout_whole() ->
     ]
     args, kwargs = patch
     assert kwargs["_content_type"] == "application/json-patch+json"
-    assert args[5][0]["path"] == "/spec/speculative" and args[5][0]["op"] in ("add", "remove")
+    assert args[5][1]["path"] == "/spec/speculative" and args[5][1]["op"] in ("add", "remove")
     assert kube.status is not None and "patched" in kube.status["message"]
 
 

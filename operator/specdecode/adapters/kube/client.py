@@ -10,10 +10,12 @@ Lease sends nothing more, even from a reconcile already under way.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
@@ -25,6 +27,9 @@ RequestHook = Callable[[str], None]
 # The defaults (cores + 4 threads, 5 connections per core) queued a burst of new rollouts
 # behind each other's requests, and every connection over the pool was a new TLS handshake.
 KUBE_CONCURRENCY = 32
+# Attempts to connect per request (one, plus one retry): how long a request may live after
+# the fence let it out is counted from this (settings.OperatorSettings.fencing_problem).
+CONNECT_ATTEMPTS = 2
 
 
 class Fenced(RuntimeError):
@@ -55,10 +60,14 @@ class Fence:
 
 @dataclass(frozen=True)
 class Deadlines:
-    """Seconds a request may take to connect, and to wait for each read of its answer."""
+    """Seconds a request may take to connect, and to wait for each read of its answer;
+    `server`: the API server's own deadline (its `timeout` query parameter), after which
+    it abandons the request, a write included: a client that stops waiting cannot recall a
+    request it sent, so only the server's deadline bounds when a write may still land."""
 
     connect: float = 5.0
     read: float = 30.0
+    server: float | None = None
 
 
 class GuardedApiClient(client.ApiClient):
@@ -79,6 +88,9 @@ class GuardedApiClient(client.ApiClient):
     ) -> None:
         super().__init__(configuration)
         self._timeout = (deadlines.connect, deadlines.read)
+        self._server_timeout = (
+            None if deadlines.server is None else f"{max(1, math.ceil(deadlines.server))}s"
+        )
         self._fence = fence
         self._on_request = on_request
 
@@ -95,9 +107,21 @@ class GuardedApiClient(client.ApiClient):
             raise Fenced(f"{method} {url}: this replica no longer leads")
         if self._on_request is not None:
             self._on_request(method.upper())
+        if self._server_timeout is not None and _request_timeout is None:
+            url = with_server_timeout(url, self._server_timeout)
         return super().call_api(
             method, url, header_params, body, post_params, _request_timeout or self._timeout
         )
+
+
+def with_server_timeout(url: str, timeout: str) -> str:
+    """`url` with the API server's `timeout` parameter, unless it is a watch (a stream,
+    bounded by its own timeoutSeconds) or already names one."""
+    query = urlsplit(url).query
+    names = {name for name, _ in parse_qsl(query)}
+    if "watch" in names or "timeout" in names:
+        return url
+    return f"{url}{'&' if query else '?'}timeout={timeout}"
 
 
 @dataclass(frozen=True)
@@ -135,7 +159,8 @@ class KubeClients:
         # Connection failures are retried (each bounded by the connect deadline); a read
         # that timed out is not: urllib3's default would send a hung request 4 times,
         # multiplying its deadline (and a PUT, such as a Lease renewal, is retried too).
-        configuration.retries = Retry(total=2, connect=2, read=0, status=0, redirect=0)
+        retries = CONNECT_ATTEMPTS - 1
+        configuration.retries = Retry(total=retries, connect=retries, read=0, status=0, redirect=0)
         fence = fence or Fence()
         api = GuardedApiClient(configuration, deadlines or Deadlines(), fence, on_request)
         return cls(

@@ -7,8 +7,10 @@
 - A trial's blocks ConfigMap `<trial>-blocks` keeps the time blocks of a cell's
   measuring runs that ended (a cell paused by the plan gives its engines back; when it
   resumes, its earlier blocks still count), gzip-compressed in `binaryData`.
-- `apply: true`: the winner as a SpecDecodeRollout named after the tuning, created, or its
-  `spec.speculative` patched when the user's rollout of that name exists.
+- `apply: true`: the winner as a SpecDecodeRollout named after the tuning, created and
+  annotated with the tuning's uid (`STARTED_BY`), or its `spec.speculative` patched when the
+  rollout of that name carries that annotation. A rollout the tuning did not start (a user's,
+  another tuning's) is never edited: the winner's patch stays in the report.
 Everything is owned by the tuning (deleting it deletes them), except the rollout it starts.
 """
 
@@ -34,6 +36,12 @@ from specdecode.domain.observations import LatencyBlock
 REPORT_SUFFIX = "-report"
 JSON_PATCH = "application/json-patch+json"
 BLOCKS_SUFFIX = "-blocks"
+# The annotation a rollout started by `apply: true` carries: the uid of the tuning that
+# started it, the only tuning that may edit it again.
+STARTED_BY = "specdecode.io/started-by-tuning"
+STARTED_BY_PATH = "/metadata/annotations/" + STARTED_BY.replace("~", "~0").replace("/", "~1")
+CREATED, PATCHED = "created", "patched"
+LEFT_ALONE = "left alone"
 
 
 def report_name(tuning: str) -> str:
@@ -122,35 +130,54 @@ def patch_tuning_status(
             raise
 
 
-def start_rollout(clients: KubeClients, namespace: str, name: str, spec: Mapping[str, Any]) -> str:
-    """Create the rollout, or replace `spec.speculative` of the existing one with the winner.
+def start_rollout(
+    clients: KubeClients, namespace: str, name: str, spec: Mapping[str, Any], tuning_uid: str
+) -> str:
+    """Create the rollout, or replace `spec.speculative` of the one this tuning started.
 
-    Returns what was done ("created" or "patched"), for the Event.
+    Returns what was done, for the status: `CREATED`, `PATCHED` or `LEFT_ALONE` (a rollout of
+    that name exists that this tuning did not start: it is not touched).
     """
     body = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": ROLLOUT_KIND,
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {STARTED_BY: tuning_uid},
+        },
         "spec": dict(spec),
     }
     try:
         clients.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
-        return "created"
+        return CREATED
     except ApiException as error:
         if error.status != 409:
             raise
     # A JSON patch replaces `speculative` whole: a merge patch would keep keys of the old
     # config the winner lacks (a draft model under an n-gram winner), a config never measured.
+    # Its first operation tests the annotation, so the check and the edit are one atomic
+    # request: a rollout replaced by a user's meanwhile is refused by the server, not edited.
     winner = spec.get("speculative")
+    ours = {"op": "test", "path": STARTED_BY_PATH, "value": tuning_uid}
     if winner is None:
-        patch: list[dict[str, Any]] = [{"op": "remove", "path": "/spec/speculative"}]
+        edit: dict[str, Any] = {"op": "remove", "path": "/spec/speculative"}
     else:
-        patch = [{"op": "add", "path": "/spec/speculative", "value": winner}]
+        edit = {"op": "add", "path": "/spec/speculative", "value": winner}
     try:
         clients.custom.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, name, patch, _content_type=JSON_PATCH
+            GROUP, VERSION, namespace, PLURAL, name, [ours, edit], _content_type=JSON_PATCH
         )
     except ApiException as error:
-        if not (winner is None and error.status == 422):  # already plain decoding
+        if error.status != 422:
             raise
-    return "patched"
+        # Refused: not ours (the test), or ours and already plain decoding (the remove).
+        current: Any = clients.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name
+        )
+        annotations = dict(current.get("metadata", {}).get("annotations") or {})
+        if annotations.get(STARTED_BY) != tuning_uid:
+            return LEFT_ALONE
+        if winner is not None:
+            raise
+    return PATCHED

@@ -55,7 +55,7 @@ class Progress:
     started_at: float | None = None
     finished_at: float | None = None
     round_started_at: float | None = None
-    applied: str | None = None  # `apply: true` done: "created" or "patched" (once)
+    applied: str | None = None  # `apply: true` done: "created", "patched", "left alone" (once)
     generation: int = 0  # the spec generation this progress answers
 
     def round_done(self) -> bool:
