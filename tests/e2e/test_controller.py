@@ -44,6 +44,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client as kube
 
 from localcluster.extra_nodes import STANDIN_IMAGE, ExtraGpuNodes
 from localcluster.handle import LocalCluster
@@ -54,6 +55,8 @@ from localcluster.ports import pick_free_ports
 from localcluster.process import start_component, stop_processes, wait_until_ready
 from localcluster.rollouts import Rollout
 from localcluster.waiting import wait_for
+from specdecode.adapters.kube.client import KubeClients, with_server_timeout
+from specdecode.settings import OperatorSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -521,3 +524,25 @@ def _no_pods(r: Rollout, role: str) -> bool:
 
 def _none_labelled(cluster: LocalCluster, namespace: str, kind: str) -> bool:
     return labelled(cluster, namespace, kind, "specdecode.io/rollout") == []
+
+
+def test_the_api_server_enforces_the_deadline_the_operator_sends(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    """Fencing rests on the API server's own deadline travelling with each request: the
+    real server parses the `timeout` parameter (a malformed one is refused with 400, so it
+    is read, not ignored) and a write carrying the operator's deadline lands."""
+    clients = KubeClients.connect(
+        str(cluster.kubeconfig), deadlines=OperatorSettings().api_deadlines()
+    )
+    body = kube.V1ConfigMap(metadata=kube.V1ObjectMeta(name="deadline"), data={"a": "1"})
+    clients.core.create_namespaced_config_map(namespace, body)  # carries timeout=5s
+    clients.core.patch_namespaced_config_map("deadline", namespace, {"data": {"a": "2"}})
+    assert clients.core.read_namespaced_config_map("deadline", namespace).data == {"a": "2"}
+    url = f"{clients.api.configuration.host}/api/v1/namespaces/{namespace}/configmaps"
+    plain = kube.ApiClient(clients.api.configuration)
+    refused: Any = plain.call_api("GET", with_server_timeout(url, "soon"), _request_timeout=(5, 10))
+    refused.read()
+    assert refused.status == 400 and b"invalid timeout" in refused.data, refused.data
+    accepted = plain.call_api("GET", with_server_timeout(url, "5s"), _request_timeout=(5, 10))
+    assert accepted.status == 200
