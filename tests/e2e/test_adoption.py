@@ -1,15 +1,16 @@
 """Issue 25, end to end: judge a vLLM Deployment another tool owns, and hand the verdict back.
 
 Given a plain vLLM Deployment (the simulator image) serving through its own Service, as a
-team applies it from Git, when a rollout names it in `workloadRef` (GitOps, the default),
-then the operator analyses an EAGLE-3 config on shadows copied from its pod template and
-stripped of the labels the Service selects on; the source's spec, metadata and replica
-count stay exactly as they were; no shadow pod is ever an endpoint of the source's Service
-(its EndpointSlices are watched for the whole run); the passed config waits for the owner
-(AwaitingOwner) with the exact patch (`kubectl specdecode patch`), which the test applies
-as the owner would, and the rollout becomes Promoted with Verified. A change of the source's
-template mid-analysis restarts the analysis on the new baseline, and deleting a rollout
-leaves the source as its owner left it.
+team applies it from Git, when a rollout names it in `workloadRef` (GitOps, the default; the
+adoption example's four-line rollout: model, served name, image, release and port are read
+from the source, and `kubectl get sdr` shows it), then the operator analyses an EAGLE-3
+config on shadows copied from its pod template and stripped of the labels the Service
+selects on; the source's spec, metadata and replica count stay exactly as they were; no
+shadow pod is ever an endpoint of the source's Service (its EndpointSlices are watched for
+the whole run); the passed config waits for the owner (AwaitingOwner) with the exact patch
+(`kubectl specdecode patch`), which the test applies as the owner would, and the rollout
+becomes Promoted with Verified. A change of the source's template mid-analysis restarts the
+analysis on the new baseline, and deleting a rollout leaves the source as its owner left it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import yaml
 from kubernetes import client, watch
 
 from localcluster.handle import LocalCluster
-from localcluster.manifests import load_example, merged
+from localcluster.manifests import REPO, load_example, merged
 from localcluster.rollouts import Rollout, engine_cmdline, run_plugin, speculative_arg
 from localcluster.waiting import wait_for
 
@@ -114,6 +115,29 @@ def adopting(
     }
     document: dict[str, Any] = merged(load_example(), patch)
     return document
+
+
+ADOPTION_EXAMPLE = REPO / "examples" / "adoption" / "plain-deployment.yaml"
+
+
+def four_line_rollout(stages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The adoption example's rollout as written (only `workloadRef: {name: chat}` and
+    `speculative`: model and engine are read from the source), with short stages and the
+    simulator example's traffic timing so the analysis ends in minutes."""
+    document = next(
+        d
+        for d in yaml.safe_load_all(ADOPTION_EXAMPLE.read_text())
+        if d and d["kind"] == "SpecDecodeRollout"
+    )
+    assert set(document["spec"]) == {"workloadRef", "speculative"}, document["spec"]
+    assert document["spec"]["workloadRef"] == {"name": "chat"}
+    timing = load_example()["spec"]["analysis"]
+    analysis = {k: v for k, v in timing.items() if k in ("traffic", "intervalSeconds")}
+    shaped: dict[str, Any] = merged(
+        document,
+        {"spec": {"analysis": {**analysis, "stages": stages, "progressDeadlineSeconds": 180}}},
+    )
+    return shaped
 
 
 def source_view(cluster: LocalCluster, namespace: str, name: str = "chat") -> dict[str, Any]:
@@ -209,14 +233,28 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
     before = source_view(cluster, namespace)
     r = rollout("chat-eagle")
     with EndpointWatch(kube_api, namespace, "chat") as endpoints:
-        r.apply(adopting([ACCEPTANCE_ONLY]))
-        r.wait_phase("Analyzing", timeout=180)
+        r.apply(four_line_rollout([ACCEPTANCE_ONLY]))  # no model, no engine: read from chat
+        analyzing = r.wait_phase("Analyzing", timeout=180)
+        assert {
+            key: analyzing["workload"].get(key)
+            for key in ("source", "image", "model", "servedModelName", "vllmVersion")
+        } == {
+            "source": "Deployment/chat",
+            "image": IMAGE,
+            "model": MODEL,
+            "servedModelName": SERVED,
+            "vllmVersion": "0.33.0",
+        }
+        printed_row = cluster.kubectl(
+            "get", "sdr", r.name, "-n", namespace, "-o", "wide", check=True
+        ).stdout  # fmt: skip
+        header, row = printed_row.splitlines()[:2]
+        assert "SOURCE" in header and "Deployment/chat" in row and IMAGE in row, printed_row
         shadows = r.deployments()
         assert set(shadows) == {"baseline", "candidate"}, "production is not the operator's"
         for role in ("baseline", "candidate"):
             pod = r.pods(role)[0]
-            assert "app" not in pod["metadata"]["labels"], pod["metadata"]["labels"]
-            assert pod["metadata"]["labels"]["team"] == "ml"  # in keepLabels
+            assert not {"app", "team"} & set(pod["metadata"]["labels"]), pod["metadata"]
         assert speculative_arg(engine_cmdline(cluster, r.pods("baseline")[0])) is None
         assert speculative_arg(engine_cmdline(cluster, r.pods("candidate")[0])) == EAGLE3
         assert source_view(cluster, namespace) == before, "the source changed mid-analysis"
@@ -227,7 +265,7 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
             message="the passed config awaiting its owner",
         )
         assert status["phase"] == "Promoting"
-        assert status["workload"]["droppedLabels"] == ["app"]
+        assert status["workload"]["droppedLabels"] == ["app", "team"]  # no keepLabels
         assert source_view(cluster, namespace) == before, "the source changed at the verdict"
         printed = run_plugin(cluster, "patch", r.name, "-n", namespace)
         assert printed.returncode == 0, printed.stderr
@@ -277,6 +315,9 @@ def test_a_source_template_change_mid_analysis_restarts_on_the_new_baseline(
     r.apply(adopting([ACCEPTANCE_ONLY], manual=True))
     first = r.wait_phase("Analyzing", timeout=180)
     assert source_view(cluster, namespace) == before
+    for role in ("baseline", "candidate"):
+        labels = r.pods(role)[0]["metadata"]["labels"]
+        assert "app" not in labels and labels["team"] == "ml", labels  # team: in keepLabels
     cluster.kubectl(
         "set", "env", "deployment/chat", "-n", namespace, "SPECDECODE_SIM_SEED=7", check=True
     )

@@ -29,44 +29,13 @@ from pydantic import ValidationError
 
 from specdecode.adapters.kube.children import SHADOW_ROLES
 from specdecode.adapters.render import ROLLOUT_LABEL, shadow_labels
+from specdecode.adapters.source_facts import DEFAULT_PORT, argv_of, model_tag, vllm_container
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.engine_args import hits_of, last_value, reserved_set_by
 from specdecode.api.engine_flag_classes import FlagClass
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.observations import ChildState
 from specdecode.domain.source import SourceObservation
-
-DEFAULT_PORT = 8000
-
-
-def _container(template: Mapping[str, Any], wanted: str | None) -> Mapping[str, Any] | str:
-    containers: list[Mapping[str, Any]] = list(
-        ((template.get("spec") or {}).get("containers")) or []
-    )
-    if wanted is not None:
-        found = [c for c in containers if c.get("name") == wanted]
-        return found[0] if found else f"no container named {wanted!r}"
-    if len(containers) == 1:
-        return containers[0]
-    named = [c for c in containers if c.get("name") == "vllm"]
-    serving = [c for c in containers if "serve" in _argv(c)]
-    for candidates in (named, serving):
-        if len(candidates) == 1:
-            return candidates[0]
-    return "more than one container and none named vllm: set workloadRef.container"
-
-
-def _argv(container: Mapping[str, Any]) -> list[str]:
-    return [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
-
-
-def model_tag(argv: Sequence[str]) -> str | None:
-    """The model `vllm serve` loads: the positional after `serve`, else `--model`."""
-    if "serve" in argv:
-        rest = argv[argv.index("serve") + 1 :]
-        if rest and not rest[0].startswith("-"):
-            return rest[0]
-    return last_value(argv, "--model")
 
 
 def speculative_of(argv: Sequence[str]) -> SpeculativeConfig | str | None:
@@ -193,7 +162,7 @@ def observe_source(
     if deployment is None:
         return SourceObservation(name, problem=f"{name} not found in the rollout's namespace")
     template = (deployment.get("spec") or {}).get("template") or {}
-    container = _container(template, ref.container)
+    container = vllm_container(template, ref.container)
     if isinstance(container, str):
         return SourceObservation(name, problem=f"{name}: {container}")
     problem, speculative = _check(spec, container, template.get("spec") or {})
@@ -230,7 +199,7 @@ def _check(
     spec: SpecDecodeRolloutSpec, container: Mapping[str, Any], pod: Mapping[str, Any]
 ) -> tuple[str | None, SpeculativeConfig | str | None]:
     """A mismatch between the rollout and the source's vLLM container, and its config."""
-    argv = _argv(container)
+    argv = argv_of(container)
     refused = hits_of(argv, FlagClass.STATS_OFF, FlagClass.UNJUDGEABLE)
     if refused:
         why = "; ".join(f"{h.arg!r}: {h.reserved.source}" for h in refused)

@@ -18,6 +18,7 @@ from specdecode.api.rollout import (
     VERSION,
     SpecDecodeRollout,
     SpecDecodeRolloutSpec,
+    WrittenRolloutSpec,
 )
 from specdecode.api.speculative import SpeculativeConfig, SpeculativeMethod
 from specdecode.api.status import (
@@ -65,5 +66,6 @@ __all__ = [
     "StageStatus",
     "TrafficSourceType",
     "TrafficSpec",
+    "WrittenRolloutSpec",
     "default_stages",
 ]

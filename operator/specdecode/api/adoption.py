@@ -11,9 +11,10 @@ the candidate with the speculative config swapped in, stripped of every label a 
 selects on. The referenced object itself is never written under `GitOps`: the verdict
 carries the exact change (`status.workload.ownerPatch`, `kubectl specdecode patch NAME`),
 and the rollout is Promoted (condition `Verified`) once the source's own pods run it.
-`model.name` and `engine.image` must still be given: they name what the rules validate
-(the release, the draft against the target) and must match the source's vLLM container,
-which the operator checks (`WorkloadMismatch` otherwise).
+`model` and `engine` may be left out: they are then read from the source's vLLM container
+(model, served name, image, release, port), and the rules that need them (the release,
+the draft against the target) are checked on the values read, by the operator rather than
+the API server. Given, they must match that container, which the operator checks.
 """
 
 from __future__ import annotations
@@ -101,6 +102,20 @@ _STAGE = Ref("s")
 ADOPTION_RULES = RuleSet(
     (
         Rule(
+            implies(Not(_ADOPTED), Has(at("model"))),
+            "model is required without a workloadRef (with one it is read from the source's "
+            "vLLM container)",
+            ".model",
+            "FieldValueRequired",
+        ),
+        Rule(
+            implies(Not(_ADOPTED), Has(at("engine"))),
+            "engine is required without a workloadRef (with one its image, release and port "
+            "are read from the source's vLLM container)",
+            ".engine",
+            "FieldValueRequired",
+        ),
+        Rule(
             implies(_ADOPTED, Not(_strategy_is(PromotionStrategy.OWNED))),
             "promotion.strategy Owned cannot promote a workloadRef: the source belongs to "
             "another tool (use GitOps)",
@@ -161,6 +176,18 @@ class WorkloadStatus(KubeModel):
     """What the operator read from the source and what it asks its owner to apply."""
 
     source: str = Field(description="Deployment/<name> the rollout judges.")
+    image: str | None = Field(
+        default=None, description="The source's vLLM image (engine.image in force)."
+    )
+    model: str | None = Field(
+        default=None, description="The model its vLLM container serves (model.name in force)."
+    )
+    served_model_name: str | None = Field(
+        default=None, description="The name requests and metrics use (in force)."
+    )
+    vllm_version: str | None = Field(
+        default=None, description="The vLLM release the rules and the version check use."
+    )
     template_hash: str | None = Field(
         default=None,
         description="Hash of the source's pod template the analysis runs against; a change "

@@ -6,6 +6,8 @@ The CRD YAML in `crds/` is generated from these models by `specdecode.tools.crdg
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import ClassVar, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -20,7 +22,18 @@ from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
 from specdecode.api.base import KubeModel
 from specdecode.api.guard import GuardSpec
-from specdecode.api.rules import Binary, Rule, RuleSet, all_of, at, lit, matches, size
+from specdecode.api.rules import (
+    Binary,
+    Has,
+    Rule,
+    RuleSet,
+    all_of,
+    at,
+    implies,
+    lit,
+    matches,
+    size,
+)
 from specdecode.api.schedule_reach import SCHEDULE_REACH_RULES
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
@@ -47,6 +60,21 @@ NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # Rules that join spec fields: the speculative config against the vLLM release and the
 # target model (written once: `rules`; the CRD renders the same rules as CEL).
 SPEC_RULES = RuleSet((*spec_rules(), *draft_fits_target_rules()))
+
+
+def _unless_read_from_source(rule: Rule) -> Rule:
+    """`rule` as the written spec carries it: a rule that reads `engine` or `model` holds
+    while they are absent (a workloadRef's source gives them; the resolved spec, validated
+    by the same `SPEC_RULES`, checks them on the values read)."""
+    reads = rule.check.cel()
+    if "self.engine" not in reads and "self.model" not in reads:
+        return rule
+    given = all_of(Has(at("model")), Has(at("engine")))
+    return replace(rule, check=implies(given, rule.check))
+
+
+# The same rules on the spec as written: the CRD carries these, the written model enforces them.
+WRITTEN_SPEC_RULES = RuleSet(tuple(_unless_read_from_source(rule) for rule in SPEC_RULES.rules))
 # Rules on the whole object (only these may read `self.metadata.name`), written once.
 ROOT_RULES = RuleSet(
     (
@@ -62,14 +90,26 @@ ROOT_RULES = RuleSet(
 )
 
 
-class SpecDecodeRolloutSpec(KubeModel):
-    """The desired state: a model on a GPU pool, and the speculative config it should run."""
+class WrittenRolloutSpec(KubeModel):
+    """The desired state as written: a model on a GPU pool, and the speculative config."""
 
-    model: ModelSpec = Field(description="The target model.")
+    # With a `workloadRef`, `model` and `engine` may be left out: they are read from the
+    # source's vLLM container into `SpecDecodeRolloutSpec`, the resolved spec.
+
+    model: ModelSpec | None = Field(
+        default=None,
+        description="The target model. Required without a workloadRef; with one, read from "
+        "the source's vLLM container when absent (and checked against it when given).",
+    )
     gpu_pool: GpuPoolSpec = Field(
         default_factory=GpuPoolSpec, description="GPU nodes and GPUs per replica."
     )
-    engine: EngineSpec = Field(description="Engine image, resources and environment.")
+    engine: EngineSpec | None = Field(
+        default=None,
+        description="Engine image, resources and environment. Required without a "
+        "workloadRef; with one, its image, release and port are read from the source's vLLM "
+        "container when absent (and checked against it when given).",
+    )
     serving: ServingSpec = Field(
         default_factory=ServingSpec, description="Production Deployment size."
     )
@@ -88,7 +128,8 @@ class SpecDecodeRolloutSpec(KubeModel):
         default=None,
         description="Judge this Deployment, owned by another tool (Argo CD, Flux, Helm), "
         "instead of owning production: shadows are copies of its pod template, and it is "
-        "never written to under GitOps. model.name and engine.image must match it.",
+        "never written to under GitOps. model and engine are read from its vLLM container "
+        "when absent, and must match it when given.",
     )
     promotion: PromotionSpec = Field(
         default_factory=PromotionSpec, description="How a passed config reaches production."
@@ -99,29 +140,44 @@ class SpecDecodeRolloutSpec(KubeModel):
         """The promotion strategy in force (GitOps with a workloadRef, else Owned)."""
         return strategy_of(self.workload_ref, self.promotion)
 
+    # The release and draft rules: on the written spec only where model and engine are given.
+    _spec_rules: ClassVar[RuleSet] = WRITTEN_SPEC_RULES
+
     @model_validator(mode="after")
-    def _adoption_is_consistent(self) -> SpecDecodeRolloutSpec:
+    def _adoption_is_consistent(self) -> Self:
         ADOPTION_RULES.enforce(self.to_wire())
         return self
 
     @model_validator(mode="after")
-    def _every_stage_can_judge(self) -> SpecDecodeRolloutSpec:
+    def _every_stage_can_judge(self) -> Self:
         SPEC_JUDGED_RULES.enforce(self.to_wire())
         return self
 
     @model_validator(mode="after")
-    def _some_stage_reaches_the_schedule(self) -> SpecDecodeRolloutSpec:
+    def _some_stage_reaches_the_schedule(self) -> Self:
         SCHEDULE_REACH_RULES.enforce(self.to_wire())
         return self
 
     @model_validator(mode="after")
-    def _speculative_fits_release_and_target(self) -> SpecDecodeRolloutSpec:
+    def _speculative_fits_release_and_target(self) -> Self:
         if self.speculative is None:
             return self
-        problems = SPEC_RULES.violations(self.to_wire())
+        problems = self._spec_rules.violations(self.to_wire())
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+
+class SpecDecodeRolloutSpec(WrittenRolloutSpec):
+    """The resolved spec every reader after the observe step gets: `model` and `engine`
+    always set, either as written or, with a `workloadRef`, read from the source's vLLM
+    container (`domain.source_spec.resolve_spec`, the one place that fills them in). Built
+    by validation, so every rule of the written spec holds for the values read too."""
+
+    _spec_rules: ClassVar[RuleSet] = SPEC_RULES
+
+    model: ModelSpec = Field(description="The target model.")
+    engine: EngineSpec = Field(description="Engine image, resources and environment.")
 
 
 class SpecDecodeRollout(KubeModel):
@@ -130,7 +186,7 @@ class SpecDecodeRollout(KubeModel):
     api_version: str = Field(default=API_VERSION, alias="apiVersion")
     kind: str = Field(default=KIND)
     metadata: dict[str, object] = Field(default_factory=dict)
-    spec: SpecDecodeRolloutSpec
+    spec: WrittenRolloutSpec
     status: SpecDecodeRolloutStatus = Field(default_factory=SpecDecodeRolloutStatus)
 
     @field_validator("metadata")

@@ -20,7 +20,7 @@ from specdecode.api.analysis_rules import ANALYSIS_RULES, SPEC_JUDGED_RULES, STA
 from specdecode.api.gate_spec import GATE_RULES
 from specdecode.api.guard import GUARD_RULES
 from specdecode.api.rollout import ROOT_RULES as ROOT_RULE_SET
-from specdecode.api.rollout import SPEC_RULES
+from specdecode.api.rollout import WRITTEN_SPEC_RULES
 from specdecode.api.rules import Rule
 from specdecode.api.schedule_reach import SCHEDULE_REACH_RULES
 from specdecode.api.speculative import RULES as SPECULATIVE_RULES
@@ -51,8 +51,8 @@ class CelRule:
 
 RULES: Mapping[str, tuple[Rule | CelRule, ...]] = {
     "SpeculativeConfig": tuple(SPECULATIVE_RULES.rules),
-    "SpecDecodeRolloutSpec": (
-        *SPEC_RULES.rules,
+    "WrittenRolloutSpec": (
+        *WRITTEN_SPEC_RULES.rules,
         *SPEC_JUDGED_RULES.rules,
         *SCHEDULE_REACH_RULES.rules,
         *ADOPTION_RULES.rules,

@@ -24,12 +24,13 @@ from datetime import datetime
 import yaml
 
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.adoption import PromotionStrategy, WorkloadStatus
+from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Condition, ConditionStatus, Phase, SpecDecodeRolloutStatus
 from specdecode.domain.observations import Observations
 from specdecode.domain.source import SourceObservation
+from specdecode.domain.source_spec import in_force
 from specdecode.domain.transitions import ANALYSIS_PHASES, Step, describe, enter, pursue_desired
 
 AWAITING_OWNER = "AwaitingOwner"
@@ -60,12 +61,13 @@ def follow_source(
 ) -> Step:
     """Rules 1 and 2: the stable config and the template are the source's."""
     before = status.workload
-    workload = WorkloadStatus(
-        source=source.name,
-        template_hash=source.template_hash,
-        dropped_labels=list(source.dropped_labels),
-        owner_patch=before.owner_patch if before else None,
-        verified_at=before.verified_at if before else None,
+    workload = in_force(spec, source.name).model_copy(
+        update={
+            "template_hash": source.template_hash,
+            "dropped_labels": list(source.dropped_labels),
+            "owner_patch": before.owner_patch if before else None,
+            "verified_at": before.verified_at if before else None,
+        }
     )
     update: dict[str, object] = {"workload": workload}
     ours = spec.strategy is PromotionStrategy.PATCH and source.promotion_applied

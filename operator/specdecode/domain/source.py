@@ -29,3 +29,21 @@ class SourceObservation:
     container: str = "vllm"
     args: tuple[str, ...] = ()  # the container's args as they are
     promotion_applied: bool = False  # the Patch strategy's apply holds its args
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What a source's vLLM container says of the spec's `model` and `engine`, read before
+    the spec is resolved (`source_spec.resolve_spec` fills in what the user left out).
+
+    A None value is one the container does not state (no model argument, no image).
+    """
+
+    name: str  # Deployment/<name>
+    model: str | None = None  # the positional after `serve`, else --model
+    served_model_name: str | None = None  # --served-model-name (None: the model's name)
+    revision: str | None = None  # --revision
+    max_model_len: int | None = None  # --max-model-len
+    image: str | None = None
+    vllm_version: str | None = None  # the release it states (env), else its image tag
+    port: int = 8000  # --port, else vLLM's default

@@ -1,6 +1,8 @@
 """One reconcile of one rollout: observe, decide, apply. A straight sequence of steps.
 
-1. parse the spec (an invalid one becomes a Failed status, never an exception loop);
+1. parse the spec (an invalid one becomes a Failed status, never an exception loop) and
+   resolve it: a `workloadRef`'s source states the `model` and `engine` left out (one
+   that does not: Pending, Degraded `WorkloadUnavailable`, no analysis);
 2. observe children, the action annotation, the current stage's measurements, while an
    analysis runs the prompt set's content hash (its evidence) and, once Promoted,
    production's counters for the drift guard's look (`guard`); children and routes come
@@ -31,7 +33,7 @@ from specdecode.adapters.kube.load_pods import LoadPod
 from specdecode.adapters.kube.rollouts import StaleRollout
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.adapters.render import child_name
-from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec
+from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.cadence import next_timed_event
@@ -48,6 +50,7 @@ from specdecode.domain.observations import (
     ServerStepHistograms,
     StageObservations,
 )
+from specdecode.domain.source_spec import decide_unresolved
 from specdecode.domain.stages import evaluation_due
 from specdecode.reconciler.apply import (
     RolloutRef,
@@ -76,7 +79,7 @@ from specdecode.reconciler.promotion_patch import (
     with_patch_conflict,
 )
 from specdecode.reconciler.runtime import Runtime
-from specdecode.reconciler.workload import Source, read_workload, with_source_problem
+from specdecode.reconciler.workload import Source, resolve, with_source_problem
 
 __all__ = [
     "RolloutRef",
@@ -110,19 +113,30 @@ async def reconcile(
     status = parse_status(raw_status)
     action = annotations.get(ACTION_ANNOTATION)
     try:
-        spec = SpecDecodeRolloutSpec.model_validate(dict(raw_spec))
+        written = WrittenRolloutSpec.model_validate(dict(raw_spec))
     except ValidationError as error:
-        decision = decide_invalid_spec(status, validation_message(error), ref.generation, now)
-        runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
-        await _apply(runtime, ref, None, status, decision, None)
-        return decision
+        return await _without_spec(
+            runtime,
+            ref,
+            status,
+            decide_invalid_spec(status, validation_message(error), ref.generation, now),
+        )
+    resolved = await resolve(runtime, ref.namespace, ref.name, written, promotion_manager(runtime))
+    if resolved.spec is None:  # model or engine left to a source that does not state them
+        problem = resolved.problem or "the spec cannot be resolved"
+        if written.workload_ref is None:
+            unresolved = decide_invalid_spec(status, problem, ref.generation, now)
+        else:
+            unresolved = decide_unresolved(
+                status, resolved.source_name, problem, ref.generation, now
+            )
+        return await _without_spec(runtime, ref, status, unresolved)
+    spec, source = resolved.spec, resolved.source
 
     children = observe_children(
         runtime.cluster.rollout_deployments(ref.namespace, ref.name),
         runtime.cluster.rollout_pods(ref.namespace, ref.name),
     )
-    manager = promotion_manager(runtime)
-    source = await read_workload(runtime, ref.namespace, ref.name, spec, manager)
     if source is not None:  # production is the source (workloadRef), not a child of ours
         children[ChildRole.PRODUCTION] = source.observation.state
     routes = await observe_routes(runtime, ref.namespace, spec)
@@ -154,6 +168,16 @@ async def reconcile(
     decision = await with_engine_metrics_check(runtime, ref, spec, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
     await _apply(runtime, ref, spec, status, decision, action, not raw_status, source)
+    return decision
+
+
+async def _without_spec(
+    runtime: Runtime, ref: RolloutRef, status: SpecDecodeRolloutStatus, decision: Decision
+) -> Decision:
+    """Apply a decision made without a spec to act on (invalid, or not resolvable from the
+    source): shadows, load pods and mirrors go; production is left as it is."""
+    runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
+    await _apply(runtime, ref, None, status, decision, None)
     return decision
 
 

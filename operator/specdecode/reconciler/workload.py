@@ -2,10 +2,13 @@
 
 Read every reconcile (a GET and a Service LIST, `adapters.kube.workload`): its template
 and config decide the baseline, and its pods running the passed config decide Verified.
-A source that is absent, has no vLLM container, or does not match the rollout's model,
-image or port makes the rollout Degraded (`WorkloadUnavailable`, naming what differs), a
-condition over the phase as for other problems found outside the state machine; no shadow
-is rendered from it, so an analysis that cannot start runs into its progress deadline.
+First it completes the spec: `model` and `engine` the user left out are read from the
+source's vLLM container (`resolve`, the one place; a source that cannot be read or does
+not state them leaves no spec: `source_spec.decide_unresolved`). A source that does not
+match the values given (model, image or port), or cannot be judged, makes the rollout
+Degraded (`WorkloadUnavailable`, naming what differs), a condition over the phase as for
+other problems found outside the state machine; no shadow is rendered from it, so an
+analysis that cannot start runs into its progress deadline.
 """
 
 from __future__ import annotations
@@ -16,15 +19,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from specdecode.adapters.kube.workload import owns_args, read_source
+from specdecode.adapters.source_facts import source_facts
 from specdecode.adapters.workload_source import observe_source
-from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api import SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded
 from specdecode.domain.source import SourceObservation
+from specdecode.domain.source_spec import UNAVAILABLE, resolve_spec
 from specdecode.reconciler.runtime import Runtime
-
-UNAVAILABLE = "WorkloadUnavailable"
 
 
 @dataclass(frozen=True)
@@ -41,21 +44,40 @@ class Source:
         return self.observation.problem is None
 
 
-async def read_workload(
-    runtime: Runtime, namespace: str, rollout: str, spec: SpecDecodeRolloutSpec, manager: str
-) -> Source | None:
-    """The rollout's source, None without a workloadRef; `manager`: the promotion's."""
-    ref = spec.workload_ref
+@dataclass(frozen=True)
+class Resolved:
+    """The spec every step after observing reads, and the source it was read from; or,
+    with `spec` None, why it could not be resolved (`problem`, about `source_name`)."""
+
+    spec: SpecDecodeRolloutSpec | None
+    source: Source | None = None
+    problem: str | None = None
+    source_name: str = ""
+
+
+async def resolve(
+    runtime: Runtime, namespace: str, rollout: str, written: WrittenRolloutSpec, manager: str
+) -> Resolved:
+    """The resolved spec (`source_spec.resolve_spec`) and, with a workloadRef, its source
+    read once (a GET and a Service LIST); `manager`: the promotion's field manager."""
+    ref = written.workload_ref
     if ref is None:
-        return None
+        spec = resolve_spec(written, None)
+        if isinstance(spec, str):  # cannot happen: the written rules require model and engine
+            return Resolved(None, problem=spec, source_name="")
+        return Resolved(spec)
     deployment, services = await asyncio.to_thread(read_source, runtime.kube, namespace, ref.name)
+    name = f"Deployment/{ref.name}"
+    spec = resolve_spec(written, source_facts(deployment, ref))
+    if isinstance(spec, str):
+        return Resolved(None, problem=spec, source_name=name)
     template = ((deployment or {}).get("spec") or {}).get("template") or {}
     observed = replace(
         observe_source(rollout, spec, deployment, services),
         promotion_applied=owns_args(deployment, manager),
     )
     generation = int(((deployment or {}).get("metadata") or {}).get("generation") or 0)
-    return Source(observed, template, generation=generation)
+    return Resolved(spec, Source(observed, template, generation=generation), source_name=name)
 
 
 def production_deployment(rollout: str, spec: SpecDecodeRolloutSpec) -> str:

@@ -50,6 +50,8 @@ PRINTER_COLUMNS = (
     ("Alpha", "string", ".status.alpha", "Latest acceptance rate with its bounds.", 0),
     ("ITL-Ratio", "string", ".status.itlRatio", "Candidate/baseline P99 ITL.", 0),
     ("Verdict", "string", ".status.verdict", "Promoted or RolledBack.", 0),
+    ("Source", "string", ".status.workload.source", "The workloadRef Deployment judged.", 0),
+    ("Image", "string", ".status.workload.image", "The source's vLLM image.", 1),
     ("Stable", "string", ".status.stableFingerprint", "Config production runs.", 1),
     ("Candidate", "string", ".status.candidateFingerprint", "Config under analysis.", 1),
     ("Age", "date", ".metadata.creationTimestamp", "", 0),
@@ -93,7 +95,7 @@ ROLLOUT_KIND = CrdKind(
     rollout.SHORT_NAMES,
     "SpecDecodeRollout rolls a vLLM speculative-decoding config out to a "
     "production Deployment, after shadow analysis gates on acceptance and tail latency.",
-    rollout.SpecDecodeRolloutSpec,
+    rollout.WrittenRolloutSpec,
     SpecDecodeRolloutStatus,
     extend_definition,
     ROOT_RULES,

@@ -14,10 +14,12 @@ import pytest
 
 from specdecode.adapters.render import Owner
 from specdecode.adapters.render_adopted import render_adopted_shadows
+from specdecode.adapters.source_facts import source_facts
 from specdecode.adapters.workload_source import observe_source, selects
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.decision import DesiredChildren
+from specdecode.domain.source_spec import resolve_spec
 
 pytestmark = pytest.mark.unit
 
@@ -245,13 +247,20 @@ def test_the_adoption_examples_render_shadows_no_service_of_theirs_selects(examp
     documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
     kinds = {d["kind"]: d for d in documents}
     rollout = SpecDecodeRollout.model_validate(kinds["SpecDecodeRollout"])
+    assert rollout.spec.model is None and rollout.spec.engine is None  # read from the source
+    assert rollout.spec.workload_ref is not None
+    resolved = resolve_spec(
+        rollout.spec, source_facts(kinds["Deployment"], rollout.spec.workload_ref)
+    )
+    assert isinstance(resolved, SpecDecodeRolloutSpec), resolved
+    assert resolved.engine.effective_vllm_version == "0.33.0"
     services = [d for d in documents if d["kind"] == "Service"]
-    source = observe_source("r", rollout.spec, kinds["Deployment"], services)
+    source = observe_source("r", resolved, kinds["Deployment"], services)
     assert source.problem is None, source.problem
     desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
     template = kinds["Deployment"]["spec"]["template"]
     children = render_adopted_shadows(
-        Owner("r", "default", "u"), rollout.spec, desired, source, template
+        Owner("r", "default", "u"), resolved, desired, source, template
     )
     for shadow in (c for c in children if c["kind"] == "Deployment"):
         pod = shadow["spec"]["template"]

@@ -17,9 +17,11 @@ UID = "5f0c6a0e-0000-4000-8000-000000000001"
 
 
 def example_spec(relative_path: str) -> SpecDecodeRolloutSpec:
-    """The spec of one of the committed examples."""
+    """The spec of one of the committed examples (written in full: no workloadRef)."""
     obj = yaml.safe_load((REPO_ROOT / relative_path).read_text())
-    return SpecDecodeRollout.model_validate(obj).spec
+    return SpecDecodeRolloutSpec.model_validate(
+        SpecDecodeRollout.model_validate(obj).spec.to_wire()
+    )
 
 
 @dataclass(frozen=True)
