@@ -181,6 +181,22 @@ METRICS: dict[str, MetricFacts] = {
 }
 
 
+# vllm/v1/engine/__init__.py FINISH_REASON_STRINGS: the `finished_reason`s of
+# vllm:request_success_total (loggers.py creates every reason's series at 0 at start).
+# 0.11.2: stop, length, abort; "error" (a request-level internal error, always an HTTP 500)
+# from 0.13.0 (checked 0.12.0, 0.13.0, 0.15.0); "repetition" (a repetitive pattern
+# detected) from 0.17.0 (checked 0.16.0, 0.17.0, 0.19.0, 0.20.0, 0.26.0, 0.30.0, 0.33.0).
+# Up to 0.12 an engine error reaches no reason: Mirror's ErrorRate sees it only as a
+# request the candidate's engine never finished (`domain.gates.mirror_outcomes`).
+FINISH_REASONS: dict[str, Span] = {
+    "stop": ALL,
+    "length": ALL,
+    "abort": ALL,
+    "error": Span(13),
+    "repetition": Span(17),
+}
+
+
 def parse_version(text: str) -> tuple[int, int, int] | None:
     """(major, minor, patch) of "0.33.0", or None when the text is not a version."""
     if re.fullmatch(VERSION_PATTERN, text) is None:

@@ -230,6 +230,50 @@ class ServerStepHistograms:
     candidate: StepHistogram
 
 
+# vLLM's request-outcome counter, one series per `finished_reason` (created at 0 at start).
+REQUEST_OUTCOMES_SERIES = "vllm:request_success_total"
+# The reasons of a request the engine ended without serving it: "error" (a request-level
+# internal error, always an HTTP 500) and "abort" (the client, under Mirror the gateway,
+# went away: a shadow that timed out). Mirror's ErrorRate counts both as failures.
+FAILED_REASONS = ("error", "abort")
+
+
+@dataclass(frozen=True)
+class EngineOutcomes:
+    """One engine's finished requests over the window by `finished_reason` (vLLM's count).
+
+    Under Mirror traffic the only outcomes there are: the gateway discards the mirrored
+    responses. `restarts` counts resets of the counter in the window (an engine restarted:
+    the requests in flight when it died and those sent while it was down are counted by
+    no reason). `scraped` False: no series answered (not exported, not scraped), unknown.
+    """
+
+    by_reason: Mapping[str, float] = field(default_factory=dict)
+    restarts: float = 0.0
+    scraped: bool = False
+    # Requests running or waiting at the window's end (vLLM's gauges; 0 when unknown):
+    # arrivals = finished + in flight, compared across the two engines (`mirror_outcomes`).
+    in_flight: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        """Requests the engine ended without serving (FAILED_REASONS), rounded."""
+        return round(sum(self.by_reason.get(reason, 0.0) for reason in FAILED_REASONS))
+
+    @property
+    def total(self) -> int:
+        """Every request the engine finished in the window, any reason, rounded."""
+        return round(sum(self.by_reason.values()))
+
+
+@dataclass(frozen=True)
+class EngineOutcomePair:
+    """Both shadow engines' request outcomes over the same window (Mirror's ErrorRate)."""
+
+    baseline: EngineOutcomes
+    candidate: EngineOutcomes
+
+
 @dataclass(frozen=True)
 class StageObservations:
     """Measurements of the stage in progress, from its measuring window only."""
@@ -239,6 +283,7 @@ class StageObservations:
     baseline_latency: LatencySamples | MetricError | None = None
     candidate_latency: LatencySamples | MetricError | None = None
     server_step_itl: ServerStepHistograms | MetricError | None = None
+    engine_outcomes: EngineOutcomePair | MetricError | None = None
 
 
 @dataclass(frozen=True)
