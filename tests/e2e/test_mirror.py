@@ -122,12 +122,14 @@ def test_a_candidate_failing_mirrored_requests_is_rolled_back_by_error_rate(
         r.apply(manifest)
         inject(cluster, r, FAULTS["errors"])
         with live_users(gateway.url, "llama-3.1-8b-instruct", concurrency=8):
+            r.wait(lambda s: s.get("phase") in ("Analyzing", *TERMINAL), timeout=300)
+            # the candidate alone carries the fault (checked while its pods exist)
+            assert where_the_fault_is(r, FAULTS["errors"]) == {
+                "candidate deployment": True,
+                "candidate pods": True,
+                "baseline pods": False,
+            }
             status = r.wait_phase(TERMINAL, timeout=600)
-    assert where_the_fault_is(r, FAULTS["errors"]) == {
-        "candidate deployment": True,
-        "candidate pods": True,
-        "baseline pods": False,
-    }
     assert status["phase"] == "RolledBack", r.describe()
     errors = gate(status, "acceptance", "error-rate")
     assert errors["verdict"] == "Failed", errors

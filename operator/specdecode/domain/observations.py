@@ -251,9 +251,16 @@ class EngineOutcomes:
     by_reason: Mapping[str, float] = field(default_factory=dict)
     restarts: float = 0.0
     scraped: bool = False
-    # Requests running or waiting at the window's end (vLLM's gauges; 0 when unknown):
-    # arrivals = finished + in flight, compared across the two engines (`mirror_outcomes`).
+    # Requests running or waiting at the window's end and start (vLLM's gauges; 0 when
+    # unknown): arrivals = finished + in flight at the end - in flight at the start,
+    # compared across the two engines (`mirror_outcomes`).
     in_flight: float = 0.0
+    in_flight_at_start: float = 0.0
+
+    @property
+    def arrivals(self) -> float:
+        """Requests that reached the engine in the window (finished or still in it)."""
+        return self.total + self.in_flight - self.in_flight_at_start
 
     @property
     def failed(self) -> int:
@@ -272,6 +279,9 @@ class EngineOutcomePair:
 
     baseline: EngineOutcomes
     candidate: EngineOutcomes
+    # The share of live requests each RequestMirror filter copies (mirrorPercent / 100),
+    # each filter on its own draw: how far the two engines' arrivals may differ by chance.
+    mirror_share: float = 1.0
 
 
 @dataclass(frozen=True)

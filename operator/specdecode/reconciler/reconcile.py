@@ -239,7 +239,7 @@ async def _observe_stage(
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)
     outcomes = None
     if Need.ENGINE_OUTCOMES in needs and not uses_load_pods(spec):
-        outcomes = await engine_outcomes(runtime, ref, stage_status.measure_from)
+        outcomes = await engine_outcomes(runtime, ref, spec, stage_status.measure_from)
     return StageObservations(
         stage_name=stage_status.name,
         candidate_acceptance=acceptance,
@@ -274,7 +274,7 @@ async def _server_step_itl(
 
 
 async def engine_outcomes(
-    runtime: Runtime, ref: RolloutRef, start: datetime
+    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec, start: datetime
 ) -> EngineOutcomePair | MetricError:
     """Both shadow engines' finished requests by reason over the window (vLLM's counter).
 
@@ -294,7 +294,8 @@ async def engine_outcomes(
         return baseline
     if isinstance(candidate, MetricError):
         return candidate
-    return EngineOutcomePair(baseline=baseline, candidate=candidate)
+    share = spec.analysis.traffic.mirror_percent / 100
+    return EngineOutcomePair(baseline=baseline, candidate=candidate, mirror_share=share)
 
 
 def validation_message(error: ValidationError) -> str:

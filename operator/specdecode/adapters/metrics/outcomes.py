@@ -5,8 +5,8 @@ window's end gives each reason's count (vLLM creates every reason's series at 0 
 so a scraped engine answers every reason it has; 0.11-0.12 know only stop, length and
 abort, see `api.vllm_versions.FINISH_REASONS`). `resets()` of the same counter says
 whether an engine restarted in the window, and `vllm:num_requests_running` plus
-`vllm:num_requests_waiting` at the end what is still in flight. No series answering is
-`scraped` False (unknown), never zero failures.
+`vllm:num_requests_waiting` at the start and the end what was and is in flight. No series
+answering is `scraped` False (unknown), never zero failures.
 """
 
 from __future__ import annotations
@@ -55,9 +55,12 @@ def _value(row: dict[str, Any]) -> float:
 
 
 def parse_outcomes(
-    rows: list[dict[str, Any]], resets: list[dict[str, Any]], in_flight: list[dict[str, Any]]
+    rows: list[dict[str, Any]],
+    resets: list[dict[str, Any]],
+    in_flight: list[dict[str, Any]],
+    in_flight_at_start: list[dict[str, Any]] | None = None,
 ) -> EngineOutcomes:
-    """The three answers as one engine's outcomes; no outcome rows is `scraped` False."""
+    """The four answers as one engine's outcomes; no outcome rows is `scraped` False."""
     by_reason: dict[str, float] = {}
     for row in rows:
         reason = str(row["metric"]["finished_reason"])
@@ -67,6 +70,7 @@ def parse_outcomes(
         restarts=_value(resets[0]) if resets else 0.0,
         scraped=bool(rows),
         in_flight=_value(in_flight[0]) if in_flight else 0.0,
+        in_flight_at_start=_value(in_flight_at_start[0]) if in_flight_at_start else 0.0,
     )
 
 
@@ -79,16 +83,19 @@ class PrometheusRequestOutcomes(PrometheusReader):
         """The engine's finished requests by reason over [start, end]; see the module."""
         seconds = max(MIN_WINDOW_SECONDS, math.ceil((end - start).total_seconds()))
         try:
-            return await asyncio.to_thread(self._read, engine, seconds, end)
+            return await asyncio.to_thread(self._read, engine, seconds, start, end)
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
             return MetricError(source=f"prometheus {self.url}", message=why(error))
 
-    def _read(self, engine: EngineSelector, seconds: int, end: datetime) -> EngineOutcomes:
+    def _read(
+        self, engine: EngineSelector, seconds: int, start: datetime, end: datetime
+    ) -> EngineOutcomes:
         at = {"time": f"{end.timestamp():.3f}"}
         return parse_outcomes(
             self._query(outcomes_query(engine, seconds), at),
             self._query(resets_query(engine, seconds), at),
             self._query(in_flight_query(engine), at),
+            self._query(in_flight_query(engine), {"time": f"{start.timestamp():.3f}"}),
         )
 
     def _query(self, promql: str, params: dict[str, str]) -> list[dict[str, Any]]:

@@ -11,11 +11,16 @@ What the counter cannot see, and what makes the look Inconclusive instead of "no
 - an engine restart in the window (the counter reset): requests in flight when it died
   and those mirrored while it was down are counted by no reason;
 - requests that never reached the engine (an HTTP error before it: a refusal of the
-  candidate's API server, a pod unreachable): both engines are sent the same traffic, so
-  their arrivals (finished + still running or waiting at the window's end) should agree up
-  to the mirror's sampling noise (each RequestMirror filter samples mirrorPercent on its
-  own: Var(A_b - A_c) = 2 N p (1 - p) <= A_b + A_c); a candidate short of the baseline by
-  more than MISSING_Z of those standard deviations lost requests no counter names.
+  candidate's API server, a pod unreachable): both engines are sent copies of the same
+  live requests, so their arrivals (finished, plus in flight at the window's end, minus in
+  flight at its start) agree up to the mirror's sampling: each RequestMirror filter copies
+  a request with chance p = mirrorPercent / 100 on its own draw, so for N live requests
+  Var(A_b - A_c) = 2 N p (1 - p), estimated as (A_b + A_c)(1 - p), plus the window edges'
+  slack (`increase()` extrapolates each side alone: EDGE_SLACK requests and EDGE_SHARE of
+  the arrivals). A candidate short of the baseline by more than MISSING_Z standard
+  deviations plus that slack lost requests no counter names. At p = 1 (mirrorPercent 100)
+  a loss of a few percent shows within a stage; at p = 0.5 only over thousands of
+  requests, so a short window can miss it (README, Mirror).
 """
 
 from __future__ import annotations
@@ -33,8 +38,11 @@ from specdecode.domain.observations import (
 from specdecode.vocabulary import GateVerdict
 
 # How far (in sampling standard deviations) the candidate's arrivals may fall short of the
-# baseline's before requests lost ahead of its engine are presumed (one-sided 1e-4).
+# baseline's before requests lost ahead of its engine are presumed (one-sided 1e-4), and
+# the window edges' slack (requests, and a share of the arrivals).
 MISSING_Z = 3.72
+EDGE_SLACK = 3.0
+EDGE_SHARE = 0.02
 
 
 def _inconclusive(reason: str, threshold: float) -> Measurement:
@@ -61,10 +69,11 @@ def _unknown(name: str, side: EngineOutcomes, threshold: float) -> Measurement |
 
 def missing_ahead_of_engine(pair: EngineOutcomePair) -> str | None:
     """Why the candidate's engine seems to have missed mirrored requests, or None."""
-    baseline = pair.baseline.total + pair.baseline.in_flight
-    candidate = pair.candidate.total + pair.candidate.in_flight
-    noise = math.sqrt(max(1.0, baseline + candidate))
-    if baseline - candidate <= MISSING_Z * noise:
+    baseline, candidate = pair.baseline.arrivals, pair.candidate.arrivals
+    chance = max(0.0, 1.0 - pair.mirror_share)
+    sampling = MISSING_Z * math.sqrt(max(0.0, baseline + candidate) * chance)
+    allowed = sampling + EDGE_SLACK + EDGE_SHARE * max(0.0, baseline)
+    if baseline - candidate <= allowed:
         return None
     return (
         f"the candidate's engine saw {candidate:.0f} mirrored requests, the baseline's "
