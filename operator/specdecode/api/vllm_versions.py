@@ -176,6 +176,10 @@ METRICS: dict[str, MetricFacts] = {
     ),
     "step_itl": MetricFacts("vllm:inter_token_latency_seconds", ALL),
     "engine_steps": MetricFacts("vllm:iteration_tokens_total", ALL),
+    # Gauges (checked in 0.11.2, 0.12, 0.13, 0.15, 0.16, 0.17, 0.19, 0.20, 0.26, 0.30, 0.33):
+    # Mirror's arrivals (`adapters.metrics.outcomes`) and the tuning's load histogram.
+    "requests_running": MetricFacts("vllm:num_requests_running", ALL),
+    "requests_waiting": MetricFacts("vllm:num_requests_waiting", ALL),
     # Removed in 0.15.0 (the old name of inter_token_latency_seconds): never read.
     "time_per_output_token": MetricFacts("vllm:time_per_output_token_seconds", Span(11, 14)),
 }
