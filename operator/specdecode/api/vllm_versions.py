@@ -176,6 +176,10 @@ METRICS: dict[str, MetricFacts] = {
     ),
     "step_itl": MetricFacts("vllm:inter_token_latency_seconds", ALL),
     "engine_steps": MetricFacts("vllm:iteration_tokens_total", ALL),
+    # Mirror's acceptance bound: the longest finished request's bucket edge (1-2-5 buckets
+    # up to max_model_len; from 0.30 `--custom-histogram-buckets` may override them, which
+    # the bound reads as they are). Checked in the same wheels as the gauges below.
+    "request_length": MetricFacts("vllm:request_generation_tokens", ALL),
     # Gauges (checked in 0.11.2, 0.12, 0.13, 0.15, 0.16, 0.17, 0.19, 0.20, 0.26, 0.30, 0.33):
     # Mirror's arrivals (`adapters.metrics.outcomes`) and the tuning's load histogram.
     "requests_running": MetricFacts("vllm:num_requests_running", ALL),

@@ -98,10 +98,14 @@ class AcceptanceCounts:
     accepted_tokens: float
     per_position_accepted: tuple[float, ...] = ()
     # Requests the engine completed in the window, by its own count (COMPLETED_REASONS of
-    # vllm:request_success_total: aborted and failed requests are not completed). Drafts of
-    # one request are correlated; under Mirror traffic the counters' acceptance bound treats
-    # these requests as the independent units (`acceptance_bound`).
+    # vllm:request_success_total: aborted and failed requests are not completed).
     requests: float = 0.0
+    # An upper bound on the longest request the window finished, in generated tokens: the
+    # highest reached bucket edge of vllm:request_generation_tokens (None: no histogram, or
+    # a request beyond its last finite edge). Under Mirror traffic it bounds drafts per
+    # request, which the counters' acceptance bound needs instead of an assumed
+    # correlation (`acceptance_bound`).
+    longest_request_tokens: float | None = None
     # Whether Prometheus answered the drafts and draft-tokens counters' series for the
     # window (a number, zero included). False (the default, fail closed): no such series
     # (no speculative config, relabelled away, not scraped yet) or NaN, so zeros mean unknown.

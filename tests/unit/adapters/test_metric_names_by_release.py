@@ -20,6 +20,7 @@ QUERIED = {
     "finished_requests": prometheus.FINISHED_REQUESTS,
     "step_itl": prometheus.STEP_ITL_BUCKETS,
     "engine_steps": prometheus.ENGINE_STEPS,
+    "request_length": prometheus.REQUEST_LENGTH_BUCKETS,
     "requests_running": outcomes.IN_FLIGHT[0],
     "requests_waiting": outcomes.IN_FLIGHT[1],
 }
