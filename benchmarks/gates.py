@@ -69,11 +69,11 @@ from domain_gatesim import (
     beta_mean_for_alpha,
     busy_steps_per_second,
 )
+from domain_replaced_rules import assumed_correlation_interval
 
 from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
 from specdecode.api.status import GateResult
 from specdecode.domain import clustered
-from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.gate_boundary import evaluate_gate, gate_params, pending_result
 from specdecode.domain.gate_measures import judge_at_least, judge_at_most
 from specdecode.domain.gates import LookPlan
@@ -120,7 +120,7 @@ def today_acceptance(seen: StageObservations) -> tuple[GateVerdict, int]:
     """The replaced rule: assumed correlation RHO = 0.25, Bonferroni over looks."""
     counts = seen.candidate_acceptance
     assert isinstance(counts, AcceptanceCounts)
-    interval = acceptance_interval(
+    interval = assumed_correlation_interval(
         counts.drafts,
         counts.draft_tokens,
         counts.accepted_tokens,

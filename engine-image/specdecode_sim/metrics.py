@@ -29,7 +29,6 @@ REQUEST_LATENCY_BUCKETS = (
     60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
 )  # fmt: skip
 ITERATION_TOKEN_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-FINISH_REASONS = ("stop", "length", "abort")
 
 
 def one_two_five_buckets(max_value: int) -> list[float]:
@@ -111,7 +110,9 @@ class EngineMetrics:
             [*labels, "finished_reason"],
             registry=reg,
         )
-        self.success = {reason: success.labels(*values, reason) for reason in FINISH_REASONS}
+        self.success = {
+            reason: success.labels(*values, reason) for reason in release.finish_reasons
+        }
         size_buckets = one_two_five_buckets(max_model_len)
         self.request_prompt_tokens = histogram(
             "vllm:request_prompt_tokens", "Number of prefill tokens processed.", size_buckets
@@ -246,6 +247,13 @@ class EngineMetrics:
         self.request_generation_tokens.observe(generated)
         self.request_tpot.observe((last - first) / (generated - 1) if generated > 1 else 0.0)
         self.params_max_tokens.observe(request.max_tokens)
+
+    def record_engine_error(self) -> None:
+        """A request the engine ended with an internal error (the `error_rate` fault):
+        vLLM counts it as finished_reason "error" (0.13+) and answers HTTP 500; up to 0.12
+        no reason counts it."""
+        if "error" in self.success:
+            self.success["error"].inc()
 
     def exposition(self) -> bytes:
         """Text exposition format for /metrics."""

@@ -100,6 +100,14 @@ FIELD_VALUES: dict[str, dict[str, Span]] = {
 UNKNOWN_KEYS_REJECTED = Span(16)
 # vllm:time_per_output_token_seconds (deprecated alias of inter_token_latency_seconds).
 TIME_PER_OUTPUT_TOKEN_METRIC = Span(11, 14)
+# vllm:request_success_total's finished_reason values per release (FINISH_REASON_STRINGS).
+FINISH_REASONS: dict[str, Span] = {
+    "stop": ALL,
+    "length": ALL,
+    "abort": ALL,
+    "error": Span(13),
+    "repetition": Span(17),
+}
 
 
 class ReleaseError(ValueError):
@@ -156,6 +164,11 @@ class Release:
     def runs_draft_model(self) -> bool:
         """Whether `method: draft_model` starts (0.15+)."""
         return self.minor in DRAFT_MODEL_RUNS
+
+    @property
+    def finish_reasons(self) -> tuple[str, ...]:
+        """The `finished_reason`s vllm:request_success_total carries in this release."""
+        return tuple(reason for reason, span in FINISH_REASONS.items() if self.minor in span)
 
     @property
     def exports_time_per_output_token(self) -> bool:

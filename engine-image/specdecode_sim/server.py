@@ -161,6 +161,8 @@ async def _generate(runtime: ServerRuntime, request: Request, chat: bool) -> Res
     ):
         runtime.exit_process(1)
     if faults.error_rate and runtime.fault_rng.random() < faults.error_rate:
+        if runtime.engine.metrics is not None:
+            runtime.engine.metrics.record_engine_error()
         return _error(RequestError("simulated engine error", 500, "InternalServerError"))
     prefix = "chatcmpl-" if chat else "cmpl-"
     request_id = prefix + uuid.uuid4().hex

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from localcluster.faults import FAULTS, SLOW_START, inject, where_the_fault_is
 from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
 from localcluster.live_traffic import live_users
@@ -100,6 +101,41 @@ def test_mirrored_live_traffic_is_judged_and_the_route_is_given_back(
         assert mirrored["mirrors"][f"{r.namespace}/{shadow}:8000"]["sent"] > 0, mirrored
     # Rolled back: our filters are gone, the user's is exactly as written.
     assert wait_for_filters(cluster, r.namespace, lambda f: f == [USERS_FILTER])
+
+
+def test_a_candidate_failing_mirrored_requests_is_rolled_back_by_error_rate(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    """Issue 33: under Mirror no response reaches the operator, yet a candidate failing
+    10 % of its mirrored requests is Failed by ErrorRate, read from vLLM's
+    vllm:request_success_total{finished_reason="error"} of both engines."""
+    r = rollout("llama")
+    apply_route(cluster, r.namespace, r.name)
+    manifest = mirror_rollout(percent=100)
+    analysis = manifest["spec"]["analysis"]
+    first = analysis["stages"][0]
+    first["maxDurationSeconds"] = 300
+    first["gates"].append({"name": "error-rate", "type": "ErrorRate"})
+    analysis["progressDeadlineSeconds"] = 400
+    manifest["spec"]["engine"]["env"] = [*manifest["spec"]["engine"]["env"], *SLOW_START]
+    with running_gateway(cluster, r.namespace, ROUTE) as gateway:
+        r.apply(manifest)
+        inject(cluster, r, FAULTS["errors"])
+        with live_users(gateway.url, "llama-3.1-8b-instruct", concurrency=8):
+            r.wait(lambda s: s.get("phase") in ("Analyzing", *TERMINAL), timeout=300)
+            # the candidate alone carries the fault (checked while its pods exist)
+            assert where_the_fault_is(r, FAULTS["errors"]) == {
+                "candidate deployment": True,
+                "candidate pods": True,
+                "baseline pods": False,
+            }
+            status = r.wait_phase(TERMINAL, timeout=600)
+    assert status["phase"] == "RolledBack", r.describe()
+    errors = gate(status, "acceptance", "error-rate")
+    assert errors["verdict"] == "Failed", errors
+    assert "mirrored requests (engine counts)" in errors["reason"], errors
+    assert errors["lowerBound"] > 0.02, errors
+    assert "error-rate" in status["message"], status["message"]
 
 
 def test_deleting_a_mirror_rollout_mid_analysis_removes_its_filters(

@@ -208,9 +208,9 @@ class AnalysisSpec(KubeModel):
         """Mirror traffic: only server-side measures exist; TailLatency reads vLLM's histogram.
 
         Why: mirrored responses go to the gateway, never to the operator, so client-side
-        timings, speedup and error counts cannot be measured (ANALYSIS_RULES refuse the
-        gates that need them). An unset itlDefinition means ServerStep here (the only ITL
-        there is), so the default stages work unchanged.
+        timings and speedup cannot be measured (ANALYSIS_RULES refuse the gates that need
+        them; errors are counted by the engines). An unset itlDefinition means ServerStep
+        here (the only ITL there is), so the default stages work unchanged.
         """
         stages = [
             stage.model_copy(

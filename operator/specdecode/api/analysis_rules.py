@@ -38,9 +38,9 @@ from specdecode.api.traffic import TrafficSourceType
 
 MIRROR_GATES_MESSAGE = (
     "analysis.stages: with traffic source Mirror, mirrored responses never reach the "
-    "operator, so only Acceptance gates and TailLatency gates with itlDefinition ServerStep "
-    "can be judged, besides AcceptedLength gates (Speedup and ErrorRate gates are kept but not "
-    "judged)"
+    "operator, so only Acceptance, AcceptedLength, ErrorRate (from vLLM's request-outcome "
+    "counter) and TailLatency gates with itlDefinition ServerStep can be judged (Speedup "
+    "gates are kept but not judged)"
 )
 MIRROR_LATENCY_MESSAGE = (
     "analysis.stages: with traffic source Mirror, some stage needs an enforced TailLatency "
@@ -48,20 +48,33 @@ MIRROR_LATENCY_MESSAGE = (
     "mirrored traffic, and acceptance alone never shows that the candidate is not slower"
 )
 
-# Gate types Mirror traffic admits but cannot judge (they need the responses' timings or
-# outcomes): kept, reported as not judged, never enforced.
-MIRROR_NOT_JUDGED = (GateType.SPEEDUP, GateType.ERROR_RATE)
+MIRROR_ERRORS_MESSAGE = (
+    "analysis.stages: with traffic source Mirror, some stage needs an enforced ErrorRate "
+    "gate (not dryRun, not failOnly, no methods filter), judged from vLLM's "
+    "vllm:request_success_total: without one a candidate failing mirrored requests could "
+    "be promoted, since their responses never reach the operator"
+)
+
+# Gate types Mirror traffic admits but cannot judge (they need the responses' timings):
+# kept, reported as not judged, never enforced. ErrorRate is judged from the engines'
+# request-outcome counters (`domain.gates.mirror_outcomes`).
+MIRROR_NOT_JUDGED = (GateType.SPEEDUP,)
 
 
 def mirror_judges(gate: Ref) -> Expr:
     """Whether the gate at `gate` (wire form) is allowed with Mirror traffic.
 
-    Why Speedup and ErrorRate are allowed: the default stages carry them, and a CRD default
-    cannot depend on the traffic source; the domain reports them as not judged under Mirror
+    Why Speedup is allowed: the default stages carry it, and a CRD default cannot depend on
+    the traffic source; the domain reports it as not judged under Mirror
     (`MIRROR_NOT_JUDGED`). An unset
     itlDefinition is allowed because it means ServerStep under Mirror.
     """
-    server_side = [GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH, *MIRROR_NOT_JUDGED]
+    server_side = [
+        GateType.ACCEPTANCE,
+        GateType.ACCEPTED_LENGTH,
+        GateType.ERROR_RATE,
+        *MIRROR_NOT_JUDGED,
+    ]
     return any_of(
         Binary("in", gate["type"], lit([gate_type.value for gate_type in server_side])),
         all_of(
@@ -81,7 +94,7 @@ NOTHING_ENFORCED_MESSAGE = (
 )
 MIRROR_NOTHING_JUDGED_MESSAGE = (
     "analysis.stages: with traffic source Mirror, every stage needs an enforced gate Mirror "
-    "can judge (Acceptance, AcceptedLength or TailLatency; Speedup and ErrorRate are not "
+    "can judge (Acceptance, AcceptedLength, ErrorRate or TailLatency; Speedup is not "
     "judged without responses)"
 )
 
@@ -107,17 +120,28 @@ def not_manual(analysis: Ref) -> Expr:
     return any_of(Not(Has(analysis["manual"])), Binary("==", analysis["manual"], lit(False)))
 
 
-def enforced_tail_gate(gate: Ref) -> Expr:
-    """Whether the gate at `gate` (wire form) is a TailLatency gate judged for every method.
+def enforced_gate_of(gate_type: GateType, gate: Ref) -> Expr:
+    """Whether the gate at `gate` (wire form) is an enforced `gate_type` gate judged for
+    every method.
 
     Why every method: a `methods` filter that leaves out the rollout's method makes the gate
     "not applicable", and this rule lives on the analysis, which does not see the method.
     """
     return all_of(
-        Binary("==", gate["type"], lit(GateType.TAIL_LATENCY.value)),
+        Binary("==", gate["type"], lit(gate_type.value)),
         enforced(gate),
         any_of(Not(Has(gate["methods"])), Binary("==", size(gate["methods"]), lit(0))),
     )
+
+
+def enforced_tail_gate(gate: Ref) -> Expr:
+    """Whether the gate at `gate` is an enforced TailLatency gate for every method."""
+    return enforced_gate_of(GateType.TAIL_LATENCY, gate)
+
+
+def enforced_error_gate(gate: Ref) -> Expr:
+    """Whether the gate at `gate` is an enforced ErrorRate gate for every method."""
+    return enforced_gate_of(GateType.ERROR_RATE, gate)
 
 
 TIMEOUT_MESSAGE = (
@@ -193,6 +217,17 @@ ANALYSIS_RULES = RuleSet(
                 some(at("stages"), "s", some(_STAGE["gates"], "g", enforced_tail_gate(_GATE))),
             ),
             MIRROR_LATENCY_MESSAGE,
+            ".stages",
+            "FieldValueRequired",
+        ),
+        # Mirror never promotes without an error check: its responses never reach us, so
+        # only an enforced ErrorRate gate (on the engines' counters) can fail on errors.
+        Rule(
+            implies(
+                all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
+                some(at("stages"), "s", some(_STAGE["gates"], "g", enforced_error_gate(_GATE))),
+            ),
+            MIRROR_ERRORS_MESSAGE,
             ".stages",
             "FieldValueRequired",
         ),

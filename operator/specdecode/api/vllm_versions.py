@@ -176,8 +176,32 @@ METRICS: dict[str, MetricFacts] = {
     ),
     "step_itl": MetricFacts("vllm:inter_token_latency_seconds", ALL),
     "engine_steps": MetricFacts("vllm:iteration_tokens_total", ALL),
+    # Mirror's acceptance bound: the longest finished request's bucket edge (1-2-5 buckets
+    # up to max_model_len; from 0.30 `--custom-histogram-buckets` may override them, which
+    # the bound reads as they are). Checked in the same wheels as the gauges below.
+    "request_length": MetricFacts("vllm:request_generation_tokens", ALL),
+    # Gauges (checked in 0.11.2, 0.12, 0.13, 0.15, 0.16, 0.17, 0.19, 0.20, 0.26, 0.30, 0.33):
+    # Mirror's arrivals (`adapters.metrics.outcomes`) and the tuning's load histogram.
+    "requests_running": MetricFacts("vllm:num_requests_running", ALL),
+    "requests_waiting": MetricFacts("vllm:num_requests_waiting", ALL),
     # Removed in 0.15.0 (the old name of inter_token_latency_seconds): never read.
     "time_per_output_token": MetricFacts("vllm:time_per_output_token_seconds", Span(11, 14)),
+}
+
+
+# vllm/v1/engine/__init__.py FINISH_REASON_STRINGS: the `finished_reason`s of
+# vllm:request_success_total (loggers.py creates every reason's series at 0 at start).
+# 0.11.2: stop, length, abort; "error" (a request-level internal error, always an HTTP 500)
+# from 0.13.0 (checked 0.12.0, 0.13.0, 0.15.0); "repetition" (a repetitive pattern
+# detected) from 0.17.0 (checked 0.16.0, 0.17.0, 0.19.0, 0.20.0, 0.26.0, 0.30.0, 0.33.0).
+# Up to 0.12 an engine error reaches no reason: Mirror's ErrorRate sees it only as a
+# request the candidate's engine never finished (`domain.gates.mirror_outcomes`).
+FINISH_REASONS: dict[str, Span] = {
+    "stop": ALL,
+    "length": ALL,
+    "abort": ALL,
+    "error": Span(13),
+    "repetition": Span(17),
 }
 
 

@@ -98,10 +98,14 @@ class AcceptanceCounts:
     accepted_tokens: float
     per_position_accepted: tuple[float, ...] = ()
     # Requests the engine completed in the window, by its own count (COMPLETED_REASONS of
-    # vllm:request_success_total: aborted and failed requests are not completed). Drafts of
-    # one request are correlated; under Mirror traffic the counters' acceptance bound treats
-    # these requests as the independent units (`acceptance_bound`).
+    # vllm:request_success_total: aborted and failed requests are not completed).
     requests: float = 0.0
+    # An upper bound on the longest request the window finished, in generated tokens: the
+    # highest reached bucket edge of vllm:request_generation_tokens (None: no histogram, or
+    # a request beyond its last finite edge). Under Mirror traffic it bounds drafts per
+    # request, which the counters' acceptance bound needs instead of an assumed
+    # correlation (`acceptance_bound`).
+    longest_request_tokens: float | None = None
     # Whether Prometheus answered the drafts and draft-tokens counters' series for the
     # window (a number, zero included). False (the default, fail closed): no such series
     # (no speculative config, relabelled away, not scraped yet) or NaN, so zeros mean unknown.
@@ -230,6 +234,60 @@ class ServerStepHistograms:
     candidate: StepHistogram
 
 
+# vLLM's request-outcome counter, one series per `finished_reason` (created at 0 at start).
+REQUEST_OUTCOMES_SERIES = "vllm:request_success_total"
+# The reasons of a request the engine ended without serving it: "error" (a request-level
+# internal error, always an HTTP 500) and "abort" (the client, under Mirror the gateway,
+# went away: a shadow that timed out). Mirror's ErrorRate counts both as failures.
+FAILED_REASONS = ("error", "abort")
+
+
+@dataclass(frozen=True)
+class EngineOutcomes:
+    """One engine's finished requests over the window by `finished_reason` (vLLM's count).
+
+    Under Mirror traffic the only outcomes there are: the gateway discards the mirrored
+    responses. `restarts` counts resets of the counter in the window (an engine restarted:
+    the requests in flight when it died and those sent while it was down are counted by
+    no reason). `scraped` False: no series answered (not exported, not scraped), unknown.
+    """
+
+    by_reason: Mapping[str, float] = field(default_factory=dict)
+    restarts: float = 0.0
+    scraped: bool = False
+    # Requests running or waiting at the window's end and start (vLLM's gauges; 0 when
+    # unknown): arrivals = finished + in flight at the end - in flight at the start,
+    # compared across the two engines (`mirror_outcomes`).
+    in_flight: float = 0.0
+    in_flight_at_start: float = 0.0
+
+    @property
+    def arrivals(self) -> float:
+        """Requests that reached the engine in the window (finished or still in it)."""
+        return self.total + self.in_flight - self.in_flight_at_start
+
+    @property
+    def failed(self) -> int:
+        """Requests the engine ended without serving (FAILED_REASONS), rounded."""
+        return round(sum(self.by_reason.get(reason, 0.0) for reason in FAILED_REASONS))
+
+    @property
+    def total(self) -> int:
+        """Every request the engine finished in the window, any reason, rounded."""
+        return round(sum(self.by_reason.values()))
+
+
+@dataclass(frozen=True)
+class EngineOutcomePair:
+    """Both shadow engines' request outcomes over the same window (Mirror's ErrorRate)."""
+
+    baseline: EngineOutcomes
+    candidate: EngineOutcomes
+    # The share of live requests each RequestMirror filter copies (mirrorPercent / 100),
+    # each filter on its own draw: how far the two engines' arrivals may differ by chance.
+    mirror_share: float = 1.0
+
+
 @dataclass(frozen=True)
 class StageObservations:
     """Measurements of the stage in progress, from its measuring window only."""
@@ -239,6 +297,7 @@ class StageObservations:
     baseline_latency: LatencySamples | MetricError | None = None
     candidate_latency: LatencySamples | MetricError | None = None
     server_step_itl: ServerStepHistograms | MetricError | None = None
+    engine_outcomes: EngineOutcomePair | MetricError | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import (
     ChildRole,
+    EngineOutcomePair,
     LatencySamples,
     MetricError,
     Observations,
@@ -260,12 +261,16 @@ async def _observe_stage(
     server_step_itl = None
     if Need.SERVER_STEP_HISTOGRAMS in needs:
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)
+    outcomes = None
+    if Need.ENGINE_OUTCOMES in needs and not uses_load_pods(spec):
+        outcomes = await engine_outcomes(runtime, ref, spec, stage_status.measure_from)
     return StageObservations(
         stage_name=stage_status.name,
         candidate_acceptance=acceptance,
         baseline_latency=baseline,
         candidate_latency=candidate,
         server_step_itl=server_step_itl,
+        engine_outcomes=outcomes,
     )
 
 
@@ -290,6 +295,31 @@ async def _server_step_itl(
     if isinstance(candidate, MetricError):
         return candidate
     return ServerStepHistograms(baseline=baseline, candidate=candidate)
+
+
+async def engine_outcomes(
+    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec, start: datetime
+) -> EngineOutcomePair | MetricError:
+    """Both shadow engines' finished requests by reason over the window (vLLM's counter).
+
+    Read only for Mirror traffic, whose responses never reach the operator: the engines'
+    count is its ErrorRate evidence (`domain.gates.mirror_outcomes`).
+    """
+    end = runtime.clock.now()
+    baseline, candidate = await asyncio.gather(
+        *(
+            runtime.request_outcomes.request_outcomes(
+                EngineSelector(ref.namespace, child_name(ref.name, role)), start, end
+            )
+            for role in (ChildRole.BASELINE, ChildRole.CANDIDATE)
+        )
+    )
+    if isinstance(baseline, MetricError):
+        return baseline
+    if isinstance(candidate, MetricError):
+        return candidate
+    share = spec.analysis.traffic.mirror_percent / 100
+    return EngineOutcomePair(baseline=baseline, candidate=candidate, mirror_share=share)
 
 
 def validation_message(error: ValidationError) -> str:

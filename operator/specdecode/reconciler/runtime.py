@@ -26,12 +26,15 @@ from specdecode.adapters.metrics import (
     PrometheusAcceptanceBlocks,
     PrometheusAccess,
     PrometheusEngineSeries,
+    PrometheusRequestOutcomes,
     PrometheusRunningRequests,
     PrometheusTailBlocks,
+    RequestOutcomeSource,
     RunningRequestsSource,
     StepLatencySource,
     TailBlocksSource,
     UnknownEngineSeries,
+    UnknownRequestOutcomes,
     UnknownRunningRequests,
     make_metric_source,
 )
@@ -57,6 +60,8 @@ class Runtime:
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     clock: Clock = field(default_factory=SystemClock)
     running: RunningRequestsSource = field(default_factory=UnknownRunningRequests)
+    request_outcomes: RequestOutcomeSource = field(default_factory=UnknownRequestOutcomes)
+    """Both shadow engines' finished requests by reason (Mirror's ErrorRate evidence)."""
     acceptance_blocks: AcceptanceBlocksSource = field(default_factory=NoAcceptanceBlocks)
     """Production's acceptance counters per time block, for the drift guard (none by default)."""
     tail_blocks: TailBlocksSource = field(default_factory=NoTailBlocks)
@@ -143,6 +148,9 @@ class Runtime:
                 settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),
             tail_blocks=PrometheusTailBlocks(
+                settings.prometheus_url, settings.prometheus_timeout_seconds, access
+            ),
+            request_outcomes=PrometheusRequestOutcomes(
                 settings.prometheus_url, settings.prometheus_timeout_seconds, access
             ),
             running=PrometheusRunningRequests(

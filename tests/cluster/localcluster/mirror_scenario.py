@@ -3,8 +3,9 @@
 A user's HTTPRoute in front of the rollout's production Service (with a filter of the
 user's own, which must survive untouched), and the simulator example switched to Mirror
 traffic with server-side gates only: acceptance from the candidate's spec-decode counters,
-and an enforced ServerStep tail-latency gate from vLLM's step histogram (the CRD refuses a
-Mirror analysis without one: alpha alone never promotes).
+an enforced ServerStep tail-latency gate from vLLM's step histogram (the CRD refuses a
+Mirror analysis without one: alpha alone never promotes), and an enforced ErrorRate gate
+from vLLM's request-outcome counters (refused without one too).
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
     stage = {"warmupSeconds": 3, "minDurationSeconds": 15, "maxDurationSeconds": 90}
     acceptance = {"name": "alpha", "type": "Acceptance", "minAlpha": 0.2}
     step_itl = {"name": "p99-step-itl", "type": "TailLatency", "tolerance": 0.25}
+    # From vLLM's request-outcome counters (the CRD refuses a Mirror analysis without an
+    # enforced ErrorRate gate); in the last stage, so the first passes on alpha alone.
+    errors = {"name": "error-rate", "type": "ErrorRate"}
     patch = {
         "spec": {
             "engine": {"env": SIM_ENV},
@@ -76,7 +80,7 @@ def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
                 "progressDeadlineSeconds": 180,
                 "stages": [
                     {**stage, "name": "acceptance", "gates": [acceptance]},
-                    {**stage, "name": "tail-latency", "gates": [step_itl]},
+                    {**stage, "name": "tail-latency", "gates": [step_itl, errors]},
                 ],
             },
         }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdecode.adapters.metrics import prometheus
+from specdecode.adapters.metrics import outcomes, prometheus, running
 from specdecode.api.vllm_versions import ALL, METRICS
 
 pytestmark = pytest.mark.unit
@@ -20,7 +20,15 @@ QUERIED = {
     "finished_requests": prometheus.FINISHED_REQUESTS,
     "step_itl": prometheus.STEP_ITL_BUCKETS,
     "engine_steps": prometheus.ENGINE_STEPS,
+    "request_length": prometheus.REQUEST_LENGTH_BUCKETS,
+    "requests_running": outcomes.IN_FLIGHT[0],
+    "requests_waiting": outcomes.IN_FLIGHT[1],
 }
+
+
+def test_every_module_queries_the_same_spelling() -> None:
+    assert outcomes.IN_FLIGHT[0] == running.RUNNING
+    assert outcomes.REQUEST_OUTCOMES_SERIES == prometheus.FINISHED_REQUESTS
 
 
 @pytest.mark.parametrize("key", sorted(QUERIED))

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from specdecode.adapters.metrics.prometheus import PrometheusMetrics
+from specdecode.adapters.metrics.prometheus import PrometheusMetrics, longest_request_edge
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
 
@@ -58,6 +58,12 @@ def finished_requests(seconds: int) -> str:
     """Completed requests only: vLLM counts aborted (and failed) ones in the same series."""
     completed = 'finished_reason=~"stop|length|repetition"'
     return f"sum(increase(vllm:request_success_total{{{PODS},{completed}}}[{seconds}s]))"
+
+
+def request_lengths(seconds: int) -> str:
+    """Generated tokens per finished request (vLLM's 1-2-5 buckets): Mirror's length bound."""
+    metric = "vllm:request_generation_tokens_bucket"
+    return f"sum by (le)(increase({metric}{{{PODS}}}[{seconds}s]))"
 
 
 def step_buckets(seconds: int) -> str:
@@ -141,7 +147,15 @@ def acceptance_answers(seconds: int) -> dict[str, list[dict[str, Any]]]:
         accepted(seconds): scalar("2700"),
         finished_requests(seconds): scalar("300"),
         accepted_per_position(seconds): by_position({"1": "900", "0": "1100", "2": "700"}),
+        # cumulative: 40 requests up to 100 tokens, 300 up to 200, none beyond: longest <= 200
+        request_lengths(seconds): by_le({"50": "0", "100": "40", "200": "300", "500": "300"}),
     }
+
+
+def by_le(values: dict[str, str]) -> list[dict[str, Any]]:
+    rows = [{"metric": {"le": le}, "value": [SAMPLE_TIME, value]} for le, value in values.items()]
+    last = list(values.values())[-1]
+    return [*rows, {"metric": {"le": "+Inf"}, "value": [SAMPLE_TIME, last]}]
 
 
 async def test_each_counter_of_the_window_lands_in_its_own_field(
@@ -156,6 +170,7 @@ async def test_each_counter_of_the_window_lands_in_its_own_field(
         accepted_tokens=2700.0,
         per_position_accepted=(1100.0, 900.0, 700.0),
         requests=300.0,
+        longest_request_tokens=200.0,
         drafts_scraped=True,
     )
     assert sorted(query for query, _ in fake.asked) == sorted(fake.answers)
@@ -173,6 +188,22 @@ async def test_the_window_covers_the_stage_rounded_up_and_at_least_two_seconds(
     found = await PrometheusMetrics(url, timeout_seconds=5).acceptance(CANDIDATE, END - length, END)
     assert isinstance(found, AcceptanceCounts) and found.drafts == 1200.0
     assert all(query.endswith(f"[{window}s]))") for query, _ in fake.asked), fake.asked
+
+
+@pytest.mark.parametrize(
+    ("buckets", "longest"),
+    [
+        ({"100": "40", "200": "40", "+Inf": "40"}, 100.0),  # the highest bucket reached
+        ({"100": "40", "200": "40", "+Inf": "41"}, None),  # one past the last edge: unbounded
+        ({"100": "0", "200": "0", "+Inf": "0"}, None),  # no request finished
+        ({}, None),  # no histogram
+    ],
+)
+def test_the_longest_request_is_the_highest_bucket_reached(
+    buckets: dict[str, str], longest: float | None
+) -> None:
+    rows = [{"metric": {"le": le}, "value": [SAMPLE_TIME, v]} for le, v in buckets.items()]
+    assert longest_request_edge(rows) == longest
 
 
 async def test_no_series_yet_is_zero_drafts_not_an_error(

@@ -132,7 +132,8 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
                         "name": "tail",
                         "concurrency": 8,
                         "gates": [
-                            {"name": "itl", "type": "TailLatency", "itlDefinition": "ServerStep"}
+                            {"name": "itl", "type": "TailLatency", "itlDefinition": "ServerStep"},
+                            {"name": "errors", "type": "ErrorRate"},
                         ],
                     },
                 ],
@@ -150,7 +151,8 @@ VALID_PATCHES: dict[str, dict[str, Any]] = {
                         "name": "tail",
                         "concurrency": 8,
                         "gates": [
-                            {"name": "itl", "type": "TailLatency", "itlDefinition": "ServerStep"}
+                            {"name": "itl", "type": "TailLatency", "itlDefinition": "ServerStep"},
+                            {"name": "errors", "type": "ErrorRate"},
                         ],
                     }
                 ]

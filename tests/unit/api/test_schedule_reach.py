@@ -102,7 +102,8 @@ def test_a_request_rate_stage_or_mirror_traffic_reaches_any_batch_size() -> None
     with pytest.raises(ValidationError, match="no stage reaches a batch size"):
         SpecDecodeRollout.model_validate(_rollout(never, [closed]))
     SpecDecodeRollout.model_validate(_rollout(never, [closed, _stage(1, {"requestRate": 2.0})]))
-    tail = {**closed, "gates": [{"name": "itl", "type": "TailLatency"}]}
+    gates = [{"name": "itl", "type": "TailLatency"}, {"name": "errors", "type": "ErrorRate"}]
+    tail = {**closed, "gates": gates}
     mirror = {"traffic": {"source": "Mirror", "httpRoute": "llm"}}
     SpecDecodeRollout.model_validate(
         merged(_rollout(never, [tail]), {"spec": {"analysis": mirror}})

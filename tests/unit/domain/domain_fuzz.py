@@ -42,6 +42,8 @@ from specdecode.api.vllm_versions import (
 from specdecode.domain.observations import (
     AcceptanceCounts,
     AcceptedMoments,
+    EngineOutcomePair,
+    EngineOutcomes,
     LatencyBlock,
     LatencySamples,
     MetricError,
@@ -110,12 +112,19 @@ METHOD_FILTERS: st.SearchStrategy[list[str] | None] = st.one_of(
 
 @st.composite
 def gates(
-    draw: st.DrawFn, name: str, mirror: bool, enforced_tail: bool = False, speedup: bool = False
+    draw: st.DrawFn,
+    name: str,
+    mirror: bool,
+    enforced_tail: bool = False,
+    speedup: bool = False,
+    enforced_error: bool = False,
 ) -> Fields:
     """One gate of any type (`speedup`: a Speedup gate) with some of its own fields set, flags
-    and a methods filter; `enforced_tail`: a TailLatency gate with neither (what Mirror needs
-    in some stage)."""
+    and a methods filter; `enforced_tail` / `enforced_error`: a TailLatency / ErrorRate gate
+    with neither (what Mirror needs in some stage)."""
+    enforced_tail = enforced_tail or enforced_error
     gate_type = GateType.TAIL_LATENCY.value if enforced_tail else draw(GATE_TYPES)
+    gate_type = GateType.ERROR_RATE.value if enforced_error else gate_type
     gate_type = GateType.SPEEDUP.value if speedup else gate_type
     fields: Fields = {"name": name, "type": gate_type}
     flag = "" if enforced_tail else draw(FLAGS)
@@ -189,6 +198,8 @@ def stages(draw: st.DrawFn, index: int, mirror: bool, enforced_tail: bool = Fals
         drawn[-1] = {k: v for k, v in drawn[-1].items() if k not in ("dry_run", "fail_only")}
     if enforced_tail:
         drawn.append(draw(gates("tail", mirror, enforced_tail=True)))
+        if mirror:  # and an enforced ErrorRate gate (issue 33), mostly beside it
+            drawn.append(draw(gates("errors", mirror, enforced_error=True)))
     fields["gates"] = drawn
     return fields
 
@@ -283,6 +294,7 @@ class Look:
     candidate: str
     moments: str
     server: str
+    outcomes: str = "clean"  # Mirror's engine outcome counts (`engine_outcomes`)
 
     def observations(self, stage_name: str) -> StageObservations | None:
         """The window this look hands to `decide` while `stage_name` runs."""
@@ -297,6 +309,7 @@ class Look:
             baseline_latency=latency_side(self.baseline, "none"),
             candidate_latency=latency_side(self.candidate, self.moments),
             server_step_itl=server_step(self.server),
+            engine_outcomes=engine_outcomes(self.outcomes),
         )
 
     @property
@@ -308,6 +321,7 @@ class Look:
             or self.candidate not in EMPTY_SIDES
             or self.moments != "none"
             or self.server not in ("none", "error", "empty")
+            or self.outcomes not in ("none", "error", "unscraped")
         )
 
 
@@ -329,6 +343,8 @@ SIDES = (
 EMPTY_SIDES = frozenset({"empty", "none", "error"})
 MOMENTS = ("none", "one", "few", "many-high", "many-low")
 SERVER = ("none", "error", "empty", "same", "better", "worse", "thin", "no-steps")
+# Both engines' request outcomes (Mirror): what the counters may lack, and a failing side.
+OUTCOMES = ("none", "error", "unscraped", "clean", "thin", "failing", "restarted", "short")
 COUNT_KINDS = ("counts", "none", "error", "zero")
 ALPHAS = (0.0, 0.1, 0.19, 0.21, 0.5, 0.9)
 DRAFTS = (3.0, 300.0, 30_000.0, 3_000_000.0)
@@ -345,7 +361,7 @@ def looks(draw: st.DrawFn) -> Look:
     preset = dict(draw(st.sampled_from([GOOD, GOOD, SAME, BAD])))
     good_counts = preset is not BAD
     counts = ("counts", 0.9 if good_counts else 0.1, 30_000.0, 4000)
-    parts = st.sampled_from(["counts", "baseline", "candidate", "moments", "server"])
+    parts = st.sampled_from(["counts", "baseline", "candidate", "moments", "server", "outcomes"])
     replacements = draw(st.lists(parts, max_size=3))
     for part in replacements:
         if part == "counts":
@@ -356,7 +372,13 @@ def looks(draw: st.DrawFn) -> Look:
                 draw(st.sampled_from(REQUESTS)),
             )
         else:
-            pool = {"baseline": SIDES, "candidate": SIDES, "moments": MOMENTS, "server": SERVER}
+            pool = {
+                "baseline": SIDES,
+                "candidate": SIDES,
+                "moments": MOMENTS,
+                "server": SERVER,
+                "outcomes": OUTCOMES,
+            }
             preset[part] = draw(st.sampled_from(pool[part]))
     return Look(
         seconds=draw(st.sampled_from([15, 1, 5, 30, 60, 120])),
@@ -379,6 +401,7 @@ def empty_looks(draw: st.DrawFn) -> Look:
         candidate=draw(st.sampled_from(sorted(EMPTY_SIDES))),
         moments="none",
         server=draw(st.sampled_from(["none", "error", "empty"])),
+        outcomes=draw(st.sampled_from(["none", "error", "unscraped"])),
     )
 
 
@@ -476,6 +499,25 @@ def _histogram(shares: dict[float, float], total: float, steps: float | None) ->
 _FAST = {0.025: 0.7, 0.05: 0.3}  # a bucket below the baseline's tail: ServerStep can pass
 _BASE = {0.05: 0.3, 0.075: 0.69, 0.1: 0.01}
 _SLOW = {0.1: 0.3, 0.15: 0.69, 0.2: 0.01}
+
+
+@cache
+def engine_outcomes(name: str) -> EngineOutcomePair | MetricError | None:
+    """Both engines' finished requests by reason (Mirror's ErrorRate evidence) from the pool."""
+    if name == "none":
+        return None
+    if name == "error":
+        return MetricError("prometheus", "503 Service Unavailable")
+    if name == "unscraped":
+        return EngineOutcomePair(EngineOutcomes(), EngineOutcomes())
+    served = 10.0 if name == "thin" else 4000.0
+    clean = EngineOutcomes(by_reason={"stop": served, "error": 0.0}, scraped=True)
+    candidate = {
+        "failing": EngineOutcomes(by_reason={"stop": 3600.0, "error": 400.0}, scraped=True),
+        "restarted": EngineOutcomes(by_reason={"stop": 4000.0}, restarts=1.0, scraped=True),
+        "short": EngineOutcomes(by_reason={"stop": 3600.0}, scraped=True),
+    }.get(name, clean)
+    return EngineOutcomePair(baseline=clean, candidate=candidate)
 
 
 @cache

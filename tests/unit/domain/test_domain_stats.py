@@ -10,11 +10,7 @@ import pytest
 from domain_fixtures import T0, acceptance, blocked_samples, stage_obs
 
 from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
-from specdecode.domain.acceptance_bound import (
-    acceptance_interval,
-    accepted_length_variance,
-    design_effect,
-)
+from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import (
@@ -40,40 +36,24 @@ P99 = GateSpec(
 )
 
 
-def test_accepted_length_variance_from_per_position_counts() -> None:
-    # L uniform on {0, 1, 2, 3}: P(L >= i) = 3/4, 2/4, 1/4; Var = 1.25.
-    drafts = 400.0
-    variance = accepted_length_variance(drafts, 3, 1.5, (300.0, 200.0, 100.0))
-    assert variance == pytest.approx(1.25)
-    # Without the breakdown: the worst case for [0, 3] with mean 1.5 (all or nothing).
-    assert accepted_length_variance(drafts, 3, 1.5, ()) == pytest.approx(2.25)
-
-
-def test_missing_breakdown_gives_a_wider_interval() -> None:
-    with_positions = acceptance_interval(1000, 3000, 1500, (750, 500, 250), 0.01)
-    without = acceptance_interval(1000, 3000, 1500, (), 0.01)
-    assert with_positions is not None and without is not None
-    assert without.lower < with_positions.lower
-
-
-def test_design_effect_grows_with_drafts_per_request() -> None:
-    assert design_effect(10_000, 100) == pytest.approx(1 + (100 * 1.25 - 1) * 0.25)
-    assert design_effect(10_000, 1_000) < design_effect(10_000, 100)
-    assert design_effect(10_000, 0) == pytest.approx(1 + (64 * 1.25 - 1) * 0.25)
-    assert design_effect(100, 100) == pytest.approx(1.0625)  # one draft per request
-
-
-def test_request_count_makes_the_bound_robust_to_clustering() -> None:
-    # 90,000 drafts in 30 requests are worth far less than 90,000 independent drafts.
-    few_requests = acceptance_interval(90_000, 270_000, 162_000, (), 0.01, requests=30)
-    independent = acceptance_interval(90_000, 270_000, 162_000, (), 0.01, requests=90_000)
-    assert few_requests is not None and independent is not None
-    assert few_requests.upper - few_requests.lower > 0.15
-    assert independent.upper - independent.lower < 0.02
+def test_the_counters_bound_needs_the_longest_request_and_no_correlation() -> None:
+    # 90,000 drafts: from requests of at most 3,000 tokens they are worth at least 30
+    # all-or-nothing requests; of at most 10 tokens, 9,000.
+    long = acceptance_interval(90_000, 270_000, 162_000, 3_000, 0.01)
+    short = acceptance_interval(90_000, 270_000, 162_000, 10, 0.01)
+    assert long is not None and short is not None
+    assert long.upper - long.lower > 0.3
+    assert short.upper - short.lower < 0.04
+    assert long.value == short.value == pytest.approx(0.6)
+    # the same as a proportion over D / d_max trials
+    expected = wilson_interval(18, 30, 0.01)
+    assert expected is not None and long.lower == pytest.approx(expected.lower)
+    # no length bound (the histogram missing, or a request past its last edge): no bound
+    assert acceptance_interval(90_000, 270_000, 162_000, None, 0.01) is None
 
 
 def test_no_drafts_is_no_data_never_alpha_zero() -> None:
-    assert acceptance_interval(0, 0, 0, (), 0.05) is None
+    assert acceptance_interval(0, 0, 0, 100, 0.05) is None
     empty = AcceptanceCounts(drafts=0, draft_tokens=0, accepted_tokens=0)
     result = evaluate_gate(ALPHA, stage_obs("s", empty), None, T0, LOOK)
     assert result.verdict is GateVerdict.INCONCLUSIVE

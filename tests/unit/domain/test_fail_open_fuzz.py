@@ -85,7 +85,8 @@ AT_LEAST = {
     GateType.ACCEPTED_LENGTH: "min_accepted_length",
     GateType.SPEEDUP: "min_speedup",
 }
-MIRROR_UNJUDGED = frozenset({GateType.SPEEDUP, GateType.ERROR_RATE})
+# Mirror judges ErrorRate from the engines' outcome counters (issue 33); Speedup never.
+MIRROR_UNJUDGED = frozenset({GateType.SPEEDUP})
 
 
 # ---------------------------------------------------------------- the oracle

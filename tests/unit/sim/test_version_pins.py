@@ -63,6 +63,9 @@ def test_simulator_release_table_matches_the_operators() -> None:
     assert _span(releases.TIME_PER_OUTPUT_TOKEN_METRIC) == _span(
         FACTS.METRICS["time_per_output_token"].span
     )
+    assert {r: _span(s) for r, s in releases.FINISH_REASONS.items()} == {
+        r: _span(s) for r, s in FACTS.FINISH_REASONS.items()
+    }
 
 
 @pytest.mark.parametrize("version", ["0.11.2", "0.15.1", "0.33.0", "0.33.7"])

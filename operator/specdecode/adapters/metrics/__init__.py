@@ -1,19 +1,19 @@
-"""Metric sources for the gates (and the tuning's production histogram, `running`): one
-module per source behind the Protocols in `protocol`.
-
-Chosen by `make_metric_source`, as Argo Rollouts picks a metric provider by name.
-"""
+"""Metric sources for the gates (and the tuning's production histogram, `running`;
+Mirror's request outcomes, `outcomes`): one module per source behind the Protocols in
+`protocol`."""
 
 from __future__ import annotations
 
 from specdecode.adapters.metrics.access import PrometheusAccess
 from specdecode.adapters.metrics.blocks import NoAcceptanceBlocks, PrometheusAcceptanceBlocks
+from specdecode.adapters.metrics.outcomes import PrometheusRequestOutcomes, UnknownRequestOutcomes
 from specdecode.adapters.metrics.prometheus import PrometheusMetrics
 from specdecode.adapters.metrics.protocol import (
     AcceptanceBlocksSource,
     AcceptanceSource,
     EngineSelector,
     EngineSeriesSource,
+    RequestOutcomeSource,
     RunningRequestsSource,
     StepLatencySource,
     TailBlocksSource,
@@ -43,12 +43,15 @@ __all__ = [
     "PrometheusAccess",
     "PrometheusEngineSeries",
     "PrometheusMetrics",
+    "PrometheusRequestOutcomes",
     "PrometheusRunningRequests",
     "PrometheusTailBlocks",
+    "RequestOutcomeSource",
     "RunningRequestsSource",
     "StepLatencySource",
     "TailBlocksSource",
     "UnknownEngineSeries",
+    "UnknownRequestOutcomes",
     "UnknownRunningRequests",
     "make_metric_source",
 ]

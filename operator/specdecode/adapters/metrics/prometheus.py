@@ -7,7 +7,9 @@ handled by Prometheus. An empty result means "no drafts scraped": zeros with
 `drafts_scraped` False, which the acceptance gates read as no data (Inconclusive), never as
 alpha = 0; a drafts counter that answers 0 is a scraped zero (`drafts_scraped` True), which
 enough completed requests make a finding (`domain.gates.no_drafts`). Finished requests are
-the completed ones (`COMPLETED_REASONS`: vLLM also counts aborted requests there). No
+the completed ones (`COMPLETED_REASONS`: vLLM also counts aborted requests there); the
+longest finished request's bucket edge (`vllm:request_generation_tokens`) bounds drafts per
+request for Mirror's acceptance bound (`domain.acceptance_bound`; absent: None). No
 step-ITL buckets is an empty histogram (no steps yet), never an error. The engine-step count
 that goes with the buckets (`vllm:iteration_tokens_total`, one observation per step) is None
 when absent: unknown, never zero (a ServerStep gate then judges nothing).
@@ -27,6 +29,7 @@ from specdecode.adapters.metrics.access import (
     PrometheusReader,
 )
 from specdecode.adapters.metrics.protocol import EngineSelector
+from specdecode.domain.acceptance_bound import REQUEST_LENGTH_SERIES
 from specdecode.domain.observations import (
     COMPLETED_REASONS,
     DRAFT_TOKENS_SERIES,
@@ -42,6 +45,7 @@ DRAFT_TOKENS = DRAFT_TOKENS_SERIES
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 FINISHED_REQUESTS = "vllm:request_success_total"
+REQUEST_LENGTH_BUCKETS = f"{REQUEST_LENGTH_SERIES}_bucket"
 STEP_ITL_BUCKETS = "vllm:inter_token_latency_seconds_bucket"
 ENGINE_STEPS = ENGINE_STEPS_SERIES
 MIN_WINDOW_SECONDS = 2
@@ -94,6 +98,22 @@ def parse_step_histogram(rows: list[dict[str, Any]], steps: float | None = None)
         counts[bound] = counts.get(bound, 0.0) + (0.0 if math.isnan(value) else value)
     bounds = tuple(sorted(counts))
     return StepHistogram(bounds, tuple(counts[bound] for bound in bounds), steps)
+
+
+def longest_request_edge(rows: list[dict[str, Any]]) -> float | None:
+    """The upper edge of the highest bucket the window's finished requests reached, from
+    `sum by (le)` rows of vllm:request_generation_tokens; None when no request finished,
+    the histogram is absent, or a request lies beyond the last finite edge (no bound)."""
+    counts: dict[float, float] = {}
+    for row in rows:
+        bound = float(row["metric"]["le"])
+        value = float(row["value"][1])
+        counts[bound] = counts.get(bound, 0.0) + (0.0 if math.isnan(value) else value)
+    highest, below = None, 0.0
+    for bound in sorted(counts):
+        if counts[bound] > below:
+            highest, below = bound, counts[bound]
+    return None if highest is None or math.isinf(highest) else highest
 
 
 # A response that is not the shape Prometheus' API promises (a proxy's error page, a
@@ -153,8 +173,10 @@ class PrometheusMetrics(PrometheusReader):
         )
         completed = window_query(FINISHED_REQUESTS, engine, seconds, matching=COMPLETED)
         requests = self._sample(completed, at)
+        lengths = window_query(REQUEST_LENGTH_BUCKETS, engine, seconds, by="le")
         return AcceptanceCounts(
             requests=requests or 0.0,
+            longest_request_tokens=longest_request_edge(self._query(lengths, at)),
             drafts=drafts or 0.0,
             draft_tokens=draft_tokens or 0.0,
             accepted_tokens=accepted or 0.0,

@@ -8,7 +8,12 @@ from datetime import datetime
 from typing import Protocol
 
 from specdecode.domain.drift import AcceptanceBlock
-from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
+from specdecode.domain.observations import (
+    AcceptanceCounts,
+    EngineOutcomes,
+    MetricError,
+    StepHistogram,
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,24 @@ class StepLatencySource(Protocol):
         empty histogram (zero total: no data), never an error; a failed backend is a
         `MetricError`, never raised. `steps` carries the window's engine-step count (None
         when the engine does not export it), for observations that share a step.
+        """
+        ...
+
+
+class RequestOutcomeSource(Protocol):
+    """vLLM's own count of one engine's finished requests by reason, over a window."""
+
+    async def request_outcomes(
+        self, engine: EngineSelector, start: datetime, end: datetime
+    ) -> EngineOutcomes | MetricError:
+        """`vllm:request_success_total` increases by `finished_reason` over [start, end],
+        its resets in the window, and the requests in flight at `end`.
+
+        Why: under Mirror traffic the responses go to the gateway, so the engine's count is
+        the only record of failed requests; the resets and the in-flight count say what
+        that count cannot have seen (`domain.gates.mirror_outcomes`). No series is
+        `scraped` False (unknown, never zero failures); a failed backend is a
+        `MetricError`, never raised.
         """
         ...
 

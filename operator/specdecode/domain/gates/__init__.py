@@ -14,8 +14,9 @@ Verdicts, as Argo Rollouts' AnalysisRun names them:
   the gate's minimum of completed requests is Failed instead (`no_drafts`).
 - Error: a metric source failed (`MetricError`). Never a pass, never a failure; the stage
   counts consecutive errors against `analysis.consecutiveErrorLimit`.
-A gate whose `methods` exclude the rollout's method, or a Speedup or ErrorRate gate under
-Mirror traffic, is not judged: it stays Pending with a reason and is not enforced.
+A gate whose `methods` exclude the rollout's method, or a Speedup gate under Mirror
+traffic, is not judged: it stays Pending with a reason and is not enforced (ErrorRate under
+Mirror reads the engines' own request-outcome counters, `mirror_outcomes`).
 
 Error over repeated looks: each look's bounds are held at the error a group-sequential
 spending function allows at that look's information time (measured / maxDurationSeconds,
@@ -86,7 +87,7 @@ def not_judged_reason(gate: GateParams, plan: LookPlan) -> str | None:
         method = str(plan.method) if plan.method is not None else "plain decoding"
         return f"not judged for {method} (judged for {', '.join(gate.methods)})"
     if plan.mirror and not gate.judged_under_mirror:
-        return "not judged: Mirror traffic has no client timings or outcomes"
+        return "not judged: Mirror traffic has no client timings"
     if (
         gate.type is GateType.SPEEDUP
         and plan.not_speculating_at is not None

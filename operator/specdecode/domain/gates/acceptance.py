@@ -18,9 +18,10 @@ requests, else Inconclusive (`no_drafts`, shared with AcceptedLength through
 (`unjudged_load`):
 with Prompts traffic, no load report, an incomplete one, or fewer per-request moments than
 minSamples requests judges nothing. Only Mirror traffic, which has no load pods at all,
-bounds alpha from the counters alone (`acceptance_bound`: a design effect with an ASSUMED
-intra-request correlation, said so in the reason), and still needs minSamples finished
-requests by the server's own count.
+bounds alpha from the counters alone (`acceptance_bound`: no assumed correlation, each
+request's drafts bounded by the longest request in vLLM's generation-token histogram, and
+Inconclusive naming that series without it), and still needs minSamples finished requests
+by the server's own count.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ import dataclasses
 import math
 from statistics import NormalDist
 
-from specdecode.domain.acceptance_bound import acceptance_interval
+from specdecode.domain.acceptance_bound import (
+    REQUEST_LENGTH_SERIES,
+    acceptance_interval,
+    effective_trials,
+)
 from specdecode.domain.clustered import Estimate, ratio_of_sums, t_critical
 from specdecode.domain.gate_measures import (
     Measurement,
@@ -141,9 +146,23 @@ def completed_requests(
 def counters_basis(counts: AcceptanceCounts) -> tuple[int, str]:
     """Mirror traffic's units (the server's finished requests) and how its reason says so."""
     requests = round(counts.requests)
+    trials = effective_trials(counts.drafts, counts.longest_request_tokens)
     return requests, (
-        f"{requests} requests (server count), no streamed chunks under Mirror: "
-        "assumed intra-request correlation"
+        f"{requests} requests (server count), no streamed chunks under Mirror: bounded as "
+        f"{trials or 0:.0f} all-or-nothing requests of the longest's length "
+        f"(<= {counts.longest_request_tokens or 0:.0f} tokens)"
+    )
+
+
+def unbounded_on_counters(counts: AcceptanceCounts, what: str, threshold: float) -> Measurement:
+    """Mirror traffic without the request-length histogram: no bound without assuming how
+    drafts of one request correlate, so Inconclusive, naming the missing series."""
+    return Measurement(
+        GateVerdict.INCONCLUSIVE,
+        f"{what} from the counters over {round(counts.requests)} requests, not bounded: no "
+        f"{REQUEST_LENGTH_SERIES} histogram of the window's finished requests (or one beyond "
+        "its last bucket), which bounds drafts per request under Mirror",
+        threshold=threshold,
     )
 
 
@@ -194,11 +213,11 @@ class AcceptanceGate:
                 counts.drafts,
                 counts.draft_tokens,
                 counts.accepted_tokens,
-                counts.per_position_accepted,
+                counts.longest_request_tokens,
                 look.error,
-                counts.requests,
             )
-            assert found is not None  # drafts and draft tokens are positive
+            if found is None:
+                return unbounded_on_counters(counts, "alpha", threshold)
             interval, stream_alpha = found, None
             units, basis = counters_basis(counts)
         return self._judged(gate, counts, interval, threshold, stream_alpha, units, basis)

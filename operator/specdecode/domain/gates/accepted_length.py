@@ -13,8 +13,9 @@ draft, so they are reported beside it (`meanAcceptanceLength`), not judged. No d
 over minSamples completed requests, with the counters scraped at zero, is Failed as for
 Acceptance (`no_drafts`: exactly 1 token per step, below any minAcceptedLength). Missing or
 incomplete load data is Inconclusive (`acceptance.unjudged_load`); only under Mirror traffic
-(no load pods): the counters' alpha bound (assumed correlation) times proposed tokens per
-draft, with minSamples finished requests by the server's count.
+(no load pods): the counters' alpha bound (no assumed correlation, `acceptance_bound`;
+Inconclusive without the request-length histogram) times proposed tokens per draft, with
+minSamples finished requests by the server's count.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from specdecode.domain.gates.acceptance import (
     counters_basis,
     judgeable_counts,
     streamed_moments,
+    unbounded_on_counters,
 )
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import StageObservations
@@ -70,11 +72,11 @@ class AcceptedLengthGate:
                 counts.drafts,
                 counts.draft_tokens,
                 counts.accepted_tokens,
-                counts.per_position_accepted,
+                counts.longest_request_tokens,
                 look.error,
-                counts.requests,
             )
-            assert alpha is not None  # drafts and draft tokens are positive
+            if alpha is None:
+                return unbounded_on_counters(counts, "tokens per step", threshold)
             proposed = counts.draft_tokens / counts.drafts
             interval = Interval(
                 value=length,

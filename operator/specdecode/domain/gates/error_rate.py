@@ -9,10 +9,13 @@ Statistic: d = failed_c / total_c - failed_b / total_b, with Newcombe's hybrid s
 bounds (his method 10): from each side's one-sided Wilson bounds (l, u) at the look's
 error, lower = d - sqrt((p_c - l_c)^2 + (u_b - p_b)^2) and
 upper = d + sqrt((u_c - p_c)^2 + (p_b - l_b)^2). Pass when upper <= maxErrorRate, fail
-when lower > maxErrorRate. Requests are the unit: a failure is a whole request's outcome
-(`specdecode_load.connection` defines the outcomes); shadow requests are sent
-independently of each other (a failing engine correlates them, which only pushes the
-rate, and a Failed verdict, up). Inconclusive until each side has `minSamples` requests.
+when lower > maxErrorRate. Requests are the unit: a failure is a whole request's outcome.
+Where the outcomes come from depends on the traffic: with Prompts, the load pods
+(`specdecode_load.connection` defines the outcomes); with Mirror, which has no responses,
+vLLM's own request-outcome counter of each engine (`mirror_outcomes`: the unit is a
+mirrored request). Requests are sent independently of each other (a failing engine
+correlates them, which only pushes the rate, and a Failed verdict, up). Inconclusive until
+each side has `minSamples` requests.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from specdecode.domain.gate_measures import (
     metric_error,
 )
 from specdecode.domain.gate_params import GateParams
+from specdecode.domain.gates.mirror_outcomes import mirror_counts
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval, wilson_interval
@@ -64,12 +68,17 @@ class ErrorRateGate:
     """Pass when the difference's upper bound <= maxErrorRate; fail when its lower exceeds."""
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
-        """The candidate's request outcomes from the load pods."""
-        return frozenset({Need.REQUEST_OUTCOMES})
+        """Request outcomes: the load pods' (Prompts), or the engines' counters (Mirror)."""
+        return frozenset({Need.REQUEST_OUTCOMES, Need.ENGINE_OUTCOMES})
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Candidate minus baseline failure proportion over the same shadow requests."""
         threshold = gate.max_error_rate
+        if look.mirror:
+            found = mirror_counts(seen, threshold)
+            if isinstance(found, Measurement):
+                return found
+            return judge_counts(gate, *found, look, "mirrored requests (engine counts)")
         candidate, baseline = seen.candidate_latency, seen.baseline_latency
         if isinstance(candidate, MetricError):
             return metric_error(candidate)
@@ -77,48 +86,60 @@ class ErrorRateGate:
             return metric_error(baseline)
         if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
             return unjudged
-        (c_failed, c_total), (b_failed, b_total) = _counts(candidate), _counts(baseline)
-        needed = gate.effective_min_samples
-        interval = failure_difference((c_failed, c_total), (b_failed, b_total), look.error)
-        if interval is None or min(c_total, b_total) < needed:
-            return Measurement(
-                GateVerdict.INCONCLUSIVE,
-                f"{c_total} candidate / {b_total} baseline requests; {needed} each needed",
-                threshold=threshold,
-                samples=min(c_total, b_total),
+        return judge_counts(gate, _counts(candidate), _counts(baseline), look, "requests")
+
+
+def judge_counts(
+    gate: GateParams,
+    candidate: tuple[int, int],
+    baseline: tuple[int, int],
+    look: Look,
+    unit: str,
+) -> Measurement:
+    """The verdict on each side's (failed, total) requests (see the module docstring)."""
+    threshold = gate.max_error_rate
+    (c_failed, c_total), (b_failed, b_total) = candidate, baseline
+    needed = gate.effective_min_samples
+    interval = failure_difference((c_failed, c_total), (b_failed, b_total), look.error)
+    if interval is None or min(c_total, b_total) < needed:
+        return Measurement(
+            GateVerdict.INCONCLUSIVE,
+            f"{c_total} candidate / {b_total} baseline {unit}; {needed} each needed",
+            threshold=threshold,
+            samples=min(c_total, b_total),
+        )
+    c_rate, b_rate = c_failed / c_total, b_failed / b_total
+    baseline_share = wilson_interval(b_failed, b_total, look.error)
+    if baseline_share is not None and baseline_share.lower > UNHEALTHY_BASELINE:
+        # Two broken sides differ by nothing: judge the candidate's own share instead.
+        own = wilson_interval(c_failed, c_total, look.error)
+        if own is not None:
+            reason = (
+                f"the baseline fails {b_rate:.4f} of the shadow requests (no yardstick): "
+                f"the candidate's own failure rate {own.value:.4f} "
+                f"[{own.lower:.4f}, {own.upper:.4f}] vs {threshold} over {c_total} {unit}"
             )
-        c_rate, b_rate = c_failed / c_total, b_failed / b_total
-        baseline_share = wilson_interval(b_failed, b_total, look.error)
-        if baseline_share is not None and baseline_share.lower > UNHEALTHY_BASELINE:
-            # Two broken sides differ by nothing: judge the candidate's own share instead.
-            own = wilson_interval(c_failed, c_total, look.error)
-            if own is not None:
-                reason = (
-                    f"the baseline fails {b_rate:.4f} of the shadow requests (no yardstick): "
-                    f"the candidate's own failure rate {own.value:.4f} "
-                    f"[{own.lower:.4f}, {own.upper:.4f}] vs {threshold} over {c_total} requests"
-                )
-                return judged(
-                    judge_at_most(own, threshold),
-                    reason,
-                    own,
-                    threshold,
-                    baseline_value=b_rate,
-                    candidate_value=c_rate,
-                    units=c_total,
-                )
-        verdict = judge_at_most(interval, threshold)
-        reason = (
-            f"failure rate {c_rate:.4f} - baseline {b_rate:.4f} = {interval.value:.4f} "
-            f"[{interval.lower:.4f}, {interval.upper:.4f}] vs {threshold} over "
-            f"{c_total} / {b_total} requests"
-        )
-        return judged(
-            verdict,
-            reason,
-            interval,
-            threshold,
-            baseline_value=b_rate,
-            candidate_value=c_rate,
-            units=min(c_total, b_total),
-        )
+            return judged(
+                judge_at_most(own, threshold),
+                reason,
+                own,
+                threshold,
+                baseline_value=b_rate,
+                candidate_value=c_rate,
+                units=c_total,
+            )
+    verdict = judge_at_most(interval, threshold)
+    reason = (
+        f"failure rate {c_rate:.4f} - baseline {b_rate:.4f} = {interval.value:.4f} "
+        f"[{interval.lower:.4f}, {interval.upper:.4f}] vs {threshold} over "
+        f"{c_total} / {b_total} {unit}"
+    )
+    return judged(
+        verdict,
+        reason,
+        interval,
+        threshold,
+        baseline_value=b_rate,
+        candidate_value=c_rate,
+        units=min(c_total, b_total),
+    )

@@ -43,6 +43,8 @@ class Need(StrEnum):
 
     ACCEPTANCE_COUNTERS: the candidate's spec-decode counters (Prometheus).
     CLIENT_LATENCY: both sides' latency blocks from the load pods (chunk gaps, TPOT).
+    ENGINE_OUTCOMES: both engines' finished requests by reason (vLLM's own counter; the
+    only outcomes Mirror traffic has, so fetched only for it).
     PER_REQUEST_MOMENTS: the candidate's per-request acceptance sums (load pods).
     REQUEST_OUTCOMES: the candidate's finished and failed requests (load pods).
     SERVER_STEP_HISTOGRAMS: both engines' step-ITL histograms (vLLM's own metrics).
@@ -50,6 +52,7 @@ class Need(StrEnum):
 
     ACCEPTANCE_COUNTERS = "AcceptanceCounters"
     CLIENT_LATENCY = "ClientLatency"
+    ENGINE_OUTCOMES = "EngineOutcomes"
     PER_REQUEST_MOMENTS = "PerRequestMoments"
     REQUEST_OUTCOMES = "RequestOutcomes"
     SERVER_STEP_HISTOGRAMS = "ServerStepHistograms"
