@@ -13,6 +13,8 @@ when lower > maxErrorRate. Requests are the unit: a failure is a whole request's
 (`specdecode_load.connection` defines the outcomes); shadow requests are sent
 independently of each other (a failing engine correlates them, which only pushes the
 rate, and a Failed verdict, up). Inconclusive until each side has `minSamples` requests.
+A request still in flight past the request timeout at the window's end is one failed
+request of its side (`domain.open_requests`: counted once, superseded when it ends).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from specdecode.domain.gate_measures import (
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.open_requests import failed_in_flight
 from specdecode.domain.stats import Interval, wilson_interval
 from specdecode.vocabulary import GateType, GateVerdict
 
@@ -50,7 +53,8 @@ def failure_difference(
 def _counts(side: LatencySamples | None) -> tuple[int, int]:
     if side is None:
         return 0, 0
-    return side.requests_failed, side.requests_ok + side.requests_failed
+    failed = side.requests_failed + failed_in_flight(side)
+    return failed, side.requests_ok + failed
 
 
 # A baseline failing more than this share (at its lower bound) is unhealthy: the difference
