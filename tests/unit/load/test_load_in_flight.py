@@ -5,6 +5,7 @@ block length, and the block shipped at shutdown must still list it (not drop it)
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import pytest
@@ -72,7 +73,7 @@ async def test_a_hung_request_is_in_every_blocks_snapshot_and_in_the_last_one() 
     ages = [b.in_flight.longest[0].age for b in listed if b.in_flight is not None]
     print(f"open gaps at block ends: {[round(g, 3) for g in gaps]}")
     # the open gap grows by one block per block (the last block closes early, at the stop)
-    steps = [later - earlier for earlier, later in zip(gaps[:-2], gaps[1:-1], strict=True)]
+    steps = [later - earlier for earlier, later in itertools.pairwise(gaps[:-1])]
     assert all(abs(step - BLOCK) < 0.03 for step in steps), steps
     # age minus open gap is the time from the send to its last token: the same in each
     sent_to_last = [age - gap for age, gap in zip(ages, gaps, strict=True)]

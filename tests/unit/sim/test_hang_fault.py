@@ -9,10 +9,10 @@ from typing import cast
 
 import httpx
 import pytest
+from simtesting import LLAMA_8B, running_simulator, sim_env
 
 from specdecode_sim.server import HANG_WITHIN_CHUNKS, ServerRuntime, hang_draw
 from specdecode_sim.settings import Faults, SettingsError, load_settings
-from simtesting import LLAMA_8B, running_simulator, sim_env
 
 pytestmark = pytest.mark.unit
 
