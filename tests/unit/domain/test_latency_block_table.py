@@ -124,3 +124,9 @@ def test_status_shows_each_sides_outcomes_stalls_and_slot_time() -> None:
     assert summary is not None
     assert summary.outcomes[1].startswith("candidate: 36 ok, 3 http_503, 1 timeout; 4 stalls")
     assert summary.outcomes[0].startswith("baseline: 40 ok; 0 stalls; slot P99 2.0")
+    hung = InFlight.of([OpenRequest(30.0, 12.34), OpenRequest(1.0, 0.02)], 45.0)
+    now = dataclasses.replace(bad, start=2.0, in_flight=hung)
+    later = LatencySamples(blocks=(bad, now), shards=1)
+    summary = load_status(StageObservations("s", baseline_latency=base, candidate_latency=later))
+    assert summary is not None
+    assert summary.outcomes[1].endswith("; 2 in flight, longest silent 12.3 s"), summary
