@@ -177,7 +177,12 @@ class StreamConnection(asyncio.Protocol):
         its age since the send and its open gap since its last content chunk (or send)."""
         if self._future is None or self._started > at:
             return None
-        last = self._last_at if self._first_at >= 0 and self._last_at <= at else self._started
+        if self._first_at < 0 or self._first_at > at:
+            last = self._started  # no token by `at`: waiting since the send
+        elif self._last_at <= at:
+            last = self._last_at
+        else:
+            last = at  # a chunk came after `at`: the gap then is unknown, count none
         return OpenRequest(age=at - self._started, open_gap=max(at - last, 0.0))
 
     def _timed_out(self, timeout: float) -> None:

@@ -11,9 +11,12 @@ import time
 import pytest
 from loadtesting import GREEDY, wait_until
 
+from specdecode.domain.in_flight import OpenRequest
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import builtin_prompts
+from specdecode_load.connection import StreamConnection
 from specdecode_load.pool import parse_endpoint
+from specdecode_load.recorder import BlockRecorder
 from specdecode_load.reference import Fault, ReferenceEngine, start_reference
 from specdecode_load.schedule import worker_schedules
 from specdecode_load.worker import LoadWorker, WorkerSpec
@@ -93,3 +96,21 @@ async def test_requests_that_end_are_not_in_flight() -> None:
     ended = max(i for i, b in enumerate(blocks) if b.requests_ok)
     after = [b.in_flight for b in blocks[ended:]]
     assert all(s is not None and s.count == 1 and s.longest[0].age < 0.9 for s in after), after
+
+
+def test_an_open_gap_is_never_longer_than_known() -> None:
+    recorder = BlockRecorder(1.0, lambda block: None)
+    connection = StreamConnection(recorder, "http://127.0.0.1:1")
+    assert connection.open_request(10.0) is None  # nothing sent
+    loop = asyncio.new_event_loop()
+    connection._future = loop.create_future()
+    connection._started, connection._first_at, connection._last_at = 5.0, -1.0, 0.0
+    assert connection.open_request(4.0) is None  # sent after the snapshot's time
+    assert connection.open_request(8.0) == OpenRequest(3.0, 3.0)  # no token yet: since send
+    connection._first_at, connection._last_at = 6.0, 7.0
+    assert connection.open_request(9.0) == OpenRequest(4.0, 2.0)  # since its last chunk
+    assert connection.open_request(5.5) == OpenRequest(0.5, 0.5)  # first token came later
+    # a chunk arrived after the snapshot's time: the gap then is unknown, none is counted
+    # (never the whole age, which would turn a streaming request into a stall)
+    assert connection.open_request(6.5) == OpenRequest(1.5, 0.0)
+    loop.close()
