@@ -1,14 +1,15 @@
 """HTTP API (Starlette): vLLM's OpenAI-compatible routes plus /health, /metrics, /version.
 
 Any body gets a JSON answer: protocol.RequestError becomes vLLM's error JSON; nothing
-a client sends can stop the engine loop. Faults (error rate, crash after N requests)
-are applied here, where vLLM's API server would see them.
+a client sends can stop the engine loop. Faults (error rate, crash after N requests,
+hung streams) are applied here, where vLLM's API server would see them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,6 +31,8 @@ from specdecode_sim.textgen import detokenize, tokenize
 from specdecode_sim.workload import resolve_workload
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# A hung stream stops after 1..HANG_WITHIN_CHUNKS content chunks (seeded, uniform).
+HANG_WITHIN_CHUNKS = 8
 
 
 @dataclass
@@ -48,6 +51,7 @@ class ServerRuntime:
     vllm_version: str = PINNED_VLLM_VERSION  # what GET /version answers (the imitated release)
     fault_rng: random.Random = field(default_factory=lambda: random.Random(0))
     accepted_requests: int = 0
+    hung_requests: int = 0
     created: int = field(default_factory=lambda: int(time.time()))
 
 
@@ -164,6 +168,7 @@ async def _generate(runtime: ServerRuntime, request: Request, chat: bool) -> Res
         if runtime.engine.metrics is not None:
             runtime.engine.metrics.record_engine_error()
         return _error(RequestError("simulated engine error", 500, "InternalServerError"))
+    hang_after = hang_draw(runtime) if parsed.stream else None
     prefix = "chatcmpl-" if chat else "cmpl-"
     request_id = prefix + uuid.uuid4().hex
     header = wire.ResponseHeader(
@@ -173,7 +178,7 @@ async def _generate(runtime: ServerRuntime, request: Request, chat: bool) -> Res
     queue = runtime.engine.submit(sim_request)
     if parsed.stream:
         return StreamingResponse(
-            _stream(runtime, header, parsed, queue, prompt_tokens, request_id),
+            _stream(runtime, header, parsed, queue, prompt_tokens, request_id, hang_after),
             media_type="text/event-stream",
         )
     try:
@@ -204,9 +209,11 @@ async def _stream(
     queue: asyncio.Queue[Emission],
     prompt_tokens: int,
     request_id: str,
+    hang_after: int | None = None,
 ) -> AsyncIterator[bytes]:
     finished = False
     generated = 0
+    sent_chunks = 0
 
     release = parse_release(runtime.vllm_version)
 
@@ -236,6 +243,9 @@ async def _stream(
             if emission.finish_reason is not None:
                 finished = True
                 break
+            sent_chunks += 1
+            if hang_after is not None and sent_chunks >= hang_after:
+                await _hang(runtime, request_id, sent_chunks)
         if parsed.include_usage:
             final = wire.usage_chunk(header, prompt_tokens, len(emission.request.output))
             if release.streams_as_0_32:
@@ -245,3 +255,27 @@ async def _stream(
     finally:
         if not finished:
             runtime.engine.abort(request_id)
+
+
+def hang_draw(runtime: ServerRuntime) -> int | None:
+    """Whether a streamed request hangs (`Faults.hang_rate`, seeded), and after how many
+    content chunks; None: it streams to its end."""
+    rate = runtime.faults.hang_rate
+    if not rate or runtime.fault_rng.random() >= rate:
+        return None
+    return runtime.fault_rng.randint(1, HANG_WITHIN_CHUNKS)
+
+
+async def _hang(runtime: ServerRuntime, request_id: str, chunks: int) -> None:
+    """Stop streaming without closing: the engine drops the request (its batch slot is
+    free), the connection stays open until the client gives up (its timeout). Each hang
+    is logged with its wall-clock time (tests read when the first one happened)."""
+    runtime.engine.abort(request_id)
+    runtime.hung_requests += 1
+    print(
+        f"WARNING simulated hang {runtime.hung_requests} at {time.time():.3f}: {request_id} "
+        f"stops streaming after {chunks} chunks",
+        file=sys.stderr,
+        flush=True,
+    )
+    await asyncio.Event().wait()  # until the client disconnects (cancelled)

@@ -42,6 +42,9 @@ class Faults:
     error_rate: float = 0.0
     latency_spike_probability: float = 0.0
     latency_spike_seconds: float = 0.0
+    # A share of streamed requests that stop streaming after a few chunks without closing
+    # the connection (a hung request), from the engine's seeded fault draws (`server`).
+    hang_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -189,5 +192,6 @@ def load_settings(environ: Mapping[str, str]) -> SimSettings:
             latency_spike_seconds=_number(
                 "latency_spike_seconds", values.get("latency_spike_seconds", 0), 0
             ),
+            hang_rate=_number("hang_rate", values.get("hang_rate", 0), 0, 1),
         ),
     )

@@ -30,7 +30,10 @@ not carry less load in the data and so look faster; a failure is never silently 
   engine's own per-request metrics too when its final chunk carries them (vLLM >= 0.29,
   `--per-request-spec-decode-metrics`): `metrics.speculative_decoding`'s verify steps,
   draft and accepted tokens, read by a bytes regex from events that add no token.
-- A request the load pod itself aborts (its own shutdown) is not recorded at all.
+- While in flight, it is in each block's snapshot of requests in flight at the block's end
+  (`open_request`: its age and its open gap, see `domain.in_flight`), so a hang is seen
+  before its timeout; a request the load pod itself aborts at its own shutdown is in the
+  last block's snapshot (taken after the drain, before the abort) and has no end of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from typing import Any, cast
 
 import httptools
 
+from specdecode.domain.in_flight import OpenRequest
 from specdecode_load.recorder import BlockRecorder
 
 _COMPLETION_TOKENS = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
@@ -167,6 +171,19 @@ class StreamConnection(asyncio.Protocol):
         self._timeout = loop.call_later(timeout, self._timed_out, timeout)
         self.transport.write(request)
         return self._future
+
+    def open_request(self, at: float) -> OpenRequest | None:
+        """The request in flight at monotonic time `at` (None: none, or sent after `at`):
+        its age since the send and its open gap since its last content chunk (or send)."""
+        if self._future is None or self._started > at:
+            return None
+        if self._first_at < 0 or self._first_at > at:
+            last = self._started  # no token by `at`: waiting since the send
+        elif self._last_at <= at:
+            last = self._last_at
+        else:
+            last = at  # a chunk came after `at`: the gap then is unknown, count none
+        return OpenRequest(age=at - self._started, open_gap=max(at - last, 0.0))
 
     def _timed_out(self, timeout: float) -> None:
         self._timeout = None

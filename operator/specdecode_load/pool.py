@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from specdecode.domain.in_flight import OpenRequest
 from specdecode_load.connection import StreamConnection
 from specdecode_load.recorder import BlockRecorder
 
@@ -136,6 +137,11 @@ class ConnectionPool:
             connection.close()
         else:
             self._idle.append(connection)
+
+    def open_requests(self, at: float) -> list[OpenRequest]:
+        """The requests in flight on this pool's connections at monotonic time `at`."""
+        found = (connection.open_request(at) for connection in self._busy)
+        return [request for request in found if request is not None]
 
     def close_all(self) -> None:
         """Abort every connection (shutdown: in-flight requests end as failures)."""

@@ -6,7 +6,8 @@ of `block_seconds`) in which it happened: a chunk gap by its arrival, a request'
 by its end. Timestamps on the hot path are monotonic (`time.perf_counter`); the wall-clock
 offset is re-read at each block boundary, never per event. The recorder is the only state
 the measuring loop writes: plain counters and sketches, no logging, no encoding; a closed
-block goes to `ship` (the worker pickles it to the pod's main process).
+block goes to `ship` (the worker pickles it to the pod's main process). When a block
+closes, `in_flight` (set by the worker) says which requests are in flight at its end.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import time
 from collections.abc import Callable
 
+from specdecode.domain.in_flight import InFlight
 from specdecode.domain.latency_block import (
     BLOCK_FIELDS,
     AcceptedMoments,
@@ -24,6 +26,7 @@ from specdecode.domain.latency_block import (
 from specdecode.domain.sketch import Sketch
 
 ShipBlock = Callable[[LatencyBlock], None]
+InFlightProbe = Callable[[float], InFlight]  # monotonic time -> the requests in flight then
 
 
 class BlockRecorder:
@@ -51,12 +54,16 @@ class BlockRecorder:
     accepted: AcceptedMoments
     by_traffic: dict[str, GroupEvidence]
     last_error: str | None
+    in_flight: InFlight | None
 
-    def __init__(self, block_seconds: float, ship: ShipBlock) -> None:
+    def __init__(
+        self, block_seconds: float, ship: ShipBlock, in_flight: InFlightProbe | None = None
+    ) -> None:
         if block_seconds <= 0:
             raise ValueError("block seconds must be > 0")
         self.block_seconds = block_seconds
         self._ship = ship
+        self.probe_in_flight = in_flight
         self.block_end = 0.0  # monotonic time at which the open block ends
         self._start_wall = 0.0
         self._open(time.perf_counter())
@@ -68,15 +75,19 @@ class BlockRecorder:
         for f in BLOCK_FIELDS:
             setattr(self, f.name, f.fresh())
 
-    def close(self) -> LatencyBlock:
-        """The open block as a value (does not ship it)."""
+    def close(self, now: float | None = None) -> LatencyBlock:
+        """The open block as a value (does not ship it), with the requests in flight at its
+        end, or at `now` if that is earlier (a block closed early: the pod stops)."""
+        if self.probe_in_flight is not None:
+            at = self.block_end if now is None else min(now, self.block_end)
+            self.in_flight = self.probe_in_flight(at)
         values = {f.name: getattr(self, f.name) for f in BLOCK_FIELDS}
         return LatencyBlock(start=self._start_wall, seconds=self.block_seconds, **values)
 
     def roll(self, now: float) -> None:
         """Ship the open block and open the one holding `now` (idle blocks in between are
         not shipped: every worker ships each block it saw, the main process merges)."""
-        self._ship(self.close())
+        self._ship(self.close(now))
         self._open(now)
 
     def chunk_gap(self, now: float, gap: float, tokens: int, merged: bool) -> None:

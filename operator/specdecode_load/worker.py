@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from specdecode.domain.in_flight import InFlight
 from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import ShadowRequest
 from specdecode.domain.traffic_groups import group_keys
@@ -82,6 +83,9 @@ class LoadWorker:
         self.schedule = spec.schedule
         self.recorder = BlockRecorder(spec.block_seconds, lambda block: ship(block, self))
         self.pool = ConnectionPool(self.recorder, list(spec.endpoints), connection_class)
+        self.recorder.probe_in_flight = lambda at: InFlight.of(
+            self.pool.open_requests(at), spec.request_timeout
+        )
         self.in_flight = 0
         self._stopping = asyncio.Event()
         self._slot_free = asyncio.Event()
@@ -118,7 +122,8 @@ class LoadWorker:
             task.cancel()
         if self._timer is not None:
             self._timer.cancel()
-        self.recorder.roll(time.perf_counter())  # ship what was measured, then abort
+        # ship what was measured, with what is still in flight (its snapshot), then abort
+        self.recorder.roll(time.perf_counter())
         self.pool.close_all()
         await asyncio.gather(*pending, return_exceptions=True)
         for task in done:

@@ -177,8 +177,10 @@ class LoadStatus(KubeModel):
         max_length=2,
         description="Each side's requests in the window by outcome (ok, http_<status>, "
         "stream_cut, stream_error, timeout, connect_error), stalls (waits that ended a "
-        "failed request, counted in the latency data) and the P99 time a request held its "
-        "slot, e.g. 'candidate: 412 ok, 3 timeout; 3 stalls; slot P99 2.41 s'.",
+        "failed request, counted in the latency data), the P99 time a request held its "
+        "slot and the requests in flight at the window's end with the longest silence, "
+        "e.g. 'candidate: 412 ok, 3 timeout; 3 stalls; slot P99 2.41 s; 32 in flight, "
+        "longest silent 12.3 s'.",
     )
     acceptance_by_traffic: list[TrafficAcceptance] = Field(
         default_factory=list,

@@ -8,9 +8,10 @@ metadata, so adding a measurement is one field here (plus the line that records 
 Kinds: `sketch` (log-bucket sketch, merged by adding counts), `count` (an integer,
 summed), `sum` (a float, summed), `tally` (counts by name, summed per name), `moments`
 (`AcceptedMoments`, summed), `groups` (`GroupEvidence` by traffic group, summed per
-group), `latest` (the newer shard's text wins). `start` and `seconds` are the block's
-span, not measurements. A field marked `optional` came after
-the wire schema's first version: a report from an older load pod may omit it (its
+group), `latest` (the newer shard's text wins), `snapshot` (`InFlight`, a state at the
+block's end: blocks of one span add up, a window keeps its newest, see `domain.in_flight`).
+`start` and `seconds` are the block's span, not measurements. A field marked `optional`
+came after the wire schema's first version: a report from an older load pod may omit it (its
 default then), so an operator upgrade does not turn every old pod's report into an Error.
 """
 
@@ -27,11 +28,12 @@ from specdecode.domain.acceptance_moments import (
     GroupEvidence,
     merge_groups,
 )
+from specdecode.domain.in_flight import InFlight
 from specdecode.domain.sketch import Sketch
 
 __all__ = ["BLOCK_FIELDS", "MOMENT_KEYS", "AcceptedMoments", "GroupEvidence", "LatencyBlock"]
 
-Kind = Literal["sketch", "count", "sum", "tally", "moments", "groups", "latest"]
+Kind = Literal["sketch", "count", "sum", "tally", "moments", "groups", "latest", "snapshot"]
 
 
 def _m(kind: Kind, optional: bool = False) -> dict[str, object]:
@@ -84,10 +86,15 @@ class LatencyBlock:
         default_factory=dict, metadata=_m("groups", optional=True)
     )
     last_error: str | None = field(default=None, metadata=_m("latest"))
+    # requests in flight at the block's end (None: a load pod too old to say)
+    in_flight: InFlight | None = field(default=None, metadata=_m("snapshot", optional=True))
 
     def plus(self, other: LatencyBlock) -> LatencyBlock:
         """This block and another of the same time span (another shard) together."""
-        merged = {f.name: merge_values(f.kind, (self, other), f.name) for f in BLOCK_FIELDS}
+        merged = {
+            f.name: merge_values(f.kind, (self, other), f.name, same_span=True)
+            for f in BLOCK_FIELDS
+        }
         return LatencyBlock(start=self.start, seconds=max(self.seconds, other.seconds), **merged)
 
 
@@ -130,12 +137,25 @@ _EMPTY: dict[str, Callable[[], Any]] = {
     "moments": AcceptedMoments,
     "groups": dict,
     "latest": lambda: None,
+    "snapshot": lambda: None,
 }
 
 
-def merge_values(kind: Kind, blocks: Iterable[object], name: str) -> Any:
-    """One field of several blocks (or any objects with that attribute) together."""
+def merge_values(kind: Kind, blocks: Iterable[object], name: str, same_span: bool = False) -> Any:
+    """One field of several blocks (or any objects with that attribute) together.
+
+    `same_span`: the blocks cover one time span (shards, workers), so snapshots add up;
+    else they follow each other in time and the newest snapshot is the state now.
+    """
     values = [getattr(b, name) for b in blocks]
+    if kind == "snapshot":
+        known = [v for v in values if v is not None]
+        if not same_span:
+            return values[-1] if values else None  # unknown now if the newest is unknown
+        union: InFlight | None = None
+        for snapshot in known:
+            union = snapshot if union is None else union.plus(snapshot)
+        return union
     if kind == "sketch":
         total = Sketch()
         for sketch in values:

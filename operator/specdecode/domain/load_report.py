@@ -16,7 +16,9 @@ GET /v1/report?since=<unix seconds> answers with the blocks that start at or aft
      "blocks": [{"start": ..., "seconds": 2.0, "perChunkItl": {"offset": -740,
                  "counts": [...]}, ..., "accepted": {"requests": 3, ...},
                  "byTraffic": {"code/greedy/short": {"stream": {"requests": 2, ...},
-                               "engine": {...}, "engineSteps": 41}}}]}
+                               "engine": {...}, "engineSteps": 41}},
+                 "inFlight": {"count": 32, "timeout": 45.0,
+                              "open": [[age, openGap], ...]}}]}
 
 `endpoints` echoes the engine URLs the pod sends to now (its start-up `--endpoint`s, or
 the last list the operator pushed), so the operator pushes only when they differ. A pod
@@ -39,6 +41,7 @@ from specdecode.domain.acceptance_moments import (
     moments_from_wire,
     moments_to_wire,
 )
+from specdecode.domain.in_flight import in_flight_from_wire, in_flight_to_wire
 from specdecode.domain.latency_block import BLOCK_FIELDS, LatencyBlock
 from specdecode.domain.sketch import Sketch
 from specdecode.domain.traffic_groups import parse_key
@@ -95,6 +98,8 @@ def block_to_wire(block: LatencyBlock) -> dict[str, Any]:
             value = groups_to_wire(value)
         elif f.kind == "tally":
             value = dict(value)
+        elif f.kind == "snapshot":
+            value = in_flight_to_wire(value)
         wire[f.key] = value
     return wire
 
@@ -133,6 +138,8 @@ def _value_from_wire(kind: str, value: Any, key: str) -> Any:
         for group in groups:
             parse_key(group)  # a label tuple, or the report is malformed
         return groups
+    if kind == "snapshot":
+        return in_flight_from_wire(value)
     return None if value is None else str(value)  # latest
 
 

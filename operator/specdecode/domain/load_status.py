@@ -52,10 +52,15 @@ def load_status(observed: StageObservations | None) -> LoadStatus | None:
 
 
 def _outcomes(name: str, side: LatencySamples) -> str:
-    """One side's requests by outcome, its stalls and its slot time, in one line."""
+    """One side's requests by outcome, its stalls, its slot time and what is in flight now
+    (with the longest open gap: a hang shows here before its timeout), in one line."""
     total = side.total
     counts = [f"{total.requests_ok} ok"]
     counts += [f"{n} {outcome}" for outcome, n in sorted(total.failures.items())]
     slot = total.slot_seconds
     held = f"; slot P99 {slot.quantile(0.99):.2f} s" if slot.total else ""
-    return f"{name}: {', '.join(counts)}; {total.stalls} stalls{held}"
+    now = total.in_flight
+    flying = ""
+    if now is not None and now.count:
+        flying = f"; {now.count} in flight, longest silent {now.longest[0].open_gap:.1f} s"
+    return f"{name}: {', '.join(counts)}; {total.stalls} stalls{held}{flying}"

@@ -17,6 +17,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from specdecode.domain.drift import ProductionAcceptance
+from specdecode.domain.in_flight import InFlight
 from specdecode.domain.latency_block import (
     BLOCK_FIELDS,
     AcceptedMoments,
@@ -185,6 +186,7 @@ class LatencySamples:
     output_tokens = _Total[int]()
     accepted = _Total[AcceptedMoments]()  # per-request acceptance sums
     by_traffic = _Total[Mapping[str, GroupEvidence]]()  # the same, per traffic group
+    in_flight = _Total[InFlight | None]()  # the newest block's requests in flight (None: unknown)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ FAULTS = {
         "SPECDECODE_SIM_LATENCY_SPIKE_PROBABILITY": "0.02",
         "SPECDECODE_SIM_LATENCY_SPIKE_SECONDS": "0.1",
     },
+    # a fifth of the streamed requests stop after 1-8 chunks without closing
+    "hangs": {"SPECDECODE_SIM_HANG_RATE": "0.2"},
 }
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from specdecode.domain.in_flight import InFlight, OpenRequest
 from specdecode.domain.latency_block import (
     BLOCK_FIELDS,
     AcceptedMoments,
@@ -38,6 +39,9 @@ def _full(scale: int) -> LatencyBlock:
                 ),
             },
             "latest": f"error {scale}",
+            "snapshot": InFlight.of(
+                [OpenRequest(3.0 * scale, 1.0 * scale), OpenRequest(0.5, 0.1)], 45.0
+            ),
         }[f.kind]
     return LatencyBlock(start=100.0, seconds=2.0, **values)  # type: ignore[arg-type]
 
@@ -70,23 +74,34 @@ def test_merge_adds_every_field_by_its_kind() -> None:
         ),
     }
     assert merged.last_error == "error 2"
+    # requests in flight at one instant: two shards' snapshots add up
+    assert merged.in_flight is not None and merged.in_flight.count == 4
+    assert merged.in_flight.open_gaps_over(0.5) == (2.0, 1.0)
     window = LatencySamples(blocks=(_full(1), _full(2)), window_seconds=4.0, shards=1)
-    assert dataclasses.replace(window.total, start=100.0, seconds=2.0) == merged
+    # ... while over a window only the newest block's snapshot is in flight now
+    assert window.in_flight == _full(2).in_flight
+    now = dataclasses.replace(merged, in_flight=_full(2).in_flight)
+    assert dataclasses.replace(window.total, start=100.0, seconds=2.0) == now
 
 
 def test_an_older_pods_block_without_the_new_fields_parses_and_a_broken_one_does_not() -> None:
     wire = block_to_wire(_full(1))
-    for key in ("slotSeconds", "failures", "stalls", "byTraffic"):
+    for key in ("slotSeconds", "failures", "stalls", "byTraffic", "inFlight"):
         del wire[key]
     old = block_from_wire(wire)
     assert old.failures == {} and old.stalls == 0 and old.slot_seconds.total == 0
     assert old.by_traffic == {}
+    assert old.in_flight is None  # unknown, not "nothing in flight"
     assert old.requests_failed == 3
     del wire["perChunkItl"]  # a field of the first schema is still required
     with pytest.raises(ReportError, match="perChunkItl"):
         block_from_wire(wire)
     with pytest.raises(ReportError, match="failures"):
         block_from_wire({**block_to_wire(_full(1)), "failures": {"timeout": -1}})
+    with pytest.raises(ReportError, match="inFlight"):
+        block_from_wire({**block_to_wire(_full(1)), "inFlight": {"count": 0, "open": [[1, 2]]}})
+    with pytest.raises(ReportError, match="openGap"):
+        block_from_wire({**block_to_wire(_full(1)), "inFlight": {"count": 1, "open": [[1, 2]]}})
     stream = block_to_wire(_full(1))["accepted"]
     with pytest.raises(ReportError, match="not class/temperature/length"):
         block_from_wire({**block_to_wire(_full(1)), "byTraffic": {"a b": {"stream": stream}}})
@@ -109,3 +124,9 @@ def test_status_shows_each_sides_outcomes_stalls_and_slot_time() -> None:
     assert summary is not None
     assert summary.outcomes[1].startswith("candidate: 36 ok, 3 http_503, 1 timeout; 4 stalls")
     assert summary.outcomes[0].startswith("baseline: 40 ok; 0 stalls; slot P99 2.0")
+    hung = InFlight.of([OpenRequest(30.0, 12.34), OpenRequest(1.0, 0.02)], 45.0)
+    now = dataclasses.replace(bad, start=2.0, in_flight=hung)
+    later = LatencySamples(blocks=(bad, now), shards=1)
+    summary = load_status(StageObservations("s", baseline_latency=base, candidate_latency=later))
+    assert summary is not None
+    assert summary.outcomes[1].endswith("; 2 in flight, longest silent 12.3 s"), summary

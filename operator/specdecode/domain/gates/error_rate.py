@@ -11,11 +11,13 @@ error, lower = d - sqrt((p_c - l_c)^2 + (u_b - p_b)^2) and
 upper = d + sqrt((u_c - p_c)^2 + (p_b - l_b)^2). Pass when upper <= maxErrorRate, fail
 when lower > maxErrorRate. Requests are the unit: a failure is a whole request's outcome.
 Where the outcomes come from depends on the traffic: with Prompts, the load pods
-(`specdecode_load.connection` defines the outcomes); with Mirror, which has no responses,
-vLLM's own request-outcome counter of each engine (`mirror_outcomes`: the unit is a
-mirrored request). Requests are sent independently of each other (a failing engine
-correlates them, which only pushes the rate, and a Failed verdict, up). Inconclusive until
-each side has `minSamples` requests.
+(`specdecode_load.connection` defines the outcomes; a request still in flight past the
+request timeout at the window's end is one failed request of its side, `domain.open_requests`:
+counted once, superseded when it ends); with Mirror, which has no responses, vLLM's own
+request-outcome counter of each engine (`mirror_outcomes`: the unit is a mirrored request).
+Requests are sent independently of each other (a failing engine correlates them, which only
+pushes the rate, and a Failed verdict, up). Inconclusive until each side has `minSamples`
+requests.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.mirror_outcomes import mirror_counts
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.open_requests import failed_in_flight
 from specdecode.domain.stats import Interval, wilson_interval
 from specdecode.vocabulary import GateType, GateVerdict
 
@@ -54,7 +57,8 @@ def failure_difference(
 def _counts(side: LatencySamples | None) -> tuple[int, int]:
     if side is None:
         return 0, 0
-    return side.requests_failed, side.requests_ok + side.requests_failed
+    failed = side.requests_failed + failed_in_flight(side)
+    return failed, side.requests_ok + failed
 
 
 # A baseline failing more than this share (at its lower bound) is unhealthy: the difference

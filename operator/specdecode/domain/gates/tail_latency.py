@@ -22,6 +22,9 @@ sequential boundary (`domain.sequential`).
 Needs `minSamples` blocks per side (default 20: 40 s) and MIN_TAIL_BLOCKS blocks holding
 weight above the quantile, else Inconclusive with the counts.
 
+Requests in flight count (`domain.open_requests`): on both sides, an open gap longer than
+the stall bound, (1 + tolerance) x the baseline's quantile, is one more gap of its age in
+the newest block, so a hung request weighs before its timeout ends it.
 ServerStep (vLLM's histogram, Mirror traffic) is judged in `step_histogram`; a look whose
 load client lagged its own timestamps, or fell behind an open-loop stage's request rate, is
 Inconclusive ("shadow load saturated").
@@ -48,6 +51,7 @@ from specdecode.domain.gate_measures import (
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import Look, Need, register
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.open_requests import stall_bound, with_open_stalls
 from specdecode.domain.sketch import Sketch
 from specdecode.domain.stats import Interval
 from specdecode.domain.step_histogram import measure_server_step_tail
@@ -164,6 +168,15 @@ def _client_tail(
         return unjudged
     definition = gate.itl_definition
     label = f"P{q * 100:g} {definition.value} ITL"
+    open_note = ""
+    if (bound := stall_bound(baseline, definition, q, gate.tolerance)) is not None:
+        baseline, base_open = with_open_stalls(baseline, bound)
+        candidate, cand_open = with_open_stalls(candidate, bound)
+        if base_open or cand_open:
+            open_note = (
+                f"; with {cand_open} / {base_open} requests in flight stalled over "
+                f"{bound * 1000:.0f} ms counted at their age"
+            )
     base_blocks, base_all = side_blocks(baseline, definition)
     cand_blocks, cand_all = side_blocks(candidate, definition)
     base = block_quantile(base_blocks, base_all, q)
@@ -171,7 +184,7 @@ def _client_tail(
     needed = gate.effective_min_samples
     counted = (
         f"{len(cand_blocks)} / {len(base_blocks)} blocks, {cand_all.total} / {base_all.total} "
-        "samples (candidate / baseline)"
+        f"samples (candidate / baseline){open_note}"
     )
     ratio = None
     if base is not None and cand is not None and min(base.clusters, cand.clusters) >= needed:

@@ -1,0 +1,114 @@
+"""Requests in flight at a block's end: evidence a hung request gives before it ends.
+
+Why: a request that stops streaming without closing ends only at the load pod's request
+timeout, and a load pod stopped first (stage end, pod deleted) never ends it at all; until
+then it was in no block. Each block therefore carries a snapshot of the requests its
+worker(s) had in flight at the block's end: how many, and the `MAX_OPEN` with the longest
+open gap (time since the request's last content chunk, or since its send if none came),
+each with its age since send. Bounded: a snapshot's size does not grow with concurrency.
+
+A snapshot is a state, not a count of events: blocks of one time span (shards, workers)
+add up (`plus`), while a window keeps only its newest block's snapshot (the requests in
+flight now; an older snapshot's requests have since ended, and their end is in a block).
+So nothing is counted twice: a request in the newest snapshot has not ended in any block
+of the window yet. None (a report from a load pod older than this field) is unknown, and
+adds nothing: no gate needs a snapshot to pass, it only adds evidence against the side.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Open requests a snapshot lists (the longest open gaps): more than any gate's tail needs
+# from one look (each counts one chunk gap of the window's thousands), few enough to send.
+MAX_OPEN = 64
+
+
+@dataclass(frozen=True)
+class OpenRequest:
+    """One request in flight at the snapshot's time, in seconds."""
+
+    age: float  # since it was sent
+    open_gap: float  # since its last content chunk (its send, if no token came)
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """The requests in flight at a block's end: a count and the longest open gaps.
+
+    `timeout` is the load pod's request timeout (a request older than it has failed,
+    whatever the pod's timer did; None: unknown).
+    """
+
+    count: int = 0
+    longest: tuple[OpenRequest, ...] = ()
+    timeout: float | None = None
+
+    @classmethod
+    def of(cls, requests: Iterable[OpenRequest], timeout: float | None) -> InFlight:
+        """A snapshot of every request in flight (the longest MAX_OPEN kept)."""
+        listed = tuple(requests)
+        return cls(len(listed), _longest(listed), timeout)
+
+    def plus(self, other: InFlight) -> InFlight:
+        """Two snapshots of the same instant (other workers or shards) together."""
+        timeouts = [t for t in (self.timeout, other.timeout) if t is not None]
+        return InFlight(
+            self.count + other.count,
+            _longest(self.longest + other.longest),
+            min(timeouts) if timeouts else None,
+        )
+
+    def open_gaps_over(self, bound: float) -> tuple[float, ...]:
+        """Open gaps longer than `bound`: each a chunk gap at least that long (a lower bound
+        on the gap it will be when its next chunk or its end arrives)."""
+        return tuple(r.open_gap for r in self.longest if r.open_gap > bound)
+
+    def past_timeout(self) -> int:
+        """Requests older than the request timeout: failed, though not yet ended in a block.
+
+        Exact while every request in flight is listed (count <= MAX_OPEN), else a lower
+        bound. The pod's own timer ends a request at the timeout, so this counts what a
+        stopped (or stalled) pod left in flight."""
+        if self.timeout is None:
+            return 0
+        return sum(1 for r in self.longest if r.age > self.timeout)
+
+
+def _longest(requests: Iterable[OpenRequest]) -> tuple[OpenRequest, ...]:
+    ordered = sorted(requests, key=lambda r: (r.open_gap, r.age), reverse=True)
+    return tuple(ordered[:MAX_OPEN])
+
+
+def in_flight_to_wire(snapshot: InFlight | None) -> dict[str, Any] | None:
+    """{"count": n, "timeout": s, "open": [[age, openGap], ...]} (None: unknown)."""
+    if snapshot is None:
+        return None
+    return {
+        "count": snapshot.count,
+        "timeout": snapshot.timeout,
+        "open": [[r.age, r.open_gap] for r in snapshot.longest],
+    }
+
+
+def in_flight_from_wire(value: Mapping[str, Any] | None) -> InFlight | None:
+    """Parse `in_flight_to_wire`'s form; a malformed one raises ValueError."""
+    if value is None:
+        return None
+    count, listed, timeout = value["count"], value["open"], value.get("timeout")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"inFlight.count must be an integer >= 0, got {count!r}")
+    if not isinstance(listed, list) or len(listed) > min(count, MAX_OPEN):
+        raise ValueError(f"inFlight.open must list at most min(count, {MAX_OPEN}) requests")
+    requests = []
+    for pair in listed:
+        age, gap = float(pair[0]), float(pair[1])
+        if not (0.0 <= gap <= age + 1e-6 and math.isfinite(age)):
+            raise ValueError(f"inFlight.open: {pair!r} is not [age, openGap <= age]")
+        requests.append(OpenRequest(age, gap))
+    if timeout is not None and not float(timeout) > 0:
+        raise ValueError(f"inFlight.timeout must be > 0, got {timeout!r}")
+    return InFlight(count, _longest(requests), None if timeout is None else float(timeout))
