@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -159,8 +160,18 @@ def _row(path: str, field: Schema, required: bool) -> str:
 
 
 def _cell(text: str) -> str:
-    """One table cell: no line breaks, and a `|` that cannot end the cell."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """One table cell: no line breaks, and a `|` that cannot end the cell. Inside a code span
+    an escaped pipe would show its backslash, so such a span becomes HTML with entities."""
+    text = CODE_WITH_PIPE.sub(lambda span: _html_code(span.group(1)), " ".join(text.split()))
+    return text.replace("|", "\\|")
+
+
+CODE_WITH_PIPE = re.compile(r"`([^`]*\|[^`]*)`")
+
+
+def _html_code(code: str) -> str:
+    """A code span as `<code>`, every character markdown or HTML reads as an entity."""
+    return "<code>" + "".join(f"&#{ord(c)};" if c in "|<>&*_\\[]`" else c for c in code) + "</code>"
 
 
 def stale(repo_root: Path) -> str:
