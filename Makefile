@@ -1,5 +1,5 @@
 # specdecode-operator: every target installs what it needs, so a fresh machine needs only
-# `make demo` (the main job) and `make test` (all tests). See README.md.
+# `make demo` (the main job) and `make test` (all tests). See README.md and docs/.
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 PY ?= python3.11
@@ -23,7 +23,7 @@ MYPY_TARGETS := operator/specdecode operator/specdecode_load engine-image/specde
 	tests/cluster/localcluster tests/unit tests/e2e tools
 
 .PHONY: help venv lock lock-vllm vllm-lane verify-lock verify-version mypy system-deps binaries test test-unit test-e2e \
-        lint crds verify-crds cluster-up cluster-down demo bench ci clean images
+        lint docs crds verify-crds cluster-up cluster-down demo bench ci clean images
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -110,15 +110,23 @@ lint: venv ## ruff, mypy --strict (code, harness and tests), import-linter, decl
 	$(BIN)/mypy $(MYPY_TARGETS)
 	$(BIN)/lint-imports
 	$(BIN)/python tools/check_declared_imports.py
+	@# The docs site, --strict: a broken link or anchor, or a page outside the nav, fails (~1 s).
+	@out=$$(NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict 2>&1) || { echo "$$out"; exit 1; }
+	@echo "mkdocs build --strict: docs/ builds into site/"
+
+docs: venv ## Serve the documentation site (docs/, mkdocs.yml) on http://127.0.0.1:8000
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 mypy: venv ## mypy --strict over the operator, the simulator, the harness and the tests
 	$(BIN)/mypy $(MYPY_TARGETS)
 
-crds: venv ## Regenerate crds/ and the chart's CRD from the pydantic models
+crds: venv ## Regenerate crds/, the chart's CRD and docs/reference.md from the pydantic models
 	$(BIN)/python -m specdecode.tools.crdgen --write
+	$(BIN)/python -m specdecode.tools.docgen --write
 
-verify-crds: venv ## Fail if crds/ or the chart's CRD drifted from the pydantic models
+verify-crds: venv ## Fail if crds/, the chart's CRD or docs/reference.md drifted from the models
 	$(BIN)/python -m specdecode.tools.crdgen --check
+	$(BIN)/python -m specdecode.tools.docgen --check
 
 cluster-up: venv system-deps binaries ## Start the local control plane, GPU node agent and Prometheus in the background
 	PYTHONPATH=tests/cluster $(BIN)/python -m localcluster up
@@ -136,4 +144,4 @@ bench: venv system-deps binaries ## Benchmarks that print tables
 ci: verify-version verify-crds lint test ## What .ci/run runs
 
 clean: cluster-down
-	rm -rf $(VENV) .cluster
+	rm -rf $(VENV) .cluster site

@@ -32,7 +32,7 @@ per-request alpha.
 Dependent steps ("AR ..., waves" rows; domain_gatesim.DependentSteps): each engine's step
 times are an AR(1) series (a Gaussian copula on the same pool, so the true ratio stays
 exact) with the coefficient measured on the simulator's own step trace ("AR measured":
-STEP_AR1 = 0.05, `benchmarks/step_trace.py`; the README's rows ran at 0.036, from a
+STEP_AR1 = 0.05, `benchmarks/step_trace.py`; the rows in docs/gates.md ran at 0.036, from a
 shorter first trace) or a stress value (0.9 per step: a ~10-step correlation
 time; 0.99: ~100 steps, 3 s, longer than a block), plus four closed-loop prefill waves:
 cohorts of requests that restart together every ~256 steps, their prefill step drawn from

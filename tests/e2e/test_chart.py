@@ -720,8 +720,8 @@ def alerts_fired(cluster: LocalCluster, namespace: str, start: float, promoted: 
 
 
 def names_the_rollout(alert: dict[str, Any], namespace: str, rollout: str) -> None:
-    """The alert's labels and summary name the rollout; its runbook is the README's line."""
+    """The alert's labels and summary name the rollout; its runbook is the On call page's line."""
     annotations = alert["annotations"]
     assert alert["labels"]["rollout"] == rollout, alert["labels"]
     assert f"{namespace}/{rollout}" in annotations["summary"], annotations
-    assert annotations["runbook_url"].endswith("README.md#on-call"), annotations
+    assert annotations["runbook_url"].endswith("docs/on-call.md#on-call"), annotations

@@ -335,7 +335,7 @@ def _endpoint_ips(cluster: LocalCluster, namespace: str, service: str) -> set[st
     }
 
 
-# The README's check ("Install on a real cluster"): the Degraded condition in one line.
+# docs/install.md's check ("Install on a real cluster"): the Degraded condition in one line.
 SHOW_DEGRADED = (
     'jsonpath={range .status.conditions[?(@.type=="Degraded")]}'
     '{.status} {.reason}: {.message}{"\\n"}{end}'

@@ -135,7 +135,7 @@ def _latency_runs(ratio: float, seed: int, trials: int, **source: object) -> lis
 
 def test_step_shared_latency_at_threshold_is_rarely_promoted_or_rolled_back() -> None:
     # 32 requests record each step (10 % jitter each, 1-3 tokens per chunk): the case where
-    # the replaced rule erred most (benchmarks/gates.py, the README's table).
+    # the replaced rule erred most (benchmarks/gates.py, the table in docs/gates.md).
     runs = _latency_runs(1.10, seed=14, trials=100, **STEP_SHARED)
     wrong_promotion = _rate(runs, Outcome.PROMOTED)
     wrong_rollback = _rate(runs, Outcome.ROLLED_BACK)
