@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.rollout import SpecDecodeRolloutSpec, WrittenRolloutSpec
 
 pytestmark = pytest.mark.unit
 
@@ -37,10 +37,14 @@ def test_the_minimal_rollout_is_admitted() -> None:
     SpecDecodeRolloutSpec.model_validate(readme_rollouts()["llama-8b"]["spec"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 36 item 3: with a workloadRef, model and engine are read from the source "
-    "(another branch); remove this mark when it lands",
-)
 def test_the_four_line_adoption_is_admitted() -> None:
-    SpecDecodeRolloutSpec.model_validate(readme_rollouts()["chat-eagle3"]["spec"])
+    """Admitted as written: with a workloadRef, model and engine are read from the source."""
+    WrittenRolloutSpec.model_validate(readme_rollouts()["chat-eagle3"]["spec"])
+
+
+def test_without_a_workload_ref_the_four_lines_are_refused() -> None:
+    """The control: the same lines without the reference lack what only a source can give."""
+    spec = dict(readme_rollouts()["chat-eagle3"]["spec"])
+    del spec["workloadRef"]
+    with pytest.raises(ValueError, match="model"):
+        WrittenRolloutSpec.model_validate(spec)
