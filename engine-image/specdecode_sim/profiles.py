@@ -135,7 +135,7 @@ HARDWARE: dict[str, HardwareProfile] = {
         overlap=0.7,
         source=(
             "NVIDIA H20 (Hopper, China market): no public NVIDIA datasheet page; the spec "
-            "sheet as reported (e.g. willitrunai.com/gpus/h20-96gb): 4.0 TB/s HBM3, 148 TFLOPS "
+            "sheet as reported (willitrunai.com/es/gpus/h20-96gb): 4.0 TB/s HBM3, 148 TFLOPS "
             "FP16/BF16 dense, 96 GB; efficiencies and overheads as H100 (same stack), checked "
             "against AngelSlim's dense Qwen3 rows on it (benchmarks/calibration_moe_rows.py)"
         ),
