@@ -38,18 +38,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine-image"))
 
 from calibration_client import ClientRecord, run_http
 from calibration_moe import (
+    DENSE_CONTROL,
     MOE_GPU,
     MOE_METHODS,
     MOE_MODEL,
     MOE_STREAMS,
     PUBLISHED_MOE,
+    PublishedMoeRow,
+    admissible_reuse,
+    fit_expert_reuse,
+    fitted_rows,
     predicted_speedup,
+    stack_bias,
 )
 from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies
 
 from specdecode_sim.cliargs import parse_cli
 from specdecode_sim.engine import EngineCore
 from specdecode_sim.loop import EngineLoop
+from specdecode_sim.profiles import MODELS
 from specdecode_sim.protocol import parse_request
 from specdecode_sim.request import StepReport
 from specdecode_sim.settings import load_settings
@@ -165,22 +172,39 @@ def _ratio(measured: float, published: float | None) -> str:
     return "-" if not published else f"{measured / published:.2f}"
 
 
+def _moe_row_line(row: PublishedMoeRow, status: str) -> str:
+    simulated = predicted_speedup(row)
+    same_sign = (simulated > 1.0) == (row.speedup > 1.0)
+    return (
+        f"| {row.label} | {row.engine} | {row.k} | {row.acceptance_length:.2f} "
+        f"| {simulated:.2f} | {row.speedup:.2f} | {simulated / row.speedup:.2f} "
+        f"| {predicted_speedup(row, 0.0):.2f} | {'kept' if same_sign else 'WRONG'} | {status} |"
+    )
+
+
 def published_moe_table() -> None:
-    """Published MoE rows beside the prediction, with the uniform union (reuse 0) for contrast."""
-    print("\nMoE, published: steady-state step model at the row's batch size, k, acceptance")
-    print("| row | k | acc len | speedup sim | speedup pub | ratio | uniform union sim | sign |")
-    print("|---" * 8 + "|")
-    worst = 0.0
+    """Published MoE rows beside the prediction, with the uniform union (reuse 0) for
+    contrast, the reuse fit, and the dense control rows of the fitted rows' stack."""
+    fitted = fitted_rows()
+    print("\nMoE, published: steady-state step model at the row's batch size, TP, k, acceptance")
+    print(
+        "| row | engine | k | acc len | speedup sim | speedup pub | ratio | uniform union sim "
+        "| sign | use |"
+    )
+    print("|---" * 10 + "|")
     for row in PUBLISHED_MOE:
-        simulated = predicted_speedup(row)
-        worst = max(worst, abs(simulated / row.speedup - 1.0))
-        same_sign = (simulated > 1.0) == (row.speedup > 1.0)
-        print(
-            f"| {row.label} | {row.k} | {row.acceptance_length:.2f} | {simulated:.2f} "
-            f"| {row.speedup:.2f} | {simulated / row.speedup:.2f} "
-            f"| {predicted_speedup(row, 0.0):.2f} | {'kept' if same_sign else 'WRONG'} |"
-        )
-    print(f"worst MoE speedup deviation: {worst * 100:.1f} %")
+        status = "fitted" if row in fitted else "conflict (engine)"
+        print(_moe_row_line(row, status))
+    for row in DENSE_CONTROL:
+        print(_moe_row_line(row, "dense control"))
+    worst = max(abs(predicted_speedup(row) / row.speedup - 1.0) for row in fitted)
+    low, high = admissible_reuse()
+    print(
+        f"Qwen3-30B-A3B expert_reuse: profile {MODELS['qwen3-30b-a3b'].expert_reuse:.2f}, "
+        f"fit {fit_expert_reuse():.2f} (stack bias {stack_bias():+.3f}; raw fit "
+        f"{fit_expert_reuse(bias=0.0):.2f}); all fitted rows within 20 % for {low:.2f}-{high:.2f}"
+    )
+    print(f"worst fitted MoE speedup deviation: {worst * 100:.1f} %")
 
 
 def moe_table(requests: int) -> None:

@@ -61,10 +61,10 @@ class ModelProfile:
     num_experts: int = 0
     experts_per_token: int = 0
     expert_params: float = 0.0
-    # Share of a step's routings after its first that land on experts the step already
-    # reads (a sequence's own k+1 verify positions, other sequences, hot experts): 0 is
-    # uniform, independent routing, the upper bound on the union (steptime.py). One value
-    # per model family; 0 until published rows support another (benchmarks/calibration_moe.py).
+    # Share of a sequence's routings after its first in a step (its drafted verify
+    # positions, a prefill chunk's later tokens) that land on experts the sequence already
+    # reads: 0 is uniform, independent routing, the upper bound on the union (steptime.py).
+    # One value per model family, fitted to published rows (benchmarks/calibration_moe.py).
     expert_reuse: float = 0.0
 
     def __post_init__(self) -> None:
@@ -127,6 +127,19 @@ HARDWARE: dict[str, HardwareProfile] = {
         overlap=0.7,
         source="NVIDIA H200 SXM datasheet: 4.8 TB/s HBM3e, 989 TFLOPS BF16 dense, 141 GB",
     ),
+    "H20": HardwareProfile(
+        "H20",
+        4.0e12,
+        148e12,
+        96 * GIB,
+        overlap=0.7,
+        source=(
+            "NVIDIA H20 (Hopper, China market): no public NVIDIA datasheet page; the spec "
+            "sheet as reported (willitrunai.com/es/gpus/h20-96gb): 4.0 TB/s HBM3, 148 TFLOPS "
+            "FP16/BF16 dense, 96 GB; efficiencies and overheads as H100 (same stack), checked "
+            "against AngelSlim's dense Qwen3 rows on it (benchmarks/calibration_moe_rows.py)"
+        ),
+    ),
     "B200": HardwareProfile(
         "B200",
         8.0e12,
@@ -171,6 +184,10 @@ MODELS: dict[str, ModelProfile] = {
         num_experts=128,
         experts_per_token=8,
         expert_params=28.9e9,
+        # Fitted to AngelSlim's vLLM EAGLE-3 k=2 rows on an H20 (benchmarks/calibration_moe.py,
+        # fit_expert_reuse; a unit test re-runs the fit): the uniform union (0) puts them at
+        # 0.97-1.01x against 1.32-1.46x published.
+        expert_reuse=0.76,
     ),
     "llama-3.2-1b": ModelProfile(
         "llama-3.2-1b", "llama", 1.24e9, 1.24e9, 16, 2048, 8, 64, 128256, 131072

@@ -22,12 +22,16 @@ measure the union of a verify batch growing towards all experts). So the verify 
 most extra bytes at concurrency 1 (T = k+1 against T = 1), and less as the batch already
 reads most experts; where the plain batch reads them all, verifying costs no extra bytes,
 only expert compute, which runs at poor efficiency while each expert sees few tokens
-(`moe_tile_tokens`). Expert reuse (`ModelProfile.expert_reuse`, r): the share of a step's
-routings after its first that land on experts the step already reads (a sequence's own
-verify positions, other sequences, hot experts); the union is then taken over
-1 + (T - 1)(1 - r) independent routings. r = 0 is the uniform union, an upper bound on the
-bytes a step reads; a family keeps 0 until published rows it reproduces support another
-value (benchmarks/calibration_moe.py). Draft cost (draft.py) is added on top.
+(`moe_tile_tokens`). Expert reuse (`ModelProfile.expert_reuse`, r): the share of a
+sequence's tokens after its first in the step (its drafted verify positions, a prefill
+chunk's later tokens) that land on experts the sequence already reads; consecutive tokens
+of one text route alike. Sequences route independently of each other (no published
+plain-decoding row supports cross-batch reuse: SGLang's batch scaling in SpecForge #339 is
+below even the uniform union's). The union is then taken over S + (T - S)(1 - r)
+independent routings for T tokens of S sequences; r = 0 is the uniform union, the upper
+bound on the bytes a step reads, and a plain decode step (T = S) is the same for every r.
+Qwen3-30B-A3B's r is fitted to published vLLM chain rows (benchmarks/calibration_moe.py).
+Draft cost (draft.py) is added on top.
 Pure functions: unit-tested without a clock.
 """
 
@@ -59,20 +63,30 @@ class StepShape:
         return self.verified_tokens + self.prefill_tokens
 
 
-def experts_touched(model: ModelProfile, tokens: float) -> float:
-    """Expected distinct experts one MoE layer reads for `tokens` routings, E (1 - (1 - k/E)^T'),
-    over T' = 1 + (T - 1)(1 - reuse) independent routings (reuse 0: the uniform union)."""
+def experts_touched(model: ModelProfile, tokens: float, sequences: float = 1.0) -> float:
+    """Expected distinct experts one MoE layer reads for `tokens` routings of `sequences`
+    sequences, E (1 - (1 - k/E)^T'): T' = S + (T - S)(1 - reuse) independent routings (each
+    sequence's first token routes afresh; reuse 0: the uniform union over all T)."""
     experts, top_k = model.num_experts, model.experts_per_token
-    independent = 1.0 + (max(tokens, 1.0) - 1.0) * (1.0 - model.expert_reuse)
+    routed = max(tokens, 1.0)
+    first = min(max(sequences, 1.0), routed)
+    independent = first + (routed - first) * (1.0 - model.expert_reuse)
     return experts * (1.0 - math.pow(1.0 - min(1.0, top_k / experts), independent))
+
+
+def step_routing(shape_or_tokens: StepShape | int) -> tuple[int, int]:
+    """(tokens, sequences) a step routes: a bare token count is one sequence's tokens."""
+    if isinstance(shape_or_tokens, int):
+        return shape_or_tokens, 1
+    shape = shape_or_tokens
+    return shape.tokens, shape.decode_sequences + shape.prefill_sequences
 
 
 def weight_bytes_read(model: ModelProfile, shape_or_tokens: StepShape | int) -> float:
     """Dense weights always; MoE experts only as far as this step's tokens route to them."""
     if model.num_experts <= 0 or model.expert_params <= 0:
         return model.weight_bytes
-    tokens = shape_or_tokens if isinstance(shape_or_tokens, int) else shape_or_tokens.tokens
-    share = experts_touched(model, tokens) / model.num_experts
+    share = experts_touched(model, *step_routing(shape_or_tokens)) / model.num_experts
     dense = model.total_params - model.expert_params
     return (dense + model.expert_params * share) * model.bytes_per_param
 
@@ -91,7 +105,7 @@ def compute_seconds(hw: HardwareProfile, model: ModelProfile, tp: int, shape: St
     if model.num_experts > 0 and model.expert_params > 0:
         per_token_expert = model.expert_params * model.experts_per_token / model.num_experts
         dense = model.active_params - per_token_expert
-        touched = experts_touched(model, shape.tokens)
+        touched = experts_touched(model, *step_routing(shape))
         per_expert = shape.tokens * model.experts_per_token / max(touched, 1.0)
         utilisation = min(1.0, per_expert / hw.moe_tile_tokens)
         expert_seconds = 2.0 * per_token_expert * shape.tokens / (rate * utilisation)

@@ -1,10 +1,13 @@
-"""Expert reuse in the MoE union, and the published MoE rows (benchmarks/calibration_moe.py).
+"""Expert reuse in the MoE union, fitted to published rows (benchmarks/calibration_moe.py).
 
-Reuse 0 must be today's uniform union exactly; a positive reuse shrinks the union a verify
-reads. The published rows read so far (SGLang, Qwen3-30B-A3B on 2x H100, EAGLE-3 chains of
-k=3) are losses that the step model already over-predicts under the uniform union, so they
-give no support for a positive reuse: the tests pin both facts, so a later fit must move
-them knowingly.
+Reuse 0 must be the uniform union exactly; a positive reuse shrinks only what a sequence's
+later tokens add (a plain decode step reads the same union whatever the reuse). Each row the
+reuse is fitted to (AngelSlim's vLLM EAGLE-3 k=2 rows on an H20) must land within +-20 % of
+its published speedup with the right sign at the profile's reuse, and fails at reuse 0 (the
+control: the uniform union predicts no gain there). The profile's value must be what the
+fit gives, not a hand-set number. The SGLang rows conflict with the fit for a reason outside
+the expert model (they lie below the uniform union, the model's bound on bytes): pinned, so
+a later change moves them knowingly.
 """
 
 from __future__ import annotations
@@ -17,7 +20,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
-from calibration_moe import PUBLISHED_MOE, PublishedMoeRow, predicted_speedup
+from calibration_moe import (
+    DENSE_CONTROL,
+    PUBLISHED_MOE,
+    PublishedMoeRow,
+    fit_expert_reuse,
+    fitted_rows,
+    predicted_speedup,
+    stack_bias,
+    within_tolerance,
+)
+from calibration_moe_rows import SGLANG
 
 from specdecode_sim.profiles import MODELS
 from specdecode_sim.steptime import decode_shape, experts_touched, weight_bytes_read
@@ -25,20 +38,29 @@ from specdecode_sim.steptime import decode_shape, experts_touched, weight_bytes_
 pytestmark = pytest.mark.unit
 
 QWEN = MODELS["qwen3-30b-a3b"]
+FITTED = fitted_rows()
+CONFLICTING = tuple(row for row in PUBLISHED_MOE if row.engine == SGLANG)
 
 
-def test_reuse_zero_is_the_uniform_union_and_reuse_shrinks_it() -> None:
+def test_reuse_zero_is_the_uniform_union_and_reuse_shrinks_only_a_sequences_later_tokens() -> None:
     uniform = dataclasses.replace(QWEN, expert_reuse=0.0)
     for tokens in (1, 4, 32, 1024):
         assert experts_touched(uniform, tokens) == pytest.approx(
             128 * (1 - (1 - 8 / 128) ** tokens)
         )
     reused = dataclasses.replace(QWEN, expert_reuse=0.5)
-    # One token reads its own top-8 whatever the reuse; more tokens read fewer experts.
+    # One token reads its own top-8 whatever the reuse; a sequence's 4 tokens read fewer.
     assert experts_touched(reused, 1) == pytest.approx(8.0)
     assert experts_touched(reused, 4) < experts_touched(uniform, 4)
     verify = decode_shape(1, 3, 1024)
     assert weight_bytes_read(reused, verify) < weight_bytes_read(uniform, verify)
+    # Sequences route independently: a plain batch of 8 reads the uniform union at any reuse.
+    plain = decode_shape(8, 0, 1024)
+    assert weight_bytes_read(reused, plain) == pytest.approx(weight_bytes_read(uniform, plain))
+    # A batch of 8 verifying k=3: 8 fresh routings plus 24 at half reuse, 20 independent.
+    assert weight_bytes_read(reused, decode_shape(8, 3, 1024)) == pytest.approx(
+        weight_bytes_read(uniform, 20)
+    )
 
 
 @pytest.mark.parametrize("reuse", [-0.1, 1.0])
@@ -47,24 +69,38 @@ def test_a_reuse_share_outside_zero_to_one_is_refused_naming_the_field(reuse: fl
         dataclasses.replace(QWEN, expert_reuse=reuse)
 
 
-@pytest.mark.parametrize("row", PUBLISHED_MOE, ids=lambda row: row.label)
-def test_published_moe_row_keeps_its_sign(row: PublishedMoeRow) -> None:
+@pytest.mark.parametrize("row", FITTED, ids=lambda row: row.label)
+def test_fitted_row_lands_within_twenty_percent_with_its_sign(row: PublishedMoeRow) -> None:
     simulated = predicted_speedup(row)
     print(f"{row.label}: simulated {simulated:.3f}, published {row.speedup:.3f}")
-    assert (simulated > 1.0) == (row.speedup > 1.0)
+    assert row.speedup > 1.0
+    assert within_tolerance(row), f"{simulated:.3f} against {row.speedup:.3f}"
+    # The control, in place: the uniform union (reuse 0) misses this row (~1.0x, no gain).
+    assert not within_tolerance(row, 0.0)
 
 
-@pytest.mark.parametrize("row", PUBLISHED_MOE, ids=lambda row: row.label)
-def test_published_moe_row_gives_no_support_for_reuse(row: PublishedMoeRow) -> None:
-    # Both rows lie below the uniform union's prediction (2x H100 bs 1: 0.95 against 0.72;
-    # bs 4: 0.88 against 0.79): any reuse moves the prediction further from them.
-    uniform = predicted_speedup(row, 0.0)
-    assert row.speedup < uniform < predicted_speedup(row, 0.3)
-    assert QWEN.expert_reuse == 0.0
+def test_the_profile_reuse_is_the_fit_not_a_hand_set_value() -> None:
+    assert len(FITTED) == 4
+    assert fit_expert_reuse() == pytest.approx(QWEN.expert_reuse, abs=0.005)
 
 
-def test_the_bs4_row_is_within_twenty_percent_and_bs1_is_not() -> None:
-    ratios = {row.batch: predicted_speedup(row) / row.speedup for row in PUBLISHED_MOE}
-    assert 0.8 <= ratios[4] <= 1.2
-    # Known miss: SGLang's spec step at bs 1 costs 11.6 ms against the model's 7.2 ms.
-    assert ratios[1] > 1.2
+def test_the_dense_rows_on_the_fitted_stack_are_close_and_give_the_bias_taken_out() -> None:
+    # No experts in play: the H20 profile and the draft cost alone predict these 4-11 % low.
+    for row in DENSE_CONTROL:
+        ratio = predicted_speedup(row) / row.speedup
+        assert 0.85 < ratio < 1.0, row.label
+        assert predicted_speedup(row, 0.0) == predicted_speedup(row)
+    assert stack_bias() == pytest.approx(-0.077, abs=0.005)
+
+
+@pytest.mark.parametrize("row", CONFLICTING, ids=lambda row: row.label)
+def test_sglang_row_lies_below_the_uniform_union_so_no_reuse_reaches_it(
+    row: PublishedMoeRow,
+) -> None:
+    # 2x H100 bs 1: 0.72 published, 0.95 uniform; bs 4: 0.79, 0.88. The uniform union is the
+    # model's bound on the bytes a step reads, so its cost is the engine's, not routing's.
+    assert row not in FITTED
+    assert row.speedup < predicted_speedup(row, 0.0) < 1.0
+    assert predicted_speedup(row, 0.0) < predicted_speedup(row)
+    # With the fitted reuse the conflict shows as a wrong sign (reported, not hidden).
+    assert not within_tolerance(row)
