@@ -9,6 +9,7 @@ import pytest
 
 from specdecode.adapters.metrics import outcomes, prometheus, running
 from specdecode.api.vllm_versions import ALL, METRICS
+from specdecode.domain.observations import REQUEST_OUTCOMES_SERIES
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +29,7 @@ QUERIED = {
 
 def test_every_module_queries_the_same_spelling() -> None:
     assert outcomes.IN_FLIGHT[0] == running.RUNNING
-    assert outcomes.REQUEST_OUTCOMES_SERIES == prometheus.FINISHED_REQUESTS
+    assert REQUEST_OUTCOMES_SERIES == prometheus.FINISHED_REQUESTS
 
 
 @pytest.mark.parametrize("key", sorted(QUERIED))
