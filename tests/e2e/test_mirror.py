@@ -90,8 +90,11 @@ def test_mirrored_live_traffic_is_judged_and_the_route_is_given_back(
     # vLLM's step histograms of both engines, cannot show that the candidate's P99 step is
     # no slower (its bucket edges are 1.25-2.5x apart), so the rollout is rolled back.
     assert status["phase"] == "RolledBack", r.describe()
+    # alpha bounded with no assumed correlation: each request all-or-nothing, drafts per
+    # request bounded by vLLM's generation-token histogram (issue 33)
     alpha = gate(status, "acceptance", "alpha")
-    assert alpha["verdict"] == "Successful" and alpha["lowerBound"] >= 0.55
+    assert alpha["verdict"] == "Successful" and alpha["lowerBound"] >= 0.2, alpha
+    assert "all-or-nothing requests" in alpha["reason"], alpha
     step_itl = gate(status, "tail-latency", "p99-step-itl")
     assert step_itl["itlDefinition"] == "ServerStep" and step_itl["dryRun"] is False
     assert step_itl["verdict"] != "Successful", step_itl

@@ -44,7 +44,8 @@ class CountingSources:
             drafts=drafts,
             draft_tokens=4 * drafts,
             accepted_tokens=self.accepted_per_draft * drafts,
-            requests=300,
+            requests=2000,  # ~10 drafts each, none longer than 50 tokens: Mirror's bound
+            longest_request_tokens=50.0,
         )
 
     async def step_itl_histogram(
@@ -61,7 +62,9 @@ def _spec(gates: list[dict[str, Any]], mirror: bool) -> dict[str, Any]:
     if mirror:
         analysis["traffic"] = {"source": "Mirror", "httpRoute": "llm"}
         # Mirror never promotes on acceptance alone: a later stage holds the latency gate.
-        analysis["stages"].append({**STAGE, "name": "tail", "gates": [SERVER_TAIL]})
+        # ... and an enforced ErrorRate gate (issue 33: from the engines' outcome counters).
+        errors = {"name": "errors", "type": "ErrorRate"}
+        analysis["stages"].append({**STAGE, "name": "tail", "gates": [SERVER_TAIL, errors]})
     else:
         stage["concurrency"] = 4
     spec = SpecDecodeRolloutSpec.model_validate(

@@ -30,6 +30,7 @@ from specdecode.domain.sequential import critical_values, spent
 from specdecode.domain.sketch import Sketch
 
 pytestmark = pytest.mark.unit
+MIRROR = LookPlan(300, 600, mirror=True)
 
 STAGE_LOOKS = tuple((1 + 15 * i) / 600 for i in range(40))  # a default stage's looks
 
@@ -288,17 +289,23 @@ def test_acceptance_says_when_streamed_chunks_and_counters_disagree() -> None:
     assert "disagree" in result.reason
 
 
-def test_under_mirror_the_counters_bound_says_it_assumes_a_correlation() -> None:
-    result = evaluate_gate(
-        GateSpec(name="a", type=GateType.ACCEPTANCE),
-        stage_obs("s", acceptance(0.75, 20_000, requests=300), load_report=False),
-        None,
-        T0,
-        LookPlan(300, 600, mirror=True),
-    )
-    assert result.verdict is GateVerdict.SUCCESSFUL
-    assert "assumed intra-request correlation" in result.reason
-    assert result.stream_value is None and result.units == 300
+@pytest.mark.parametrize("gate_type", [GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH])
+def test_under_mirror_the_counters_bound_needs_the_request_lengths(gate_type: GateType) -> None:
+    counts = acceptance(0.75, 20_000, requests=300)  # ~67 drafts per request
+
+    def look(longest: float | None) -> GateResult:
+        seen = dataclasses.replace(counts, longest_request_tokens=longest)
+        obs = stage_obs("s", seen, load_report=False)
+        return evaluate_gate(GateSpec(name="a", type=gate_type), obs, None, T0, MIRROR)
+
+    bounded = look(500.0)  # every request at most 500 tokens: 40 all-or-nothing requests
+    assert bounded.verdict is GateVerdict.SUCCESSFUL, bounded.reason
+    assert "all-or-nothing requests" in (bounded.reason or "")
+    assert bounded.stream_value is None and bounded.units == 300
+    # no histogram: no bound without assuming a correlation (the old rule assumed one)
+    unbounded = look(None)
+    assert unbounded.verdict is GateVerdict.INCONCLUSIVE
+    assert "vllm:request_generation_tokens" in (unbounded.reason or "")
 
 
 @pytest.mark.parametrize("gate_type", [GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH])
@@ -330,6 +337,8 @@ def test_fewer_requests_than_min_samples_is_inconclusive(gate_type: GateType, mi
     """2,000 drafts (6,000 draft tokens, alpha 0.9) from 5 requests: a clear bound, too few
     requests to trust it (their correlation is what the bound rests on)."""
     counts = acceptance(0.9, 2_000, requests=5)
+    # Mirror: with the request lengths' bound (without it the bound is not formed at all)
+    counts = dataclasses.replace(counts, longest_request_tokens=2_000.0)
     seen = stage_obs("s", counts, load_report=not mirror)
     gate = GateSpec(name="a", type=gate_type, min_samples=30)
     result = evaluate_gate(gate, seen, None, T0, LookPlan(300, 600, mirror=mirror))
