@@ -135,6 +135,7 @@ def test_a_candidate_failing_mirrored_requests_is_rolled_back_by_error_rate(
             status = r.wait_phase(TERMINAL, timeout=600)
     assert status["phase"] == "RolledBack", r.describe()
     errors = gate(status, "acceptance", "error-rate")
+    print("error-rate:", errors["reason"])
     assert errors["verdict"] == "Failed", errors
     assert "mirrored requests (engine counts)" in errors["reason"], errors
     assert errors["lowerBound"] > 0.02, errors
