@@ -16,6 +16,7 @@ import yaml
 from localcluster.apiserver_errors import names_field
 from localcluster.handle import LocalCluster
 from localcluster.manifests import REPO, load_example, load_invalid_cases, merged
+from localcluster.operator_process import install_crds
 from localcluster.rollouts import Rollout
 from specdecode.api.engine_flag_classes import FlagClass
 from specdecode.api.engine_flag_table import TABLES
@@ -87,6 +88,7 @@ def test_every_reserved_extra_args_spelling_is_refused_and_allowed_ones_are_not(
     string of a reserved destination in any recorded release's flag table is refused naming
     spec.model.extraArgs and the destination; each allowed one is accepted (server-side dry
     run: admission runs in full, nothing is stored for the operator to start)."""
+    install_crds(cluster)  # the CRD alone (idempotent): run by itself, no test installed it
     assert sum(1 for case in SPELLINGS if case["sets"]) >= 20
     assert len(TABLE_SPELLINGS) >= 30 and len(TABLES) >= 23
     # Drawn from every release, not one: some options exist in only some releases.
