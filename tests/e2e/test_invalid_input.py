@@ -16,7 +16,10 @@ import yaml
 from localcluster.apiserver_errors import names_field
 from localcluster.handle import LocalCluster
 from localcluster.manifests import REPO, load_example, load_invalid_cases, merged
+from localcluster.operator_process import install_crds
 from localcluster.rollouts import Rollout
+from specdecode.api.engine_flag_classes import FlagClass
+from specdecode.api.engine_flag_table import TABLES
 
 pytestmark = pytest.mark.e2e
 
@@ -25,6 +28,33 @@ API_SERVER_CASES = [c for c in load_invalid_cases() if c.rejected_by == "apiserv
 # the unit tests check the same table against the models, the CRD offline and vLLM's parser.
 SPELLINGS = yaml.safe_load((REPO / "tests/data/engine-arg-spellings.yaml").read_text())["cases"]
 MANUAL = {"spec": {"analysis": {"manual": True}}}
+
+
+def releases_of_reserved_options() -> dict[tuple[str, str], list[str]]:
+    """(option string, destination) of every non-free destination in the flag table of
+    every recorded release (operator/specdecode/api/engine_flags/) -> the releases that
+    have it: `--speculative-config` of all, `--spec-method` and `--grpc` of the late ones."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for release, flags in TABLES.items():
+        for flag in flags:
+            if flag.flag_class is not FlagClass.FREE:
+                for option in flag.options:
+                    found.setdefault((option, flag.dest), []).append(release)
+    return found
+
+
+def spellings_of(option: str) -> list[list[str]]:
+    """Two ways vLLM reads an option string: `--a-b x` and `--a_b=x` (`-tp x`, `-tp=x`)."""
+    attached = "--" + option[2:].replace("-", "_") if option.startswith("--") else option
+    return [[option, "x"], [f"{attached}=x"]]
+
+
+RELEASES_OF = releases_of_reserved_options()
+# The same shape as SPELLINGS' cases (the value is never read: any argument naming the
+# option is refused).
+TABLE_SPELLINGS = [
+    {"args": args, "sets": dest} for option, dest in RELEASES_OF for args in spellings_of(option)
+]
 
 
 def test_the_table_covers_at_least_25_cases() -> None:
@@ -54,12 +84,17 @@ def test_every_reserved_extra_args_spelling_is_refused_and_allowed_ones_are_not(
     cluster: LocalCluster, namespace: str
 ) -> None:
     """The API server's CEL reads extraArgs as vLLM does: each reserved spelling (dashes or
-    underscores, =value, dotted keys, short options, prefixes, --config) is refused naming
+    underscores, =value, dotted keys, short options, prefixes, --config) and every option
+    string of a reserved destination in any recorded release's flag table is refused naming
     spec.model.extraArgs and the destination; each allowed one is accepted (server-side dry
     run: admission runs in full, nothing is stored for the operator to start)."""
+    install_crds(cluster)  # the CRD alone (idempotent): run by itself, no test installed it
     assert sum(1 for case in SPELLINGS if case["sets"]) >= 20
+    assert len(TABLE_SPELLINGS) >= 30 and len(TABLES) >= 23
+    # Drawn from every release, not one: some options exist in only some releases.
+    assert any(len(releases) < len(TABLES) for releases in RELEASES_OF.values())
     misses = []
-    for index, case in enumerate(SPELLINGS):
+    for index, case in enumerate(SPELLINGS + TABLE_SPELLINGS):
         body = merged(
             load_example(),
             {

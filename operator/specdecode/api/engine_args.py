@@ -10,11 +10,11 @@ whole argv with it (adapters/engine_argv_guard.py), and the tuning reads `--max-
 Pure and stdlib only: no vLLM import.
 
 How vLLM 0.32.0 parses (read in vllm/utils/argparse_utils.py `FlexibleArgumentParser`, and
-run: tests/data/engine-arg-spellings.vllm-0.32.0.json records what the real parser set for
-every spelling in tests/data/engine-arg-spellings.yaml, plus its 430 option strings;
-tools/vllm_parse_spellings.py made it, with vLLM's own virtualenv). Only 0.32.0 was run.
-Older releases kept the parser in vllm/utils/__init__.py with the same rewriting; their
-option tables differ, and the reserved set below is the union, so a release without
+run: tests/data/engine-arg-spellings.vllm-<release>.json records what each supported
+release's own parser set for every spelling in tests/data/engine-arg-spellings.yaml, plus
+its option strings; tools/vllm_parse_spellings.py made them, 0.32.0 with the lane's
+installed vLLM and the other releases from their wheels, tools/record_vllm_releases.sh).
+Their option tables differ, and the reserved set below is the union, so a release without
 `-sc` or `--device-memory-utilization` merely loses a spelling it would refuse anyway.
 
 - `--a_b` is `--a-b`: underscores become dashes between `--` and the first `.`

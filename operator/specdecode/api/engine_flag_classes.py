@@ -19,6 +19,13 @@ Each entry below was read in vLLM's source (0.32 and main), not guessed:
 - `--help` prints the help and exits: no engine runs.
 `FREE_BY_READING` records destinations whose names suggest speculation or metrics but which
 vLLM's source shows change only what is observed, alike on every engine.
+The other supported releases (0.11.2 and the latest patch of each minor to 0.33, recorded
+from their wheels by tools/record_vllm_releases.sh) were read the same way: every option
+string of a destination classified here is the same in all of them as in 0.32 or 0.33, and
+none of the 30 destinations 0.32 lacks (`--swap-space`, `--task`, `--guided-decoding-*`,
+`--num-lookahead-slots`, `--disable-log-requests`, 0.33's `--monokernel`,
+`--watchdog-config`, ...) speculates, is rendered by the operator, stops the stats or
+leaves the engines unreachable: they are free, the doubtful one listed below.
 """
 
 from __future__ import annotations
@@ -100,4 +107,8 @@ FREE_BY_READING: dict[str, str] = {
     "cudagraph_metrics": "exports extra CUDA-graph metrics",
     "enable_mfu_metrics": "exports extra model-FLOPs-utilisation metrics",
     "show_hidden_metrics_for_version": "re-exports metrics deprecated since a release",
+    # 0.11.2 only (vllm/config/scheduler.py, engine/arg_utils.py): KV slots reserved per
+    # step "used in speculative decoding"; a speculative config overrides it and V1
+    # (vllm/v1/) never reads it, so it speculates nothing.
+    "num_lookahead_slots": "V1 never reads it; a speculative config overrides it",
 }

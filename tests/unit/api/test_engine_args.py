@@ -2,7 +2,9 @@
 refused by the models and by the generated CRD exactly where it sets a reserved
 destination, our parser agrees with the real vLLM 0.32.0 parser's recorded results
 (tests/data/engine-arg-spellings.vllm-0.32.0.json, made by tools/vllm_parse_spellings.py
-with vLLM's own virtualenv), and the CEL regexes agree with the Python parser.
+with vLLM's own virtualenv) and with every other supported release's parser (recorded
+from its wheel: tools/record_vllm_releases.sh), and the CEL regexes agree with the Python
+parser.
 
 Regenerate the recording (with vLLM 0.32.0's virtualenv, from the repository root):
     /root/.cache/specdecode/vllm-0.32.0/bin/python tools/vllm_parse_spellings.py
@@ -10,6 +12,7 @@ then `.venv/bin/python tools/engine_flag_table.py` (the flag table is generated 
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import sys
@@ -36,6 +39,12 @@ pytestmark = pytest.mark.unit
 TABLE = yaml.safe_load((REPO_ROOT / "tests/data/engine-arg-spellings.yaml").read_text())
 CASES: list[dict[str, Any]] = TABLE["cases"]
 REAL = yaml.safe_load((REPO_ROOT / "tests/data/engine-arg-spellings.vllm-0.32.0.json").read_text())
+# Every supported release's parser, recorded from its wheel without installing it
+# (tools/record_vllm_releases.sh); 0.32.0 is the lane's installed release.
+RELEASES: list[dict[str, Any]] = [
+    json.loads(path.read_text())
+    for path in sorted((REPO_ROOT / "tests/data").glob("engine-arg-spellings.vllm-*.json"))
+]
 RESERVED_DESTS = {reserved.dest for reserved in engine_args.RESERVED}
 REFUSED = [case for case in CASES if case["sets"] is not None]
 ALLOWED = [case for case in CASES if case["sets"] is None]
@@ -147,18 +156,50 @@ def test_without_speculative_drops_every_spelling_of_the_speculative_family() ->
     assert engine_args.without_speculative(args) == ["--seed", "1", "--enforce-eager"]
 
 
-def test_reserved_destinations_list_every_option_vllm_has_for_them() -> None:
-    """No alias is missed (`--device-memory-utilization` sets gpu_memory_utilization)."""
-    for action in REAL["actions"]:
+def release_id(release: dict[str, Any]) -> str:
+    return str(release["vllm"])
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=release_id)
+def test_every_release_parses_each_case_as_the_table_says(release: dict[str, Any]) -> None:
+    """Each supported release's own parser on the operator's argv plus each case: a
+    reserved spelling sets its destination or that release refuses the argv (then refusing
+    it earlier costs nothing); an allowed spelling sets no reserved destination in any
+    release (a release without the flag refuses it)."""
+    wrong = []
+    for case, real in zip(CASES, release["cases"], strict=True):
+        assert real["args"] == case["args"]
+        reserved_changed = set(real["changed"]) & RESERVED_DESTS
+        if case["sets"] is None:
+            expected = set()
+        elif real["error"] is None:
+            expected = {"speculative_config"} if case["sets"] == "config" else {case["sets"]}
+        else:
+            continue
+        if reserved_changed != expected:
+            wrong.append(f"{case['args']}: {sorted(reserved_changed)}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=release_id)
+def test_reserved_destinations_list_every_option_vllm_has_for_them(
+    release: dict[str, Any],
+) -> None:
+    """No alias of any release is missed (`--device-memory-utilization` sets
+    gpu_memory_utilization in 0.32)."""
+    for action in release["actions"]:
         if action["dest"] in RESERVED_DESTS:
             assert set(action["options"]) <= set(engine_args.BY_DEST[action["dest"]].options)
-    dests = {action["dest"] for action in REAL["actions"]}
+    dests = {action["dest"] for other in RELEASES for action in other["actions"]}
     assert RESERVED_DESTS - dests == set()
 
 
-def test_no_other_vllm_option_is_refused_in_any_exact_spelling() -> None:
-    """Refusing every prefix of a reserved option refuses no real vLLM 0.32 flag."""
-    for action in REAL["actions"]:
+@pytest.mark.parametrize("release", RELEASES, ids=release_id)
+def test_no_other_vllm_option_is_refused_in_any_exact_spelling(release: dict[str, Any]) -> None:
+    """Refusing every prefix of a reserved option, of any release, refuses no real flag of
+    any release."""
+    wrong = []
+    for action in release["actions"]:
         for option in action["options"]:
             spellings = [option, f"{option}=1"]
             if option.startswith("--"):
@@ -167,13 +208,38 @@ def test_no_other_vllm_option_is_refused_in_any_exact_spelling() -> None:
                 reserved = engine_args.reserved_for(spelling)
                 found = None if reserved is None else reserved.dest
                 expected = action["dest"] if action["dest"] in RESERVED_DESTS else None
-                assert found == expected, spelling
+                if found != expected:
+                    wrong.append(f"{spelling}: {found}")
+    assert wrong == []
+
+
+def every_reserved_spelling() -> list[tuple[list[str], str]]:
+    """`--a-b x` and `--a_b=x` of every option string of every non-free destination of
+    every release's table (as the e2e test sends them to the API server)."""
+    found = []
+    for reserved in engine_args.RESERVED:
+        for option in reserved.options:
+            attached = "--" + option[2:].replace("-", "_") if option.startswith("--") else option
+            found += [([option, "x"], reserved.dest), ([f"{attached}=x"], reserved.dest)]
+    return found
+
+
+@pytest.mark.parametrize("args,dest", every_reserved_spelling())
+def test_models_and_crd_refuse_every_reserved_option_of_every_release(
+    args: list[str], dest: str, checker: CrdChecker
+) -> None:
+    with pytest.raises(ValidationError, match=f"sets vLLM's {dest} "):
+        ModelSpec.model_validate({"name": "org/model", "extraArgs": args})
+    errors = checker.errors(with_extra_args(args))
+    assert any(f"must not set vLLM's {dest} " in e.message for e in errors)
 
 
 def tokens() -> list[str]:
     """Table arguments, every vLLM option mangled a few ways, and random near-misses."""
     rng = random.Random(20261126)
-    options = [o for action in REAL["actions"] for o in action["options"]]
+    options = sorted(
+        {o for release in RELEASES for action in release["actions"] for o in action["options"]}
+    )
     found = [arg for case in CASES for arg in case["args"]]
     for option in options:
         cut = option[: rng.randint(2, len(option))]

@@ -18,6 +18,7 @@ import pytest
 from localcluster.manifests import REPO as REPO_ROOT
 from specdecode.api.engine_flag_classes import CLASSIFIED, FREE_BY_READING, FlagClass
 from specdecode.api.engine_flag_table import TABLE_DIR, TABLES, table_of, table_path
+from specdecode.api.vllm_versions import NEWEST_MINOR, OLDEST_SUPPORTED, is_supported, minor_of
 
 pytestmark = pytest.mark.unit
 
@@ -64,6 +65,15 @@ def test_there_is_a_recording_and_a_table_per_recorded_release() -> None:
     assert len(list(TABLE_DIR.glob("vllm-*.json"))) == len(TABLES)
 
 
+def test_every_release_the_crd_admits_has_a_table() -> None:
+    """The oldest supported release and a release of every supported minor are recorded
+    (tools/record_vllm_releases.sh), and nothing unsupported is."""
+    assert ".".join(map(str, OLDEST_SUPPORTED)) in TABLES
+    assert all(is_supported(release) for release in TABLES)
+    minors = {minor_of(release) for release in TABLES}
+    assert minors == set(range(OLDEST_SUPPORTED[1], NEWEST_MINOR + 1))
+
+
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
 def test_each_recorded_release_has_every_destination_classified_once(path: Path) -> None:
     recorded = recording(path)
@@ -90,17 +100,20 @@ def test_vllm_032_speculates_through_its_shorthands_too() -> None:
     assert classes["per_request_spec_decode_metrics"] is FlagClass.FREE
 
 
-def test_the_check_fails_on_a_new_or_a_lost_destination() -> None:
-    """Controls: a recording with a destination the table lacks (a new release's
-    `--spec-draft-tokens`), or lacking one the table has, is refused."""
-    real = recording(RECORDINGS[0])
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_the_check_fails_on_a_new_or_a_lost_destination(path: Path) -> None:
+    """Controls, on every release's recording: a destination the table lacks (a new
+    release's `--spec-draft-tokens`), one the table has and the recording lacks, or an
+    option string the table does not list, is refused."""
+    real = recording(path)
     grown = copy.deepcopy(real)
     grown["actions"].append({"options": ["--spec-draft-tokens"], "dest": "spec_draft_tokens"})
     assert table_problems(grown) == ["unclassified: spec_draft_tokens"]
     assert suspect_free(grown) == ["spec_draft_tokens"]
     shrunk = copy.deepcopy(real)
-    shrunk["actions"] = [a for a in real["actions"] if a["dest"] != "spec_tokens"]
-    assert table_problems(shrunk) == ["not in the recording: spec_tokens"]
+    lost = next(a["dest"] for a in real["actions"] if a["dest"] in CLASSIFIED and a["options"])
+    shrunk["actions"] = [a for a in real["actions"] if a["dest"] != lost]
+    assert table_problems(shrunk) == [f"not in the recording: {lost}"]
     renamed = copy.deepcopy(real)
     renamed["actions"][-1]["options"] = ["--renamed"]
     assert table_problems(renamed) == [
