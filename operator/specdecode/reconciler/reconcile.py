@@ -21,10 +21,10 @@ of the rollout older than our own last write raises `StaleRollout` before anythi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -90,6 +90,8 @@ __all__ = [
     "reconcile",
     "validation_message",
 ]
+
+T = TypeVar("T")
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -282,19 +284,12 @@ async def _server_step_itl(
     Judged by ServerStep TailLatency gates (Mirror traffic), a cross-check for the others.
     """
     end = runtime.clock.now()
-    baseline, candidate = await asyncio.gather(
-        *(
-            runtime.step_latency.step_itl_histogram(
-                EngineSelector(ref.namespace, child_name(ref.name, role)), start, end
-            )
-            for role in (ChildRole.BASELINE, ChildRole.CANDIDATE)
-        )
+    both = await _both_engines(
+        ref, lambda engine: runtime.step_latency.step_itl_histogram(engine, start, end)
     )
-    if isinstance(baseline, MetricError):
-        return baseline
-    if isinstance(candidate, MetricError):
-        return candidate
-    return ServerStepHistograms(baseline=baseline, candidate=candidate)
+    if isinstance(both, MetricError):
+        return both
+    return ServerStepHistograms(baseline=both[0], candidate=both[1])
 
 
 async def engine_outcomes(
@@ -306,11 +301,23 @@ async def engine_outcomes(
     count is its ErrorRate evidence (`domain.gates.mirror_outcomes`).
     """
     end = runtime.clock.now()
+    both = await _both_engines(
+        ref, lambda engine: runtime.request_outcomes.request_outcomes(engine, start, end)
+    )
+    if isinstance(both, MetricError):
+        return both
+    share = spec.analysis.traffic.mirror_percent / 100
+    return EngineOutcomePair(baseline=both[0], candidate=both[1], mirror_share=share)
+
+
+async def _both_engines(
+    ref: RolloutRef, read: Callable[[EngineSelector], Awaitable[T | MetricError]]
+) -> tuple[T, T] | MetricError:
+    """One read of the baseline's and the candidate's engine at once: both answers, or the
+    first error (a look never judges one side's data alone)."""
     baseline, candidate = await asyncio.gather(
         *(
-            runtime.request_outcomes.request_outcomes(
-                EngineSelector(ref.namespace, child_name(ref.name, role)), start, end
-            )
+            read(EngineSelector(ref.namespace, child_name(ref.name, role)))
             for role in (ChildRole.BASELINE, ChildRole.CANDIDATE)
         )
     )
@@ -318,8 +325,7 @@ async def engine_outcomes(
         return baseline
     if isinstance(candidate, MetricError):
         return candidate
-    share = spec.analysis.traffic.mirror_percent / 100
-    return EngineOutcomePair(baseline=baseline, candidate=candidate, mirror_share=share)
+    return baseline, candidate
 
 
 def validation_message(error: ValidationError) -> str:
