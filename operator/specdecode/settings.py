@@ -119,6 +119,8 @@ class OperatorSettings:
         """Why these settings cannot fence a leader, or None. The leader stops sending a
         renewal period before a standby may take over (`handlers.leadership.fence_at`), so
         each request, kopf's included, must have ended within that period."""
+        if min(self.api_connect_seconds, self.api_request_seconds) <= 0:
+            return "the API connect and request deadlines must be positive"
         lifetime = self.request_lifetime_seconds()
         if lifetime >= self.lease_renew_seconds:
             return (

@@ -262,6 +262,9 @@ class EngineOutcomes:
     # compared across the two engines (`mirror_outcomes`).
     in_flight: float = 0.0
     in_flight_at_start: float = 0.0
+    # Both in-flight readings answered (vLLM's running and waiting gauges at both window
+    # ends): unknown is never zero, a request hung in the engine is counted by no reason.
+    in_flight_known: bool = False
 
     @property
     def arrivals(self) -> float:

@@ -17,10 +17,12 @@ deadline, and waiting for one ends at the fence anyway) it closes the `Fence` of
 clients, so no request leaves the process any more, even from a reconcile under way,
 cancels kopf (every reconcile loop) without the graceful wait, and exits non-zero (the
 kubelet restarts it as a standby). A renewal that still lands late is refused by its
-resourceVersion once the standby has written the Lease. Every other request, kopf's
-included, ends within `lease_renew_seconds` of leaving the process: the API server's own
-deadline travels with it (`settings.OperatorSettings.fencing_problem` refuses settings that
-would let one outlive the margin), so none lands after a standby may have taken over.
+resourceVersion once the standby has written the Lease. Every other request of the
+operator's clients ends within `lease_renew_seconds` of leaving the process: the API
+server's own deadline travels with it (`settings.OperatorSettings.fencing_problem` refuses
+settings that would let one outlive the margin). kopf's own requests carry only a client
+deadline of the same length (kopf builds its URLs itself): the server's default deadline
+bounds when one of those sent just before the fence may land.
 """
 
 from __future__ import annotations

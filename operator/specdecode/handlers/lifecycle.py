@@ -52,10 +52,10 @@ def register_lifecycle_handlers(
         configure_kopf(settings)
         settings.posting.level = NO_LOG_EVENTS
         settings.watching.server_timeout = 300
-        # kopf's own requests (its finalizer and annotation writes) end within the same
-        # lifetime as the operator's: connect plus the request deadline, so none lands after
-        # a standby may take over (settings.fencing_problem). A watch's stream is bounded by
-        # watching.server_timeout plus its client timeout instead.
+        # kopf's own requests (its finalizer and annotation writes) wait no longer than the
+        # operator's: connect plus the request deadline (a client deadline only: kopf builds
+        # its URLs, so the server's `timeout` cannot travel with them; see leadership). A
+        # watch's stream is bounded by watching.server_timeout plus its client timeout.
         settings.networking.connect_timeout = operator_settings.api_connect_seconds
         settings.networking.request_timeout = (
             operator_settings.api_connect_seconds + operator_settings.api_request_seconds

@@ -245,3 +245,22 @@ def test_the_policy_knows_every_image_and_secret_field(crd: str, expected: set[s
     spec = schema["schema"]["openAPIV3Schema"]["properties"]["spec"]  # status: the operator's
     found = _named_fields(spec, ".spec")
     assert {f for f in found if not f.endswith("imagePullPolicy")} == expected
+
+
+@needs_helm
+def test_an_adopting_rollout_must_name_its_image_while_a_list_is_set(
+    evaluator: PolicyEvaluator,
+) -> None:
+    """The four-line adoption names no image: the shadows would run whatever the source
+    runs, unchecked by the list (a review found it). Named, it is checked like any image."""
+    adopting = rollout()
+    adopting["spec"]["workloadRef"] = {"name": "chat"}
+    assert evaluator.refusals("CREATE", adopting) == []
+    del adopting["spec"]["engine"]
+    (refusal,) = evaluator.refusals("CREATE", adopting)
+    assert refusal.startswith("spec.engine.image: with the chart's admissionPolicy.allowedImages")
+    adopting["spec"]["engine"] = {"image": "evil.example.com/miner:1"}
+    assert evaluator.refusals("CREATE", adopting) == [
+        'spec.engine.image: image "evil.example.com/miner:1" is not in the chart\'s '
+        "admissionPolicy.allowedImages"
+    ]

@@ -86,3 +86,18 @@ def test_a_lease_too_short_to_renew_is_refused() -> None:
 def test_the_request_deadline_is_read_from_the_environment() -> None:
     settings = OperatorSettings.from_env({"SPECDECODE_API_REQUEST_SECONDS": "3"})
     assert settings.api_deadlines() == Deadlines(connect=2.0, read=4.0, server=3.0)
+
+
+def test_the_deadline_sent_is_the_one_checked() -> None:
+    """The review's repro: 5.9 s passed the check (lifetime 9.9 s) but `timeout=6s` was sent
+    (10 s, the whole margin); now the value checked is the value sent."""
+    settings = OperatorSettings(api_request_seconds=5.9)
+    assert settings.fencing_problem() is None
+    urls: list[str] = []
+    with pytest.raises(Sent):
+        client.CoreV1Api(recording(settings.api_deadlines(), urls)).read_namespaced_service(
+            "l", "t"
+        )
+    assert urls[0].endswith("timeout=5.9s")
+    assert OperatorSettings(api_request_seconds=6.0).fencing_problem() is not None
+    assert OperatorSettings(api_request_seconds=0.0).fencing_problem() is not None

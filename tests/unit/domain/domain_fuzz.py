@@ -344,7 +344,18 @@ EMPTY_SIDES = frozenset({"empty", "none", "error"})
 MOMENTS = ("none", "one", "few", "many-high", "many-low")
 SERVER = ("none", "error", "empty", "same", "better", "worse", "thin", "no-steps")
 # Both engines' request outcomes (Mirror): what the counters may lack, and a failing side.
-OUTCOMES = ("none", "error", "unscraped", "clean", "thin", "failing", "restarted", "short")
+OUTCOMES = (
+    "none",
+    "error",
+    "unscraped",
+    "clean",
+    "thin",
+    "failing",
+    "restarted",
+    "short",
+    "hung",
+    "gauges unknown",
+)
 COUNT_KINDS = ("counts", "none", "error", "zero")
 ALPHAS = (0.0, 0.1, 0.19, 0.21, 0.5, 0.9)
 DRAFTS = (3.0, 300.0, 30_000.0, 3_000_000.0)
@@ -511,11 +522,15 @@ def engine_outcomes(name: str) -> EngineOutcomePair | MetricError | None:
     if name == "unscraped":
         return EngineOutcomePair(EngineOutcomes(), EngineOutcomes())
     served = 10.0 if name == "thin" else 4000.0
-    clean = EngineOutcomes(by_reason={"stop": served, "error": 0.0}, scraped=True)
+    known = {"scraped": True, "in_flight_known": True}
+    clean = EngineOutcomes(by_reason={"stop": served, "error": 0.0}, **known)
     candidate = {
-        "failing": EngineOutcomes(by_reason={"stop": 3600.0, "error": 400.0}, scraped=True),
-        "restarted": EngineOutcomes(by_reason={"stop": 4000.0}, restarts=1.0, scraped=True),
-        "short": EngineOutcomes(by_reason={"stop": 3600.0}, scraped=True),
+        "failing": EngineOutcomes(by_reason={"stop": 3600.0, "error": 400.0}, **known),
+        "restarted": EngineOutcomes(by_reason={"stop": 4000.0}, restarts=1.0, **known),
+        "short": EngineOutcomes(by_reason={"stop": 3600.0}, **known),
+        # 10 % hung in the engine: still "running", counted by no finished_reason
+        "hung": EngineOutcomes(by_reason={"stop": 3600.0}, in_flight=400.0, **known),
+        "gauges unknown": EngineOutcomes(by_reason={"stop": served}, scraped=True),
     }.get(name, clean)
     return EngineOutcomePair(baseline=clean, candidate=candidate)
 

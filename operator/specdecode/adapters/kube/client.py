@@ -10,7 +10,6 @@ Lease sends nothing more, even from a reconcile already under way.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,9 +87,9 @@ class GuardedApiClient(client.ApiClient):
     ) -> None:
         super().__init__(configuration)
         self._timeout = (deadlines.connect, deadlines.read)
-        self._server_timeout = (
-            None if deadlines.server is None else f"{max(1, math.ceil(deadlines.server))}s"
-        )
+        # As given, not rounded up: the lifetime fencing checks is the one sent (the API
+        # server parses Go durations, "5s" and "5.9s" alike).
+        self._server_timeout = None if deadlines.server is None else f"{deadlines.server:g}s"
         self._fence = fence
         self._on_request = on_request
 

@@ -71,6 +71,7 @@ def parse_outcomes(
         scraped=bool(rows),
         in_flight=_value(in_flight[0]) if in_flight else 0.0,
         in_flight_at_start=_value(in_flight_at_start[0]) if in_flight_at_start else 0.0,
+        in_flight_known=bool(in_flight) and bool(in_flight_at_start),
     )
 
 

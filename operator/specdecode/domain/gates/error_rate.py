@@ -23,6 +23,7 @@ requests.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from specdecode.domain.gate_measures import (
     Measurement,
@@ -32,9 +33,14 @@ from specdecode.domain.gate_measures import (
     metric_error,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates.mirror_outcomes import mirror_counts
+from specdecode.domain.gates.mirror_outcomes import mirror_counts, unaccounted_requests
 from specdecode.domain.gates.registry import Look, Need, register
-from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.observations import (
+    EngineOutcomePair,
+    LatencySamples,
+    MetricError,
+    StageObservations,
+)
 from specdecode.domain.open_requests import failed_in_flight
 from specdecode.domain.stats import Interval, wilson_interval
 from specdecode.vocabulary import GateType, GateVerdict
@@ -79,10 +85,7 @@ class ErrorRateGate:
         """Candidate minus baseline failure proportion over the same shadow requests."""
         threshold = gate.max_error_rate
         if look.mirror:
-            found = mirror_counts(seen, threshold)
-            if isinstance(found, Measurement):
-                return found
-            return judge_counts(gate, *found, look, "mirrored requests (engine counts)")
+            return _judge_mirror(gate, seen, look)
         candidate, baseline = seen.candidate_latency, seen.baseline_latency
         if isinstance(candidate, MetricError):
             return metric_error(candidate)
@@ -91,6 +94,31 @@ class ErrorRateGate:
         if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
             return unjudged
         return judge_counts(gate, _counts(candidate), _counts(baseline), look, "requests")
+
+
+def _judge_mirror(gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
+    """Mirror: the engines' counts, where a pass must hold with every request the counters
+    leave unaccounted counted as failed (`mirror_outcomes.unaccounted_requests`)."""
+    found = mirror_counts(seen, gate.max_error_rate)
+    if isinstance(found, Measurement):
+        return found
+    unit = "mirrored requests (engine counts)"
+    counted = judge_counts(gate, *found, look, unit)
+    pair = seen.engine_outcomes
+    unaccounted = 0 if not isinstance(pair, EngineOutcomePair) else unaccounted_requests(pair)
+    if counted.verdict is not GateVerdict.SUCCESSFUL or unaccounted == 0:
+        return counted
+    (c_failed, c_total), baseline = found
+    worst = judge_counts(
+        gate, (c_failed + unaccounted, c_total + unaccounted), baseline, look, unit
+    )
+    note = (
+        f"{unaccounted} candidate requests unaccounted by the counters (in flight beyond the "
+        f"baseline's, or short of its arrivals) counted as failed: {worst.reason}"
+    )
+    if worst.verdict is GateVerdict.SUCCESSFUL:
+        return replace(worst, reason=note)
+    return replace(worst, verdict=GateVerdict.INCONCLUSIVE, reason=note, close_call=False)
 
 
 def judge_counts(

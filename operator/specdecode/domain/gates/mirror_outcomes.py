@@ -21,6 +21,12 @@ What the counter cannot see, and what makes the look Inconclusive instead of "no
   deviations plus that slack lost requests no counter names. At p = 1 (mirrorPercent 100)
   a loss of a few percent shows within a stage; at p = 0.5 only over thousands of
   requests, so a short window can miss it (README, Mirror).
+
+What the counter leaves unaccounted never helps a pass (`unaccounted_requests`): the
+candidate's arrivals short of the baseline's (within the slack above: lost ahead of its
+engine, or sampling) and its requests in flight beyond the baseline's at the window's end
+(a hung request stays "running" in vLLM and is counted by no reason). A pass must hold with
+every one of them counted as failed; a failure is judged on the counted outcomes alone.
 """
 
 from __future__ import annotations
@@ -55,6 +61,13 @@ def _unknown(name: str, side: EngineOutcomes, threshold: float) -> Measurement |
         return _inconclusive(
             f"no {REQUEST_OUTCOMES_SERIES} series of the {name} engine: its request "
             "outcomes are unknown (mirrored responses never reach the operator)",
+            threshold,
+        )
+    if name == "candidate" and not side.in_flight_known:
+        return _inconclusive(
+            "the candidate engine's requests in flight (vllm:num_requests_running and "
+            "waiting at both window ends) were not read: a request hung in it is counted by "
+            "no finished_reason, so its outcomes are unknown",
             threshold,
         )
     if side.restarts > 0:
@@ -99,3 +112,11 @@ def mirror_counts(
         return _inconclusive(missing, threshold)
     candidate, baseline = pair.candidate, pair.baseline
     return (candidate.failed, candidate.total), (baseline.failed, baseline.total)
+
+
+def unaccounted_requests(pair: EngineOutcomePair) -> int:
+    """Candidate requests the counters do not account for: its arrivals short of the
+    baseline's, plus its requests in flight at the window's end beyond the baseline's."""
+    short = pair.baseline.arrivals - pair.candidate.arrivals
+    held = pair.candidate.in_flight - pair.baseline.in_flight
+    return max(0, round(short)) + max(0, round(held))
