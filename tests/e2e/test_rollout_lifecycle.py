@@ -248,7 +248,7 @@ def test_kubectl_shows_columns_and_explains_the_fields(
     given_analyzing(r)
     table = cluster.kubectl("get", "sdr", "-n", r.namespace, check=True).stdout
     header = table.splitlines()[0].split()
-    assert header == ["NAME", "PHASE", "STAGE", "ALPHA", "ITL-RATIO", "VERDICT", "AGE"]
+    assert header == ["NAME", "PHASE", "STAGE", "ALPHA", "ITL-RATIO", "VERDICT", "SOURCE", "AGE"]
     assert "Analyzing" in table.splitlines()[1]
     explained = cluster.kubectl("explain", "sdr.spec.speculative", check=True).stdout
     for field in ("num_speculative_tokens", "method", "prompt_lookup_max", "draft_tensor"):
