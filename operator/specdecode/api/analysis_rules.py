@@ -14,6 +14,8 @@ list-map keys (and the models' validators), not by a rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from specdecode.api.gate_spec import NO_PASS_FLAGS, GateType, ItlDefinition
 from specdecode.api.rules import (
     Binary,
@@ -168,6 +170,19 @@ def timeout_within_stages(analysis: Ref) -> Expr:
     )
 
 
+def _mirror_needs_some(gate_kind: Callable[[Ref], Expr], message: str) -> Rule:
+    """An enforced (not manual) Mirror analysis has, in some stage, a gate of `gate_kind`."""
+    return Rule(
+        implies(
+            all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
+            some(at("stages"), "s", some(Ref("s")["gates"], "g", gate_kind(Ref("g")))),
+        ),
+        message,
+        ".stages",
+        "FieldValueRequired",
+    )
+
+
 STAGE_RULES = RuleSet(
     (
         Rule(
@@ -211,26 +226,10 @@ ANALYSIS_RULES = RuleSet(
         # Mirror never promotes on alpha alone: the only latency it can judge must be
         # enforced somewhere (a Mirror rollout whose histogram gate cannot decide rolls back
         # Inconclusive, which is the fail-closed answer).
-        Rule(
-            implies(
-                all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
-                some(at("stages"), "s", some(_STAGE["gates"], "g", enforced_tail_gate(_GATE))),
-            ),
-            MIRROR_LATENCY_MESSAGE,
-            ".stages",
-            "FieldValueRequired",
-        ),
+        _mirror_needs_some(enforced_tail_gate, MIRROR_LATENCY_MESSAGE),
         # Mirror never promotes without an error check: its responses never reach us, so
         # only an enforced ErrorRate gate (on the engines' counters) can fail on errors.
-        Rule(
-            implies(
-                all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
-                some(at("stages"), "s", some(_STAGE["gates"], "g", enforced_error_gate(_GATE))),
-            ),
-            MIRROR_ERRORS_MESSAGE,
-            ".stages",
-            "FieldValueRequired",
-        ),
+        _mirror_needs_some(enforced_error_gate, MIRROR_ERRORS_MESSAGE),
         # Fail closed: a stage that can never judge anything is refused, with the reason.
         # Whether a gate applies to the rollout's method is a rule on the spec (`rollout`).
         Rule(
