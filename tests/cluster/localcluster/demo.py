@@ -4,7 +4,8 @@
 
 Starts (or reuses) the local control plane, installs the CRD, runs the operator in the
 background, applies examples/simulator/specdecode-rollout.yaml, and prints the gate table
-each time the status changes until the rollout is Promoted or RolledBack. The `rollback`
+when a stage starts and at the verdict, with a line per change in between (localcluster/
+progress.py), until the rollout is Promoted or RolledBack. The `rollback`
 scenario makes the simulated draft head weak (low acceptance), so the acceptance gate
 must roll it back. The `mirror` scenario puts an HTTPRoute and a gateway process in front
 of production, plays live users through it, and lets the operator mirror a share of their
@@ -41,6 +42,7 @@ from localcluster.mirror_scenario import (
 from localcluster.operator_process import OperatorProcess, install_crds
 from localcluster.paths import ClusterPaths
 from localcluster.process import is_alive, read_pid, stop_processes
+from localcluster.progress import change_lines, stage_started
 from localcluster.rollouts import Rollout
 from localcluster.shutdown import is_up
 from localcluster.startup import up
@@ -103,19 +105,26 @@ def route_mirrors(cluster: LocalCluster, namespace: str) -> str:
 
 
 def watch(rollout: Rollout, timeout: float, extra: Callable[[], str] | None = None) -> str:
-    """Print the gate table whenever it changes; return the final phase."""
+    """Print the gate table when a stage starts and at the verdict, and in between one line
+    per change (phase, stage, a gate's new look, the message); return the final phase."""
     deadline = time.monotonic() + timeout
-    shown = ""
+    seen: dict[str, Any] | None = None
+    shown_extra = ""
     while time.monotonic() < deadline:
         document = rollout.get()
-        table = gate_table(document, now=datetime.now(UTC))
-        if extra is not None:
-            table = f"{table}\n{extra()}"
-        if table != shown:
-            print(f"\n--- {datetime.now(UTC):%H:%M:%S}\n{table}", flush=True)
-            shown = table
+        clock = f"{datetime.now(UTC):%H:%M:%S}"
+        if stage_started(seen, document):
+            print(f"\n--- {clock}\n{gate_table(document, now=datetime.now(UTC))}", flush=True)
+        else:
+            for line in change_lines(seen, document):
+                print(f"{clock} {line}", flush=True)
+        seen = document
+        if extra is not None and (now_extra := extra()) != shown_extra:
+            print(f"{clock} {now_extra}", flush=True)
+            shown_extra = now_extra
         phase = (document.get("status") or {}).get("phase")
         if phase in ENDINGS:
+            print(f"\n--- {clock}\n{gate_table(document, now=datetime.now(UTC))}", flush=True)
             return str(phase)
         time.sleep(1.0)  # a terminal refresh rate, not a wait for a condition
     return "Timeout"
