@@ -28,7 +28,9 @@ engine profiles, so they are judged against an SGLang overhead in this benchmark
 (`sglang_overhead_check`): one extra fixed cost per speculative step, fitted to the batch-1
 row (3.6 ms at the fitted reuse), puts the held-out batch-4 row at 0.83x against 0.79x
 published. Consistent with the gap being SGLang's per-step cost (its spec step at batch 1
-takes 11.6 ms, 1.86 / 159.78 tok/s, where the model's takes 7.2 ms at reuse 0). But refitted
+takes 11.6 ms, 1.86 / 159.78 tok/s, where the model's takes 7.2 ms at reuse 0; its plain
+batch scaling is below the uniform union's too; SGLang losses on Qwen3-30B-A3B also in
+sglang#14824 and AngelSlim#163). But refitted
 at reuse 0 (2.4 ms) the same check also passes (0.73x), so these rows cannot tell reuse apart:
 they are excluded from the fit and from its done-when, not silently dropped.
 
