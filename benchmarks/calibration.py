@@ -46,10 +46,14 @@ from calibration_moe import (
     PUBLISHED_MOE,
     PublishedMoeRow,
     admissible_reuse,
+    excluded_rows,
     fit_expert_reuse,
     fitted_rows,
     predicted_speedup,
+    reuse_giving_gain_at_one_and_loss_at_eight,
+    sglang_overhead_check,
     stack_bias,
+    stream_trend,
 )
 from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies
 
@@ -193,7 +197,7 @@ def published_moe_table() -> None:
     )
     print("|---" * 10 + "|")
     for row in PUBLISHED_MOE:
-        status = "fitted" if row in fitted else "conflict (engine)"
+        status = "fitted" if row in fitted else f"excluded ({row.engine})"
         print(_moe_row_line(row, status))
     for row in DENSE_CONTROL:
         print(_moe_row_line(row, "dense control"))
@@ -205,6 +209,21 @@ def published_moe_table() -> None:
         f"{fit_expert_reuse(bias=0.0):.2f}); all fitted rows within 20 % for {low:.2f}-{high:.2f}"
     )
     print(f"worst fitted MoE speedup deviation: {worst * 100:.1f} %")
+    for reason in dict.fromkeys(row.excluded for row in excluded_rows()):
+        print(f"excluded: {reason}")
+    for label, reuse in (("fitted reuse", None), ("reuse 0", 0.0)):
+        extra, held_out, published = sglang_overhead_check(reuse)
+        print(
+            f"SGLang spec-step cost fitted to bs 1 at {label}: +{extra * 1000:.1f} ms; "
+            f"bs 4 held out: sim {held_out:.2f}, pub {published:.2f}"
+        )
+    trend = {reuse: stream_trend(reuse) for reuse in (0.0, MODELS["qwen3-30b-a3b"].expert_reuse)}
+    print(
+        "GB10 EAGLE-3 k=3, acc len 1.86, speedup at 1 / 8 streams: "
+        + "; ".join(f"reuse {r:.2f}: {a:.2f} / {b:.2f}" for r, (a, b) in trend.items())
+        + f"; reuses on the grid giving a gain at 1 and a loss at 8: "
+        f"{reuse_giving_gain_at_one_and_loss_at_eight() or 'none'}"
+    )
 
 
 def moe_table(requests: int) -> None:
