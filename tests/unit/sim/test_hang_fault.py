@@ -65,7 +65,7 @@ def test_hangs_start_only_under_load_and_after_the_delay() -> None:
     # Armed when the engine first holds 16 requests (this one included), hanging 35 s later:
     # a fault that starts inside a high-concurrency stage's measured window.
     runtime = _runtime(1.0, 3, hang_from_load=16, hang_delay_seconds=35.0)
-    core = runtime.engine.core
+    core: Any = runtime.engine.core  # the namespace standing in for the engine core
     core.running = [object()] * 4  # a 4-stream stage: never armed
     assert all(hang_draw(runtime, now=t) is None for t in range(0, 500, 5))
     assert runtime.hang_load_reached_at is None
