@@ -31,7 +31,8 @@ from specdecode_sim.textgen import detokenize, tokenize
 from specdecode_sim.workload import resolve_workload
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-# A hung stream stops after 1..HANG_WITHIN_CHUNKS content chunks (seeded, uniform).
+# A hung stream stops after 1..HANG_WITHIN_CHUNKS content chunks (seeded, uniform), or
+# before its first token with `Faults.hang_before_first_token`.
 HANG_WITHIN_CHUNKS = 8
 
 
@@ -52,6 +53,8 @@ class ServerRuntime:
     fault_rng: random.Random = field(default_factory=lambda: random.Random(0))
     accepted_requests: int = 0
     hung_requests: int = 0
+    # when the engine first held `Faults.hang_from_load` requests (monotonic; None: not yet)
+    hang_load_reached_at: float | None = None
     created: int = field(default_factory=lambda: int(time.time()))
 
 
@@ -231,6 +234,8 @@ async def _stream(
             if release.streams_as_0_32:
                 role_chunk["prompt_text"] = None
             yield wire.sse(with_usage(role_chunk))
+        if hang_after == 0:  # a late start: the stream is open, no token ever comes
+            await _hang(runtime, request_id, 0)
         while True:
             emission = await queue.get()
             generated += len(emission.tokens)
@@ -257,13 +262,31 @@ async def _stream(
             runtime.engine.abort(request_id)
 
 
-def hang_draw(runtime: ServerRuntime) -> int | None:
+def hang_draw(runtime: ServerRuntime, now: float | None = None) -> int | None:
     """Whether a streamed request hangs (`Faults.hang_rate`, seeded), and after how many
-    content chunks; None: it streams to its end."""
-    rate = runtime.faults.hang_rate
-    if not rate or runtime.fault_rng.random() >= rate:
+    content chunks (0: before its first token); None: it streams to its end. No draw is
+    made before the fault is armed (`hangs_armed`), so a seed's hangs start where it is."""
+    faults = runtime.faults
+    rate = faults.hang_rate
+    if not rate or not hangs_armed(runtime, time.monotonic() if now is None else now):
         return None
-    return runtime.fault_rng.randint(1, HANG_WITHIN_CHUNKS)
+    if runtime.fault_rng.random() >= rate:
+        return None
+    return 0 if faults.hang_before_first_token else runtime.fault_rng.randint(1, HANG_WITHIN_CHUNKS)
+
+
+def hangs_armed(runtime: ServerRuntime, now: float) -> bool:
+    """Whether requests may hang yet: once the engine has held `hang_from_load` requests
+    (this one included) and `hang_delay_seconds` have passed since (a fault under load)."""
+    faults = runtime.faults
+    if faults.hang_from_load == 0 and faults.hang_delay_seconds == 0:
+        return True
+    if runtime.hang_load_reached_at is None:
+        core = runtime.engine.core
+        if len(core.running) + len(core.waiting) + 1 < faults.hang_from_load:
+            return False
+        runtime.hang_load_reached_at = now
+    return now - runtime.hang_load_reached_at >= faults.hang_delay_seconds
 
 
 async def _hang(runtime: ServerRuntime, request_id: str, chunks: int) -> None:

@@ -45,6 +45,15 @@ class Faults:
     # A share of streamed requests that stop streaming after a few chunks without closing
     # the connection (a hung request), from the engine's seeded fault draws (`server`).
     hang_rate: float = 0.0
+    # A hung request may stop before its first content token (a late start: the stream
+    # opens and nothing ever comes), not only after 1..HANG_WITHIN_CHUNKS chunks.
+    hang_before_first_token: bool = False
+    # A fault that shows under load, late: no request hangs before the engine has held at
+    # least `hang_from_load` requests at once (0: from its first), and then not for
+    # `hang_delay_seconds` more (wall seconds), so a test can start hangs inside a stage's
+    # measured window instead of its warm-up.
+    hang_from_load: int = 0
+    hang_delay_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -193,5 +202,12 @@ def load_settings(environ: Mapping[str, str]) -> SimSettings:
                 "latency_spike_seconds", values.get("latency_spike_seconds", 0), 0
             ),
             hang_rate=_number("hang_rate", values.get("hang_rate", 0), 0, 1),
+            hang_before_first_token=_flag(
+                "hang_before_first_token", values.get("hang_before_first_token")
+            ),
+            hang_from_load=int(_number("hang_from_load", values.get("hang_from_load", 0), 0)),
+            hang_delay_seconds=_number(
+                "hang_delay_seconds", values.get("hang_delay_seconds", 0), 0
+            ),
         ),
     )

@@ -67,15 +67,13 @@ class InFlight:
         on the gap it will be when its next chunk or its end arrives)."""
         return tuple(r.open_gap for r in self.longest if r.open_gap > bound)
 
-    def past_timeout(self) -> int:
-        """Requests older than the request timeout: failed, though not yet ended in a block.
-
-        Exact while every request in flight is listed (count <= MAX_OPEN), else a lower
-        bound. The pod's own timer ends a request at the timeout, so this counts what a
-        stopped (or stalled) pod left in flight."""
-        if self.timeout is None:
-            return 0
-        return sum(1 for r in self.longest if r.age > self.timeout)
+    def failed(self, silence: float | None = None) -> int:
+        """Requests past the timeout or (given a `silence` bound) silent longer than it:
+        failed, though not yet ended in a block; each counted once. Exact while fewer than
+        MAX_OPEN are listed or silent (the longest open gaps are kept), else a lower bound."""
+        timeout = math.inf if self.timeout is None else self.timeout
+        limit = math.inf if silence is None else silence
+        return sum(1 for r in self.longest if r.age > timeout or r.open_gap > limit)
 
 
 def _longest(requests: Iterable[OpenRequest]) -> tuple[OpenRequest, ...]:

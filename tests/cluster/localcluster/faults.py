@@ -23,8 +23,16 @@ FAULTS = {
         "SPECDECODE_SIM_LATENCY_SPIKE_PROBABILITY": "0.02",
         "SPECDECODE_SIM_LATENCY_SPIKE_SECONDS": "0.1",
     },
-    # a fifth of the streamed requests stop after 1-8 chunks without closing
-    "hangs": {"SPECDECODE_SIM_HANG_RATE": "0.2"},
+    # a fifth of the streamed requests stop after 1-8 chunks without closing, from 35 s
+    # after the engine first holds 16 requests: inside the 32-stream stage's measured window
+    # (after its 30 s warm-up), not the 4-stream stage's, so the time from the first hang to
+    # the failing look is the gate's, not a warm-up's (hangs during a warm-up are 45 s old,
+    # past the request timeout, at the stage's first look with data)
+    "hangs": {
+        "SPECDECODE_SIM_HANG_RATE": "0.2",
+        "SPECDECODE_SIM_HANG_FROM_LOAD": "16",
+        "SPECDECODE_SIM_HANG_DELAY_SECONDS": "35",
+    },
 }
 
 

@@ -1,5 +1,6 @@
 """Requests in flight at a look: a stall of its age for the tail gate once past the stall
-bound, a failed request for ErrorRate once past the request timeout, never counted twice.
+bound, a failed request for ErrorRate once past the request timeout or silent past the
+silence bound (`test_silence_bound.py` simulates it), never counted twice.
 
 Units of independence: the time block for the tail gate (an open gap joins the window's
 newest block, like any gap arriving then), the request for ErrorRate (each request past the
@@ -20,7 +21,14 @@ from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.in_flight import MAX_OPEN, InFlight, OpenRequest
 from specdecode.domain.observations import LatencySamples
-from specdecode.domain.open_requests import failed_in_flight, stall_bound, with_open_stalls
+from specdecode.domain.open_requests import (
+    SILENCE_FLOOR_SECONDS,
+    SILENCE_MULTIPLE,
+    failed_in_flight,
+    silence_bound,
+    stall_bound,
+    with_open_stalls,
+)
 from specdecode.vocabulary import ItlDefinition
 
 pytestmark = pytest.mark.unit
@@ -113,7 +121,7 @@ def test_requests_past_the_request_timeout_are_failed_requests() -> None:
     assert clean.verdict is GateVerdict.SUCCESSFUL, clean.reason
     # in flight but younger than the timeout: not (yet) a failure
     young = _with_snapshot(candidate, _hung(30, 40.0, age=44.0))
-    assert failed_in_flight(young) == 0
+    assert failed_in_flight(young) == 0  # (no silence bound given)
 
 
 def test_only_the_newest_blocks_snapshot_counts() -> None:
@@ -137,3 +145,43 @@ def test_a_snapshot_is_bounded_and_keeps_the_longest_open_gaps() -> None:
     assert len(both.longest) == MAX_OPEN
     over = both.open_gaps_over(49.0)  # 99.0, then 49.9 down to 49.1
     assert len(over) == 10 and over[0] == 99.0
+
+
+def test_streams_silent_past_the_silence_bound_are_failed_requests_on_both_sides() -> None:
+    # The baseline's gaps (~80 ms, P99.9 under 0.2 s): the bound is the 5 s floor. 40 of
+    # the candidate's requests in flight have sent nothing for 6 s (16 of them nothing at
+    # all: a late start, open gap = age), none near the 45 s timeout: failed now.
+    baseline = blocked_samples(_gaps(1), requests_ok=150)
+    assert silence_bound(baseline) == SILENCE_FLOOR_SECONDS
+    silent = InFlight.of([OpenRequest(9.0, 6.0)] * 24 + [OpenRequest(6.0, 6.0)] * 16, TIMEOUT)
+    candidate = _with_snapshot(blocked_samples(_gaps(2), requests_ok=150), silent)
+    assert failed_in_flight(candidate, SILENCE_FLOOR_SECONDS) == 40
+    assert failed_in_flight(candidate) == 0  # the old rule: not before the timeout
+    result = evaluate_gate(
+        ERRORS, stage_obs("s", baseline=baseline, candidate=candidate), None, T0, LOOK
+    )
+    assert result.verdict is GateVerdict.FAILED, result.reason
+    assert "over 190 / 150 requests" in result.reason
+    assert "silent over 5.0 s or past the timeout: 40 / 0" in result.reason
+    # paired: the baseline's own silent requests count as its failures under the same bound
+    # (4 each side: the same shares, a difference of nothing)
+    four = InFlight.of([OpenRequest(9.0, 6.0)] * 4, TIMEOUT)
+    seen = stage_obs(
+        "s", baseline=_with_snapshot(baseline, four), candidate=_with_snapshot(candidate, four)
+    )
+    paired = evaluate_gate(ERRORS, seen, None, T0, LOOK)
+    assert "- baseline 0.0260 = 0.0000" in paired.reason and "4 / 4" in paired.reason
+    # silent for less than the bound: streaming slowly, not failed
+    slow = _with_snapshot(candidate, InFlight.of([OpenRequest(9.0, 4.9)] * 20, TIMEOUT))
+    assert failed_in_flight(slow, SILENCE_FLOOR_SECONDS) == 0
+
+
+def test_the_silence_bound_follows_a_slow_baseline_not_its_few_failures() -> None:
+    # 4 x the baseline's P99.9 wait where that is over the floor (slow 2 s steps) ...
+    slow = blocked_samples([2.0] * 6000)
+    assert silence_bound(slow) == pytest.approx(SILENCE_MULTIPLE * 2.0, rel=0.01)
+    # ... but three 45 s last waits of its own timed-out requests (0.05 %) do not lift it
+    timed_out = blocked_samples(_gaps(1)[:-3] + [45.0] * 3)
+    assert silence_bound(timed_out) == SILENCE_FLOOR_SECONDS
+    # no baseline gap and no first token yet: no bound (only the timeout counts)
+    assert silence_bound(LatencySamples(shards=1)) is None and silence_bound(None) is None

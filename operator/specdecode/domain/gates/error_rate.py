@@ -11,9 +11,10 @@ error, lower = d - sqrt((p_c - l_c)^2 + (u_b - p_b)^2) and
 upper = d + sqrt((u_c - p_c)^2 + (p_b - l_b)^2). Pass when upper <= maxErrorRate, fail
 when lower > maxErrorRate. Requests are the unit: a failure is a whole request's outcome.
 Where the outcomes come from depends on the traffic: with Prompts, the load pods
-(`specdecode_load.connection` defines the outcomes; a request still in flight past the
-request timeout at the window's end is one failed request of its side, `domain.open_requests`:
-counted once, superseded when it ends); with Mirror, which has no responses, vLLM's own
+(`specdecode_load.connection` defines the outcomes; a request still in flight at the window's
+end that is past the request timeout, or silent past the baseline's silence bound, is one
+failed request of its side, `domain.open_requests`: the same bound on both sides, counted
+once, superseded when it ends); with Mirror, which has no responses, vLLM's own
 request-outcome counter of each engine (`mirror_outcomes`: the unit is a mirrored request).
 Requests are sent independently of each other (a failing engine correlates them, which only
 pushes the rate, and a Failed verdict, up). Inconclusive until each side has `minSamples`
@@ -41,7 +42,7 @@ from specdecode.domain.observations import (
     MetricError,
     StageObservations,
 )
-from specdecode.domain.open_requests import failed_in_flight
+from specdecode.domain.open_requests import failed_in_flight, silence_bound
 from specdecode.domain.stats import Interval, wilson_interval
 from specdecode.vocabulary import GateType, GateVerdict
 
@@ -60,11 +61,13 @@ def failure_difference(
     return Interval(value, lower, upper, min(cand.samples, base.samples))
 
 
-def _counts(side: LatencySamples | None) -> tuple[int, int]:
+def _counts(side: LatencySamples | None, silence: float | None) -> tuple[int, int, int]:
+    """(failed, total, of them in flight) of a side, its failed requests in flight included."""
     if side is None:
-        return 0, 0
-    failed = side.requests_failed + failed_in_flight(side)
-    return failed, side.requests_ok + failed
+        return 0, 0, 0
+    flying = failed_in_flight(side, silence)
+    failed = side.requests_failed + flying
+    return failed, side.requests_ok + failed, flying
 
 
 # A baseline failing more than this share (at its lower bound) is unhealthy: the difference
@@ -93,7 +96,23 @@ class ErrorRateGate:
             return metric_error(baseline)
         if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
             return unjudged
-        return judge_counts(gate, _counts(candidate), _counts(baseline), look, "requests")
+        return _judge_load(gate, candidate, baseline, look)
+
+
+def _judge_load(
+    gate: GateParams, candidate: LatencySamples | None, baseline: LatencySamples | None, look: Look
+) -> Measurement:
+    """Prompts: the load pods' outcomes, with each side's failed requests in flight (past
+    the timeout, or silent past the baseline's silence bound) counted as failed."""
+    silence = silence_bound(baseline)
+    c_failed, c_total, c_flying = _counts(candidate, silence)
+    b_failed, b_total, b_flying = _counts(baseline, silence)
+    judged_counts = judge_counts(gate, (c_failed, c_total), (b_failed, b_total), look, "requests")
+    if c_flying == 0 and b_flying == 0:
+        return judged_counts
+    over = "" if silence is None else f"silent over {silence:.1f} s or "
+    note = f"; of them in flight, {over}past the timeout: {c_flying} / {b_flying}"
+    return replace(judged_counts, reason=judged_counts.reason + note)
 
 
 def _judge_mirror(gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
