@@ -2,8 +2,11 @@
 
 The cluster is shared by the whole session: started if ``.cluster/state.json`` says it is
 not up (and then stopped at the end), reused otherwise, so a developer can keep
-`make cluster-up` running between test runs. If it cannot start, every e2e test ERRORs with
-the failing component's last log lines: a broken cluster must never look like a skip.
+`make cluster-up` running between test runs. Under pytest-xdist (`make test`: two workers)
+each worker has a cluster of its own (``.cluster-gw0``, ``.cluster-gw1``: own ports, pod
+network and operator) and each test module is one xdist group (localcluster/workers.py).
+If it cannot start, every e2e test ERRORs with the failing component's last log lines: a
+broken cluster must never look like a skip.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from localcluster import workers
 from localcluster.binaries import BuildFailed
 from localcluster.handle import LocalCluster
-from localcluster.paths import ClusterPaths
+from localcluster.paths import STATE_DIR_ENV, ClusterPaths
 from localcluster.podnetwork import PodNetworkUnavailable
 from localcluster.ports import PortTaken
 from localcluster.process import ComponentFailed, tail_lines
@@ -37,11 +41,42 @@ FAILURE_LOG_LINES = 15
 E2E_TIMEOUT_SECONDS = 900
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS."""
+def pytest_configure(config: pytest.Config) -> None:
+    """On a pytest-xdist worker, point everything (fixtures, `ClusterPaths.default()`, child
+    processes) at the worker's own cluster directory."""
+    worker_id = _xdist_worker(config)
+    if worker_id:
+        os.environ[STATE_DIR_ENV] = str(ClusterPaths.for_worker(worker_id).state_dir)
+
+
+def _xdist_worker(config: pytest.Config) -> str | None:
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return str(workerinput["workerid"]) if workerinput else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the marks into node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS. On
+    xdist workers, each e2e test joins its module's group and the groups are ordered longest
+    first (see localcluster/workers.py); a run without xdist keeps the files' order."""
     for item in items:
         if item.get_closest_marker("e2e") and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+    if not _xdist_worker(config):
+        return
+    group_by_item: dict[str, str] = {}
+    for item in items:
+        if item.get_closest_marker("e2e") and item.get_closest_marker("xdist_group") is None:
+            group = workers.group_of(item.path.stem)
+            item.add_marker(pytest.mark.xdist_group(group))
+            group_by_item[item.nodeid] = group
+    rank = {
+        group: index for index, group in enumerate(workers.longest_first(group_by_item.values()))
+    }
+    order = {item.nodeid: index for index, item in enumerate(items)}
+    items.sort(
+        key=lambda item: (rank.get(group_by_item.get(item.nodeid, ""), -1), order[item.nodeid])
+    )
 
 
 @pytest.fixture(scope="session")
@@ -126,7 +161,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     requested = getattr(item, "fixturenames", ())
     if report.when != "call" or not report.failed or "cluster" not in requested:
         return
-    logs_dir = ClusterPaths.default().logs_dir
+    logs_dir = ClusterPaths.default().logs_dir  # the worker's own under xdist
     for component in FAILURE_LOG_COMPONENTS:
         tail = tail_lines(logs_dir / f"{component}.log", FAILURE_LOG_LINES)
         if tail:

@@ -1,0 +1,79 @@
+"""The e2e suite on two pytest-xdist workers: each worker's own cluster, and the plan.
+
+Two workers on one state directory would share its etcd, ports, pod network and operator;
+two real vLLM modules on different workers would run side by side and starve each other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from localcluster import workers
+from localcluster.paths import REPO_ROOT, STATE_DIR_ENV, ClusterPaths
+from localcluster.podnetwork import PodNetworkPlan
+
+pytestmark = pytest.mark.unit
+
+E2E_DIR = REPO_ROOT / "tests" / "e2e"
+
+
+def e2e_modules() -> list[Path]:
+    return sorted(E2E_DIR.glob("test_*.py"))
+
+
+def test_without_xdist_the_cluster_is_the_default_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STATE_DIR_ENV, raising=False)
+    assert ClusterPaths.for_worker(None) == ClusterPaths.default()
+    assert ClusterPaths.for_worker(None).state_dir == REPO_ROOT / ".cluster"
+
+
+def test_each_worker_has_its_own_state_dir_and_pod_network(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(STATE_DIR_ENV, raising=False)
+    gw0, gw1 = ClusterPaths.for_worker("gw0"), ClusterPaths.for_worker("gw1")
+    assert gw0.state_dir == REPO_ROOT / ".cluster-gw0"
+    assert gw1.state_dir == REPO_ROOT / ".cluster-gw1"
+    plans = [PodNetworkPlan.for_state_dir(p.state_dir) for p in (ClusterPaths.default(), gw0, gw1)]
+    assert len({plan.netns for plan in plans}) == 3
+    assert len({plan.host_device for plan in plans}) == 3
+
+
+def test_a_moved_cluster_dir_moves_the_workers_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "ci-cluster"))
+    assert ClusterPaths.for_worker("gw1").state_dir == tmp_path / "ci-cluster-gw1"
+
+
+def test_every_module_that_starts_real_vllm_shares_one_group() -> None:
+    """Real vLLM takes both cores: its modules must run one after the other, on one worker."""
+    real = [path.stem for path in e2e_modules() if "realvllm" in path.read_text()]
+    assert len(real) >= 2, real
+    assert {workers.group_of(module) for module in real} == {"real-vllm"}
+
+
+def test_every_planned_group_is_a_module_or_a_shared_group() -> None:
+    """A renamed or deleted module must not leave a stale duration behind."""
+    known = {path.stem for path in e2e_modules()} | set(workers.SHARED_GROUPS.values())
+    assert set(workers.PLANNED_SECONDS) <= known
+    assert set(workers.SHARED_GROUPS) <= {path.stem for path in e2e_modules()}
+
+
+def test_groups_go_longest_first_to_the_worker_free_first() -> None:
+    planned = dict(workers.PLANNED_SECONDS)
+    order = workers.longest_first(planned)
+    assert [planned[group] for group in order] == sorted(planned.values(), reverse=True)
+    per_worker = workers.plan(planned)
+    assert sorted(group for _, groups in per_worker for group in groups) == sorted(planned)
+    sums = [seconds for seconds, _ in per_worker]
+    assert max(sums) - min(sums) <= max(planned.values())
+    assert max(sums) < 0.6 * sum(planned.values())  # two workers: close to half
+
+
+def test_a_new_module_is_planned_as_longish_not_last() -> None:
+    assert workers.planned_seconds("test_brand_new") == workers.UNPLANNED_SECONDS
+    assert workers.group_of("tests.e2e.test_engine_contract") == "real-vllm"
+    assert workers.group_of("test_gates") == "test_gates"
