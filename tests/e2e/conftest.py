@@ -11,6 +11,7 @@ broken cluster must never look like a skip.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -77,6 +78,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(
         key=lambda item: (rank.get(group_by_item.get(item.nodeid, ""), -1), order[item.nodeid])
     )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _machine_share(request: pytest.FixtureRequest) -> Iterator[None]:
+    """On xdist workers: an exclusive group's module (real vLLM) runs alone, every other
+    module shares the machine. A flock next to the workers' cluster directories, held for
+    the whole module (its module-scoped analysis windows too); nothing without xdist."""
+    if not _xdist_worker(request.config) or request.node.get_closest_marker("e2e") is None:
+        yield
+        return
+    exclusive = workers.is_exclusive(workers.group_of(request.module.__name__))
+    lock_file = ClusterPaths.default().state_dir.with_name(workers.SHARE_LOCK_NAME)
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")

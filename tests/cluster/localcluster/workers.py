@@ -3,13 +3,17 @@
 Why: most of the e2e suite's 53 minutes is waiting on real-time analyses, so two workers
 (``pytest -n 2 --dist loadgroup``, see the Makefile) nearly halve it. Each test module is
 one xdist group, so a module-scoped fixture (an analysis window several tests assert on) is
-set up once, on one worker. Modules that must not overlap share a group and so run one
-after the other on one worker: the real vLLM engines (each saturates this 2-core machine).
-Groups are handed out longest first (planned seconds, from the CI log's durations), so
-the long waits start early and the short tests fill the gaps at the end.
+set up once, on one worker. Groups are handed out longest first (planned seconds, from the
+CI log's durations), so the long waits start early and short tests fill the gaps.
+
+The real vLLM modules are one group, and an exclusive one: real vLLM engines take both
+cores of this machine, and a simulated analysis beside them would see its load clients
+starved (a look then rightly says Inconclusive). So that group comes last, and holds a
+lock (``_machine_share`` in tests/e2e/conftest.py) that every other module shares: it starts
+when the other worker's last module is done, and runs alone, as in a serial run.
 
 ``python -m localcluster.workers`` prints the plan: which worker gets which group, and
-each worker's planned sum.
+each worker's planned finish.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ SHARED_GROUPS: Mapping[str, str] = {
     "test_real_vllm": "real-vllm",
     "test_engine_contract": "real-vllm",
 }
+# Groups that run alone: last, while the other worker idles (see the module docstring).
+EXCLUSIVE_GROUPS = frozenset({"real-vllm"})
+# The lock file they take, next to the workers' cluster directories (one per checkout).
+SHARE_LOCK_NAME = ".cluster-gw.lock"
 # Planned seconds per group: measured in CI (`--durations`, serial run of 2026-11-28),
 # the tests below the 25 slowest estimated at ~8 s each. Only the order depends on them.
 PLANNED_SECONDS: Mapping[str, float] = {
@@ -60,28 +68,41 @@ def planned_seconds(group: str) -> float:
     return PLANNED_SECONDS.get(group, UNPLANNED_SECONDS)
 
 
+def is_exclusive(group: str) -> bool:
+    """Whether the group must run with nothing on the other worker."""
+    return group in EXCLUSIVE_GROUPS
+
+
 def longest_first(groups: Iterable[str]) -> list[str]:
-    """Distinct groups, longest planned first (ties by name, so every worker agrees)."""
-    return sorted(set(groups), key=lambda group: (-planned_seconds(group), group))
+    """Distinct groups, longest planned first, the exclusive ones last (ties by name, so
+    every worker sorts alike)."""
+    return sorted(
+        set(groups), key=lambda group: (is_exclusive(group), -planned_seconds(group), group)
+    )
 
 
 def plan(groups: Iterable[str], workers: int = 2) -> list[tuple[float, list[str]]]:
     """What xdist's loadgroup does with the groups in `longest_first` order: each group goes
-    to the worker that is free first. Returns (planned seconds, groups) per worker."""
+    to the worker that is free first; an exclusive group starts when every worker is free.
+    Returns (planned finish in seconds, groups) per worker."""
     queue = [(0.0, index) for index in range(workers)]
     assigned: list[list[str]] = [[] for _ in range(workers)]
     for group in longest_first(groups):
         busy_until, index = heapq.heappop(queue)
+        if is_exclusive(group):
+            busy_until = max([busy_until, *(finish for finish, _ in queue)])
         assigned[index].append(group)
         heapq.heappush(queue, (busy_until + planned_seconds(group), index))
-    return [(sum(planned_seconds(g) for g in groups_), groups_) for groups_ in assigned]
+    finish = dict((index, seconds) for seconds, index in queue)
+    return [(finish[index], assigned[index]) for index in range(workers)]
 
 
 def main() -> None:
-    """Print the planned groups and sum of each worker."""
+    """Print the planned groups and finish of each worker, and the serial sum."""
     groups = {group_of(module) for module in PLANNED_SECONDS} | set(PLANNED_SECONDS)
     for index, (seconds, assigned) in enumerate(plan(groups)):
-        print(f"gw{index}: {seconds:5.0f} s  {', '.join(assigned)}")
+        print(f"gw{index}: done at {seconds:5.0f} s  {', '.join(assigned)}")
+    print(f"serial: {sum(planned_seconds(group) for group in groups):5.0f} s")
 
 
 if __name__ == "__main__":
