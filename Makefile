@@ -11,10 +11,11 @@ PYTEST_ARGS ?=
 # simulations make the tests' lengths very uneven).
 UNIT_ARGS ?= -n auto --dist worksteal
 # E2e tests mostly wait on real-time analyses: two pytest-xdist workers, each with a local
-# cluster of its own (.cluster-gw0, .cluster-gw1), each test module one group, the longest
-# groups first and the real vLLM modules on one worker (tests/cluster/localcluster/workers.py;
-# `--no-loadscope-reorder` keeps that order). E2E_ARGS= runs them serially on .cluster.
-E2E_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
+# cluster of its own (.cluster-gw0, .cluster-gw1), each module whole on one worker, the
+# longest first and the real vLLM modules last and alone (tests/cluster/localcluster/workers.py;
+# xdist_groups.py makes loadscope's scopes those groups, `--no-loadscope-reorder` keeps their
+# order). E2E_ARGS= runs them serially on .cluster.
+E2E_ARGS ?= -n 2 --dist loadscope --no-loadscope-reorder -p localcluster.xdist_groups
 SCENARIO ?= promote
 LOCKS := requirements
 LOCK_OUT ?= $(LOCKS)

@@ -4,7 +4,7 @@ The cluster is shared by the whole session: started if ``.cluster/state.json`` s
 not up (and then stopped at the end), reused otherwise, so a developer can keep
 `make cluster-up` running between test runs. Under pytest-xdist (`make test`: two workers)
 each worker has a cluster of its own (``.cluster-gw0``, ``.cluster-gw1``: own ports, pod
-network and operator) and each test module is one xdist group (localcluster/workers.py).
+network and operator) and each test module runs whole on one worker (localcluster/workers.py).
 If it cannot start, every e2e test ERRORs with the failing component's last log lines: a
 broken cluster must never look like a skip.
 """
@@ -55,29 +55,20 @@ def _xdist_worker(config: pytest.Config) -> str | None:
     return str(workerinput["workerid"]) if workerinput else None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the marks into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS. On
-    xdist workers, each e2e test joins its module's group and the groups are ordered longest
-    first (see localcluster/workers.py); a run without xdist keeps the files' order."""
+    xdist workers the modules are ordered as localcluster/workers.py plans them (longest
+    first, real vLLM last; localcluster/xdist_groups.py hands them out in this order); a
+    run without xdist keeps the files' order."""
     for item in items:
         if item.get_closest_marker("e2e") and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
     if not _xdist_worker(config):
         return
-    group_by_item: dict[str, str] = {}
-    for item in items:
-        if item.get_closest_marker("e2e") and item.get_closest_marker("xdist_group") is None:
-            group = workers.group_of(item.path.stem)
-            item.add_marker(pytest.mark.xdist_group(group))
-            group_by_item[item.nodeid] = group
-    rank = {
-        group: index for index, group in enumerate(workers.longest_first(group_by_item.values()))
-    }
+    groups = {item.nodeid: workers.group_of(item.path.stem) for item in items}
+    rank = {group: index for index, group in enumerate(workers.longest_first(groups.values()))}
     order = {item.nodeid: index for index, item in enumerate(items)}
-    items.sort(
-        key=lambda item: (rank.get(group_by_item.get(item.nodeid, ""), -1), order[item.nodeid])
-    )
+    items.sort(key=lambda item: (rank[groups[item.nodeid]], order[item.nodeid]))
 
 
 @pytest.fixture(scope="module", autouse=True)

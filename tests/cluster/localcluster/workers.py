@@ -1,10 +1,11 @@
 """How the e2e suite spreads over two pytest-xdist workers, each with a cluster of its own.
 
 Why: most of the e2e suite's 53 minutes is waiting on real-time analyses, so two workers
-(``pytest -n 2 --dist loadgroup``, see the Makefile) nearly halve it. Each test module is
-one xdist group, so a module-scoped fixture (an analysis window several tests assert on) is
-set up once, on one worker. Groups are handed out longest first (planned seconds, from the
-CI log's durations), so the long waits start early and short tests fill the gaps.
+(see the Makefile's E2E_ARGS) nearly halve it. Each group below (a module, or modules that
+share one) runs whole on one worker (xdist_groups.py), so a module-scoped fixture (an
+analysis window several tests assert on) is set up once. Groups are handed out longest
+first (planned seconds, from the CI log's durations; tests/e2e/conftest.py sorts them so):
+the long waits start early, and short tests fill the gaps.
 
 The real vLLM modules are one group, and an exclusive one: real vLLM engines take both
 cores of this machine, and a simulated analysis beside them would see its load clients
@@ -58,7 +59,7 @@ UNPLANNED_SECONDS = 60.0  # a new module: assumed longish, so it starts early
 
 
 def group_of(module_name: str) -> str:
-    """The xdist group of a test module (its own name unless it shares one)."""
+    """The planning group of a test module (its own name unless it shares one)."""
     short = module_name.rsplit(".", 1)[-1]
     return SHARED_GROUPS.get(short, short)
 
@@ -82,7 +83,7 @@ def longest_first(groups: Iterable[str]) -> list[str]:
 
 
 def plan(groups: Iterable[str], workers: int = 2) -> list[tuple[float, list[str]]]:
-    """What xdist's loadgroup does with the groups in `longest_first` order: each group goes
+    """What xdist's loadscope does with the groups in `longest_first` order: each group goes
     to the worker that is free first; an exclusive group starts when every worker is free.
     Returns (planned finish in seconds, groups) per worker."""
     queue = [(0.0, index) for index in range(workers)]

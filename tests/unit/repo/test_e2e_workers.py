@@ -13,6 +13,7 @@ import pytest
 from localcluster import workers
 from localcluster.paths import REPO_ROOT, STATE_DIR_ENV, ClusterPaths
 from localcluster.podnetwork import PodNetworkPlan
+from localcluster.xdist_groups import GroupScheduling, scope_of
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +94,18 @@ def test_a_new_module_is_planned_as_longish_not_last() -> None:
     assert workers.planned_seconds("test_brand_new") == workers.UNPLANNED_SECONDS
     assert workers.group_of("tests.e2e.test_engine_contract") == "real-vllm"
     assert workers.group_of("test_gates") == "test_gates"
+
+
+def test_the_scheduler_keeps_each_group_whole() -> None:
+    """loadscope's own scopes would split the real vLLM group over both workers (one module
+    each), and one module's first test would wait in setup for the other's whole module."""
+    scheduler = object.__new__(GroupScheduling)
+    scopes = {
+        scheduler._split_scope(nodeid)
+        for nodeid in (
+            "tests/e2e/test_real_vllm.py::test_a",
+            "tests/e2e/test_engine_contract.py::test_b[x@y]",
+        )
+    }
+    assert scopes == {"real-vllm"}
+    assert scope_of("tests/e2e/test_gates.py::test_c[a::b]") == "test_gates"
