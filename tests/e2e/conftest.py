@@ -56,14 +56,19 @@ def _xdist_worker(config: pytest.Config) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS. On
+    """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS (on
+    xdist, plus the wait for the machine to itself in an exclusive group's module). On
     xdist workers the modules are ordered as localcluster/workers.py plans them (longest
     first, real vLLM last; localcluster/xdist_groups.py hands them out in this order); a
     run without xdist keeps the files' order."""
+    worker_id = _xdist_worker(config)
     for item in items:
         if item.get_closest_marker("e2e") and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
-    if not _xdist_worker(config):
+            seconds = E2E_TIMEOUT_SECONDS
+            if worker_id and workers.is_exclusive(workers.group_of(item.path.stem)):
+                seconds += workers.EXCLUSIVE_WAIT_SECONDS  # the lock's wait is in its setup
+            item.add_marker(pytest.mark.timeout(seconds))
+    if not worker_id:
         return
     groups = {item.nodeid: workers.group_of(item.path.stem) for item in items}
     rank = {group: index for index, group in enumerate(workers.longest_first(groups.values()))}
