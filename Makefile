@@ -10,6 +10,12 @@ PYTEST_ARGS ?=
 # a worker that runs out take queued tests from the other (the seeded error-rate
 # simulations make the tests' lengths very uneven).
 UNIT_ARGS ?= -n auto --dist worksteal
+# E2e tests mostly wait on real-time analyses: two pytest-xdist workers, each with a local
+# cluster of its own (.cluster-gw0, .cluster-gw1), each module whole on one worker, the
+# longest first and the real vLLM modules last and alone (tests/cluster/localcluster/workers.py;
+# xdist_groups.py makes loadscope's scopes those groups, `--no-loadscope-reorder` keeps their
+# order). E2E_ARGS= runs them serially on .cluster.
+E2E_ARGS ?= -n 2 --dist loadscope --no-loadscope-reorder -p localcluster.xdist_groups
 SCENARIO ?= promote
 LOCKS := requirements
 LOCK_OUT ?= $(LOCKS)
@@ -94,15 +100,15 @@ vllm-lane: venv ## Install (or reuse) the real vLLM lane's virtualenv and test m
 binaries: ## Build (or reuse) etcd, kube-*, kubectl and helm from Go modules, cached outside the repo
 	@bash tests/cluster/build-binaries.sh >/dev/null
 
-test: venv system-deps binaries ## All tests: unit (one worker per core), then e2e on the local control plane
+test: venv system-deps binaries ## All tests: unit (one worker per core), then e2e on two local control planes
 	$(BIN)/pytest -m unit $(UNIT_ARGS) $(PYTEST_ARGS)
-	$(BIN)/pytest -m e2e --durations=25 $(PYTEST_ARGS)
+	$(BIN)/pytest -m e2e $(E2E_ARGS) --durations=25 $(PYTEST_ARGS)
 
 test-unit: venv ## Only the fast, pure tests
 	$(BIN)/pytest -m unit $(UNIT_ARGS) $(PYTEST_ARGS)
 
-test-e2e: venv system-deps binaries ## Only the end-to-end tests
-	$(BIN)/pytest -m e2e --durations=25 $(PYTEST_ARGS)
+test-e2e: venv system-deps binaries ## Only the end-to-end tests (two workers; E2E_ARGS= for one)
+	$(BIN)/pytest -m e2e $(E2E_ARGS) --durations=25 $(PYTEST_ARGS)
 
 lint: venv ## ruff, mypy --strict (code, harness and tests), import-linter, declared imports
 	$(BIN)/ruff check .
@@ -144,4 +150,6 @@ bench: venv system-deps binaries ## Benchmarks that print tables
 ci: verify-version verify-crds lint test ## What .ci/run runs
 
 clean: cluster-down
-	rm -rf $(VENV) .cluster site
+	@for dir in .cluster-gw*/; do [ ! -d "$$dir" ] || SPECDECODE_CLUSTER_DIR=$$dir \
+		PYTHONPATH=tests/cluster $(BIN)/python -m localcluster down; done
+	rm -rf $(VENV) .cluster .cluster-gw* site

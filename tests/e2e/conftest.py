@@ -2,12 +2,16 @@
 
 The cluster is shared by the whole session: started if ``.cluster/state.json`` says it is
 not up (and then stopped at the end), reused otherwise, so a developer can keep
-`make cluster-up` running between test runs. If it cannot start, every e2e test ERRORs with
-the failing component's last log lines: a broken cluster must never look like a skip.
+`make cluster-up` running between test runs. Under pytest-xdist (`make test`: two workers)
+each worker has a cluster of its own (``.cluster-gw0``, ``.cluster-gw1``: own ports, pod
+network and operator) and each test module runs whole on one worker (localcluster/workers.py).
+If it cannot start, every e2e test ERRORs with the failing component's last log lines: a
+broken cluster must never look like a skip.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -18,9 +22,10 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from localcluster import workers
 from localcluster.binaries import BuildFailed
 from localcluster.handle import LocalCluster
-from localcluster.paths import ClusterPaths
+from localcluster.paths import STATE_DIR_ENV, ClusterPaths
 from localcluster.podnetwork import PodNetworkUnavailable
 from localcluster.ports import PortTaken
 from localcluster.process import ComponentFailed, tail_lines
@@ -37,11 +42,56 @@ FAILURE_LOG_LINES = 15
 E2E_TIMEOUT_SECONDS = 900
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS."""
+def pytest_configure(config: pytest.Config) -> None:
+    """On a pytest-xdist worker, point everything (fixtures, `ClusterPaths.default()`, child
+    processes) at the worker's own cluster directory."""
+    worker_id = _xdist_worker(config)
+    if worker_id:
+        os.environ[STATE_DIR_ENV] = str(ClusterPaths.for_worker(worker_id).state_dir)
+
+
+def _xdist_worker(config: pytest.Config) -> str | None:
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return str(workerinput["workerid"]) if workerinput else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS (on
+    xdist, plus the wait for the machine to itself in an exclusive group's module). On
+    xdist workers the modules are ordered as localcluster/workers.py plans them (longest
+    first, real vLLM last; localcluster/xdist_groups.py hands them out in this order); a
+    run without xdist keeps the files' order."""
+    worker_id = _xdist_worker(config)
     for item in items:
         if item.get_closest_marker("e2e") and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+            seconds = E2E_TIMEOUT_SECONDS
+            if worker_id and workers.is_exclusive(workers.group_of(item.path.stem)):
+                seconds += workers.EXCLUSIVE_WAIT_SECONDS  # the lock's wait is in its setup
+            item.add_marker(pytest.mark.timeout(seconds))
+    if not worker_id:
+        return
+    groups = {item.nodeid: workers.group_of(item.path.stem) for item in items}
+    rank = {group: index for index, group in enumerate(workers.longest_first(groups.values()))}
+    order = {item.nodeid: index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (rank[groups[item.nodeid]], order[item.nodeid]))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _machine_share(request: pytest.FixtureRequest) -> Iterator[None]:
+    """On xdist workers: an exclusive group's module (real vLLM) runs alone, every other
+    module shares the machine. A flock next to the workers' cluster directories, held for
+    the whole module (its module-scoped analysis windows too); nothing without xdist."""
+    if not _xdist_worker(request.config) or request.node.get_closest_marker("e2e") is None:
+        yield
+        return
+    exclusive = workers.is_exclusive(workers.group_of(request.module.__name__))
+    lock_file = ClusterPaths.default().state_dir.with_name(workers.SHARE_LOCK_NAME)
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")
@@ -126,7 +176,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     requested = getattr(item, "fixturenames", ())
     if report.when != "call" or not report.failed or "cluster" not in requested:
         return
-    logs_dir = ClusterPaths.default().logs_dir
+    logs_dir = ClusterPaths.default().logs_dir  # the worker's own under xdist
     for component in FAILURE_LOG_COMPONENTS:
         tail = tail_lines(logs_dir / f"{component}.log", FAILURE_LOG_LINES)
         if tail:

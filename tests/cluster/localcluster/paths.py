@@ -3,6 +3,8 @@
 Everything lives under ``<repo>/.cluster/`` (gitignored): certificates, etcd data, the agent's
 and Prometheus' state, and one ``logs/`` folder a developer can read after a failure.
 ``SPECDECODE_CLUSTER_DIR`` moves the whole tree, e.g. for a second cluster in a test.
+Under pytest-xdist every worker gets a cluster of its own next to it (``.cluster-gw0``,
+``.cluster-gw1``): see ``for_worker``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,18 @@ class ClusterPaths:
         """The repo's cluster, or the one ``SPECDECODE_CLUSTER_DIR`` points at."""
         override = os.environ.get(STATE_DIR_ENV)
         return cls(Path(override).resolve() if override else REPO_ROOT / ".cluster")
+
+    @classmethod
+    def for_worker(cls, worker_id: str | None) -> ClusterPaths:
+        """The cluster of one pytest-xdist worker (``<default>-gw0``); the default without one.
+
+        Why: two workers on one cluster would share its operator, whose kill and restart
+        tests would then hit the other worker's rollouts mid-analysis.
+        """
+        default = cls.default()
+        if not worker_id:
+            return default
+        return cls(default.state_dir.with_name(f"{default.state_dir.name}-{worker_id}"))
 
     @property
     def logs_dir(self) -> Path:

@@ -10,11 +10,12 @@ addresses may not be put on the host's loopback. So `up` (as root) makes, per cl
 
 Names and ``n`` come from a hash of the state directory, so two clusters on one machine get
 different namespaces and subnets (if another cluster already has that /24, the next free
-one is used; state.json records the subnet in use). The node agent adds each pod's IP to
-the namespace side and runs the pod's processes inside the namespace (``nsenter --net``);
-probes and Prometheus on the host reach pod IPs through the veth. Pods reach the API server
-and Prometheus (which listen on 127.0.0.1) through small relays on the host address (see
-relay.py).
+one is used; state.json records the subnet in use; a machine-wide lock file keeps two
+clusters starting at once, e.g. two pytest-xdist workers, from taking the same free /24).
+The node agent adds each pod's IP to the namespace side and runs the pod's processes
+inside the namespace (``nsenter --net``); probes and Prometheus on the host reach pod IPs
+through the veth. Pods reach the API server and Prometheus (which listen on 127.0.0.1)
+through small relays on the host address (see relay.py).
 
 Without root, or if ``ip netns add`` fails, the cluster falls back to loopback pod IPs and
 `up` warns that Services will have no endpoints. `down` deletes the namespace and the veth
@@ -28,8 +29,11 @@ import ipaddress
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from localcluster.locking import file_lock
 
 NETNS_MODE = "netns"
 LOOPBACK_MODE = "loopback"
@@ -37,6 +41,8 @@ NAMESPACE_ADDRESS_HOST = 254  # the namespace side's own address; pods get .2 to
 IP_TIMEOUT_SECONDS = 10.0
 # Set (e.g. in CI) to make `up` fail instead of falling back to loopback pod IPs.
 REQUIRE_NETNS_ENV = "SPECDECODE_REQUIRE_POD_NETNS"
+# Held while a cluster picks its /24 and puts it on its veth (root only, like the netns).
+SUBNET_LOCK = Path(tempfile.gettempdir()) / "specdecode-podnetwork.lock"
 
 
 class PodNetworkUnavailable(RuntimeError):
@@ -127,6 +133,11 @@ def create(plan: PodNetworkPlan) -> PodNetworkOutcome:
     """Make the namespace and veth pair (after removing leftovers); loopback on failure."""
     if os.geteuid() != 0:
         return PodNetworkOutcome(LOOPBACK_MODE, plan, "not root (ip netns add needs root)")
+    with file_lock(SUBNET_LOCK):
+        return _create_locked(plan)
+
+
+def _create_locked(plan: PodNetworkPlan) -> PodNetworkOutcome:
     remove(plan)
     in_use = _subnets_in_use()
     for _ in range(256):
