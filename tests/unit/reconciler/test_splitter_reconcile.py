@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import httpx
 import pytest
-from load_fakes import OWNER, PLAN, SPEC, FakeCore, report, runtime
+from load_fakes import ENGINE_IPS, OWNER, PLAN, SPEC, FakeCore, engine_pods, report, runtime
 
 from specdecode.adapters.kube.load_pods import observed_splitter_pods
 from specdecode.adapters.kube.route_mirrors import mirror_filter
@@ -48,8 +48,7 @@ def test_the_rendered_splitter_parses_and_runs_restricted(
     assert container["args"][0] == "split"
     monkeypatch.setenv(TOKEN_ENV, "t")
     config = parse_splitter_config(container["args"][1:])  # what the program will read
-    assert [e.url for e in config.endpoints["baseline"]] == ["http://llama-8b-baseline:8000"]
-    assert [e.url for e in config.endpoints["candidate"]] == ["http://llama-8b-candidate:8000"]
+    assert config.endpoints == {"baseline": (), "candidate": ()}  # pushed once it runs
     assert config.mirror_port == MIRROR_PORT
     assert config.request_timeout == SPEC.analysis.traffic.request_timeout_seconds
     # the Service sends the mirror to the splitter's pod, on its mirror port
@@ -117,6 +116,51 @@ async def test_sync_applies_the_splitter_while_planned_and_deletes_it_after(
     assert deleted == []  # not ours: left alone
 
 
+def running_splitter_pod() -> dict[str, Any]:
+    """The splitter's pod of PLAN as the watch caches it: an address and Ready."""
+    deployment, _ = render_splitter(OWNER, mirror_spec(), PLAN, "img")
+    template = deployment["spec"]["template"]
+    ready = {"podIP": "10.3.0.1", "conditions": [{"type": "Ready", "status": "True"}]}
+    metadata = {"name": "llama-8b-splitter-x", **template["metadata"]}
+    return {"metadata": metadata, "spec": template["spec"], "status": ready}
+
+
+async def test_the_running_splitter_is_pushed_each_sides_engines_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pushed: list[dict[str, Any]] = []
+
+    def splitter_answers(request: httpx.Request) -> httpx.Response:
+        pushed.append(json.loads(request.content))
+        return httpx.Response(200, content=b"{}")
+
+    rt = runtime(FakeCore(), splitter_answers)
+
+    async def apply(*_: Any) -> list[Any]:
+        return []
+
+    monkeypatch.setattr(splitter_module, "apply_children", apply)
+    pods = {("team-a", "llama-8b"): [running_splitter_pod(), *engine_pods()]}
+    rt.cluster.attach({}, {}, pods, {})
+    await sync_splitter(rt, OWNER, mirror_spec(), PLAN)
+    assert sorted((p["side"], tuple(p["urls"])) for p in pushed) == [
+        ("baseline", ("http://10.2.0.1:8000",)),
+        ("candidate", ("http://10.2.0.2:8000",)),
+    ]
+    pushed.clear()
+    await sync_splitter(rt, OWNER, mirror_spec(), PLAN)
+    assert pushed == []  # it took them: no push until they change
+    ENGINE_IPS["candidate"] = "10.2.0.9"
+    try:
+        rt.cluster.attach(
+            {}, {}, {("team-a", "llama-8b"): [running_splitter_pod(), *engine_pods()]}, {}
+        )
+        await sync_splitter(rt, OWNER, mirror_spec(), PLAN)
+    finally:
+        ENGINE_IPS["candidate"] = "10.2.0.2"
+    assert [(p["side"], p["urls"]) for p in pushed] == [("candidate", ["http://10.2.0.9:8000"])]
+
+
 async def test_each_side_is_read_from_the_splitter_and_garbage_is_an_error() -> None:
     core = FakeCore()
     asked: list[str] = []
@@ -129,12 +173,7 @@ async def test_each_side_is_read_from_the_splitter_and_garbage_is_an_error() -> 
         return httpx.Response(200, content=json.dumps(body))
 
     rt = runtime(core, splitter_answers)
-    deployment, _ = render_splitter(OWNER, mirror_spec(), PLAN, "img")
-    template = deployment["spec"]["template"]
-    ready = {"podIP": "10.3.0.1", "conditions": [{"type": "Ready", "status": "True"}]}
-    metadata = {"name": "llama-8b-splitter-x", **template["metadata"]}
-    pod = {"metadata": metadata, "spec": template["spec"], "status": ready}
-    pods = observed_splitter_pods([pod])
+    pods = observed_splitter_pods([running_splitter_pod()])
     baseline, candidate = await read_splitter_windows(rt, "team-a/llama-8b", PLAN, pods, 0, 200)
     assert sorted(asked) == ["baseline", "candidate"]
     assert isinstance(baseline, LatencySamples) and isinstance(candidate, LatencySamples)

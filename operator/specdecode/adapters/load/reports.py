@@ -58,13 +58,18 @@ async def fetch_report(
 
 
 async def push_endpoints(
-    http: httpx.AsyncClient, base_url: str, urls: list[str], token: str | None = None
+    http: httpx.AsyncClient,
+    base_url: str,
+    urls: list[str],
+    token: str | None = None,
+    side: str | None = None,
 ) -> bool:
-    """Tell a load pod the engine endpoints of its side; False if it did not take them."""
+    """Tell a load pod the engine endpoints of its side (the splitter: of `side`); False
+    if it did not take them."""
     try:
         response = await http.post(
             f"{base_url}/v1/endpoints",
-            json={"urls": urls},
+            json={"urls": urls, **({"side": side} if side else {})},
             headers=_auth(token),
             timeout=REPORT_TIMEOUT_SECONDS,
         )

@@ -3,10 +3,11 @@
 Why a Deployment of one replica and a Service: the mirror (a Gateway API RequestMirror
 filter, a mesh's mirror, any tee) needs a stable address to send to, and the splitter
 must come back if its node goes; one replica, because pairing happens inside one process
-(both sides' requests leave it together). It sends to the baseline and candidate
-Services (their addresses do not change while a stage runs), so the operator pushes no
-endpoints to it. Its pod carries the stage run's plan hash, like the load pods: a new
-stage run replaces it, and the operator reads only the pod of the current run.
+(both sides' requests leave it together). Like the load pods it sends to the engines' pod
+addresses, which the operator pushes per side (`reconciler.splitter`): it starts with
+none, and sheds what is mirrored until both sides have some. Its pod carries the stage
+run's plan hash, like the load pods: a new stage run replaces it, and the operator reads
+only the pod of the current run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from specdecode.adapters.render import (
     ROLE_LABEL,
     ROLLOUT_LABEL,
     Owner,
-    child_name,
     render_template,
     template_environment,
 )
@@ -33,7 +33,6 @@ from specdecode.domain import load_flags
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import REPORT_PORT
 from specdecode.domain.load_report import TOKEN_ENV
-from specdecode.domain.observations import ChildRole
 
 SPLITTER_ROLE = "shadow-splitter"
 MIRROR_PORT = 8080  # specdecode_load.splitter_config.MIRROR_PORT: the mirror's target
@@ -46,14 +45,10 @@ def splitter_name(rollout: str) -> str:
     return f"{rollout}-splitter"
 
 
-def _args(spec: SpecDecodeRolloutSpec, plan: TrafficPlan, rollout: str) -> list[str]:
+def _args(spec: SpecDecodeRolloutSpec, plan: TrafficPlan) -> list[str]:
     traffic = spec.analysis.traffic
-    port = spec.engine.port
-    baseline = f"http://{child_name(rollout, ChildRole.BASELINE)}:{port}"
-    candidate = f"http://{child_name(rollout, ChildRole.CANDIDATE)}:{port}"
     return [
         "split",
-        *["--baseline", baseline, "--candidate", candidate],
         *["--request-timeout", repr(traffic.request_timeout_seconds)],
         *["--block-seconds", str(traffic.load_generator.block_seconds)],
         *["--max-blocks", str(load_flags.MAX_BLOCKS)],
@@ -95,7 +90,7 @@ def render_splitter(
             **common,
             "pod_labels": pod_labels,
             "image": generator.image or default_image,
-            "args": _args(spec, plan, owner.name),
+            "args": _args(spec, plan),
             "port": REPORT_PORT,
             "mirror_port": MIRROR_PORT,
             "token_env": TOKEN_ENV,
