@@ -50,11 +50,17 @@ NO_ENDPOINTS = "engine endpoints (none given: --{side} or POST /v1/endpoints)"
 class SplitterSide:
     """One shadow's instrument: recorder, pool, merged blocks, totals."""
 
-    def __init__(self, name: str, config: SplitterConfig) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: SplitterConfig,
+        connection_class: type[StreamConnection] = StreamConnection,  # benchmarks hook it
+    ) -> None:
         self.name = name
         self.collector = Collector([0], config.max_blocks)
         self.recorder = BlockRecorder(config.block_seconds, lambda b: self.collector.add(0, b))
-        self.pool = ConnectionPool(self.recorder, list(config.endpoints[name]))
+        endpoints = list(config.endpoints[name])
+        self.pool = ConnectionPool(self.recorder, endpoints, connection_class)
         timeout = config.request_timeout
         self.recorder.probe_in_flight = lambda at: InFlight.of(self.pool.open_requests(at), timeout)
         self.sent = 0
@@ -64,10 +70,14 @@ class SplitterSide:
 class Splitter:
     """Both sides, the in-flight cap, and the report routes."""
 
-    def __init__(self, config: SplitterConfig) -> None:
+    def __init__(
+        self,
+        config: SplitterConfig,
+        connection_class: type[StreamConnection] = StreamConnection,
+    ) -> None:
         self.config = config
         self.boot_time = time.time()
-        self.sides = {name: SplitterSide(name, config) for name in SIDES}
+        self.sides = {name: SplitterSide(name, config, connection_class) for name in SIDES}
         self.groups = GroupBook()
         self.in_flight = 0  # pairs
         self.shed = 0
