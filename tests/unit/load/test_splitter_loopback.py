@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -145,14 +144,15 @@ async def test_each_side_is_timed_against_its_known_truth_and_paired(rig: Rig) -
     }  # fmt: skip
 
 
-async def test_the_mirror_is_answered_before_the_shadows_stream(rig: Rig) -> None:
-    started = time.perf_counter()
+@pytest.mark.parametrize(
+    "rig", [{"baseline": Fault("hang", 1), "candidate": Fault("hang", 1)}], indirect=True
+)
+async def test_the_mirror_is_answered_while_the_shadows_still_stream(rig: Rig) -> None:
+    """Both shadows hang after one token: the 202s cannot have waited for them."""
     statuses = await rig.post(3)
-    answered = time.perf_counter() - started
     assert statuses == [b"HTTP/1.1 202 Accepted"] * 3
-    # 15 tokens at 10/30 ms steps take >= 80 ms per stream: the 202s did not wait for them
-    assert answered < 0.05 and rig.splitter.in_flight == 3
-    await finish(rig)
+    assert rig.splitter.in_flight == 3  # every pair still streaming (hung), none ended
+    await rig.splitter.drain(0.1)  # our own abort: unrecorded, as a load pod's at shutdown
 
 
 @pytest.mark.parametrize("rig", [{"max_in_flight": 2}], indirect=True)
