@@ -36,23 +36,38 @@ def spec_with(traffic: dict[str, Any]) -> SpecDecodeRolloutSpec:
 SPLITTER = spec_with({"source": "Mirror", "httpRoute": "llm"})  # the default pairing
 WITHOUT_ROUTE = spec_with({"source": "Mirror"})  # fed by any mirror or tee, no gateway
 PROMPTS = spec_with({})
-_MIRROR_EXAMPLE = list(yaml.safe_load_all((REPO / "examples" / "mirror.yaml").read_text()))[-1]
-_SERVER_SIDE = {**_MIRROR_EXAMPLE["spec"]["analysis"]["traffic"], "mirrorPairing": "ServerSide"}
-SERVER_SIDE = SpecDecodeRolloutSpec.model_validate(
-    {
-        **_MIRROR_EXAMPLE["spec"],
-        "analysis": {**_MIRROR_EXAMPLE["spec"]["analysis"], "traffic": _SERVER_SIDE},
+MIRROR_EXAMPLE = list(yaml.safe_load_all((REPO / "examples" / "mirror.yaml").read_text()))[-1]
+SPLITTER_EXAMPLE = SpecDecodeRolloutSpec.model_validate(MIRROR_EXAMPLE["spec"])
+
+
+def server_side() -> SpecDecodeRolloutSpec:
+    """The Mirror example with ServerSide pairing and the gates that pairing can judge."""
+    tail = {"name": "p99-step-itl", "type": "TailLatency", "itlDefinition": "ServerStep"}
+    stages = [
+        {**stage, "gates": [g for g in stage["gates"] if g["type"] in ("Acceptance", "ErrorRate")]}
+        for stage in MIRROR_EXAMPLE["spec"]["analysis"]["stages"]
+    ]
+    stages[-1]["gates"].append(tail)
+    analysis = MIRROR_EXAMPLE["spec"]["analysis"]
+    traffic = {**analysis["traffic"], "mirrorPairing": "ServerSide"}
+    spec = {
+        **MIRROR_EXAMPLE["spec"],
+        "analysis": {**analysis, "traffic": traffic, "stages": stages},
     }
-)
+    return SpecDecodeRolloutSpec.model_validate(spec)
+
+
+SERVER_SIDE = server_side()
 
 
 def test_a_splitter_stage_is_judged_on_client_side_evidence() -> None:
-    for spec in (SPLITTER, WITHOUT_ROUTE):
+    for spec in (SPLITTER, WITHOUT_ROUTE, SPLITTER_EXAMPLE):
         assert not look_plan(spec, 0, 0.0).mirror
         for index in range(len(spec.analysis.stages)):
             needs = observations_needed(spec, index)
-            assert needs == observations_needed(PROMPTS, index)  # the same gates, judged alike
-            assert Need.ENGINE_OUTCOMES not in needs
+            if spec is not SPLITTER_EXAMPLE:  # the same gates as PROMPTS, judged alike
+                assert needs == observations_needed(PROMPTS, index)
+            assert Need.CLIENT_LATENCY in needs or index == 0
     assert any(observations_needed(SPLITTER, i) & LOAD_REPORT_NEEDS for i in range(2))
 
 
