@@ -10,9 +10,10 @@ requests in flight), and reports per side:
 
 - gap error: |measured gap - true gap| per chunk (consecutive chunks of one stream:
   (arrival_i - arrival_i-1) - (stamp_i - stamp_i-1)), P50 and P99;
-- the measured P99 per-chunk ITL of each side, from the splitter's own blocks, and the
-  true P99 (the engines' /v1/truth); the A/A P99 difference between the sides, measured
-  and true. An instrument that adds nothing measures the true difference.
+- the measured P99 per-chunk ITL of each side, from the splitter's own blocks from the
+  first whole block after the warm-up to the drained end, and the true P99 over the same
+  span (the engines' /v1/truth, reset then); the A/A P99 difference between the sides,
+  measured and true. An instrument that adds nothing measures the true difference.
 
 Noisy on a shared machine: compare rows of one run. Not run in CI:
 
@@ -85,12 +86,14 @@ async def run_level(ports: list[int], streams: int, seconds: float) -> dict[str,
     GapErrorConnection.errors = {}
     t0 = time.perf_counter() + WARMUP_SECONDS
     GapErrorConnection.window = (t0, t0 + seconds)
-    for port in ports:
-        truth(port, reset=True)
-    reset_at = time.time()
+    reset_at = None  # the truth is reset after the warm-up, at the first whole block
     seed = 0
     answered = 0
     while time.perf_counter() < t0 + seconds:
+        if reset_at is None and time.perf_counter() >= t0 and time.time() % 1.0 < 0.05:
+            for port in ports:
+                truth(port, reset=True)
+            reset_at = float(int(time.time()))  # the block that starts now
         for _ in range(streams - splitter.in_flight - (seed - answered)):
             message = {"role": "user", "content": "x"}
             fields = {"model": "ref", "max_tokens": MAX_TOKENS, "messages": [message]}
@@ -102,15 +105,16 @@ async def run_level(ports: list[int], streams: int, seconds: float) -> dict[str,
             await reader.readuntil(b"\r\n\r\n")
             answered += 1
         await asyncio.sleep(0.002)  # the feeder's pace; not a wait for a condition
-    truths = [truth(port, reset=False) for port in ports]
     writer.close()
     intake.close()
-    await splitter.drain(config.drain_seconds)
+    await splitter.drain(config.drain_seconds)  # the last streams end, on both clocks
+    truths = [truth(port, reset=False) for port in ports]
     probes.stop()
+    assert reset_at is not None, "the run ended before its warm-up did"
     row: dict[str, object] = {"streams": streams}
     p99: dict[str, float] = {}
     for side, port, true in zip(SIDES, ports, truths, strict=True):
-        blocks = [b for b in splitter.sides[side].collector.blocks if b.start >= reset_at + 3]
+        blocks = [b for b in splitter.sides[side].collector.blocks if b.start >= reset_at]
         measured = Sketch()
         delay = Sketch()
         for block in blocks:
