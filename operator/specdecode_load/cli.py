@@ -1,4 +1,5 @@
-"""`specdecode-load`: the shadow load of one side and shard, in its own pod.
+"""`specdecode-load`: the shadow load of one side and shard, in its own pod; `specdecode-load
+split ...`: the shadow splitter of a Mirror stage (`splitter`), same image and instrument.
 
 Exit codes: 0 after SIGTERM (or SIGINT) and a clean drain, 1 when a worker process died,
 2 on bad input (flags, endpoints, a prompt set whose line N does not parse).
@@ -17,14 +18,20 @@ import uvloop
 from specdecode_load.config import LoadConfig, parse_config
 from specdecode_load.pod import Pod
 from specdecode_load.process import worker_process_main
+from specdecode_load.splitter import run_splitter
+from specdecode_load.splitter_config import parse_splitter_config
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the flags, start the pod, return its exit code."""
-    config = parse_config(argv)
+    """Parse the flags, start the pod (or, with `split`, the shadow splitter), return its
+    exit code."""
+    args = sys.argv[1:] if argv is None else argv
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args[:1] == ["split"]:
+        return uvloop.run(run_splitter(parse_splitter_config(args[1:])))
+    config = parse_config(args)
     try:
         return run_pod(config)
     except ValueError as error:  # e.g. a damaged state dir

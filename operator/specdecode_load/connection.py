@@ -290,12 +290,18 @@ def _has_content(chunk: Any) -> bool:
     return bool(text)
 
 
-def request_bytes(host: str, body: dict[str, object], workload: str | None) -> bytes:
-    """The HTTP/1.1 request for one streamed chat completion."""
-    payload = json.dumps(body, separators=(",", ":")).encode()
+CHAT_PATH = "/v1/chat/completions"
+
+
+def request_bytes(
+    host: str, body: dict[str, object] | bytes, workload: str | None, path: str = CHAT_PATH
+) -> bytes:
+    """The HTTP/1.1 request for one streamed completion (chat by default; the splitter
+    forwards /v1/completions too). Only these headers are sent: nothing of a caller's."""
+    payload = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
     extra = f"X-Workload-Class: {workload}\r\n" if workload else ""
     head = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\n"
         f"Content-Type: application/json\r\nAccept: text/event-stream\r\n{extra}"
         f"Content-Length: {len(payload)}\r\n\r\n"
     )

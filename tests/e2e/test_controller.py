@@ -91,15 +91,27 @@ def mirror_rollout(
     )
     route = merged(route, {"metadata": {"name": f"{name}-route", "namespace": namespace}})
     route["spec"]["rules"][0]["backendRefs"][0]["name"] = name
+    # ServerSide pairing (two filters, no splitter pod): this test is about the operator's
+    # kills and Events, not the splitter; its gates are the ones that pairing judges.
+    stages = [
+        {**stage, "gates": [_server_side(g) for g in stage["gates"] if g["type"] != "Speedup"]}
+        for stage in rollout["spec"]["analysis"]["stages"]
+    ]
+    traffic = {"httpRoute": f"{name}-route", "mirrorPairing": "ServerSide"}
     patch = {
         "spec": {
             "gpuPool": {"gpuProduct": None, "nodeSelector": nodes.selector},
             "engine": {"image": STANDIN_IMAGE},
             "serving": {"replicas": 1},
-            "analysis": {"traffic": {"httpRoute": f"{name}-route"}},
+            "analysis": {"traffic": traffic, "stages": stages},
         }
     }
     return route, merged(merged(rollout, MANUAL), patch)
+
+
+def _server_side(gate: dict[str, Any]) -> dict[str, Any]:
+    """A gate as ServerSide Mirror judges it (TailLatency from vLLM's step histogram)."""
+    return {**gate, "itlDefinition": "ServerStep"} if gate["type"] == "TailLatency" else gate
 
 
 class RandomKiller:

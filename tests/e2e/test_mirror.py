@@ -165,3 +165,43 @@ def test_a_route_that_does_not_exist_fails_the_rollout_naming_it(
     degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
     assert degraded["reason"] == "TrafficSourceInvalid"
     assert "HTTPRoute no-such-route does not exist" in status["message"]
+
+
+def splitter_url(r: Rollout) -> str | None:
+    """The splitter pod's mirror port (its Service's one endpoint), once it has an address."""
+    pods = [p for p in r.pods("shadow-splitter") if (p.get("status") or {}).get("podIP")]
+    return f"http://{pods[0]['status']['podIP']}:8080" if pods else None
+
+
+def test_the_splitter_fed_directly_rolls_back_a_candidate_failing_requests(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    """Issue 34: Mirror traffic through the splitter, fed without any gateway (a mesh
+    mirror or a tee would post the same), gives a verdict on client-side paired evidence:
+    a candidate failing 10 % of its requests is RolledBack by ErrorRate, counted by the
+    splitter per request (not the engines' counters), and the stage says so."""
+    r = rollout("llama")
+    manifest = mirror_rollout(route=None, pairing="Splitter")
+    analysis = manifest["spec"]["analysis"]
+    first = analysis["stages"][0]
+    first["maxDurationSeconds"] = 300
+    first["gates"].append({"name": "error-rate", "type": "ErrorRate"})
+    analysis["progressDeadlineSeconds"] = 400
+    manifest["spec"]["engine"]["env"] = [*manifest["spec"]["engine"]["env"], *SLOW_START]
+    r.apply(manifest)
+    inject(cluster, r, FAULTS["errors"])
+    url = r.wait(lambda _: splitter_url(r), timeout=300, message="the splitter's address")
+    assert "splitter" in r.deployments().get("shadow-splitter", {}).get("metadata", {})["name"]
+    with live_users(url, "llama-3.1-8b-instruct", concurrency=8) as users:
+        status = r.wait_phase(TERMINAL, timeout=600)
+    assert users.accepted > 0 and users.ok == 0, users  # 202s: the mirror is never held
+    assert status["phase"] == "RolledBack", r.describe()
+    stage = next(s for s in status["stages"] if s["name"] == "acceptance")
+    assert stage["evidence"] == "ClientSidePaired", stage
+    errors = gate(status, "acceptance", "error-rate")
+    print("error-rate:", errors["reason"])
+    assert errors["verdict"] == "Failed", errors
+    assert "engine counts" not in errors["reason"], errors  # the splitter's own count
+    assert errors["lowerBound"] > 0.02, errors
+    # the analysis over: the splitter is gone with it
+    r.wait(lambda _: not r.pods("shadow-splitter") or None, timeout=120, message="no splitter")

@@ -31,7 +31,7 @@ from specdecode.api.status import (
     StagePhase,
     StageStatus,
 )
-from specdecode.api.traffic import TrafficSourceType, TrafficSpec
+from specdecode.api.traffic import MirrorPairing, TrafficSourceType, TrafficSpec
 from specdecode.api.workload import EngineSpec, GpuPoolSpec, ModelSpec, ServingSpec
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "GateVerdict",
     "GpuPoolSpec",
     "ItlDefinition",
+    "MirrorPairing",
     "ModelSpec",
     "Phase",
     "ServingSpec",

@@ -23,7 +23,7 @@ from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
 from specdecode.api.base import KubeModel
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, LabelName, PlainDecoding
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
-from specdecode.api.traffic import TrafficSourceType, TrafficSpec
+from specdecode.api.traffic import TrafficSpec
 
 # alpha is the right proxy for a fixed, small k; ngram and suffix propose variable lengths.
 FIXED_K_METHODS = [
@@ -200,12 +200,13 @@ class AnalysisSpec(KubeModel):
         if len(names) != len(set(names)):
             raise ValueError("analysis.stages: names must be unique")
         ANALYSIS_RULES.enforce(self.to_wire())
-        if self.traffic.source is TrafficSourceType.MIRROR:
+        if self.traffic.server_side_mirror:
             return self._with_mirror_gates()
         return self
 
     def _with_mirror_gates(self) -> AnalysisSpec:
-        """Mirror traffic: only server-side measures exist; TailLatency reads vLLM's histogram.
+        """ServerSide Mirror traffic: only server-side measures exist; TailLatency reads
+        vLLM's histogram.
 
         Why: mirrored responses go to the gateway, never to the operator, so client-side
         timings and speedup cannot be measured (ANALYSIS_RULES refuse the gates that need

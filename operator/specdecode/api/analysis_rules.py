@@ -36,22 +36,25 @@ from specdecode.api.rules import (
     some,
 )
 from specdecode.api.speculative import NO_SPECULATION
-from specdecode.api.traffic import TrafficSourceType
+from specdecode.api.traffic import TrafficSourceType, server_side_mirror
 
 MIRROR_GATES_MESSAGE = (
-    "analysis.stages: with traffic source Mirror, mirrored responses never reach the "
+    "analysis.stages: with traffic source Mirror and mirrorPairing ServerSide, mirrored "
+    "responses never reach the "
     "operator, so only Acceptance, AcceptedLength, ErrorRate (from vLLM's request-outcome "
     "counter) and TailLatency gates with itlDefinition ServerStep can be judged (Speedup "
     "gates are kept but not judged)"
 )
 MIRROR_LATENCY_MESSAGE = (
-    "analysis.stages: with traffic source Mirror, some stage needs an enforced TailLatency "
+    "analysis.stages: with traffic source Mirror and mirrorPairing ServerSide, some stage "
+    "needs an enforced TailLatency "
     "gate (not dryRun, not failOnly, no methods filter): Speedup cannot be judged on "
     "mirrored traffic, and acceptance alone never shows that the candidate is not slower"
 )
 
 MIRROR_ERRORS_MESSAGE = (
-    "analysis.stages: with traffic source Mirror, some stage needs an enforced ErrorRate "
+    "analysis.stages: with traffic source Mirror and mirrorPairing ServerSide, some stage "
+    "needs an enforced ErrorRate "
     "gate (not dryRun, not failOnly, no methods filter), judged from vLLM's "
     "vllm:request_success_total: without one a candidate failing mirrored requests could "
     "be promoted, since their responses never reach the operator"
@@ -95,9 +98,9 @@ NOTHING_ENFORCED_MESSAGE = (
     "gates could never pass (manual analyses excepted)"
 )
 MIRROR_NOTHING_JUDGED_MESSAGE = (
-    "analysis.stages: with traffic source Mirror, every stage needs an enforced gate Mirror "
-    "can judge (Acceptance, AcceptedLength, ErrorRate or TailLatency; Speedup is not "
-    "judged without responses)"
+    "analysis.stages: with traffic source Mirror and mirrorPairing ServerSide, every stage "
+    "needs an enforced gate it can judge (Acceptance, AcceptedLength, ErrorRate or "
+    "TailLatency; Speedup is not judged without responses)"
 )
 
 
@@ -154,10 +157,11 @@ TIMEOUT_MESSAGE = (
 
 
 def timeout_within_stages(analysis: Ref) -> Expr:
-    """Whether Prompts traffic's request timeout is below every stage's minimum duration
-    (Mirror traffic sends no request of the operator's: no timeout applies)."""
+    """Whether the request timeout of the operator's own requests (load pods', the
+    splitter's) is below every stage's minimum duration (ServerSide Mirror traffic sends
+    no request of the operator's: no timeout applies)."""
     return implies(
-        Binary("!=", analysis["traffic"]["source"], lit(TrafficSourceType.MIRROR.value)),
+        Not(server_side_mirror(analysis["traffic"])),
         every(
             analysis["stages"],
             "s",
@@ -174,7 +178,7 @@ def _mirror_needs_some(gate_kind: Callable[[Ref], Expr], message: str) -> Rule:
     """An enforced (not manual) Mirror analysis has, in some stage, a gate of `gate_kind`."""
     return Rule(
         implies(
-            all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
+            all_of(not_manual(Ref("self")), server_side_mirror(at("traffic"))),
             some(at("stages"), "s", some(Ref("s")["gates"], "g", gate_kind(Ref("g")))),
         ),
         message,
@@ -217,7 +221,7 @@ ANALYSIS_RULES = RuleSet(
         ),
         Rule(
             implies(
-                Binary("==", at("traffic.source"), lit(_MIRROR)),
+                server_side_mirror(at("traffic")),
                 every(at("stages"), "s", every(_STAGE["gates"], "g", mirror_judges(_GATE))),
             ),
             MIRROR_GATES_MESSAGE,
@@ -242,7 +246,7 @@ ANALYSIS_RULES = RuleSet(
         ),
         Rule(
             implies(
-                all_of(not_manual(Ref("self")), Binary("==", at("traffic.source"), lit(_MIRROR))),
+                all_of(not_manual(Ref("self")), server_side_mirror(at("traffic"))),
                 every(
                     at("stages"),
                     "s",
@@ -262,8 +266,8 @@ ANALYSIS_RULES = RuleSet(
 
 NOTHING_APPLIES_MESSAGE = (
     "analysis.stages: every stage needs an enforced gate that applies to speculative.method "
-    "(gates[].methods lists it, or none for plain decoding, or is unset) and, with Mirror "
-    "traffic, one Mirror can judge: "
+    "(gates[].methods lists it, or none for plain decoding, or is unset) and, with "
+    "ServerSide Mirror traffic, one it can judge: "
     "otherwise the stage judges nothing and could never pass"
 )
 
@@ -295,7 +299,7 @@ SPEC_JUDGED_RULES = RuleSet(
                             enforced(_GATE),
                             _applies(_GATE),
                             any_of(
-                                Binary("!=", at("analysis.traffic.source"), lit(_MIRROR)),
+                                Not(server_side_mirror(at("analysis.traffic"))),
                                 judged_under_mirror(_GATE),
                             ),
                         ),

@@ -157,7 +157,7 @@ class GateSpec(KubeModel):
         description="TailLatency: PerChunk (client time between a request's streamed chunks, "
         "one per engine step: the stall a reader sees), PerToken (each chunk gap divided by "
         "its tokens, weighted by tokens), or ServerStep (vLLM's per-step ITL histogram; the "
-        "default and only choice with Mirror traffic)." + _default("itl_definition"),
+        "default and only choice with ServerSide Mirror traffic)." + _default("itl_definition"),
     )
     min_samples: int | None = Field(default=None, ge=1, description=_min_samples_description())
     speedup_metric: SpeedupMetric | None = Field(

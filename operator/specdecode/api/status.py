@@ -191,6 +191,17 @@ class LoadStatus(KubeModel):
     )
 
 
+class Evidence(StrEnum):
+    """What a stage's verdicts rest on."""
+
+    # the load pods' replayed prompts, timed per chunk by the operator's clients
+    CLIENT_SIDE_REPLAYED = "ClientSideReplayed"
+    # mirrored live requests, sent to both shadows at once and timed by the splitter
+    CLIENT_SIDE_PAIRED = "ClientSidePaired"
+    # the engines' own metrics only (Mirror traffic with mirrorPairing ServerSide)
+    SERVER_SIDE = "ServerSide"
+
+
 class StageStatus(KubeModel):
     """A stage's progress and its gates."""
 
@@ -205,7 +216,16 @@ class StageStatus(KubeModel):
     )
     gates: list[GateResult] = Field(default_factory=list, description="Per-gate results.")
     load: LoadStatus | None = Field(
-        default=None, description="The shadow-load pods of this stage run (Prompts traffic)."
+        default=None,
+        description="The shadow-load pods (Prompts traffic) or the splitter (Mirror "
+        "traffic, Splitter pairing) of this stage run.",
+    )
+    evidence: Evidence | None = Field(
+        default=None,
+        description="What this stage run's verdicts rest on: ClientSideReplayed (prompts "
+        "replayed by load pods), ClientSidePaired (mirrored live requests sent to both "
+        "shadows at once by the splitter, timed per chunk) or ServerSide (the engines' own "
+        "metrics: Mirror traffic with mirrorPairing ServerSide).",
     )
 
 

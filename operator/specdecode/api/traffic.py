@@ -12,7 +12,19 @@ from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from specdecode.api.base import KubeModel
-from specdecode.api.rules import Binary, Expr, Has, Not, Rule, RuleSet, all_of, at, implies, lit
+from specdecode.api.rules import (
+    Binary,
+    Expr,
+    Has,
+    Not,
+    Ref,
+    Rule,
+    RuleSet,
+    all_of,
+    at,
+    implies,
+    lit,
+)
 
 
 class ConfigMapKeyRef(KubeModel):
@@ -89,6 +101,16 @@ class TrafficSourceType(StrEnum):
     MIRROR = "Mirror"
 
 
+class MirrorPairing(StrEnum):
+    """How Mirror traffic's requests reach the shadows and what is measured of them."""
+
+    # One RequestMirror toward the operator's splitter, which sends each request to both
+    # shadows at once and times both streams as the load pods do: every gate is judged.
+    SPLITTER = "Splitter"
+    # One RequestMirror per shadow; only the engines' own metrics are judged.
+    SERVER_SIDE = "ServerSide"
+
+
 class TrafficSpec(KubeModel):
     """Shadow traffic: identical requests to baseline and candidate."""
 
@@ -148,17 +170,41 @@ class TrafficSpec(KubeModel):
         min_length=1,
         max_length=253,
         description="Mirror source: the HTTPRoute (same namespace) whose rules send live "
-        "traffic to the production Service. While a stage runs the operator adds "
-        "RequestMirror filters toward the baseline and candidate Services to those rules, "
-        "and removes them when the analysis ends; nothing else in the route is touched.",
+        "traffic to the production Service. While a stage runs the operator adds a "
+        "RequestMirror filter toward the splitter's Service (or, with mirrorPairing "
+        "ServerSide, one toward each of the baseline and candidate Services) to those "
+        "rules, and removes it when the analysis ends; nothing else in the route is "
+        "touched. Required with ServerSide pairing.",
     )
     mirror_percent: int = Field(
         default=10,
         ge=1,
         le=100,
-        description="Mirror source: percent of the route's live requests copied to each "
-        "shadow engine.",
+        description="Mirror source: percent of the route's live requests copied (to the "
+        "splitter, or to each shadow engine under ServerSide pairing).",
     )
+    mirror_pairing: MirrorPairing = Field(
+        default=MirrorPairing.SPLITTER,
+        description="Mirror source: Splitter (the operator runs a splitter that receives "
+        "one mirror, answers it at once, sends each request to baseline and candidate at "
+        "the same instant and times both streams per chunk: every gate Prompts traffic "
+        "allows is judged, client-side and paired; httpRoute is optional, since any mirror "
+        "or tee can post to the splitter's Service) or ServerSide (a RequestMirror filter "
+        "per shadow; only the engines' own metrics are judged).",
+    )
+
+    @property
+    def server_side_mirror(self) -> bool:
+        """Mirror traffic judged on the engines' metrics only (no responses reach us)."""
+        return (
+            self.source is TrafficSourceType.MIRROR
+            and self.mirror_pairing is MirrorPairing.SERVER_SIDE
+        )
+
+    @property
+    def splitter_mirror(self) -> bool:
+        """Mirror traffic paired and timed by the operator's splitter."""
+        return self.source is TrafficSourceType.MIRROR and not self.server_side_mirror
 
     @model_validator(mode="after")
     def _source_fields(self) -> TrafficSpec:
@@ -177,6 +223,16 @@ PROMPTS_ONLY_FIELDS = (
 
 def _source_is(source: TrafficSourceType) -> Expr:
     return Binary("==", at("source"), lit(source.value))
+
+
+def server_side_mirror(traffic: Ref) -> Expr:
+    """Whether the traffic at `traffic` (wire form) is Mirror with ServerSide pairing
+    (an unset mirrorPairing is the default, Splitter)."""
+    return all_of(
+        Binary("==", traffic["source"], lit(TrafficSourceType.MIRROR.value)),
+        Has(traffic["mirrorPairing"]),
+        Binary("==", traffic["mirrorPairing"], lit(MirrorPairing.SERVER_SIDE.value)),
+    )
 
 
 def _prompts_only(field: str) -> Rule:
@@ -201,8 +257,9 @@ TRAFFIC_RULES = RuleSet(
             "FieldValueForbidden",
         ),
         Rule(
-            implies(_source_is(TrafficSourceType.MIRROR), Has(at("httpRoute"))),
-            "traffic: source Mirror needs httpRoute",
+            implies(server_side_mirror(Ref("self")), Has(at("httpRoute"))),
+            "traffic: source Mirror with mirrorPairing ServerSide needs httpRoute (a "
+            "RequestMirror filter per shadow is the only way its requests arrive)",
             ".httpRoute",
             "FieldValueRequired",
         ),

@@ -34,7 +34,6 @@ from specdecode.api.status import (
     StagePhase,
 )
 from specdecode.api.status import StageStatus as Stage
-from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.close_call import close_call_of
 from specdecode.domain.concurrency_verdict import (
     lower_pass,
@@ -49,6 +48,7 @@ from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import Observations
 from specdecode.domain.stages import (
     evaluation_due,
+    evidence_of,
     inconclusive_stage_count,
     is_measuring,
     max_duration_reached,
@@ -75,7 +75,8 @@ def begin_stage(
 ) -> SpecDecodeRolloutStatus:
     """Start stage `index` now (keeping its count of earlier inconclusive runs)."""
     runs = status.stages[index].inconclusive_runs if index < len(status.stages) else 0
-    return _with_stage(status, index, start_stage(spec.analysis.stages[index], now, runs))
+    evidence = evidence_of(spec.analysis.traffic)
+    return _with_stage(status, index, start_stage(spec.analysis.stages[index], now, runs, evidence))
 
 
 def analyze(
@@ -123,7 +124,7 @@ def look_plan(
         max_seconds=float(analysis.stages[index].max_duration_seconds),
         runs=analysis.inconclusive_limit + 1,
         method=spec.speculative.method if spec.speculative is not None else None,
-        mirror=analysis.traffic.source is TrafficSourceType.MIRROR,
+        mirror=analysis.traffic.server_side_mirror,  # the splitter's evidence is client-side
         not_speculating_at=off,
         may_not_draft=k_zero_possible_at(candidate, concurrency),
     )

@@ -13,7 +13,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
-from specdecode.api.status import GateResult, StagePhase, StageStatus
+from specdecode.api.status import Evidence, GateResult, StagePhase, StageStatus
+from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.gate_boundary import pending_result
 
 
@@ -25,9 +26,24 @@ def fresh_stages(analysis: AnalysisSpec) -> list[StageStatus]:
     ]
 
 
-def start_stage(stage: StageSpec, now: datetime, inconclusive_runs: int = 0) -> StageStatus:
+def evidence_of(traffic: TrafficSpec) -> Evidence:
+    """What a stage's verdicts rest on under `traffic` (status says so)."""
+    if traffic.server_side_mirror:
+        return Evidence.SERVER_SIDE
+    if traffic.splitter_mirror:
+        return Evidence.CLIENT_SIDE_PAIRED
+    return Evidence.CLIENT_SIDE_REPLAYED
+
+
+def start_stage(
+    stage: StageSpec,
+    now: datetime,
+    inconclusive_runs: int = 0,
+    evidence: Evidence | None = None,
+) -> StageStatus:
     """The stage as it begins now: load starts, measuring after the warm-up."""
     return StageStatus(
+        evidence=evidence,
         name=stage.name,
         phase=StagePhase.WARMING_UP,
         started_at=now,

@@ -123,7 +123,7 @@ async def read_windows(
     """
     current = _current(pods, plan)
     echoed = runtime.load_endpoints.setdefault(rollout, {})
-    token = await _known_token(runtime, rollout, uid) if current else None
+    token = await known_token(runtime, rollout, uid) if current else None
     windows = await asyncio.gather(
         *(_side(runtime, plan, side, current, since, now, echoed, token) for side in SIDES)
     )
@@ -206,11 +206,11 @@ async def sync_load_pods(
                 runtime.load_tokens[key] = made
             for wanted_pod in absent:
                 await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
-    known = await _known_token(runtime, key, owner.uid) if running else None
+    known = await known_token(runtime, key, owner.uid) if running else None
     await _push_changed_endpoints(runtime, key, running, endpoints, known)
 
 
-async def _known_token(runtime: Runtime, rollout: str, uid: str) -> str | None:
+async def known_token(runtime: Runtime, rollout: str, uid: str) -> str | None:
     """The rollout's load token: kept in memory, else read once (after a restart); None
     while it has none (its pods, if any, predate tokens and require none)."""
     token = runtime.load_tokens.get(rollout)

@@ -2,7 +2,8 @@
 
 A declarative effect of the decision, like the children: while the domain plans shadow
 traffic for a stage of a Mirror rollout, the route's rules toward production mirror
-`mirrorPercent` of live requests to the baseline and the candidate Services; at any other
+`mirrorPercent` of live requests to the splitter's Service (Splitter pairing,
+`reconciler.splitter`), or to the baseline and the candidate Services (ServerSide); at any other
 time (no stage running, promotion, rollback, a spec switched to Prompts, the rollout
 deleted) none of ours remain on any route of the namespace. Checked on every reconcile, so
 an edit or a GitOps sync that drops or changes our filters is repaired.
@@ -21,6 +22,7 @@ from specdecode.adapters.kube.route_mirrors import (
     route_problem,
     sync_route_mirrors,
 )
+from specdecode.adapters.load.splitter import MIRROR_PORT, splitter_name
 from specdecode.adapters.render import child_name
 from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
 from specdecode.domain.decision import TrafficPlan
@@ -33,25 +35,31 @@ SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 def wanted_mirrors(
     rollout: str, spec: SpecDecodeRolloutSpec | None, plan: TrafficPlan | None
 ) -> MirrorWanted:
-    """The mirrors a rollout wants now: toward both shadows during a Mirror stage, else none.
+    """The mirrors a rollout wants now during a Mirror stage: one toward the splitter's
+    Service (Splitter pairing) or one toward each shadow (ServerSide); else none.
 
     `spec` None (an unreadable spec, a deleted rollout) wants none anywhere.
     """
     shadows = tuple(child_name(rollout, role) for role in SHADOW_ROLES)
+    splitter = splitter_name(rollout)
     none_wanted = MirrorWanted(
         route=None,
         production_service=child_name(rollout, ChildRole.PRODUCTION),
-        own_services=frozenset(shadows),
+        own_services=frozenset((*shadows, splitter)),
     )
     if spec is None or spec.analysis.traffic.source is not TrafficSourceType.MIRROR:
         return none_wanted
     traffic = spec.analysis.traffic
+    if traffic.server_side_mirror:
+        services, port = shadows, spec.engine.port
+    else:  # one mirror toward the splitter, which sends each request to both shadows
+        services, port = (splitter,), MIRROR_PORT
     return MirrorWanted(
         route=traffic.http_route,
         production_service=none_wanted.production_service,
         own_services=none_wanted.own_services,
-        services=shadows if plan is not None else (),
-        port=spec.engine.port,
+        services=services if plan is not None else (),
+        port=port,
         percent=traffic.mirror_percent,
     )
 

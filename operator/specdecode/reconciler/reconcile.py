@@ -80,6 +80,12 @@ from specdecode.reconciler.promotion_patch import (
     with_patch_conflict,
 )
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.splitter import (
+    observe_splitter_pods,
+    read_splitter_windows,
+    sync_splitter,
+    uses_splitter,
+)
 from specdecode.reconciler.workload import Source, resolve, with_source_problem
 
 __all__ = [
@@ -213,6 +219,7 @@ async def _apply(
         await keep_files(runtime, ref, spec, decision.status)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
     await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods)
+    await sync_splitter(runtime, ref.owner, spec, decision.traffic)
     await apply_mirrors_and_action(runtime, ref, spec, decision, action)
 
 
@@ -260,11 +267,16 @@ async def _observe_stage(
     candidate: LatencySamples | MetricError | None = None
     if plan is not None and uses_load_pods(spec) and needs & LOAD_REPORT_NEEDS:
         baseline, candidate = await read_windows(runtime, ref.key, plan, pods, since, now, ref.uid)
+    elif plan is not None and uses_splitter(spec) and needs & LOAD_REPORT_NEEDS:
+        splitters = observe_splitter_pods(runtime, ref.namespace, ref.name)
+        baseline, candidate = await read_splitter_windows(
+            runtime, ref.key, plan, splitters, since, now, ref.uid
+        )
     server_step_itl = None
     if Need.SERVER_STEP_HISTOGRAMS in needs:
         server_step_itl = await _server_step_itl(runtime, ref, stage_status.measure_from)
     outcomes = None
-    if Need.ENGINE_OUTCOMES in needs and not uses_load_pods(spec):
+    if Need.ENGINE_OUTCOMES in needs and spec.analysis.traffic.server_side_mirror:
         outcomes = await engine_outcomes(runtime, ref, spec, stage_status.measure_from)
     return StageObservations(
         stage_name=stage_status.name,

@@ -99,6 +99,8 @@ class Runtime:
     # Per rollout, the engine endpoints each load pod said it uses (its report's echo, or
     # what we pushed since): endpoints are pushed only where they differ (reconciler/load.py).
     load_endpoints: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # The same for the Mirror splitter, per "<pod>/<side>" (reconciler/splitter.py).
+    splitter_endpoints: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
     # the one request the operator sends an engine (reconciler/engine_version.py).
     engine_versions: EngineVersions = field(default_factory=EngineVersions)
@@ -184,6 +186,7 @@ class Runtime:
         self.load_tokens.pop(key, None)
         self.endpoints_pushed_at.pop(key, None)
         self.load_endpoints.pop(key, None)
+        self.splitter_endpoints.pop(key, None)
         self.wakeups.unregister(key)
         self.engine_versions.forget(key)
         self.engine_series_memory.forget(key)

@@ -1,4 +1,5 @@
-"""Live users for e2e tests and the demo: streamed chat requests through a gateway.
+"""Live users for e2e tests and the demo: streamed chat requests through a gateway (or
+straight to a mirror target, the Mirror splitter, which answers 202 at once).
 
 Mirror traffic needs production traffic to copy. This plays the users in front of the
 Gateway: a fixed number of concurrent clients, each sending one streamed chat request
@@ -24,6 +25,9 @@ PROMPTS = (
     "Give three tips for writing readable Python.",
 )
 RETRY_PAUSE_SECONDS = 0.2  # a user's pause after an error, not a wait for a condition
+# A mirror target (the Mirror splitter) answers 202 at once: a user then pauses as if it
+# had read a streamed answer, so the mirrored rate stays a user's, not a flood.
+ACCEPTED_PAUSE_SECONDS = 0.25
 
 
 @dataclass
@@ -35,6 +39,7 @@ class LiveTraffic:
     concurrency: int = 8
     max_tokens: int = 64
     ok: int = 0
+    accepted: int = 0  # 202s of a mirror target
     failed: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -54,6 +59,10 @@ class LiveTraffic:
                         pass
                     if r.status_code == 200:
                         self.ok += 1
+                        continue
+                    if r.status_code == 202:
+                        self.accepted += 1
+                        await asyncio.sleep(ACCEPTED_PAUSE_SECONDS)
                         continue
             except httpx.HTTPError:
                 pass

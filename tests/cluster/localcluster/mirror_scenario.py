@@ -63,8 +63,12 @@ def mirror_targets(filters: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
-    """The simulator example on Mirror traffic: server-side gates only."""
+def mirror_rollout(
+    route: str | None = ROUTE, percent: int = 50, pairing: str = "ServerSide"
+) -> dict[str, Any]:
+    """The simulator example on Mirror traffic: server-side gates only (`pairing`
+    ServerSide), or the same gates judged client-side through the splitter (Splitter;
+    `route` None: no gateway, the test feeds the splitter itself)."""
     stage = {"warmupSeconds": 3, "minDurationSeconds": 15, "maxDurationSeconds": 90}
     acceptance = {"name": "alpha", "type": "Acceptance", "minAlpha": 0.2}
     step_itl = {"name": "p99-step-itl", "type": "TailLatency", "tolerance": 0.25}
@@ -75,7 +79,14 @@ def mirror_rollout(route: str = ROUTE, percent: int = 50) -> dict[str, Any]:
         "spec": {
             "engine": {"env": SIM_ENV},
             "analysis": {
-                "traffic": {"source": "Mirror", "httpRoute": route, "mirrorPercent": percent},
+                "traffic": {
+                    "source": "Mirror",
+                    "mirrorPairing": pairing,
+                    "httpRoute": route,
+                    "mirrorPercent": percent,
+                    # below the stages' 15 s minimum (the splitter times its requests out)
+                    "requestTimeoutSeconds": 10,
+                },
                 "intervalSeconds": 3,
                 "progressDeadlineSeconds": 180,
                 "stages": [

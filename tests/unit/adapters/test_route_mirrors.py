@@ -150,7 +150,8 @@ PLAN = TrafficPlan(
 
 
 def test_a_mirror_rollout_wants_both_shadows_only_while_a_stage_runs() -> None:
-    spec = spec_with({"source": "Mirror", "httpRoute": "llm", "mirrorPercent": 25})
+    server_side = {"source": "Mirror", "mirrorPairing": "ServerSide"}
+    spec = spec_with({**server_side, "httpRoute": "llm", "mirrorPercent": 25})
     running = wanted_mirrors("llama", spec, PLAN)
     assert (running.route, running.services, running.port, running.percent) == (
         "llm",
@@ -167,4 +168,4 @@ def test_prompt_rollouts_and_deleted_ones_want_no_mirrors() -> None:
         wanted_mirrors("llama", None, None),
     ):
         assert found.route is None and found.services == ()
-        assert found.own_services == frozenset(SHADOWS)
+        assert found.own_services == frozenset((*SHADOWS, "llama-splitter"))

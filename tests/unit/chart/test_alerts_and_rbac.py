@@ -60,6 +60,7 @@ TEMPLATE_KINDS = {
     "deployment": ("apps", "deployments"),
     "service": ("", "services"),
     "load-pod": None,
+    "splitter": ("apps", "deployments"),  # the Mirror splitter, applied like the engines
 }
 # What kopf itself does: list+watch the served resource and the watched children (the
 # operator's cache, handlers/watches.py), patch its progress annotations, post Events.

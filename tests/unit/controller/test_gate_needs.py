@@ -60,7 +60,11 @@ def _spec(gates: list[dict[str, Any]], mirror: bool) -> dict[str, Any]:
     stage: dict[str, Any] = {**STAGE, "gates": gates}
     analysis: dict[str, Any] = {"stages": [stage], "intervalSeconds": 15}
     if mirror:
-        analysis["traffic"] = {"source": "Mirror", "httpRoute": "llm"}
+        analysis["traffic"] = {
+            "source": "Mirror",
+            "mirrorPairing": "ServerSide",
+            "httpRoute": "llm",
+        }
         # Mirror never promotes on acceptance alone: a later stage holds the latency gate.
         # ... and an enforced ErrorRate gate (issue 33: from the engines' outcome counters).
         errors = {"name": "errors", "type": "ErrorRate"}

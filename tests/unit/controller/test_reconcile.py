@@ -241,7 +241,9 @@ async def test_the_analysis_clock_runs_only_while_time_drives_the_phase() -> Non
 def mirror_spec(route: str = "llm") -> dict[str, Any]:
     """A valid Mirror spec (checked, so the test cannot pass on the invalid-spec path)."""
     spec = raw_spec(EAGLE3)
-    spec["analysis"]["traffic"] = {"source": "Mirror", "httpRoute": route}
+    spec["analysis"]["traffic"] = {
+        "source": "Mirror", "mirrorPairing": "ServerSide", "httpRoute": route
+    }  # fmt: skip
     for stage in spec["analysis"]["stages"]:
         stage.pop("concurrency", None)
         for gate in stage["gates"]:

@@ -231,7 +231,9 @@ def spec_fields(draw: st.DrawFn) -> Fields:
     """A rollout spec as plain data, before the API has judged it."""
     release = draw(st.sampled_from(RELEASES))
     mirror = draw(st.booleans())
-    traffic: Fields = {"source": "Mirror", "http_route": "chat"} if mirror else {}
+    traffic: Fields = (
+        {"source": "Mirror", "mirror_pairing": "ServerSide", "http_route": "chat"} if mirror else {}
+    )
     stage_list: list[Fields] | str
     if draw(st.booleans()):
         stage_list = DEFAULT_STAGES  # `admitted` puts them in (a failing case prints less)

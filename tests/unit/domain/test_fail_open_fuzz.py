@@ -60,7 +60,6 @@ from specdecode.api import (
 )
 from specdecode.api.gate_spec import ItlDefinition
 from specdecode.api.speculative import NO_SPECULATION, fingerprint_of
-from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import ChildRole, Observations
 
@@ -112,7 +111,7 @@ def judged_here(
     method = spec.speculative.method.value if spec.speculative is not None else NO_SPECULATION
     if gate.methods and method not in gate.methods:
         return False
-    if spec.analysis.traffic.source is TrafficSourceType.MIRROR and gate.type in MIRROR_UNJUDGED:
+    if spec.analysis.traffic.server_side_mirror and gate.type in MIRROR_UNJUDGED:
         return False
     asks_gain = gate.type is GateType.SPEEDUP and gate.number("min_speedup") >= 1.0
     return not (asks_gain and speculation_off(candidate, stage))

@@ -18,7 +18,7 @@ from domain_fixtures import T0
 from domain_gatesim import Outcome, StageRun, run_stage, single_stage_spec
 
 from specdecode.api import GateSpec, GateType, GateVerdict, SpecDecodeRolloutSpec
-from specdecode.api.traffic import TrafficSourceType
+from specdecode.api.traffic import MirrorPairing, TrafficSourceType
 from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.gates.mirror_outcomes import missing_ahead_of_engine
@@ -124,7 +124,8 @@ def _mirror_spec() -> SpecDecodeRolloutSpec:
     """One ErrorRate stage on Mirror traffic (the domain reads the source; admission's
     Mirror rules are not what this simulates)."""
     spec = single_stage_spec(GATE, concurrency=32)
-    traffic = spec.analysis.traffic.model_copy(update={"source": TrafficSourceType.MIRROR})
+    server_side = {"source": TrafficSourceType.MIRROR, "mirror_pairing": MirrorPairing.SERVER_SIDE}
+    traffic = spec.analysis.traffic.model_copy(update=server_side)
     analysis = spec.analysis.model_copy(update={"traffic": traffic})
     return spec.model_copy(update={"analysis": analysis})
 

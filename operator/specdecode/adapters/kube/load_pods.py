@@ -16,6 +16,7 @@ from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.load.pods import LOAD_ROLE, PLAN_LABEL, SHARD_LABEL, SIDE_LABEL
+from specdecode.adapters.load.splitter import SPLITTER_ROLE
 from specdecode.adapters.render import ROLE_LABEL
 from specdecode.domain.load_flags import REPORT_PORT
 
@@ -45,6 +46,11 @@ class LoadPod:
 def observed_load_pods(pods: Sequence[Mapping[str, Any]]) -> list[LoadPod]:
     """Load pods from the watched cache's JSON copies (no request to the API server)."""
     return [_observed(pod) for pod in pods if _labels(pod).get(ROLE_LABEL) == LOAD_ROLE]
+
+
+def observed_splitter_pods(pods: Sequence[Mapping[str, Any]]) -> list[LoadPod]:
+    """The Mirror splitter's pods (`adapters.load.splitter`), from the watched cache."""
+    return [_observed(pod) for pod in pods if _labels(pod).get(ROLE_LABEL) == SPLITTER_ROLE]
 
 
 def _labels(pod: Mapping[str, Any]) -> dict[str, str]:

@@ -24,9 +24,14 @@ def _auth(token: str | None) -> dict[str, str]:
 
 
 async def fetch_report(
-    http: httpx.AsyncClient, base_url: str, since: float, token: str | None = None
+    http: httpx.AsyncClient,
+    base_url: str,
+    since: float,
+    token: str | None = None,
+    side: str | None = None,
 ) -> LoadReport:
-    """One pod's report of the blocks since `since` (`token`: the rollout's).
+    """One pod's report of the blocks since `since` (`token`: the rollout's; `side`: which
+    side's, for the Mirror splitter, which measures both).
 
     Raises ReportUnavailable when the pod cannot be reached or answers with an error
     status, and ReportError when it answers with something that is not a report (a
@@ -35,7 +40,7 @@ async def fetch_report(
     try:
         response = await http.get(
             f"{base_url}/v1/report",
-            params={"since": f"{since:.3f}"},
+            params={"since": f"{since:.3f}", **({"side": side} if side else {})},
             headers=_auth(token),
             timeout=REPORT_TIMEOUT_SECONDS,
         )
@@ -53,13 +58,18 @@ async def fetch_report(
 
 
 async def push_endpoints(
-    http: httpx.AsyncClient, base_url: str, urls: list[str], token: str | None = None
+    http: httpx.AsyncClient,
+    base_url: str,
+    urls: list[str],
+    token: str | None = None,
+    side: str | None = None,
 ) -> bool:
-    """Tell a load pod the engine endpoints of its side; False if it did not take them."""
+    """Tell a load pod the engine endpoints of its side (the splitter: of `side`); False
+    if it did not take them."""
     try:
         response = await http.post(
             f"{base_url}/v1/endpoints",
-            json={"urls": urls},
+            json={"urls": urls, **({"side": side} if side else {})},
             headers=_auth(token),
             timeout=REPORT_TIMEOUT_SECONDS,
         )

@@ -1,0 +1,105 @@
+"""Render the shadow splitter of a Mirror stage run (Splitter pairing): Deployment + Service.
+
+Why a Deployment of one replica and a Service: the mirror (a Gateway API RequestMirror
+filter, a mesh's mirror, any tee) needs a stable address to send to, and the splitter
+must come back if its node goes; one replica, because pairing happens inside one process
+(both sides' requests leave it together). Like the load pods it sends to the engines' pod
+addresses, which the operator pushes per side (`reconciler.splitter`): it starts with
+none, and sheds what is mirrored until both sides have some. Its pod carries the stage
+run's plan hash, like the load pods: a new stage run replaces it, and the operator reads
+only the pod of the current run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specdecode.adapters.load.pods import (
+    PLAN_LABEL,
+    STAGE_LABEL,
+    TOKEN_KEY,
+    plan_hash,
+    token_secret_name,
+)
+from specdecode.adapters.render import (
+    ROLE_LABEL,
+    ROLLOUT_LABEL,
+    Owner,
+    render_template,
+    template_environment,
+)
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.domain import load_flags
+from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.load_flags import REPORT_PORT
+from specdecode.domain.load_report import TOKEN_ENV
+
+SPLITTER_ROLE = "shadow-splitter"
+MIRROR_PORT = 8080  # specdecode_load.splitter_config.MIRROR_PORT: the mirror's target
+SPLITTER_CPU = "1"
+SPLITTER_MEMORY = "512Mi"
+
+
+def splitter_name(rollout: str) -> str:
+    """`<rollout>-splitter`: the Deployment's and the Service's name."""
+    return f"{rollout}-splitter"
+
+
+def _args(spec: SpecDecodeRolloutSpec, plan: TrafficPlan) -> list[str]:
+    traffic = spec.analysis.traffic
+    return [
+        "split",
+        *["--request-timeout", repr(traffic.request_timeout_seconds)],
+        *["--block-seconds", str(traffic.load_generator.block_seconds)],
+        *["--max-blocks", str(load_flags.MAX_BLOCKS)],
+        *["--drain-seconds", repr(load_flags.DRAIN_SECONDS)],
+        *["--listen", f"{load_flags.LISTEN_HOST}:{REPORT_PORT}"],
+        *["--mirror-port", str(MIRROR_PORT)],
+        *["--stage", plan.stage_name, "--plan", plan_hash(plan)],
+    ]
+
+
+def render_splitter(
+    owner: Owner, spec: SpecDecodeRolloutSpec, plan: TrafficPlan, default_image: str
+) -> list[dict[str, Any]]:
+    """The splitter's Deployment and Service for the stage run `plan`."""
+    name = splitter_name(owner.name)
+    labels = {
+        "app.kubernetes.io/component": SPLITTER_ROLE,
+        "app.kubernetes.io/instance": owner.name,
+        "app.kubernetes.io/managed-by": "specdecode-operator",
+        "app.kubernetes.io/name": "specdecode-load",
+        ROLE_LABEL: SPLITTER_ROLE,
+        ROLLOUT_LABEL: owner.name,
+    }
+    selector = {ROLE_LABEL: SPLITTER_ROLE, ROLLOUT_LABEL: owner.name}
+    pod_labels = {**labels, PLAN_LABEL: plan_hash(plan), STAGE_LABEL: plan.stage_name}
+    generator = spec.analysis.traffic.load_generator
+    templates = template_environment()
+    common = {
+        "name": name,
+        "object_namespace": owner.namespace,
+        "labels": labels,
+        "owner_references": [owner.reference()],
+        "selector": selector,
+    }
+    deployment = render_template(
+        templates,
+        "splitter.yaml.j2",
+        {
+            **common,
+            "pod_labels": pod_labels,
+            "image": generator.image or default_image,
+            "args": _args(spec, plan),
+            "port": REPORT_PORT,
+            "mirror_port": MIRROR_PORT,
+            "token_env": TOKEN_ENV,
+            "token_secret": {"name": token_secret_name(owner.name), "key": TOKEN_KEY},
+            "resources": {
+                "requests": {"cpu": SPLITTER_CPU, "memory": SPLITTER_MEMORY},
+                "limits": {"memory": SPLITTER_MEMORY},
+            },
+        },
+    )
+    service = render_template(templates, "service.yaml.j2", {**common, "port": MIRROR_PORT})
+    return [deployment, service]

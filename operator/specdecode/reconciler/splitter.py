@@ -1,0 +1,164 @@
+"""Mirror traffic with Splitter pairing: the stage run's splitter, kept and read per look.
+
+While the domain plans shadow traffic for a stage of such a rollout, the rollout owns one
+splitter Deployment and its Service (`adapters.load.splitter`); at any other time (no
+stage running, the analysis ended, the spec switched to Prompts or ServerSide, the spec
+unreadable) they are deleted. The splitter sends to the engines' pod addresses, pushed
+per side like the load pods' (a Service's address would need cluster DNS and a proxy in
+the path). The route's single RequestMirror filter toward the
+splitter's Service is `reconciler.mirror`'s. A look reads the splitter pod of the current
+stage run once per side, in the load pods' report protocol, and combines each side's
+blocks as it would a one-shard load pod's (`domain.load_window`): the gates judge the
+same statistics as under Prompts traffic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from specdecode.adapters.kube.cache import named
+from specdecode.adapters.kube.children import delete_children, stale_objects
+from specdecode.adapters.kube.endpoints import ready_engine_endpoints
+from specdecode.adapters.kube.load_pods import LoadPod, observed_splitter_pods
+from specdecode.adapters.kube.load_token import LoadTokenError, ensure_load_token
+from specdecode.adapters.kube.owned import apply_children, owner_uids
+from specdecode.adapters.load.pods import SIDES, plan_hash
+from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
+from specdecode.adapters.load.splitter import SPLITTER_ROLE, render_splitter, splitter_name
+from specdecode.adapters.render import Owner
+from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.load_report import ReportError
+from specdecode.domain.load_window import side_window
+from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
+from specdecode.reconciler.load import known_token
+from specdecode.reconciler.ownership import record_foreign, record_foreign_token
+from specdecode.reconciler.runtime import Runtime
+
+SPLITTER_SOURCE = "shadow splitter"
+
+
+def uses_splitter(spec: SpecDecodeRolloutSpec | None) -> bool:
+    """Mirror traffic paired and timed by the operator's splitter."""
+    return spec is not None and spec.analysis.traffic.splitter_mirror
+
+
+def observe_splitter_pods(runtime: Runtime, namespace: str, rollout: str) -> list[LoadPod]:
+    """The rollout's splitter pods, from the watched cache."""
+    pods = runtime.cluster.rollout_pods(namespace, rollout, SPLITTER_ROLE)
+    return observed_splitter_pods(pods)
+
+
+async def sync_splitter(
+    runtime: Runtime,
+    owner: Owner,
+    spec: SpecDecodeRolloutSpec | None,
+    plan: TrafficPlan | None,
+) -> None:
+    """Make the rollout's splitter exactly the one `plan` wants (none when it wants none)."""
+    name = splitter_name(owner.name)
+    deployments = runtime.cluster.rollout_deployments(owner.namespace, owner.name)
+    services = runtime.cluster.rollout_services(owner.namespace, owner.name)
+    if plan is None or spec is None or not uses_splitter(spec):
+        doomed = [
+            (kind, name)
+            for kind, objects in (("Deployment", deployments), ("Service", services))
+            if (found := named(objects, name)) is not None
+            and not (found.get("metadata") or {}).get("deletionTimestamp")
+            and owner.uid in owner_uids(found)
+        ]
+        if doomed:
+            await asyncio.to_thread(delete_children, runtime.kube, owner.namespace, doomed)
+        return
+    key = f"{owner.namespace}/{owner.name}"
+    rendered = render_splitter(owner, spec, plan, runtime.settings.load_image)
+    observed = [*deployments, *services]
+    stale = stale_objects(rendered, observed)
+    if stale:
+        if key not in runtime.load_tokens:  # before the pod: it reads the token at start
+            try:
+                made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
+            except LoadTokenError as error:  # another object holds the Secret's name
+                record_foreign_token(runtime, key, str(error))
+                return
+            record_foreign_token(runtime, key, None)
+            runtime.load_tokens[key] = made
+        manager = runtime.settings.field_manager
+        foreign = await apply_children(runtime.kube, stale, manager, observed)
+        if foreign:
+            record_foreign(runtime, key, foreign)
+    await _push_endpoints(runtime, owner, spec, plan)
+
+
+async def _push_endpoints(
+    runtime: Runtime, owner: Owner, spec: SpecDecodeRolloutSpec, plan: TrafficPlan
+) -> None:
+    """Push the running splitter each side's ready engine addresses where they differ
+    from those it uses (its reports' echo, or our last push it took). A restarted
+    splitter echoes none, so it is pushed again; engine pods coming and going are watch
+    events that wake the rollout, so no timer is needed."""
+    key = f"{owner.namespace}/{owner.name}"
+    hashed = plan_hash(plan)
+    pods = observe_splitter_pods(runtime, owner.namespace, owner.name)
+    running = [p for p in pods if p.plan == hashed and not p.deleting and p.report_url]
+    echoed = runtime.splitter_endpoints.setdefault(key, {})
+    for gone in [name for name in echoed if name.split("/")[0] not in {p.name for p in running}]:
+        del echoed[gone]
+    if not running:
+        return
+    engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
+    token = await known_token(runtime, key, owner.uid)
+    for pod in running:
+        for side in SIDES:
+            urls = tuple(ready_engine_endpoints(engines, side, spec.engine.port))
+            slot = f"{pod.name}/{side.value}"
+            if echoed.get(slot) == urls or pod.report_url is None:
+                continue
+            if await push_endpoints(runtime.http, pod.report_url, list(urls), token, side.value):
+                echoed[slot] = urls
+
+
+async def read_splitter_windows(
+    runtime: Runtime,
+    rollout: str,
+    plan: TrafficPlan,
+    pods: Sequence[LoadPod],
+    since: float,
+    now: float,
+    uid: str = "",
+) -> tuple[LatencySamples | MetricError | None, LatencySamples | MetricError | None]:
+    """(baseline, candidate) windows of the stage run from its splitter's reports
+    (`rollout`: "namespace/name"; `uid`: the owner of its token)."""
+    hashed = plan_hash(plan)
+    current = [pod for pod in pods if pod.plan == hashed and not pod.deleting]
+    token = await known_token(runtime, rollout, uid) if current else None
+    echoed = runtime.splitter_endpoints.setdefault(rollout, {})
+    windows = await asyncio.gather(
+        *(_side(runtime, side, current, since, now, token, echoed) for side in SIDES)
+    )
+    return windows[0], windows[1]
+
+
+async def _side(
+    runtime: Runtime,
+    side: ChildRole,
+    pods: Sequence[LoadPod],
+    since: float,
+    now: float,
+    token: str | None,
+    echoed: dict[str, tuple[str, ...]],
+) -> LatencySamples | MetricError | None:
+    pod = next((pod for pod in pods if pod.report_url is not None), None)
+    if pod is None or pod.report_url is None:
+        return None  # not running yet: nothing measured, not an incomplete window
+    try:
+        report = await fetch_report(runtime.http, pod.report_url, since, token, side.value)
+        if report.endpoints is not None:
+            echoed[f"{pod.name}/{side.value}"] = report.endpoints
+    except ReportUnavailable as why:
+        return side_window(side.value, [], [f"splitter {pod.name} did not answer ({why})"],
+                           since, now)  # fmt: skip
+    except ReportError as error:
+        return MetricError(SPLITTER_SOURCE, f"splitter {pod.name}: {error}")
+    return side_window(side.value, [report], [], since, now)

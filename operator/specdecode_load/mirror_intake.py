@@ -1,0 +1,90 @@
+"""The splitter's mirror-facing port: takes a request, answers 202 at once, hands it on.
+
+Why answer before forwarding: a mirror's response is discarded by every gateway that
+sends one, but an implementation may still wait for it; answering `202 Accepted` with no
+body as soon as the request's last byte is read means the splitter never holds a client,
+whatever the shadows do after. Keep-alive and pipelined requests are answered in order,
+one 202 each. No token here (a gateway's mirror carries the caller's headers, not ours);
+the report routes, on their own port, keep the rollout's token. Only the traffic label
+header is kept from what the caller sent (see `mirror_request`); bodies over
+`MAX_MIRROR_BODY_BYTES` are answered 413 and not forwarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import cast
+
+import httptools
+
+from specdecode_load.mirror_request import WORKLOAD_HEADER
+
+MAX_MIRROR_BODY_BYTES = 4 << 20
+ACCEPTED = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"
+TOO_LARGE = b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+# (path, the traffic label header or None, body) -> None; called after the 202 is written
+OnMirrored = Callable[[str, bytes | None, bytes], None]
+
+
+class MirrorIntake(asyncio.Protocol):
+    """One client connection of the mirror port."""
+
+    def __init__(self, on_mirrored: OnMirrored) -> None:
+        self._on_mirrored = on_mirrored
+        self._parser = httptools.HttpRequestParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._url = b""
+        self._workload: bytes | None = None
+        self._body = bytearray()
+        self._too_large = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError:
+            self._close_with(BAD_REQUEST)
+
+    # httptools callbacks
+
+    def on_message_begin(self) -> None:
+        self._url, self._workload, self._body, self._too_large = b"", None, bytearray(), False
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == WORKLOAD_HEADER:
+            self._workload = value
+
+    def on_body(self, body: bytes) -> None:
+        if len(self._body) + len(body) > MAX_MIRROR_BODY_BYTES:
+            self._too_large = True
+        elif not self._too_large:
+            self._body += body
+
+    def on_message_complete(self) -> None:
+        if self._too_large:
+            self._close_with(TOO_LARGE)
+            return
+        assert self._transport is not None
+        self._transport.write(ACCEPTED)  # first: the caller is free before any forwarding
+        if not self._parser.should_keep_alive():
+            self._transport.close()
+        self._on_mirrored(self._url.decode(errors="replace"), self._workload, bytes(self._body))
+
+    def _close_with(self, response: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(response)
+            self._transport.close()
+
+
+async def serve_mirror(host: str, port: int, on_mirrored: OnMirrored) -> asyncio.Server:
+    """Listen for mirrored requests on host:port."""
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: MirrorIntake(on_mirrored), host, port)
