@@ -140,9 +140,10 @@ def run(hole: Break) -> bool:
 
 
 def _falsifying_example(out: str) -> str:
-    """Hypothesis' "Falsifying example" (pytest's E-prefixed lines), on one line."""
+    """Hypothesis' failing case (pytest's E-prefixed lines), on one line."""
     lines = out.splitlines()
-    start = next((i for i, line in enumerate(lines) if "Falsifying example" in line), None)
+    heads = ("Falsifying example", "Failing test case")
+    start = next((i for i, line in enumerate(lines) if any(h in line for h in heads)), None)
     if start is None:
         return "(no falsifying example printed)"
     case = []
