@@ -6,8 +6,11 @@ body as soon as the request's last byte is read means the splitter never holds a
 whatever the shadows do after. Keep-alive and pipelined requests are answered in order,
 one 202 each. No token here (a gateway's mirror carries the caller's headers, not ours);
 the report routes, on their own port, keep the rollout's token. Only the traffic label
-header is kept from what the caller sent (see `mirror_request`); bodies over
-`MAX_MIRROR_BODY_BYTES` are answered 413 and not forwarded.
+header is kept from what the caller sent (see `mirror_request`). Memory is bounded per
+connection and in all: a request line and headers over `MAX_HEAD_BYTES` are answered 431,
+a body over `MAX_MIRROR_BODY_BYTES` 413 (neither is forwarded), and connections beyond
+`MAX_CONNECTIONS` are closed at once. `Expect: 100-continue` is answered, so a tee that
+asks first does not wait out its own timeout before sending the body.
 """
 
 from __future__ import annotations
@@ -21,6 +24,13 @@ import httptools
 from specdecode_load.mirror_request import WORKLOAD_HEADER
 
 MAX_MIRROR_BODY_BYTES = 4 << 20
+MAX_HEAD_BYTES = 64 << 10  # request line and headers of one request
+MAX_CONNECTIONS = 1024  # open mirror connections at once
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+HEAD_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
+    b"Connection: close\r\n\r\n"
+)
 ACCEPTED = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"
 TOO_LARGE = b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -32,8 +42,11 @@ OnMirrored = Callable[[str, bytes | None, bytes], None]
 class MirrorIntake(asyncio.Protocol):
     """One client connection of the mirror port."""
 
-    def __init__(self, on_mirrored: OnMirrored) -> None:
+    def __init__(self, on_mirrored: OnMirrored, open_connections: list[int]) -> None:
         self._on_mirrored = on_mirrored
+        self._open = open_connections  # one shared count, [n], for all connections
+        self._head_size = 0
+        self._expects_continue = False
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._url = b""
@@ -43,8 +56,16 @@ class MirrorIntake(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self._open[0] += 1
+        if self._open[0] > MAX_CONNECTIONS:
+            self._transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._open[0] -= 1
 
     def data_received(self, data: bytes) -> None:
+        if self._transport is None or self._transport.is_closing():
+            return  # refused: nothing more is read or buffered
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError:
@@ -54,13 +75,29 @@ class MirrorIntake(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self._url, self._workload, self._body, self._too_large = b"", None, bytearray(), False
+        self._head_size, self._expects_continue = 0, False
 
     def on_url(self, url: bytes) -> None:
         self._url += url
+        self._check_head(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if name.lower() == WORKLOAD_HEADER:
+        self._check_head(len(name) + len(value))
+        lowered = name.lower()
+        if lowered == WORKLOAD_HEADER:
             self._workload = value
+        elif lowered == b"expect" and value.lower() == b"100-continue":
+            self._expects_continue = True
+
+    def on_headers_complete(self) -> None:
+        if self._expects_continue and self._transport is not None:
+            self._transport.write(CONTINUE)
+
+    def _check_head(self, size: int) -> None:
+        """Refuse a request line and headers past MAX_HEAD_BYTES (431) as they arrive."""
+        self._head_size += size
+        if self._head_size > MAX_HEAD_BYTES:
+            self._close_with(HEAD_TOO_LARGE)
 
     def on_body(self, body: bytes) -> None:
         if len(self._body) + len(body) > MAX_MIRROR_BODY_BYTES:
@@ -72,7 +109,8 @@ class MirrorIntake(asyncio.Protocol):
         if self._too_large:
             self._close_with(TOO_LARGE)
             return
-        assert self._transport is not None
+        if self._transport is None or self._transport.is_closing():
+            return  # refused (431) or over the connection cap: nothing is forwarded
         self._transport.write(ACCEPTED)  # first: the caller is free before any forwarding
         if not self._parser.should_keep_alive():
             self._transport.close()
@@ -87,4 +125,5 @@ class MirrorIntake(asyncio.Protocol):
 async def serve_mirror(host: str, port: int, on_mirrored: OnMirrored) -> asyncio.Server:
     """Listen for mirrored requests on host:port."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: MirrorIntake(on_mirrored), host, port)
+    open_connections = [0]
+    return await loop.create_server(lambda: MirrorIntake(on_mirrored, open_connections), host, port)

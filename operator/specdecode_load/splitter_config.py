@@ -19,8 +19,7 @@ from specdecode.domain.load_report import TOKEN_ENV
 from specdecode_load.config import BIND_HOST_ENV
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
 
-SIDES = ("baseline", "candidate")
-MIRROR_PORT = 8080  # the port the splitter's Service forwards mirrored requests to
+SIDES = load_flags.SPLITTER_SIDES
 MAX_IN_FLIGHT = 256  # mirrored requests (pairs) streaming at once before it sheds
 
 
@@ -60,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drain-seconds", type=float, default=load_flags.DRAIN_SECONDS)
     listen = f"{load_flags.LISTEN_HOST}:{load_flags.REPORT_PORT}"
     p.add_argument("--listen", default=listen, help=f"HOST:PORT ({BIND_HOST_ENV} sets HOST)")
-    p.add_argument("--mirror-port", type=int, default=MIRROR_PORT, help="mirrored requests")
+    p.add_argument(
+        "--mirror-port", type=int, default=load_flags.MIRROR_PORT, help="mirrored requests"
+    )
     p.add_argument("--stage", help="echoed in the report")
     p.add_argument("--plan", help="echoed in the report")
     p.add_argument(

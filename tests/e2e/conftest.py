@@ -57,7 +57,9 @@ def _xdist_worker(config: pytest.Config) -> str | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every e2e test without its own `@pytest.mark.timeout` gets E2E_TIMEOUT_SECONDS (on
-    xdist, plus the wait for the machine to itself in an exclusive group's module). On
+    xdist, plus the longest wait for the share lock: an exclusive group's module waits for
+    the machine to itself, and a module queued on the other worker may wait, in its first
+    test's setup, for a whole exclusive group: flock is not fair to either). On
     xdist workers the modules are ordered as localcluster/workers.py plans them (longest
     first, real vLLM last; localcluster/xdist_groups.py hands them out in this order); a
     run without xdist keeps the files' order."""
@@ -65,7 +67,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("e2e") and item.get_closest_marker("timeout") is None:
             seconds = E2E_TIMEOUT_SECONDS
-            if worker_id and workers.is_exclusive(workers.group_of(item.path.stem)):
+            if worker_id:
                 seconds += workers.EXCLUSIVE_WAIT_SECONDS  # the lock's wait is in its setup
             item.add_marker(pytest.mark.timeout(seconds))
     if not worker_id:

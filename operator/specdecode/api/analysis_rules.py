@@ -7,16 +7,25 @@ with no gate that applies to the rollout's method, on the spec (`SPEC_JUDGED_RUL
 the rollout's spec enforces). A request timeout at or above a stage's minimum duration is
 refused too: a hang would end only after the stage could pass, unseen by its verdict.
 They live apart from the models so `analysis` stays a description of the fields; what
-Mirror traffic can judge is defined here once (`mirror_judges`, `MIRROR_NOT_JUDGED`), from
-the gate types. Stage and gate names are unique by the CRD's
-list-map keys (and the models' validators), not by a rule.
+Mirror traffic admits and judges is `certify`'s (its clauses, read from
+`evidence_table`). Stage and gate names are unique by the CRD's list-map keys (and the
+models' validators), not by a rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from specdecode.api.gate_spec import NO_PASS_FLAGS, GateType, ItlDefinition
+from specdecode.api.certify import (
+    SPEC,
+    admitted_under,
+    applies_to_method,
+    enforced,
+    for_every_method,
+    judged_by,
+    judged_by_source,
+)
+from specdecode.api.gate_spec import GateType
 from specdecode.api.rules import (
     Binary,
     Expr,
@@ -32,10 +41,8 @@ from specdecode.api.rules import (
     every,
     implies,
     lit,
-    size,
     some,
 )
-from specdecode.api.speculative import NO_SPECULATION
 from specdecode.api.traffic import TrafficSourceType, server_side_mirror
 
 MIRROR_GATES_MESSAGE = (
@@ -60,38 +67,6 @@ MIRROR_ERRORS_MESSAGE = (
     "be promoted, since their responses never reach the operator"
 )
 
-# Gate types Mirror traffic admits but cannot judge (they need the responses' timings):
-# kept, reported as not judged, never enforced. ErrorRate is judged from the engines'
-# request-outcome counters (`domain.gates.mirror_outcomes`).
-MIRROR_NOT_JUDGED = (GateType.SPEEDUP,)
-
-
-def mirror_judges(gate: Ref) -> Expr:
-    """Whether the gate at `gate` (wire form) is allowed with Mirror traffic.
-
-    Why Speedup is allowed: the default stages carry it, and a CRD default cannot depend on
-    the traffic source; the domain reports it as not judged under Mirror
-    (`MIRROR_NOT_JUDGED`). An unset
-    itlDefinition is allowed because it means ServerStep under Mirror.
-    """
-    server_side = [
-        GateType.ACCEPTANCE,
-        GateType.ACCEPTED_LENGTH,
-        GateType.ERROR_RATE,
-        *MIRROR_NOT_JUDGED,
-    ]
-    return any_of(
-        Binary("in", gate["type"], lit([gate_type.value for gate_type in server_side])),
-        all_of(
-            Binary("==", gate["type"], lit(GateType.TAIL_LATENCY.value)),
-            any_of(
-                Not(Has(gate["itlDefinition"])),
-                Binary("==", gate["itlDefinition"], lit(ItlDefinition.SERVER_STEP.value)),
-            ),
-        ),
-    )
-
-
 NOTHING_ENFORCED_MESSAGE = (
     "analysis.stages: every stage needs a gate that is neither dryRun nor failOnly: a stage "
     "passes only on an enforced gate's evidence, so gates: [] or only dryRun and failOnly "
@@ -104,22 +79,6 @@ MIRROR_NOTHING_JUDGED_MESSAGE = (
 )
 
 
-def enforced(gate: Ref) -> Expr:
-    """Whether the gate at `gate` (wire form) can pass its stage: not a dry run, and not
-    failOnly (a gross check that can fail the stage but is no evidence for a pass)."""
-    return all_of(
-        *(
-            any_of(Not(Has(gate[flag])), Binary("==", gate[flag], lit(False)))
-            for flag in NO_PASS_FLAGS
-        )
-    )
-
-
-def judged_under_mirror(gate: Ref) -> Expr:
-    """Whether Mirror traffic judges the gate at `gate` (not one of MIRROR_NOT_JUDGED)."""
-    return Not(Binary("in", gate["type"], lit([t.value for t in MIRROR_NOT_JUDGED])))
-
-
 def not_manual(analysis: Ref) -> Expr:
     """The analysis enforces its gates (`manual` unset or false)."""
     return any_of(Not(Has(analysis["manual"])), Binary("==", analysis["manual"], lit(False)))
@@ -127,15 +86,13 @@ def not_manual(analysis: Ref) -> Expr:
 
 def enforced_gate_of(gate_type: GateType, gate: Ref) -> Expr:
     """Whether the gate at `gate` (wire form) is an enforced `gate_type` gate judged for
-    every method.
+    every method (`certify`'s clauses 2, 5 and 6).
 
     Why every method: a `methods` filter that leaves out the rollout's method makes the gate
     "not applicable", and this rule lives on the analysis, which does not see the method.
     """
     return all_of(
-        Binary("==", gate["type"], lit(gate_type.value)),
-        enforced(gate),
-        any_of(Not(Has(gate["methods"])), Binary("==", size(gate["methods"]), lit(0))),
+        Binary("==", gate["type"], lit(gate_type.value)), enforced(gate), for_every_method(gate)
     )
 
 
@@ -202,7 +159,8 @@ STAGE_RULES = RuleSet(
     )
 )
 
-_MIRROR = TrafficSourceType.MIRROR.value
+_MIRROR_T = TrafficSourceType.MIRROR
+_MIRROR = _MIRROR_T.value
 _STAGE, _GATE = Ref("s"), Ref("g")
 ANALYSIS_RULES = RuleSet(
     (
@@ -222,7 +180,11 @@ ANALYSIS_RULES = RuleSet(
         Rule(
             implies(
                 server_side_mirror(at("traffic")),
-                every(at("stages"), "s", every(_STAGE["gates"], "g", mirror_judges(_GATE))),
+                every(
+                    at("stages"),
+                    "s",
+                    every(_STAGE["gates"], "g", admitted_under(_GATE, TrafficSourceType.MIRROR)),
+                ),
             ),
             MIRROR_GATES_MESSAGE,
             ".stages",
@@ -253,7 +215,7 @@ ANALYSIS_RULES = RuleSet(
                     some(
                         _STAGE["gates"],
                         "g",
-                        all_of(enforced(_GATE), judged_under_mirror(_GATE)),
+                        all_of(enforced(_GATE), judged_by(_GATE, _MIRROR_T)),
                     ),
                 ),
             ),
@@ -272,17 +234,6 @@ NOTHING_APPLIES_MESSAGE = (
 )
 
 
-def _applies(gate: Ref) -> Expr:
-    """Whether the gate at `gate` is judged for the spec's method (`GateSpec.applies_to`;
-    plain decoding, speculative unset, is named "none")."""
-    return any_of(
-        Not(Has(gate["methods"])),
-        Binary("==", size(gate["methods"]), lit(0)),
-        all_of(Has(at("speculative")), Binary("in", at("speculative.method"), gate["methods"])),
-        all_of(Not(Has(at("speculative"))), Binary("in", lit(NO_SPECULATION), gate["methods"])),
-    )
-
-
 # On the rollout's spec (`self` is the spec: the method and the stages meet there).
 SPEC_JUDGED_RULES = RuleSet(
     (
@@ -297,11 +248,8 @@ SPEC_JUDGED_RULES = RuleSet(
                         "g",
                         all_of(
                             enforced(_GATE),
-                            _applies(_GATE),
-                            any_of(
-                                Not(server_side_mirror(at("analysis.traffic"))),
-                                judged_under_mirror(_GATE),
-                            ),
+                            applies_to_method(_GATE, SPEC),
+                            judged_by_source(_GATE, SPEC),
                         ),
                     ),
                 ),

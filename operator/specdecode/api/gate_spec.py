@@ -2,8 +2,8 @@
 
 Which fields each gate type may set (`GATE_FIELDS`), their defaults (`GATE_DEFAULTS`, the
 one place they are defined: the field descriptions, hence `kubectl explain`, quote them and
-the domain reads them through `GateSpec.setting`) and which gates Mirror traffic can judge
-(`analysis_rules.mirror_judges`) live here too; `GATE_RULES` are written once from them.
+the domain reads them through `GateSpec.setting`) live here too; `GATE_RULES` are written
+once from them. Whether a gate judges and certifies a stage is `certify`'s.
 Why type-specific fields stay unset rather than defaulted in the schema: the API server
 would write a default into every gate, and a field set on a type it does not apply to is
 rejected. Fail closed: every threshold is bounded (schema minimum/maximum, the earliest
@@ -232,12 +232,6 @@ class GateSpec(KubeModel):
         value = self.setting("speedup_metric")
         assert isinstance(value, SpeedupMetric)
         return value
-
-    def applies_to(self, method: SpeculativeMethod | None) -> bool:
-        """Whether the gate is judged for a rollout of this method (None: plain decoding)."""
-        if not self.methods:
-            return True
-        return (NO_SPECULATION if method is None else method) in self.methods
 
 
 # The type-specific fields each gate type may set; GATE_RULES are generated from this table.

@@ -23,8 +23,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from specdecode.api.analysis import ScheduleFallback
+from specdecode.api.certify import Certification, StageContext, certify, evidence_row
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.schedule_reach import k_zero_possible_at, speculation_off_through
+from specdecode.api.schedule_reach import k_zero_possible_at
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import (
     GateResult,
@@ -42,7 +43,7 @@ from specdecode.domain.concurrency_verdict import (
     schedule_offer,
 )
 from specdecode.domain.gate_boundary import evaluate_gate, gate_params
-from specdecode.domain.gates import LookPlan, not_judged_reason, stage_needs
+from specdecode.domain.gates import LookPlan, stage_needs
 from specdecode.domain.gates.registry import Need
 from specdecode.domain.load_status import load_status
 from specdecode.domain.observations import Observations
@@ -95,10 +96,12 @@ def analyze(
     if evaluation_due(stage, analysis.interval_seconds, now):
         seen = observations.stage
         window = seen if seen is not None and seen.stage_name == stage_spec.name else None
-        plan = look_plan(spec, index, measured_seconds(stage, now), status.candidate_speculative)
+        candidate = status.candidate_speculative
+        plan = look_plan(spec, index, measured_seconds(stage, now), candidate)
         previous = merge_gate_results(stage_spec, stage.gates)
+        kernel = certifications(spec, index, candidate)
         gates = [
-            evaluate_gate(gate, window, result, now, plan)
+            evaluate_gate(gate, window, result, now, plan, kernel[gate.name])
             for gate, result in zip(stage_spec.gates, previous, strict=True)
         ]
         stage = stage.model_copy(
@@ -114,26 +117,47 @@ def look_plan(
     measured: float,
     candidate: SpeculativeConfig | None = None,
 ) -> LookPlan:
-    """What the gates' error spending and applicability need to know about this look
+    """What the gates' error spending and measures need to know about this look
     (`candidate`: the config under analysis, when its schedule is known)."""
     analysis = spec.analysis
     concurrency = analysis.stages[index].concurrency
-    off = concurrency if speculation_off_through(candidate, concurrency) else None
     return LookPlan(
         measured_seconds=measured,
         max_seconds=float(analysis.stages[index].max_duration_seconds),
         runs=analysis.inconclusive_limit + 1,
         method=spec.speculative.method if spec.speculative is not None else None,
         mirror=analysis.traffic.server_side_mirror,  # the splitter's evidence is client-side
-        not_speculating_at=off,
         may_not_draft=k_zero_possible_at(candidate, concurrency),
     )
 
 
+def stage_context(
+    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeConfig | None = None
+) -> StageContext:
+    """Stage `index` as the kernel (`api.certify`) reads it; `candidate`: the config under
+    analysis, whose per-batch-size schedule may leave a Speedup gate unjudged."""
+    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
+    return StageContext(
+        source=evidence_row(spec.analysis.traffic),
+        method=spec.speculative.method if spec.speculative is not None else None,
+        concurrency=spec.analysis.stages[index].concurrency,
+        schedule=schedule,
+    )
+
+
+def certifications(
+    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeConfig | None = None
+) -> dict[str, Certification]:
+    """The kernel's answer for each gate of stage `index`, by gate name."""
+    context = stage_context(spec, index, candidate)
+    return {gate.name: certify(gate, context) for gate in spec.analysis.stages[index].gates}
+
+
 def observations_needed(spec: SpecDecodeRolloutSpec, index: int) -> frozenset[Need]:
     """What the reconciler fetches for stage `index`: what its measured gates declare."""
-    gates = (gate_params(gate) for gate in spec.analysis.stages[index].gates)
-    return stage_needs(gates, look_plan(spec, index, 0.0))
+    kernel = certifications(spec, index)
+    gates = spec.analysis.stages[index].gates
+    return stage_needs(gate_params(gate) for gate in gates if kernel[gate.name].judged)
 
 
 def _judge(
@@ -143,15 +167,11 @@ def _judge(
     analysis = spec.analysis
     stage_spec = analysis.stages[index]
     stage = status.stages[index]
-    plan = look_plan(spec, index, 0.0, status.candidate_speculative)
-    unenforced = {
-        gate.name
-        for gate in stage_spec.gates
-        if gate.dry_run or not_judged_reason(gate_params(gate), plan) is not None
-    }
-    enforced = [gate for gate in stage.gates if gate.name not in unenforced]
-    fail_only = {gate.name for gate in stage_spec.gates if gate.fail_only}
-    certifying = [gate for gate in enforced if gate.name not in fail_only]
+    kernel = certifications(spec, index, status.candidate_speculative)
+    # A result whose gate the spec no longer has is held to a pass, as before (fail closed).
+    absent = Certification(True, True, True, None)
+    enforced = [gate for gate in stage.gates if kernel.get(gate.name, absent).may_fail]
+    certifying = [gate for gate in stage.gates if kernel.get(gate.name, absent).certifies]
     if analysis.manual:
         if min_duration_reached(stage_spec, stage, now):
             # A person decides: the message puts what the gates said in front of them,

@@ -22,6 +22,7 @@ from typing import Any
 from specdecode.api.base import KubeModel
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.observations import Observations
 
 # What the evidence is made of and how its error is spent: the shadow traffic, the stages
@@ -36,6 +37,11 @@ ENGINE_UNMEASURED = frozenset(
     {"image_pull_policy", "port", "model_cache", "hub_token_secret_ref", "startup_timeout_seconds"}
 )
 PROMPTS_PART = "prompts"
+# Mirror's pairing as resolved, default included: the default (Splitter) decides what a
+# Mirror analysis reads (the splitter's paired streams or the engines' metrics), so an
+# analysis begun when the default differed (an operator before the splitter, ServerSide in
+# effect) restarts, named, instead of mixing looks of two kinds of evidence.
+MIRROR_PAIRING_PART = "analysis.traffic.mirrorPairing"
 SOURCE_PART = "workloadRef.template"
 OBSERVED_PARTS = frozenset({PROMPTS_PART, SOURCE_PART})
 Parts = dict[str, str]
@@ -72,6 +78,9 @@ def engine_digest(spec: SpecDecodeRolloutSpec) -> str:
 def evidence_parts(spec: SpecDecodeRolloutSpec, observations: Observations) -> Parts:
     """Every part of the evidence as it stands now (see the module docstring)."""
     parts = _field_parts("analysis", spec.analysis, set(PLAN_FIELDS))
+    traffic = spec.analysis.traffic
+    if traffic.source is TrafficSourceType.MIRROR:
+        parts[MIRROR_PAIRING_PART] = _digest(traffic.mirror_pairing.value)
     source = observations.source
     if spec.workload_ref is None:
         parts.update(engine_parts(spec))
@@ -155,6 +164,8 @@ def describe_part(spec: SpecDecodeRolloutSpec, key: str) -> str:
             return f"prompt ConfigMap {traffic.config_map_ref.name}"
         if traffic.secret_ref is not None:
             return f"prompt Secret {traffic.secret_ref.name}"
+    if key == MIRROR_PAIRING_PART:
+        return f"{key} ({traffic.mirror_pairing.value})"
     if key == SOURCE_PART and spec.workload_ref is not None:
         return f"Deployment/{spec.workload_ref.name}'s pod template"
     return key

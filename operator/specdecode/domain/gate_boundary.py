@@ -18,18 +18,18 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel
 
-from specdecode.api.analysis_rules import MIRROR_NOT_JUDGED
+from specdecode.api.certify import JUDGED, Certification
 from specdecode.api.gate_spec import GATE_DEFAULTS, MIN_SAMPLES_DEFAULTS, GateSpec
 from specdecode.api.status import MAX_LOOKS_KEPT, GateLook, GateResult
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates import LookPlan, error_at_look, measure, not_judged_reason
+from specdecode.domain.gates import LookPlan, error_at_look, measure
 from specdecode.domain.observations import StageObservations
 from specdecode.vocabulary import GateType, GateVerdict
 
 _PARAM_TYPES = get_type_hints(GateParams)
 # GateParams fields GateSpec does not have as such: computed from it by `_derived`.
-_DERIVED = frozenset({"methods", "default_min_samples", "judged_under_mirror"})
+_DERIVED = frozenset({"methods", "default_min_samples"})
 
 
 def gate_params(gate: GateSpec) -> GateParams:
@@ -55,7 +55,6 @@ def _derived(gate: GateSpec) -> dict[str, Any]:
     return {
         "methods": tuple(str(method) for method in gate.methods or ()),
         "default_min_samples": MIN_SAMPLES_DEFAULTS[gate.type],
-        "judged_under_mirror": gate.type not in MIRROR_NOT_JUDGED,
     }
 
 
@@ -80,13 +79,14 @@ def evaluate_gate(
     previous: GateResult | None,
     now: datetime,
     plan: LookPlan,
+    certification: Certification = JUDGED,
 ) -> GateResult:
-    """Look once: measure, judge against the bound, update the counters and the history."""
+    """Look once: measure, judge against the bound, update the counters and the history;
+    a gate the kernel does not judge here (`api.certify`) keeps its result, with the reason."""
     params = gate_params(gate)
     before = previous if previous is not None else pending_result(gate)
-    skipped = not_judged_reason(params, plan)
-    if skipped is not None:
-        return before.model_copy(update={"reason": skipped, "measured_at": now})
+    if not certification.judged:
+        return before.model_copy(update={"reason": certification.reason, "measured_at": now})
     error = look_error(gate, before, plan)
     found = measure(params, observations, plan, error)
     history = _with_look(before, found, now, plan, error)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specdecode.vocabulary import NO_SPECULATION, GateType, ItlDefinition, SpeedupMetric
+from specdecode.vocabulary import GateType, ItlDefinition, SpeedupMetric
 
 
 @dataclass(frozen=True)
@@ -20,9 +20,9 @@ class GateParams:
     """One gate: what it measures, its threshold (defaults applied), how sure it must be.
 
     `methods` are the wire names the gate is judged for (`none`: plain decoding; empty:
-    every method). `min_samples` is as set (None: the type's `default_min_samples`), since
-    a ServerStep tail reads only a minimum the user set. `judged_under_mirror`: whether the
-    gate type can be judged without the responses (Mirror traffic).
+    every method; whether the gate is judged for a rollout is `api.certify`'s). `min_samples`
+    is as set (None: the type's `default_min_samples`), since a ServerStep tail reads only a
+    minimum the user set.
     """
 
     name: str
@@ -42,15 +42,8 @@ class GateParams:
     confidence: float
     dry_run: bool
     fail_only: bool
-    judged_under_mirror: bool
 
     @property
     def effective_min_samples(self) -> int:
         """min_samples as set, else the type's default."""
         return self.min_samples or self.default_min_samples
-
-    def applies_to(self, method: str | None) -> bool:
-        """Whether the gate is judged for a rollout of this method (None: plain decoding)."""
-        if not self.methods:
-            return True
-        return (NO_SPECULATION if method is None else method) in self.methods

@@ -18,6 +18,11 @@ from typing import Final
 # The pod serves GET /v1/report and POST /v1/endpoints here; the operator asks here, and the
 # chart's NetworkPolicy opens this port to the operator alone (a unit test compares them).
 REPORT_PORT: Final = 8090
+# The splitter (Mirror through the splitter) takes mirrored requests here: its Service's
+# port, the one the route's RequestMirror filter (or a mesh's mirror) targets.
+MIRROR_PORT: Final = 8080
+# The two sides a splitter sends every request to and reports on, by their wire names.
+SPLITTER_SIDES: Final = ("baseline", "candidate")
 LISTEN_HOST: Final = "0.0.0.0"  # every address of the pod (SPECDECODE_BIND_HOST overrides)
 
 # Requests in the built-in synthetic prompt set when the spec names no ConfigMap or Secret.

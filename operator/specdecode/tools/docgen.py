@@ -1,5 +1,6 @@
 """Generate the documentation site's resource reference (docs/reference.md) from the pydantic
-models, or check that the committed page has not gone stale.
+models, and docs/gates.md's gate table from the certification kernel (`gate_table`), or
+check that the committed pages have not gone stale.
 
     python -m specdecode.tools.docgen --write   # make crds (and make docs-reference)
     python -m specdecode.tools.docgen --check   # exit 1 with a diff when the page is stale
@@ -22,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from specdecode.tools import gate_table
 from specdecode.tools.crdgen import KINDS, CrdKind, open_api_schema
 
 PAGE = Path("docs") / "reference.md"
@@ -174,20 +176,29 @@ def _html_code(code: str) -> str:
     return "<code>" + "".join(f"&#{ord(c)};" if c in "|<>&*_\\[]`" else c for c in code) + "</code>"
 
 
+def _pages(repo_root: Path) -> dict[Path, tuple[str, str]]:
+    """Each generated page: (committed text, generated text)."""
+    reference = repo_root / PAGE
+    gates = (repo_root / gate_table.PAGE).read_text()
+    return {
+        PAGE: (reference.read_text() if reference.exists() else "", render_page()),
+        gate_table.PAGE: (gates, gate_table.spliced(gates)),
+    }
+
+
 def stale(repo_root: Path) -> str:
-    """A unified diff of the committed page against the generated one; empty when current."""
-    path = repo_root / PAGE
-    current = path.read_text() if path.exists() else ""
-    wanted = render_page()
-    if current == wanted:
-        return ""
+    """A unified diff of the committed pages against the generated ones; empty when current."""
     return "".join(
-        difflib.unified_diff(
-            current.splitlines(keepends=True),
-            wanted.splitlines(keepends=True),
-            fromfile=f"{PAGE} (committed)",
-            tofile=f"{PAGE} (generated)",
+        "".join(
+            difflib.unified_diff(
+                current.splitlines(keepends=True),
+                wanted.splitlines(keepends=True),
+                fromfile=f"{page} (committed)",
+                tofile=f"{page} (generated)",
+            )
         )
+        for page, (current, wanted) in _pages(repo_root).items()
+        if current != wanted
     )
 
 
@@ -195,20 +206,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI: --write regenerates the page, --check exits 1 with a diff when it is stale."""
     parser = argparse.ArgumentParser(prog="python -m specdecode.tools.docgen")
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="write docs/reference.md")
+    mode.add_argument("--write", action="store_true", help="write the generated pages")
     mode.add_argument("--check", action="store_true", help="fail if the page is stale")
     parser.add_argument("--repo-root", type=Path, default=Path(__file__).resolve().parents[3])
     args = parser.parse_args(argv)
     if args.write:
-        (args.repo_root / PAGE).write_text(render_page())
-        print(f"wrote {args.repo_root / PAGE}")
+        for page, (_, wanted) in _pages(args.repo_root).items():
+            (args.repo_root / page).write_text(wanted)
+            print(f"wrote {args.repo_root / page}")
         return 0
     diff = stale(args.repo_root)
     if diff:
         sys.stdout.write(diff)
-        print("docs/reference.md is stale: run `make crds` and commit the result.")
+        print("docs/reference.md or docs/gates.md is stale: run `make crds` and commit.")
         return 1
-    print("docs/reference.md matches the models.")
+    print("docs/reference.md and docs/gates.md's gate table match the models.")
     return 0
 
 

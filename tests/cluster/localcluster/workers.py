@@ -30,9 +30,10 @@ SHARED_GROUPS: Mapping[str, str] = {
 }
 # Groups that run alone: last, while the other worker idles (see the module docstring).
 EXCLUSIVE_GROUPS = frozenset({"real-vllm"})
-# Added to the per-test time limit of an exclusive group's tests: the first one waits, in
-# its setup, for the other worker's module to end (by plan a short one; a slow A/A gate
-# pair can hold its worker ~10 minutes).
+# Added to every e2e test's time limit under xdist: an exclusive group's first test waits,
+# in its setup, for the other worker's module to end (by plan a short one; a slow A/A gate
+# pair can hold its worker ~10 minutes), and a module queued on the other worker may wait
+# for a whole exclusive group (flock favours neither).
 EXCLUSIVE_WAIT_SECONDS = 900
 # The lock file they take, next to the workers' cluster directories (one per checkout).
 SHARE_LOCK_NAME = ".cluster-gw.lock"

@@ -21,6 +21,7 @@ import json
 import random
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 from domain_fixtures import acceptance
@@ -85,7 +86,7 @@ def speculative_configs(draw: st.DrawFn, release: str) -> Fields | None:
     if needs_model or (needs_model is None and draw(st.booleans())):
         fields["model"] = "org/draft"
     if field_exists(SCHEDULE, release) and draw(st.integers(0, 3)) > 0:
-        fields[SCHEDULE] = draw(schedules(k))
+        fields[SCHEDULE] = draw(st.one_of(schedules(k), small_batches_only(k)))
     return fields
 
 
@@ -99,6 +100,14 @@ def schedules(draw: st.DrawFn, k: int) -> list[list[int]]:
         entries.append([start, end, draw(st.sampled_from([0, 0, k, max(0, k - 1)]))])
         start = end + 1
     return entries
+
+
+@st.composite
+def small_batches_only(draw: st.DrawFn, k: int) -> list[list[int]]:
+    """Speculation at batch sizes 1..s only, off above (issue 33's hole 6: k = 0 at a
+    stage's nominal concurrency, while a closed loop's smaller batches still speculate)."""
+    last = draw(st.sampled_from([1, 3, 8]))
+    return [[1, last, k], [last + 1, 4096, 0]]
 
 
 GATE_TYPES = st.sampled_from([gate_type.value for gate_type in GateType])
@@ -148,12 +157,12 @@ def _type_fields(draw: st.DrawFn, gate_type: GateType, mirror: bool) -> Fields:
     fields: Fields = {}
     if gate_type is GateType.ACCEPTANCE:
         if draw(maybe):
-            fields["min_alpha"] = draw(st.sampled_from([0.05, 0.2, 0.55, 0.95]))
+            fields["min_alpha"] = draw(st.sampled_from([0.01, 0.05, 0.2, 0.55, 0.95]))
         if draw(maybe):
             fields["min_draft_tokens"] = draw(st.sampled_from([1, 100, 1000, 10**7]))
     elif gate_type is GateType.ACCEPTED_LENGTH:
         if draw(maybe):
-            fields["min_accepted_length"] = draw(st.sampled_from([1.01, 1.3, 3.0]))
+            fields["min_accepted_length"] = draw(st.sampled_from([1.0, 1.01, 1.3, 3.0]))
     elif gate_type is GateType.TAIL_LATENCY:
         if draw(maybe):
             fields["tolerance"] = draw(st.sampled_from([0.0, 0.1, 0.4, 3.0]))
@@ -164,11 +173,11 @@ def _type_fields(draw: st.DrawFn, gate_type: GateType, mirror: bool) -> Fields:
             fields["itl_definition"] = draw(st.sampled_from([c.value for c in choices]))
     elif gate_type is GateType.SPEEDUP:
         if draw(maybe):
-            fields["min_speedup"] = draw(st.sampled_from([0.5, 0.9, 1.0, 1.2]))
+            fields["min_speedup"] = draw(st.sampled_from([0.1, 0.5, 0.9, 1.0, 1.2]))
         if draw(maybe):
             fields["speedup_metric"] = draw(st.sampled_from([m.value for m in SpeedupMetric]))
     elif draw(maybe):
-        fields["max_error_rate"] = draw(st.sampled_from([0.0, 0.02, 0.1, 1.0]))
+        fields["max_error_rate"] = draw(st.sampled_from([0.0, 0.02, 0.1, 0.5, 1.0]))
     return fields
 
 
@@ -196,9 +205,13 @@ def stages(draw: st.DrawFn, index: int, mirror: bool, enforced_tail: bool = Fals
     drawn = [draw(gates(f"g{i}", mirror, speedup=speedup)) for i in range(count)]
     if draw(st.integers(0, 4)) > 0:
         drawn[-1] = {k: v for k, v in drawn[-1].items() if k not in ("dry_run", "fail_only")}
+    if not mirror and draw(st.integers(0, 2)) == 0:  # an enforced gain beside the others
+        drawn.append({"name": "gain", "type": GateType.SPEEDUP.value})
     if enforced_tail:
         drawn.append(draw(gates("tail", mirror, enforced_tail=True)))
-        if mirror:  # and an enforced ErrorRate gate (issue 33), mostly beside it
+        # and an enforced ErrorRate gate (issue 33), mostly beside it; without one the API
+        # must refuse the analysis (the fuzzer checks it does)
+        if mirror and draw(st.integers(0, 5)) > 0:
             drawn.append(draw(gates("errors", mirror, enforced_error=True)))
     fields["gates"] = drawn
     return fields
@@ -231,8 +244,13 @@ def spec_fields(draw: st.DrawFn) -> Fields:
     """A rollout spec as plain data, before the API has judged it."""
     release = draw(st.sampled_from(RELEASES))
     mirror = draw(st.booleans())
+    # Prompts: a request timeout under the stages' minimums (the API refuses one at or above
+    # a stage's; the default 45 s refused every generated and shortened default stage)
+    timeout = {"request_timeout_seconds": draw(st.sampled_from([10.0, 15.0]))}
     traffic: Fields = (
-        {"source": "Mirror", "mirror_pairing": "ServerSide", "http_route": "chat"} if mirror else {}
+        {"source": "Mirror", "mirror_pairing": "ServerSide", "http_route": "chat"}
+        if mirror
+        else timeout
     )
     stage_list: list[Fields] | str
     if draw(st.booleans()):
@@ -242,8 +260,11 @@ def spec_fields(draw: st.DrawFn) -> Fields:
         # Mirror needs an enforced TailLatency gate in some stage (else refused): mostly one.
         tail_at = draw(st.integers(0, count)) if mirror else count
         stage_list = [draw(stages(i, mirror, enforced_tail=i == tail_at)) for i in range(count)]
+    model: Fields = {"name": "meta-llama/Llama-3.1-8B-Instruct"}
+    if draw(st.integers(0, 5)) == 0:
+        model["extra_args"] = list(draw(st.sampled_from(EXTRA_ARGS)))
     fields: Fields = {
-        "model": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
+        "model": model,
         "engine": {"image": f"vllm/vllm-openai:v{release}"},
         "speculative": draw(speculative_configs(release)),
         "analysis": {
@@ -259,6 +280,23 @@ def spec_fields(draw: st.DrawFn) -> Fields:
         },
     }
     return fields
+
+
+def _recorded_spellings() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Every spelling the recorded releases' own parsers were run on, with the destinations
+    it set there (`tests/data/engine-arg-spellings.vllm-*.json`), across releases."""
+    found: dict[tuple[str, ...], set[str]] = {}
+    for path in sorted(DATA.glob("engine-arg-spellings.vllm-*.json")):
+        for case in json.loads(path.read_text())["cases"]:
+            found.setdefault(tuple(case["args"]), set()).update(case["changed"] or ())
+    return sorted((args, tuple(sorted(dests))) for args, dests in found.items())
+
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+SPELLINGS = _recorded_spellings()
+# extraArgs drawn: a recorded spelling (what it sets is in `SETS`), or a free flag.
+EXTRA_ARGS = [("--seed", "7"), *(args for args, _ in SPELLINGS)]
+SETS = dict(SPELLINGS)
 
 
 @lru_cache(maxsize=20_000)
@@ -297,6 +335,7 @@ class Look:
     moments: str
     server: str
     outcomes: str = "clean"  # Mirror's engine outcome counts (`engine_outcomes`)
+    edit: str = ""  # a spec edit before this look: what the engines run changes (`EDITS`)
 
     def observations(self, stage_name: str) -> StageObservations | None:
         """The window this look hands to `decide` while `stage_name` runs."""
@@ -398,8 +437,31 @@ def looks(draw: st.DrawFn) -> Look:
         repeat=draw(st.integers(1, 6)),
         window=draw(st.sampled_from(["data", "data", "data", "none", "stale", "empty"])),
         counts=counts,
+        edit=draw(st.sampled_from(["", "", "", "", "", "", "", "", *EDITS])),
         **preset,
     )
+
+
+# Edits of what the engines run, mid-analysis: each must restart the analysis.
+EDITS = {
+    "revision": ("model", "revision", "0123abc"),
+    "image": ("engine", "image", "vllm/vllm-openai:v0.32.0"),
+    "extraArgs": ("model", "extra_args", ["--seed", "11"]),
+}
+
+
+def edited(spec: SpecDecodeRolloutSpec, edit: str) -> SpecDecodeRolloutSpec | None:
+    """`spec` with `edit` (`EDITS`) applied, as the API admits it (None: refused, or no
+    change)."""
+    part, field, value = EDITS[edit]
+    data = spec.model_dump(mode="json", exclude_none=True)
+    if data[part].get(field) == value:
+        return None
+    data[part][field] = value
+    try:
+        return SpecDecodeRolloutSpec.model_validate(data)
+    except ValidationError:
+        return None
 
 
 @st.composite
@@ -530,8 +592,9 @@ def engine_outcomes(name: str) -> EngineOutcomePair | MetricError | None:
         "failing": EngineOutcomes(by_reason={"stop": 3600.0, "error": 400.0}, **known),
         "restarted": EngineOutcomes(by_reason={"stop": 4000.0}, restarts=1.0, **known),
         "short": EngineOutcomes(by_reason={"stop": 3600.0}, **known),
-        # 10 % hung in the engine: still "running", counted by no finished_reason
-        "hung": EngineOutcomes(by_reason={"stop": 3600.0}, in_flight=400.0, **known),
+        # 25 % hung in the engine: still "running", counted by no finished_reason (more
+        # than any admitted maxErrorRate, so counted as failed they can never pass)
+        "hung": EngineOutcomes(by_reason={"stop": 3000.0}, in_flight=1000.0, **known),
         "gauges unknown": EngineOutcomes(by_reason={"stop": served}, scraped=True),
     }.get(name, clean)
     return EngineOutcomePair(baseline=clean, candidate=candidate)
@@ -548,7 +611,9 @@ def server_step(name: str) -> ServerStepHistograms | MetricError | None:
         return ServerStepHistograms(StepHistogram(), StepHistogram())
     total, steps = (20.0, 20.0) if name == "thin" else (20_000.0, 4_000.0)
     step_count = None if name == "no-steps" else steps
-    candidate = {"better": _FAST, "worse": _SLOW}.get(name, _BASE)
+    # no-steps: a candidate that would pass if every observation counted as a step (the
+    # ~batch-size overcount of a look without vllm:iteration_tokens_total_count)
+    candidate = {"better": _FAST, "worse": _SLOW, "no-steps": _FAST}.get(name, _BASE)
     return ServerStepHistograms(
         baseline=_histogram(_BASE, total, step_count),
         candidate=_histogram(candidate, total, step_count),

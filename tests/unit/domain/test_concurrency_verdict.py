@@ -26,19 +26,18 @@ from domain_fixtures import (
 
 from specdecode.api import EngineSpec, GateSpec, GateType, Phase, StagePhase
 from specdecode.api.analysis import ScheduleFallback, default_stages
+from specdecode.api.certify import certify
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
 from specdecode.api.traffic import TrafficSourceType
-from specdecode.domain.analyzing import look_plan
+from specdecode.domain.analyzing import stage_context
 from specdecode.domain.concurrency_verdict import (
     LowerPass,
     lower_pass,
     lower_pass_text,
     schedule_offer,
 )
-from specdecode.domain.gate_boundary import gate_params
-from specdecode.domain.gates import not_judged_reason
 from specdecode.domain.observations import LatencySamples, Observations
 
 pytestmark = pytest.mark.unit
@@ -273,18 +272,16 @@ def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> No
     scheduled = EAGLE3.model_copy(
         update={"num_speculative_tokens_per_batch_size": [[1, 32, 0], [33, 4096, 3]]}
     )
-    plan = look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, scheduled)  # concurrency 32: k = 0
-    assert plan.not_speculating_at == 32
+    stage = stage_context(_spec(SCHEDULED_RELEASE), 1, scheduled)  # concurrency 32: k = 0
     gain = GateSpec(name="gain", type=GateType.SPEEDUP)
     no_loss = GateSpec(name="no-loss", type=GateType.SPEEDUP, min_speedup=0.9)
+    skipped = certify(gain, stage)
+    assert not skipped.judged and not skipped.certifies
     assert "turns speculation off at every batch size up to concurrency 32" in (
-        not_judged_reason(gate_params(gain), plan) or ""
+        skipped.reason or ""
     )
-    assert not_judged_reason(gate_params(no_loss), plan) is None
-    assert (
-        not_judged_reason(gate_params(gain), look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, EAGLE3))
-        is None
-    )
+    assert certify(no_loss, stage).certifies
+    assert certify(gain, stage_context(_spec(SCHEDULED_RELEASE), 1, EAGLE3)).certifies
 
 
 @pytest.mark.parametrize(
@@ -301,10 +298,9 @@ def test_a_gain_is_asked_wherever_a_stage_may_still_speculate(schedule: list[lis
     closed loop's batches fall below it, so k > 0 (or an unknown k) anywhere in 1..32 is
     measured there and the gate asking a gain is judged."""
     scheduled = EAGLE3.model_copy(update={"num_speculative_tokens_per_batch_size": schedule})
-    plan = look_plan(_spec(SCHEDULED_RELEASE), 1, 0.0, scheduled)  # concurrency 32
-    assert plan.not_speculating_at is None
+    stage = stage_context(_spec(SCHEDULED_RELEASE), 1, scheduled)  # concurrency 32
     gain = GateSpec(name="gain", type=GateType.SPEEDUP)
-    assert not_judged_reason(gate_params(gain), plan) is None
+    assert certify(gain, stage).certifies
 
 
 def test_a_request_rate_stage_always_judges_the_gain() -> None:
@@ -316,9 +312,8 @@ def test_a_request_rate_stage_always_judges_the_gain() -> None:
     spec = _spec(SCHEDULED_RELEASE).model_copy(
         update={"analysis": _spec().analysis.model_copy(update={"stages": stages})}
     )
-    plan = look_plan(spec, 0, 0.0, off_to_4096)
-    assert plan.not_speculating_at is None
-    assert not_judged_reason(gate_params(GateSpec(name="g", type=GateType.SPEEDUP)), plan) is None
+    stage = stage_context(spec, 0, off_to_4096)
+    assert certify(GateSpec(name="g", type=GateType.SPEEDUP), stage).certifies
 
 
 def test_adopting_the_offer_in_the_same_edit_as_a_gate_still_restarts_the_analysis() -> None:

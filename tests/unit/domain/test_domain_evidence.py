@@ -18,6 +18,7 @@ from specdecode.api import Phase, SpecDecodeRolloutSpec, StagePhase
 from specdecode.api.adoption import WorkloadRef
 from specdecode.api.traffic import ConfigMapKeyRef
 from specdecode.domain.evidence import (
+    MIRROR_PAIRING_PART,
     PROMPTS_PART,
     as_record,
     engine_digest,
@@ -240,3 +241,21 @@ def test_a_part_removed_by_an_edit_restarts_once_through_a_merge_patched_status(
         later = run(SPEC, written, seen(), seconds)
         assert "EvidenceChanged" not in [e.reason for e in later.events]
         written = later.status
+
+
+def test_a_mirror_analysis_begun_before_the_splitter_default_restarts_naming_the_pairing() -> None:
+    """An operator before the splitter recorded no pairing, and its Mirror analysis read the
+    engines' metrics (ServerSide); under the Splitter default it would go on reading the
+    splitter's streams into the same looks. It restarts once, naming the pairing; a Prompts
+    analysis records no pairing and restarts for nothing on the upgrade."""
+    mirror = make_spec(traffic={"source": "Mirror", "request_timeout_seconds": 10.0})
+    assert MIRROR_PAIRING_PART in evidence_parts(mirror, seen())
+    assert MIRROR_PAIRING_PART not in evidence_parts(SPEC, seen())
+    begun = run(mirror, status_in(mirror, "Analyzing"), seen(), 1).status
+    before_splitter = begun.model_copy(
+        update={"evidence": [e for e in begun.evidence or [] if MIRROR_PAIRING_PART not in e]}
+    )
+    decision = run(mirror, before_splitter, seen(), 5)
+    assert [e.reason for e in decision.events][:1] == ["EvidenceChanged"]
+    assert decision.events[0].message.startswith(f"{MIRROR_PAIRING_PART} (Splitter) changed")
+    assert "EvidenceChanged" not in [e.reason for e in run(mirror, begun, seen(), 5).events]

@@ -12,17 +12,18 @@ from dataclasses import fields
 import pytest
 
 from specdecode.api import GateSpec, GateType, ItlDefinition
-from specdecode.api.analysis_rules import MIRROR_NOT_JUDGED
+from specdecode.api.certify import StageContext, certify
 from specdecode.api.gate_spec import GATE_DEFAULTS, GATE_FIELDS
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import GateResult
+from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.gate_boundary import gate_params, pending_result
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
 
 pytestmark = pytest.mark.unit
 
-DERIVED = {"default_min_samples", "judged_under_mirror"}
+DERIVED = {"default_min_samples"}
 
 
 def test_every_param_is_a_gate_spec_field_by_name() -> None:
@@ -41,7 +42,6 @@ def test_defaults_are_the_specs_own(gate_type: GateType) -> None:
         assert getattr(params, name) == spec.setting(name), name
     assert params.min_samples is None
     assert params.effective_min_samples == spec.effective_min_samples
-    assert params.judged_under_mirror is (gate_type not in MIRROR_NOT_JUDGED)
     assert (params.name, params.type, params.confidence) == ("g", gate_type, 0.95)
 
 
@@ -65,9 +65,9 @@ def test_set_values_win_and_numbers_are_floats() -> None:
 )
 def test_methods_apply_as_the_spec_says(methods: list[str] | None) -> None:
     spec = GateSpec.model_validate({"name": "g", "type": "Acceptance", "methods": methods})
-    params = gate_params(spec)
     for method in [None, *SpeculativeMethod]:
-        assert params.applies_to(method) == spec.applies_to(method), method
+        judged = certify(spec, StageContext(TrafficSourceType.PROMPTS, method)).judged
+        assert judged == (not methods or (method or "none") in methods), method
 
 
 def test_a_measurement_reaches_status_whole() -> None:

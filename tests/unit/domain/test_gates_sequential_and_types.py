@@ -13,11 +13,13 @@ from domain_fixtures import T0, acceptance, stage_obs
 
 from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.api.analysis import default_stages
+from specdecode.api.certify import StageContext, certify
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import MAX_LOOKS_KEPT, GateResult
+from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.clustered import block_quantile, ratio_of_sums
-from specdecode.domain.gate_boundary import evaluate_gate, gate_params, look_error
-from specdecode.domain.gates import MIN_LOOK_ERROR, LookPlan, not_judged_reason
+from specdecode.domain.gate_boundary import evaluate_gate, look_error
+from specdecode.domain.gates import MIN_LOOK_ERROR, LookPlan
 from specdecode.domain.gates.registry import registered_types
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -180,9 +182,13 @@ _TAIL_STAGE = {"p99-itl", "tpot-speedup", "error-rate"}
 def test_default_stages_judge_what_pays_for_each_method(
     method: SpeculativeMethod, first_stage: set[str]
 ) -> None:
-    plan = LookPlan(0, 600, method=method)
+    prompts = TrafficSourceType.PROMPTS
     judged = [
-        {g.name for g in stage.gates if not_judged_reason(gate_params(g), plan) is None}
+        {
+            g.name
+            for g in stage.gates
+            if certify(g, StageContext(prompts, method, stage.concurrency)).judged
+        }
         for stage in default_stages()
     ]
     assert judged == [first_stage, _TAIL_STAGE]
@@ -190,13 +196,13 @@ def test_default_stages_judge_what_pays_for_each_method(
 
 def test_speedup_is_reported_not_judged_under_mirror_traffic() -> None:
     gate = GateSpec(name="g", type=GateType.SPEEDUP)
-    reason = not_judged_reason(gate_params(gate), LookPlan(0, 600, mirror=True))
-    assert reason is not None and "Mirror" in reason
+    found = certify(gate, StageContext(TrafficSourceType.MIRROR))
+    assert not found.judged and found.reason is not None and "Mirror" in found.reason
 
 
 def test_error_rate_is_judged_under_mirror_traffic() -> None:
     gate = GateSpec(name="g", type=GateType.ERROR_RATE)
-    assert not_judged_reason(gate_params(gate), LookPlan(0, 600, mirror=True)) is None
+    assert certify(gate, StageContext(TrafficSourceType.MIRROR)).certifies
 
 
 def _suffix_like(requests: int = 200, rng: random.Random | None = None) -> StageObservations:

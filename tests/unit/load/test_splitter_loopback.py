@@ -129,7 +129,10 @@ async def test_each_side_is_timed_against_its_known_truth_and_paired(rig: Rig) -
         engine, measured = rig.engines[side], rig.measured[side]
         assert len(measured) == len(engine.true_gaps) >= 4 * 4
         errors = sorted(abs(m - t) for m, t in zip(measured, engine.true_gaps, strict=True))
-        assert errors[int(0.9 * len(errors))] < 0.001, (side, errors)
+        # 2 ms, not the load pods' 1 ms: both sides' streams share one event loop, so one
+        # side's chunk can wait for the other's callback (benchmarks/splitter_overhead.py
+        # states the precision; a mis-paired or unpaired gap is off by a whole 10 ms+ step)
+        assert errors[int(0.9 * len(errors))] < 0.002, (side, errors)
         assert rig.total(side, "requests_ok") == 4 and rig.total(side, "output_tokens") == 60
         requests, steps, accepted = engine.accepted_truth["chat"]
         stream = AcceptedMoments()

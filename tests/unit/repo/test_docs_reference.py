@@ -1,6 +1,7 @@
 """docs/reference.md, the resource reference of the documentation site, is generated from the
-pydantic models (`python -m specdecode.tools.docgen --write`, run by `make crds`): a model
-change committed without regenerating the page fails here, as a CRD left behind fails
+pydantic models, and docs/gates.md's gate table from the certification kernel
+(`python -m specdecode.tools.docgen --write`, run by `make crds`): a model or kernel change
+committed without regenerating the pages fails here, as a CRD left behind fails
 `make verify-crds`.
 """
 
@@ -28,6 +29,7 @@ def test_a_stale_description_is_found(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     page = tmp_path / docgen.PAGE
     shutil.copy(REPO / docgen.PAGE, page)
+    shutil.copy(REPO / "docs" / "gates.md", tmp_path / "docs" / "gates.md")
     text = page.read_text()
     old = "| Model to serve: a hub id or a local path. |"
     assert old in text
@@ -47,3 +49,16 @@ def test_every_field_of_both_resources_has_a_row() -> None:
         "spec.searchSpace",
     ):
         assert f"| `{path}` |" in page, path
+
+
+def test_a_stale_gate_table_is_found(tmp_path: Path) -> None:
+    """docs/gates.md's table is the kernel's: a row edited by hand is reported."""
+    (tmp_path / "docs").mkdir()
+    shutil.copy(REPO / docgen.PAGE, tmp_path / docgen.PAGE)
+    page = tmp_path / "docs" / "gates.md"
+    text = (REPO / "docs" / "gates.md").read_text()
+    old = "| Speedup | Mirror, mirrorPairing ServerSide |"
+    assert old in text
+    page.write_text(text.replace(old, "| Speedup | Mirror (judged) |"))
+    diff = docgen.stale(tmp_path)
+    assert "-| Speedup | Mirror (judged) |" in diff and f"+{old}" in diff

@@ -35,7 +35,7 @@ from specdecode.domain.load_flags import REPORT_PORT
 from specdecode.domain.load_report import TOKEN_ENV
 
 SPLITTER_ROLE = "shadow-splitter"
-MIRROR_PORT = 8080  # specdecode_load.splitter_config.MIRROR_PORT: the mirror's target
+MIRROR_PORT = load_flags.MIRROR_PORT  # the mirror's target, the splitter's Service port
 SPLITTER_CPU = "1"
 SPLITTER_MEMORY = "512Mi"
 

@@ -14,9 +14,10 @@ Verdicts, as Argo Rollouts' AnalysisRun names them:
   the gate's minimum of completed requests is Failed instead (`no_drafts`).
 - Error: a metric source failed (`MetricError`). Never a pass, never a failure; the stage
   counts consecutive errors against `analysis.consecutiveErrorLimit`.
-A gate whose `methods` exclude the rollout's method, or a Speedup gate under Mirror
-traffic, is not judged: it stays Pending with a reason and is not enforced (ErrorRate under
-Mirror reads the engines' own request-outcome counters, `mirror_outcomes`).
+Whether a gate is judged at all (its `methods`, the traffic source, the candidate's
+schedule) is `api.certify`'s, decided before a look: a gate it does not judge stays
+Pending with its reason and is not enforced (ErrorRate under Mirror reads the engines' own
+request-outcome counters, `mirror_outcomes`).
 
 Error over repeated looks: each look's bounds are held at the error a group-sequential
 spending function allows at that look's information time (measured / maxDurationSeconds,
@@ -70,47 +71,17 @@ class LookPlan:
     runs: int = 1
     method: str | None = None
     mirror: bool = False
-    # The stage's concurrency when the candidate's per-batch-size schedule turns speculation
-    # off (k = 0) at every batch size from 1 up to it (`api.schedule_reach`: a closed loop's
-    # batches fall below its concurrency, so k > 0 anywhere below is measured): it cannot
-    # pay where it never speculates, so a Speedup gate asking a gain (minSpeedup >= 1) is
-    # not judged; one asking "at most this much slower" is.
-    not_speculating_at: int | None = None
     # The schedule may give k = 0 at this stage's load (at its concurrency; anywhere for a
     # requestRate stage): zero drafts there is the schedule's doing, not a finding.
     may_not_draft: bool = False
 
 
-def not_judged_reason(gate: GateParams, plan: LookPlan) -> str | None:
-    """Why a gate is not judged in this rollout, or None when it is."""
-    if not gate.applies_to(plan.method):
-        method = str(plan.method) if plan.method is not None else "plain decoding"
-        return f"not judged for {method} (judged for {', '.join(gate.methods)})"
-    if plan.mirror and not gate.judged_under_mirror:
-        return "not judged: Mirror traffic has no client timings"
-    if (
-        gate.type is GateType.SPEEDUP
-        and plan.not_speculating_at is not None
-        and gate.min_speedup >= 1.0
-    ):
-        # A gain cannot be asked where nothing is drafted; a minSpeedup under 1 (speculation
-        # off must cost at most that much) is still judged there.
-        return (
-            f"not judged: the candidate's num_speculative_tokens_per_batch_size turns "
-            f"speculation off at every batch size up to concurrency "
-            f"{plan.not_speculating_at}, where minSpeedup {gate.min_speedup:g} asks a gain "
-            f"(the tail and errors are still judged)"
-        )
-    return None
-
-
-def stage_needs(gates: Iterable[GateParams], plan: LookPlan) -> frozenset[Need]:
+def stage_needs(measured: Iterable[GateParams]) -> frozenset[Need]:
     """What to fetch for a stage: the union of what its measured gates declare.
 
-    Measured: judged for this rollout (dry-run gates included, they are measured and
-    reported); a gate not judged for the method or the traffic reads nothing.
+    Measured: judged for this rollout (`api.certify`, dry-run gates included, they are
+    measured and reported); the caller leaves out a gate not judged, which reads nothing.
     """
-    measured = (gate for gate in gates if not_judged_reason(gate, plan) is None)
     return frozenset().union(*(measure_for(gate.type).needs(gate) for gate in measured))
 
 

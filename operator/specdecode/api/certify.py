@@ -1,0 +1,272 @@
+"""What certifies a stage, decided once: a gate's clauses, read by admission and by judging.
+
+Why one module: whether a gate judges a stage, and whether its pass counts towards the
+stage's pass, used to be decided in five places (two `applies_to`, the CRD's Mirror rules,
+`not_judged_reason`, the analysis' unenforced and fail-only sets), and a fix in one left a
+gap beside it. Here each condition is one clause, an expression tree (`rules`) over the
+wire form: the CRD's CEL rules (`analysis_rules`, the rollout's spec rules) are built from
+these clauses, and `certify`, which judging calls for every gate at every look, evaluates
+the very same trees in Python on the gate, the stage and the rollout's spec. The clauses
+read `EVIDENCE` (gate type x traffic source: what is admitted, what is judged, what the
+gate reads), from which the docs' gate table is generated (`tools/docgen.py`). Its Mirror
+rows are Mirror with ServerSide pairing (the engines' metrics only); Mirror through the
+splitter is paired client-side evidence and reads the Prompts rows (`evidence_row`).
+
+The clauses, in order (the first that does not hold is the reason):
+1. admitted: the source can read the gate (Mirror: a TailLatency gate only on ServerStep);
+   the API server refuses the rest, so judging never meets them;
+2. method: `methods` is empty or names the rollout's method (`none`: plain decoding);
+3. source: the source's row judges the type (Speedup is kept but not judged under Mirror);
+4. schedule: a Speedup gate asking a gain is not judged where the candidate's per-batch-size
+   schedule turns speculation off at every batch size up to the stage's concurrency
+   (`schedule_reach.off_through`);
+5. not dryRun: a dry run is measured and reported but never fails the stage;
+6. not failOnly: a fail-only check can fail the stage but is no evidence for a pass.
+Judged: 1-4 hold. May fail the stage: 1-5. Certifies (its pass counts): 1-6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from specdecode.api.evidence_table import EVIDENCE
+from specdecode.api.gate_spec import NO_PASS_FLAGS, GateSpec, GateType
+from specdecode.api.rules import (
+    Binary,
+    Expr,
+    Has,
+    Not,
+    Ref,
+    all_of,
+    any_of,
+    at,
+    implies,
+    lit,
+    size,
+)
+from specdecode.api.rules.expressions import truth
+from specdecode.api.schedule_reach import off_through
+from specdecode.api.speculative_rules import SCHEDULE
+from specdecode.api.traffic import (
+    MirrorPairing,
+    TrafficSourceType,
+    TrafficSpec,
+    server_side_mirror,
+)
+from specdecode.vocabulary import NO_SPECULATION
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a rule finds the stage's context: the traffic source, the method, the schedule.
+
+    Paths from `self` (the rollout's spec on the spec rules, the analysis on the analysis
+    rules); `certify` evaluates the clauses with `SPEC` on a spec-shaped dict.
+    """
+
+    traffic: Ref
+    speculative: Ref
+
+    def reads(self, source: TrafficSourceType) -> Expr:
+        """Whether the stage's evidence is `source`'s row: Mirror's is the engines' own
+        metrics (ServerSide pairing); Mirror through the splitter is paired client-side
+        evidence, read like replayed Prompts."""
+        server_side = server_side_mirror(self.traffic)
+        return server_side if source is TrafficSourceType.MIRROR else Not(server_side)
+
+    @property
+    def method(self) -> Ref:
+        return self.speculative["method"]
+
+    @property
+    def schedule(self) -> Ref:
+        return self.speculative[SCHEDULE]
+
+
+SPEC = Where(traffic=at("analysis.traffic"), speculative=at("speculative"))
+
+
+def admitted_under(gate: Ref, source: TrafficSourceType) -> Expr:
+    """Clause 1 for one source: the gate is one `source` can read (`EVIDENCE`)."""
+    rows = {gate_type: EVIDENCE[gate_type, source] for gate_type in GateType}
+    # Judged types first, then those kept but not judged (the CRD's order since Mirror's rules).
+    order = sorted(GateType, key=lambda t: not rows[t].judged)
+    anywhere = [t.value for t in order if rows[t].admitted and rows[t].itl is None]
+    restricted = [
+        all_of(
+            Binary("==", gate["type"], lit(t.value)),
+            any_of(
+                Not(Has(gate["itlDefinition"])),
+                Binary("==", gate["itlDefinition"], lit(row.itl[0].value)),
+            ),
+        )
+        for t, row in rows.items()
+        if row.admitted and row.itl is not None
+    ]
+    everything = len(anywhere) == len(GateType)
+    if everything:
+        return lit(True)
+    return any_of(Binary("in", gate["type"], lit(anywhere)), *restricted)
+
+
+def judged_by(gate: Ref, source: TrafficSourceType) -> Expr:
+    """Clause 3 for one source: its row judges the gate's type."""
+    unjudged = [t.value for t in GateType if not EVIDENCE[t, source].judged]
+    return Not(Binary("in", gate["type"], lit(unjudged))) if unjudged else lit(True)
+
+
+def judged_by_source(gate: Ref, where: Where) -> Expr:
+    """Clause 3 with the source read from the object."""
+    return all_of(
+        *(
+            any_of(Not(where.reads(source)), judged_by(gate, source))
+            for source in TrafficSourceType
+            if any(not EVIDENCE[t, source].judged for t in GateType)
+        )
+    )
+
+
+def _no_filter(gate: Ref) -> tuple[Expr, Expr]:
+    return Not(Has(gate["methods"])), Binary("==", size(gate["methods"]), lit(0))
+
+
+def for_every_method(gate: Ref) -> Expr:
+    """No `methods` filter: judged whatever the rollout's method (clause 2 without one)."""
+    return any_of(*_no_filter(gate))
+
+
+def applies_to_method(gate: Ref, where: Where) -> Expr:
+    """Clause 2: `methods` is empty or names the method (`none`: speculative unset)."""
+    return any_of(
+        *_no_filter(gate),
+        all_of(Has(where.speculative), Binary("in", where.method, gate["methods"])),
+        all_of(Not(Has(where.speculative)), Binary("in", lit(NO_SPECULATION), gate["methods"])),
+    )
+
+
+def schedule_allows(gate: Ref, stage: Ref, where: Where) -> Expr:
+    """Clause 4: not a Speedup gate asking a gain at a stage the schedule never speculates at."""
+    asks_gain = any_of(Not(Has(gate["minSpeedup"])), Binary(">=", gate["minSpeedup"], lit(1.0)))
+    return Not(
+        all_of(
+            Binary("==", gate["type"], lit(GateType.SPEEDUP.value)),
+            asks_gain,
+            Has(where.speculative),
+            Has(where.schedule),
+            Has(stage["concurrency"]),
+            off_through(where.schedule, stage["concurrency"]),
+        )
+    )
+
+
+def not_flagged(gate: Ref, flag: str) -> Expr:
+    """Clauses 5 and 6: the flag (`dryRun`, `failOnly`) unset or false."""
+    return any_of(Not(Has(gate[flag])), Binary("==", gate[flag], lit(False)))
+
+
+def enforced(gate: Ref) -> Expr:
+    """Clauses 5 and 6 together: neither dryRun nor failOnly."""
+    return all_of(*(not_flagged(gate, flag) for flag in NO_PASS_FLAGS))
+
+
+@dataclass(frozen=True)
+class Certification:
+    """The kernel's answer for one gate at one stage."""
+
+    judged: bool  # measured and reported (clauses 1-4)
+    may_fail: bool  # its Failed verdicts fail the stage (1-5)
+    certifies: bool  # its pass counts towards the stage's pass (1-6)
+    reason: str | None  # why not, from the first clause that does not hold
+
+
+JUDGED = Certification(True, True, True, None)  # every clause holds
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """The stage as the kernel reads it: traffic source, concurrency, method, schedule."""
+
+    source: TrafficSourceType  # the evidence row (`evidence_row`), not only the wire source
+    method: str | None = None  # the wire name; None: plain decoding (speculative unset)
+    concurrency: int | None = None  # None: a requestRate stage (or Mirror)
+    schedule: Sequence[Sequence[int]] | None = None  # the candidate's, [low, high, k]
+
+    def env(self, gate: GateSpec) -> Mapping[str, Any]:
+        """The clauses' variables: the gate and stage as wire dicts, a spec-shaped `self`."""
+        speculative: dict[str, Any] = {"method": self.method}
+        if self.schedule is not None:
+            speculative[SCHEDULE] = [list(entry) for entry in self.schedule]
+        traffic: dict[str, Any] = {"source": self.source.value}
+        if self.source is TrafficSourceType.MIRROR:
+            traffic["mirrorPairing"] = MirrorPairing.SERVER_SIDE.value
+        spec: dict[str, Any] = {"analysis": {"traffic": traffic}}
+        if self.method is not None:
+            spec["speculative"] = speculative
+        stage = {} if self.concurrency is None else {"concurrency": self.concurrency}
+        return {"self": spec, "g": gate.to_wire(), "s": stage}
+
+
+def evidence_row(traffic: TrafficSpec) -> TrafficSourceType:
+    """The `EVIDENCE` row a stage under `traffic` reads: Mirror's only with ServerSide
+    pairing; the splitter's paired client-side evidence is judged like replayed Prompts."""
+    return TrafficSourceType.MIRROR if traffic.server_side_mirror else TrafficSourceType.PROMPTS
+
+
+Says = Callable[[GateSpec, StageContext], str]
+_G, _S = Ref("g"), Ref("s")
+
+
+def _not_method(gate: GateSpec, stage: StageContext) -> str:
+    method = stage.method if stage.method is not None else "plain decoding"
+    return f"not judged for {method} (judged for {', '.join(map(str, gate.methods or ()))})"
+
+
+def _refused(gate: GateSpec, stage: StageContext) -> str:
+    return f"not judged: {stage.source.value} traffic cannot read this {gate.type.value} gate"
+
+
+def _not_source(gate: GateSpec, stage: StageContext) -> str:
+    row = EVIDENCE[gate.type, stage.source]
+    return f"not judged: {row.not_judged}"
+
+
+def _schedule_off(gate: GateSpec, stage: StageContext) -> str:
+    # A gain cannot be asked where nothing is drafted; a minSpeedup under 1 (speculation
+    # off must cost at most that much) is still judged there.
+    return (
+        f"not judged: the candidate's num_speculative_tokens_per_batch_size turns "
+        f"speculation off at every batch size up to concurrency {stage.concurrency}, where "
+        f"minSpeedup {gate.number('min_speedup'):g} asks a gain (the tail and errors are still "
+        f"judged)"
+    )
+
+
+def _admitted_here(gate: Ref, where: Where) -> Expr:
+    return all_of(
+        *(
+            implies(where.reads(source), admitted_under(gate, source))
+            for source in TrafficSourceType
+        )
+    )
+
+
+# (clause, level it ends, reason when it does not hold); levels: 0 judged, 1 may fail, 2 pass.
+CLAUSES: tuple[tuple[Expr, int, Says], ...] = (
+    (_admitted_here(_G, SPEC), 0, _refused),
+    (applies_to_method(_G, SPEC), 0, _not_method),
+    (judged_by_source(_G, SPEC), 0, _not_source),
+    (schedule_allows(_G, _S, SPEC), 0, _schedule_off),
+    (not_flagged(_G, "dryRun"), 1, lambda g, s: "dry run: measured, never fails the stage"),
+    (not_flagged(_G, "failOnly"), 2, lambda g, s: "fail only: no evidence for a pass"),
+)
+
+
+def certify(gate: GateSpec, stage: StageContext) -> Certification:
+    """Does `gate` judge this stage, may it fail it, does its pass count, and if not, why."""
+    env = stage.env(gate)
+    for clause, level, says in CLAUSES:
+        if not truth(clause.value(env)):
+            return Certification(level > 0, level > 1, False, says(gate, stage))
+    return JUDGED
