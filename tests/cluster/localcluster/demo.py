@@ -1,6 +1,7 @@
 """`make demo`: a live speculative-decoding rollout on the local cluster, start to verdict.
 
-    python -m localcluster.demo [--scenario promote|rollback|mirror|real] [--namespace demo]
+    python -m localcluster.demo [--scenario promote|rollback|mirror|mirror-serverside|real]
+                                [--namespace demo]
 
 Starts (or reuses) the local control plane, installs the CRD, runs the operator in the
 background, applies examples/simulator/specdecode-rollout.yaml, and prints the gate table
@@ -8,8 +9,12 @@ when a stage starts and at the verdict, with a line per change in between (local
 progress.py), until the rollout is Promoted or RolledBack. The `rollback`
 scenario makes the simulated draft head weak (low acceptance), so the acceptance gate
 must roll it back. The `mirror` scenario puts an HTTPRoute and a gateway process in front
-of production, plays live users through it, and lets the operator mirror a share of their
-requests to the shadows (Gateway API RequestMirror) instead of replaying prompts. The `real`
+of production, plays live users through it, and judges the example's own stages and gates
+on a copy of their requests instead of replayed prompts: the operator adds one Gateway API
+RequestMirror toward its shadow splitter, which sends each copy to both shadows and times
+both streams (Splitter pairing), so it must promote like `promote`. `mirror-serverside`
+mirrors to each shadow instead and judges server-side gates only, which cannot show the
+candidate's tail is no slower: it must roll back Inconclusive. The `real`
 scenario runs the same stages on the real vLLM (its CPU build, installed on first use) with
 tiny locally made models (localcluster/realvllm.py): the verdict is whatever the gates
 decide. Exits non-zero if the verdict is not the one the scenario expects.
@@ -38,6 +43,7 @@ from localcluster.mirror_scenario import (
     mirror_targets,
     route_filters,
     route_manifest,
+    splitter_demo_rollout,
 )
 from localcluster.operator_process import OperatorProcess, install_crds
 from localcluster.paths import ClusterPaths
@@ -49,9 +55,17 @@ from localcluster.startup import up
 from specdecode.report import gate_table
 
 ENDINGS = {"Promoted", "RolledBack", "Failed"}
-# Mirror: alpha alone never promotes, and vLLM's coarse step histogram cannot show that the
-# candidate's P99 step is no slower, so the enforced latency gate ends Inconclusive.
-EXPECTED = {"promote": "Promoted", "rollback": "RolledBack", "mirror": "RolledBack", "real": ""}
+# mirror: the splitter times both shadows' streams, so the example's gates judge as under
+# Prompts. mirror-serverside: alpha alone never promotes, and vLLM's coarse step histogram
+# cannot show that the candidate's P99 step is no slower, so that gate ends Inconclusive.
+EXPECTED = {
+    "promote": "Promoted",
+    "rollback": "RolledBack",
+    "mirror": "Promoted",
+    "mirror-serverside": "RolledBack",
+    "real": "",
+}
+MIRROR_SCENARIOS = {"mirror", "mirror-serverside"}
 REAL_NOTICE = (
     "the real vLLM (CPU build 0.32.0) on a shared CPU, serving a 2-layer Llama with random "
     "weights and a draft identical to it: timings are a CPU's, not a GPU's, and the "
@@ -62,8 +76,10 @@ DEMO_TIMEOUT_SECONDS = 900
 
 
 def scenario_manifest(scenario: str) -> dict[str, Any]:
-    """The simulator example, its weak-draft-head variant, or its Mirror-traffic variant."""
+    """The simulator example, its weak-draft-head variant, or a Mirror-traffic variant."""
     if scenario == "mirror":
+        return splitter_demo_rollout()
+    if scenario == "mirror-serverside":
         return mirror_rollout()
     if scenario == "real":
         return realvllm.demo_rollout()
@@ -88,13 +104,20 @@ def restart_operator(cluster: LocalCluster) -> None:
 def mirror_setup(
     cluster: LocalCluster, namespace: str, rollout: str
 ) -> Iterator[Callable[[], str]]:
-    """Route, gateway and live users for the mirror scenario; yields a route summary."""
+    """Route, gateway and live users for the mirror scenarios; yields a route summary.
+
+    On the way out it prints what the gateway did with the copies (per mirror backend:
+    sent, succeeded, failed, unroutable) and the users' answers: the evidence that the
+    mirrored requests reached the splitter or the shadows.
+    """
     route = route_manifest(namespace, rollout)
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(route))
     with running_gateway(cluster, namespace, ROUTE) as gateway:
         print(f"gateway for HTTPRoute {namespace}/{ROUTE} on {gateway.url}; 8 live users")
-        with live_users(gateway.url, "llama-3.1-8b-instruct", concurrency=8):
+        with live_users(gateway.url, "llama-3.1-8b-instruct", concurrency=8) as users:
             yield lambda: route_mirrors(cluster, namespace)
+            print(f"gateway copies: {gateway.stats()['mirrors']}")
+            print(f"live users: {users.ok} answered, {users.failed} failed")
 
 
 def route_mirrors(cluster: LocalCluster, namespace: str) -> str:
@@ -161,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         realvllm.apply_model_volume(cluster, args.namespace, models)
     with ExitStack() as stack:
         extra = None
-        if args.scenario == "mirror":
+        if args.scenario in MIRROR_SCENARIOS:
             extra = stack.enter_context(mirror_setup(cluster, args.namespace, name))
         rollout.apply(scenario_manifest(args.scenario))
         print(f"applied SpecDecodeRollout {args.namespace}/{name} (scenario: {args.scenario})")

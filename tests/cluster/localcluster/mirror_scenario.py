@@ -1,11 +1,17 @@
-"""The Mirror-traffic scenario shared by the e2e tests and `make demo SCENARIO=mirror`.
+"""The Mirror-traffic scenarios shared by the e2e tests and `make demo SCENARIO=mirror`.
 
 A user's HTTPRoute in front of the rollout's production Service (with a filter of the
 user's own, which must survive untouched), and the simulator example switched to Mirror
-traffic with server-side gates only: acceptance from the candidate's spec-decode counters,
-an enforced ServerStep tail-latency gate from vLLM's step histogram (the CRD refuses a
-Mirror analysis without one: alpha alone never promotes), and an enforced ErrorRate gate
-from vLLM's request-outcome counters (refused without one too).
+traffic, two ways:
+- `splitter_demo_rollout` (`SCENARIO=mirror`): the Splitter pairing with the Prompts demo's
+  own stages and gates (Speedup and per-chunk TailLatency included): the route mirrors to
+  the splitter's Service, the splitter sends each request to both shadows and times both
+  streams, so the gates judge the same evidence as under Prompts, on live arrivals.
+- `mirror_rollout` (`SCENARIO=mirror-serverside` and the e2e tests): server-side gates
+  only: acceptance from the candidate's spec-decode counters, an enforced ServerStep
+  tail-latency gate from vLLM's step histogram (the CRD refuses a ServerSide analysis
+  without one: alpha alone never promotes), and an enforced ErrorRate gate from vLLM's
+  request-outcome counters (refused without one too).
 """
 
 from __future__ import annotations
@@ -97,4 +103,33 @@ def mirror_rollout(
         }
     }
     rollout: dict[str, Any] = merged(load_example(), patch)
+    return rollout
+
+
+def splitter_demo_rollout(route: str = ROUTE, percent: int = 100) -> dict[str, Any]:
+    """The Prompts demo's rollout (examples/simulator) with its stages and gates unchanged,
+    on Mirror traffic through the splitter (`percent` of the route's live requests).
+
+    Only the stages' load goes: under Mirror the live users set the arrival process, so a
+    stage's `concurrency` would be a number nothing obeys.
+    """
+    example = load_example()
+    stages = [
+        {key: value for key, value in stage.items() if key not in ("concurrency", "requestRate")}
+        for stage in example["spec"]["analysis"]["stages"]
+    ]
+    patch = {
+        "spec": {
+            "analysis": {
+                "traffic": {
+                    "source": "Mirror",
+                    "mirrorPairing": "Splitter",
+                    "httpRoute": route,
+                    "mirrorPercent": percent,
+                },
+                "stages": stages,
+            }
+        }
+    }
+    rollout: dict[str, Any] = merged(example, patch)
     return rollout
