@@ -44,4 +44,4 @@ def test_the_serverside_mirror_demo_stays_reachable_and_expects_its_rollback() -
     traffic = scenario_manifest("mirror-serverside")["spec"]["analysis"]["traffic"]
     assert traffic["mirrorPairing"] == "ServerSide"
     assert EXPECTED["mirror-serverside"] == "RolledBack"
-    assert MIRROR_SCENARIOS == {"mirror", "mirror-serverside"}
+    assert {"mirror", "mirror-serverside"} == MIRROR_SCENARIOS
