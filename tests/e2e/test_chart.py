@@ -105,9 +105,13 @@ def test_helm_lint_and_template(cluster: LocalCluster, tmp_path: Path) -> None:
     # One Role per watched namespace, plus the leader-election Lease Role in the release's own.
     namespaces = sorted(r["metadata"]["namespace"] for r in of_kind(namespaced, "Role"))
     assert namespaces == ["a", "b", "ops"]
-    # Only the operator reaches the load pods' control port, in each watched namespace.
+    # Only the operator reaches the load pods' and the splitter's control port, in each
+    # watched namespace (the splitter's mirror port: networkPolicy.splitterMirrorFrom).
     policies = of_kind(namespaced, "NetworkPolicy")
-    assert sorted(p["metadata"]["namespace"] for p in policies) == ["a", "b"]
+    placed = sorted(
+        (p["metadata"]["name"].rsplit("-", 1)[-1], p["metadata"]["namespace"]) for p in policies
+    )
+    assert placed == [("pods", "a"), ("pods", "b"), ("splitter", "a"), ("splitter", "b")], placed
     assert not of_kind(docs, "NetworkPolicy")  # cluster-wide: no namespace to put one in
     for role in of_kind(namespaced, "Role") + of_kind(namespaced, "ClusterRole"):
         for rule in role["rules"]:
