@@ -102,7 +102,8 @@ async def observe_prompts_digest(
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-def _current(pods: Sequence[LoadPod], plan: TrafficPlan) -> list[LoadPod]:
+def current_pods(pods: Sequence[LoadPod], plan: TrafficPlan) -> list[LoadPod]:
+    """The pods (load pods or the splitter) of `plan` that are not being deleted."""
     hashed = plan_hash(plan)
     return [pod for pod in pods if pod.plan == hashed and not pod.deleting]
 
@@ -121,7 +122,7 @@ async def read_windows(
     Each report's echo of the engine endpoints its pod uses is kept for `sync_load_pods`
     (`rollout` is the rollout's "namespace/name", `uid` its uid: the owner of its token).
     """
-    current = _current(pods, plan)
+    current = current_pods(pods, plan)
     echoed = runtime.load_endpoints.setdefault(rollout, {})
     token = await known_token(runtime, rollout, uid) if current else None
     windows = await asyncio.gather(
@@ -178,7 +179,7 @@ async def sync_load_pods(
     engine endpoints that changed since they started.
     """
     wanted = plan if uses_load_pods(spec) else None
-    keep = {pod.name for pod in _current(pods, wanted)} if wanted is not None else set()
+    keep = {pod.name for pod in current_pods(pods, wanted)} if wanted is not None else set()
     for pod in pods:
         if pod.name not in keep and not pod.deleting:
             await asyncio.to_thread(delete_pod, runtime.kube, owner.namespace, pod.name)
@@ -188,7 +189,7 @@ async def sync_load_pods(
         runtime.load_endpoints.pop(key, None)
         record_foreign_token(runtime, key, None)  # no load pod wanted: nothing blocked
         return
-    running = _current(pods, wanted)
+    running = current_pods(pods, wanted)
     engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
     port = spec.engine.port
     endpoints = {side: ready_engine_endpoints(engines, side, port) for side in SIDES}

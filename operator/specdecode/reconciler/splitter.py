@@ -23,7 +23,7 @@ from specdecode.adapters.kube.endpoints import ready_engine_endpoints
 from specdecode.adapters.kube.load_pods import LoadPod, observed_splitter_pods
 from specdecode.adapters.kube.load_token import LoadTokenError, ensure_load_token
 from specdecode.adapters.kube.owned import apply_children, owner_uids
-from specdecode.adapters.load.pods import SIDES, plan_hash
+from specdecode.adapters.load.pods import SIDES
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
 from specdecode.adapters.load.splitter import SPLITTER_ROLE, render_splitter, splitter_name
 from specdecode.adapters.render import Owner
@@ -32,7 +32,7 @@ from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_report import ReportError
 from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
-from specdecode.reconciler.load import known_token
+from specdecode.reconciler.load import current_pods, known_token
 from specdecode.reconciler.ownership import record_foreign, record_foreign_token
 from specdecode.reconciler.runtime import Runtime
 
@@ -99,9 +99,8 @@ async def _push_endpoints(
     splitter echoes none, so it is pushed again; engine pods coming and going are watch
     events that wake the rollout, so no timer is needed."""
     key = f"{owner.namespace}/{owner.name}"
-    hashed = plan_hash(plan)
     pods = observe_splitter_pods(runtime, owner.namespace, owner.name)
-    running = [p for p in pods if p.plan == hashed and not p.deleting and p.report_url]
+    running = [p for p in current_pods(pods, plan) if p.report_url]
     echoed = runtime.splitter_endpoints.setdefault(key, {})
     for gone in [name for name in echoed if name.split("/")[0] not in {p.name for p in running}]:
         del echoed[gone]
@@ -130,8 +129,7 @@ async def read_splitter_windows(
 ) -> tuple[LatencySamples | MetricError | None, LatencySamples | MetricError | None]:
     """(baseline, candidate) windows of the stage run from its splitter's reports
     (`rollout`: "namespace/name"; `uid`: the owner of its token)."""
-    hashed = plan_hash(plan)
-    current = [pod for pod in pods if pod.plan == hashed and not pod.deleting]
+    current = current_pods(pods, plan)
     token = await known_token(runtime, rollout, uid) if current else None
     echoed = runtime.splitter_endpoints.setdefault(rollout, {})
     windows = await asyncio.gather(
