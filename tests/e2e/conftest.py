@@ -2,9 +2,11 @@
 
 The cluster is shared by the whole session: started if ``.cluster/state.json`` says it is
 not up (and then stopped at the end), reused otherwise, so a developer can keep
-`make cluster-up` running between test runs. Under pytest-xdist (`make test`: two workers)
-each worker has a cluster of its own (``.cluster-gw0``, ``.cluster-gw1``: own ports, pod
-network and operator) and each test module runs whole on one worker (localcluster/workers.py).
+`make cluster-up` running between test runs. Under pytest-xdist (`make test`'s first phase:
+two workers) each worker has a cluster of its own (``.cluster-gw0``, ``.cluster-gw1``: own
+ports, pod network and operator) and each test module runs whole on one worker
+(localcluster/workers.py). Tests marked ``cpu_exclusive`` (CPU-bound timing, real vLLM) run
+in `make test`'s second phase, serially on ``.cluster``, alone on the machine.
 If it cannot start, every e2e test ERRORs with the failing component's last log lines: a
 broken cluster must never look like a skip.
 """

@@ -24,7 +24,8 @@ import enginecontract as contract
 from enginecontract import RunningEngine
 from localcluster import realvllm
 
-pytestmark = pytest.mark.e2e
+# Real vLLM takes both cores: `make test` runs this alone (cpu_exclusive).
+pytestmark = [pytest.mark.e2e, pytest.mark.cpu_exclusive]
 
 LANE = contract.REPO / "tests/cluster/realvllm"
 REAL_READY_S = 420.0  # ~25 s on an idle machine; `import vllm` alone took 50 s on a busy one

@@ -104,6 +104,9 @@ def degraded(status: dict[str, Any]) -> dict[str, Any]:
 # default stages: tests/e2e/test_verdicts.py.
 
 
+# The P99 per-token gap at 64 streams is CPU-bound timing: beside another worker's analysis
+# the shadow load saturated (a two-worker rehearsal). `make test` runs it alone.
+@pytest.mark.cpu_exclusive
 def test_compute_bound_production_concurrency_is_rolled_back_by_tail_latency(
     rollout: Callable[[str], Rollout],
 ) -> None:
@@ -183,6 +186,8 @@ def test_a_candidate_that_crashes_is_rolled_back(rollout: Callable[[str], Rollou
     assert "Eagle3 is only supported for" in status["message"]
 
 
+# 64 streams a side, judged on their P99 chunk gap: CPU-bound timing, run alone.
+@pytest.mark.cpu_exclusive
 @pytest.mark.timeout(1500)
 def test_an_a_a_pair_at_concurrency_64_passes_its_tail_latency_gate(
     rollout: Callable[[str], Rollout],

@@ -43,7 +43,8 @@ from specdecode.report import gate_table
 from specdecode_load.connection import StreamConnection, request_bytes
 from specdecode_load.recorder import BlockRecorder
 
-pytestmark = pytest.mark.e2e
+# Real vLLM engines take both cores: `make test` runs this alone (cpu_exclusive).
+pytestmark = [pytest.mark.e2e, pytest.mark.cpu_exclusive]
 
 TERMINAL = ("Promoted", "RolledBack", "Failed")
 # Two servers start together in ~55 s on 2 cores; the analysis then takes ~30 s.

@@ -1,7 +1,9 @@
 """How the e2e suite spreads over two pytest-xdist workers, each with a cluster of its own.
 
-Why: most of the e2e suite's 53 minutes is waiting on real-time analyses, so two workers
-(see the Makefile's E2E_ARGS) nearly halve it. Each group below (a module, or modules that
+Why: most of the e2e suite's 52 minutes is waiting on real-time analyses, so two workers
+nearly halve it. `make test` runs the e2e suite in two phases (the Makefile's E2E_PHASES):
+every test not marked ``cpu_exclusive`` on two workers, then the ``cpu_exclusive`` ones
+(CPU-bound timing, real vLLM) serially, alone on the machine. Each group below (a module, or modules that
 share one) runs whole on one worker (xdist_groups.py), so a module-scoped fixture (an
 analysis window several tests assert on) is set up once. Groups are handed out longest
 first (planned seconds, from the CI log's durations; tests/e2e/conftest.py sorts them so):
@@ -9,8 +11,9 @@ the long waits start early, and short tests fill the gaps.
 
 The real vLLM modules are one group, and an exclusive one: real vLLM engines take both
 cores of this machine, and a simulated analysis beside them would see its load clients
-starved (a look then rightly says Inconclusive). So that group comes last, and holds a
-lock (``_machine_share`` in tests/e2e/conftest.py) that every other module shares: it starts
+starved (a look then rightly says Inconclusive). `make test` leaves them to its second
+phase; a direct xdist run over them still runs the group last, holding a lock
+(``_machine_share`` in tests/e2e/conftest.py) that every other module shares: it starts
 when the other worker's last module is done, and runs alone, as in a serial run.
 
 ``python -m localcluster.workers`` prints the plan: which worker gets which group, and
@@ -37,28 +40,29 @@ EXCLUSIVE_GROUPS = frozenset({"real-vllm"})
 EXCLUSIVE_WAIT_SECONDS = 900
 # The lock file they take, next to the workers' cluster directories (one per checkout).
 SHARE_LOCK_NAME = ".cluster-gw.lock"
-# Planned seconds per group: measured in CI (`--durations`, serial run of 2026-11-28),
-# the tests below the 25 slowest estimated at ~8 s each. Only the order depends on them.
+# Planned seconds per group: measured in CI (`--durations`, serial run of 2026-11-29), the
+# tests below the 25 slowest estimated at ~7 s each; test_gates and the groups below it
+# without their cpu_exclusive tests (make test's second phase). Only the order depends on them.
 PLANNED_SECONDS: Mapping[str, float] = {
-    "real-vllm": 258 + 187 + 43 + 41 + 61 + 3 * 8,
-    "test_verdicts": 529 + 3 * 8,
-    "test_gates": 154 + 150 + 35 + 20,
-    "test_chart": 234 + 4 * 8,
-    "test_tuning_trials": 243,
-    "test_rollout_lifecycle": 61 + 25 + 24 + 22 + 7 * 8,
-    "test_mirror": 125 + 36 + 2 * 8,
-    "test_vllm_versions": 177 + 2 * 8,
+    "real-vllm": 220 + 172 + 56 + 54 + 38 + 3 * 7,
+    "test_verdicts": 558 + 3 * 7,
+    "test_tuning_trials": 240,
+    "test_mirror": 124 + 42 + 41 + 2 * 7,
+    "test_chart": 165 + 4 * 7,
+    "test_vllm_versions": 176 + 2 * 7,
     "test_drift_guard": 176,
-    "test_controller": 53 + 32 + 32 + 4 * 8,
-    "test_instrument": 76,
-    "test_adoption": 35 + 2 * 8,
-    "test_agent": 6 * 8,
-    "test_cluster": 6 * 8,
-    "test_invalid_input": 23 + 3 * 8,
-    "test_cluster_lifecycle": 3 * 8,
-    "test_gateway": 2 * 8,
-    "test_cluster_pod_network": 2 * 8,
-    "test_simulator": 8,
+    "test_rollout_lifecycle": 61 + 25 + 24 + 8 * 7,
+    "test_controller": 52 + 32 + 29 + 4 * 7,
+    "test_instrument": 71,
+    "test_adoption": 35 + 2 * 7,
+    "test_gates": 37 + 7,
+    "test_invalid_input": 23 + 3 * 7,
+    "test_agent": 6 * 7,
+    "test_cluster": 6 * 7,
+    "test_cluster_lifecycle": 3 * 7,
+    "test_gateway": 2 * 7,
+    "test_cluster_pod_network": 2 * 7,
+    "test_simulator": 7,
 }
 UNPLANNED_SECONDS = 60.0  # a new module: assumed longish, so it starts early
 

@@ -6,6 +6,7 @@ two real vLLM modules on different workers would run side by side and starve eac
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,18 @@ def test_every_module_that_starts_real_vllm_shares_one_group() -> None:
     real = [path.stem for path in e2e_modules() if "realvllm" in path.read_text()]
     assert len(real) >= 2, real
     assert {workers.group_of(module) for module in real} == {"real-vllm"}
+
+
+def test_every_module_that_starts_real_vllm_runs_in_the_exclusive_phase() -> None:
+    """`make test` runs the cpu_exclusive tests after the others, alone on the machine; a real
+    vLLM module left out of that phase would share the cores with another worker's analysis."""
+    real = [path for path in e2e_modules() if "realvllm" in path.read_text()]
+    unmarked = [
+        path.stem
+        for path in real
+        if not re.search(r"^pytestmark = \[.*pytest\.mark\.cpu_exclusive", path.read_text(), re.M)
+    ]
+    assert real and not unmarked, unmarked
 
 
 def test_every_planned_group_is_a_module_or_a_shared_group() -> None:
