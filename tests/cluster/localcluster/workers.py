@@ -3,11 +3,11 @@
 Why: most of the e2e suite's 52 minutes is waiting on real-time analyses, so two workers
 nearly halve it. `make test` runs the e2e suite in two phases (the Makefile's E2E_PHASES):
 every test not marked ``cpu_exclusive`` on two workers, then the ``cpu_exclusive`` ones
-(CPU-bound timing, real vLLM) serially, alone on the machine. Each group below (a module, or modules that
-share one) runs whole on one worker (xdist_groups.py), so a module-scoped fixture (an
-analysis window several tests assert on) is set up once. Groups are handed out longest
-first (planned seconds, from the CI log's durations; tests/e2e/conftest.py sorts them so):
-the long waits start early, and short tests fill the gaps.
+(CPU-bound timing, real vLLM) serially, alone on the machine. Each group below (a
+module, or modules that share one) runs whole on one worker (xdist_groups.py), so a
+module-scoped fixture (an analysis window several tests assert on) is set up once. Groups
+are handed out longest first (planned seconds, from the CI log's durations;
+tests/e2e/conftest.py sorts them so): the long waits start early, short tests fill the gaps.
 
 The real vLLM modules are one group, and an exclusive one: real vLLM engines take both
 cores of this machine, and a simulated analysis beside them would see its load clients
