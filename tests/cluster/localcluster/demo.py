@@ -1,7 +1,7 @@
 """`make demo`: a live speculative-decoding rollout on the local cluster, start to verdict.
 
-    python -m localcluster.demo [--scenario promote|rollback|mirror|mirror-serverside|real]
-                                [--namespace demo]
+    python -m localcluster.demo [--scenario promote|rollback|mirror|mirror-rollback|
+                                 mirror-serverside|real] [--namespace demo]
 
 Starts (or reuses) the local control plane, installs the CRD, runs the operator in the
 background, applies examples/simulator/specdecode-rollout.yaml, and prints the gate table
@@ -12,7 +12,9 @@ must roll it back. The `mirror` scenario puts an HTTPRoute and a gateway process
 of production, plays live users through it, and judges the example's own stages and gates
 on a copy of their requests instead of replayed prompts: the operator adds one Gateway API
 RequestMirror toward its shadow splitter, which sends each copy to both shadows and times
-both streams (Splitter pairing), so it must promote like `promote`. `mirror-serverside`
+both streams (Splitter pairing), so it must promote like `promote`; `mirror-rollback` is
+`rollback`'s weak head on the same mirrored users, so a Failed gate must roll it back
+(as in `rollback`, the demo exits non-zero if no gate Failed). `mirror-serverside`
 mirrors to each shadow instead and judges server-side gates only, which cannot show the
 candidate's tail is no slower: it must roll back Inconclusive. The `real`
 scenario runs the same stages on the real vLLM (its CPU build, installed on first use) with
@@ -33,61 +35,34 @@ from typing import Any
 import yaml
 
 from localcluster import realvllm
+from localcluster.demo_scenarios import (
+    ENDINGS,
+    EXPECTED,
+    MIRROR_SCENARIOS,
+    WEAK_HEAD_SCENARIOS,
+    as_expected,
+    scenario_manifest,
+)
 from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
 from localcluster.live_traffic import live_users
-from localcluster.manifests import load_example, merged
-from localcluster.mirror_scenario import (
-    ROUTE,
-    mirror_rollout,
-    mirror_targets,
-    route_filters,
-    route_manifest,
-    splitter_demo_rollout,
-)
+from localcluster.manifests import merged
+from localcluster.mirror_scenario import ROUTE, mirror_targets, route_filters, route_manifest
 from localcluster.operator_process import OperatorProcess, install_crds
 from localcluster.paths import ClusterPaths
 from localcluster.process import is_alive, read_pid, stop_processes
-from localcluster.progress import change_lines, stage_started
+from localcluster.progress import change_lines, gates_with_verdict, stage_started
 from localcluster.rollouts import Rollout
 from localcluster.shutdown import is_up
 from localcluster.startup import up
 from specdecode.report import gate_table
 
-ENDINGS = {"Promoted", "RolledBack", "Failed"}
-# mirror: the splitter times both shadows' streams, so the example's gates judge as under
-# Prompts. mirror-serverside: alpha alone never promotes, and vLLM's coarse step histogram
-# cannot show that the candidate's P99 step is no slower, so that gate ends Inconclusive.
-EXPECTED = {
-    "promote": "Promoted",
-    "rollback": "RolledBack",
-    "mirror": "Promoted",
-    "mirror-serverside": "RolledBack",
-    "real": "",
-}
-MIRROR_SCENARIOS = {"mirror", "mirror-serverside"}
 REAL_NOTICE = (
     "the real vLLM (CPU build 0.32.0) on a shared CPU, serving a 2-layer Llama with random "
     "weights and a draft identical to it: timings are a CPU's, not a GPU's, and the "
     "acceptance comes from made-up models, not from any real draft head"
 )
-WEAK_DRAFT_HEAD = [{"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.2"}]  # alpha 0.08 at k=3
 DEMO_TIMEOUT_SECONDS = 900
-
-
-def scenario_manifest(scenario: str) -> dict[str, Any]:
-    """The simulator example, its weak-draft-head variant, or a Mirror-traffic variant."""
-    if scenario == "mirror":
-        return splitter_demo_rollout()
-    if scenario == "mirror-serverside":
-        return mirror_rollout()
-    if scenario == "real":
-        return realvllm.demo_rollout()
-    manifest = load_example()
-    if scenario == "rollback":
-        env = list(manifest["spec"]["engine"].get("env", [])) + WEAK_DRAFT_HEAD
-        manifest = merged(manifest, {"spec": {"engine": {"env": env}}})
-    return manifest
 
 
 def restart_operator(cluster: LocalCluster) -> None:
@@ -127,11 +102,14 @@ def route_mirrors(cluster: LocalCluster, namespace: str) -> str:
     return f"HTTPRoute {ROUTE} mirrors: {', '.join(mirrors) or 'none'}"
 
 
-def watch(rollout: Rollout, timeout: float, extra: Callable[[], str] | None = None) -> str:
+def watch(
+    rollout: Rollout, timeout: float, extra: Callable[[], str] | None = None
+) -> dict[str, Any]:
     """Print the gate table when a stage starts and at the verdict, and in between one line
-    per change (phase, stage, a gate's new look, the message); return the final phase."""
+    per change (phase, stage, a gate's new look, the message); return the rollout as it
+    ended (its phase "Timeout" if it did not end in time)."""
     deadline = time.monotonic() + timeout
-    seen: dict[str, Any] | None = None
+    seen: dict[str, Any] = {}
     shown_extra = ""
     while time.monotonic() < deadline:
         document = rollout.get()
@@ -148,9 +126,10 @@ def watch(rollout: Rollout, timeout: float, extra: Callable[[], str] | None = No
         phase = (document.get("status") or {}).get("phase")
         if phase in ENDINGS:
             print(f"\n--- {clock}\n{gate_table(document, now=datetime.now(UTC))}", flush=True)
-            return str(phase)
+            return document
         time.sleep(1.0)  # a terminal refresh rate, not a wait for a condition
-    return "Timeout"
+    timed_out: dict[str, Any] = merged(seen, {"status": {"phase": "Timeout"}})
+    return timed_out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,10 +167,13 @@ def main(argv: list[str] | None = None) -> int:
             extra = stack.enter_context(mirror_setup(cluster, args.namespace, name))
         rollout.apply(scenario_manifest(args.scenario))
         print(f"applied SpecDecodeRollout {args.namespace}/{name} (scenario: {args.scenario})")
-        final = watch(rollout, DEMO_TIMEOUT_SECONDS, extra)
+        ended = watch(rollout, DEMO_TIMEOUT_SECONDS, extra)
         if extra is not None:
             print(extra())
-    print(f"\nverdict: {final} after {time.monotonic() - started:.0f}s")
+    print(f"\nverdict: {ended['status']['phase']} after {time.monotonic() - started:.0f}s")
+    if args.scenario in WEAK_HEAD_SCENARIOS:
+        failed = gates_with_verdict(ended, "Failed")
+        print("failed gates: " + ("; ".join(failed) or "none (a weak head must fail a gate)"))
     if models is not None:
         print(f"(real vLLM: {REAL_NOTICE})")
     print(
@@ -204,9 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         "'query=vllm:spec_decode_num_accepted_tokens_total'\n"
         "stop everything:\n  make cluster-down"
     )
-    if args.scenario == "real":  # the gates decide; any verdict is a finished demo
-        return 0 if final in ENDINGS else 1
-    return 0 if final == EXPECTED[args.scenario] else 1
+    return 0 if as_expected(args.scenario, ended) else 1
 
 
 if __name__ == "__main__":

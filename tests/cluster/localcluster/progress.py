@@ -40,6 +40,16 @@ def gate_line(stage: str, name: str, gate: Mapping[str, Any]) -> str:
     )
 
 
+def gates_with_verdict(document: Mapping[str, Any], verdict: str) -> list[str]:
+    """The look of every gate whose verdict is `verdict` (e.g. the Failed gates that rolled
+    a weak draft head back), one `gate_line` each."""
+    return [
+        gate_line(*key, gate)
+        for key, gate in _gates(document).items()
+        if gate.get("verdict") == verdict
+    ]
+
+
 def change_lines(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> list[str]:
     """The lines saying what changed from ``before`` (None: nothing seen yet) to ``after``."""
     old: Mapping[str, Any] = (before or {}).get("status") or {}
