@@ -71,8 +71,8 @@ def test_the_route_mirrors_once_to_the_splitter_or_twice_server_side() -> None:
     server_side = SPEC.model_copy(update={"analysis": analysis})
     two = wanted_mirrors("llama-8b", server_side, PLAN)
     assert two.services == ("llama-8b-baseline", "llama-8b-candidate") and two.port == 8000
-    # the splitter's Service counts as ours: a filter toward it is removed when not wanted
-    assert splitter_name("llama-8b") in wanted_mirrors("llama-8b", None, None).own_services
+    # a filter toward the splitter's Service is ours only on a route we marked
+    assert splitter_name("llama-8b") in wanted_mirrors("llama-8b", None, None).marked_services
     assert mirror_filter("llama-8b-splitter", MIRROR_PORT, 10)["requestMirror"]["percent"] == 10
 
 
