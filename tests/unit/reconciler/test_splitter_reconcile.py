@@ -116,6 +116,43 @@ async def test_sync_applies_the_splitter_while_planned_and_deletes_it_after(
     assert deleted == []  # not ours: left alone
 
 
+async def test_between_stages_the_splitter_service_stays_for_the_rollouts_life(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user who mirrors to `<rollout>-splitter` themselves (an adopted Deployment's
+    owner) points at a Service that outlives each stage: the Deployment goes, the Service
+    stays (and comes back if deleted) as long as the spec asks for Splitter pairing."""
+    rt = runtime(FakeCore())
+    applied: list[dict[str, Any]] = []
+    deleted: list[tuple[str, str]] = []
+
+    async def apply(_: Any, objects: Any, __: str, ___: Any = ()) -> list[Any]:
+        applied.extend(objects)
+        return []
+
+    def delete(_: Any, namespace: str, doomed: Any) -> int:
+        deleted.extend(doomed)
+        return len(doomed)
+
+    monkeypatch.setattr(splitter_module, "apply_children", apply)
+    monkeypatch.setattr(splitter_module, "delete_children", delete)
+    deployment, service = render_splitter(OWNER, mirror_spec(), PLAN, "img")
+    rt.cluster.attach(
+        {("team-a", "llama-8b"): [deployment]},
+        {("team-a", "llama-8b"): [service]},
+        rt.cluster.pods,
+        {},
+    )
+    await sync_splitter(rt, OWNER, mirror_spec(), None)  # the stage ended
+    assert deleted == [("Deployment", "llama-8b-splitter")]
+    assert applied == []  # the Service is there as rendered: nothing to write
+    rt.cluster.attach({}, {}, rt.cluster.pods, {})  # someone deleted the Service
+    await sync_splitter(rt, OWNER, mirror_spec(), None)
+    assert [(o["kind"], o["metadata"]["name"]) for o in applied] == [
+        ("Service", "llama-8b-splitter")
+    ]
+    assert applied[0]["spec"]["ports"][0]["port"] == MIRROR_PORT
+
 def running_splitter_pod() -> dict[str, Any]:
     """The splitter's pod of PLAN as the watch caches it: an address and Ready."""
     deployment, _ = render_splitter(OWNER, mirror_spec(), PLAN, "img")
