@@ -27,8 +27,8 @@ from specdecode.adapters.kube.route_mirrors import (
 )
 from specdecode.adapters.load.splitter import MIRROR_PORT, splitter_name
 from specdecode.adapters.render import child_name
-from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
-from specdecode.domain.decision import TrafficPlan
+from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.domain.decision import Decision, TrafficPlan
 from specdecode.domain.observations import ChildRole
 from specdecode.reconciler.runtime import Runtime
 
@@ -106,3 +106,21 @@ async def steer_mirrors(
     """Make the listed routes carry exactly the mirrors wanted now; routes patched."""
     wanted = wanted_mirrors(rollout, spec, plan)
     return await asyncio.to_thread(sync_route_mirrors, runtime.kube, namespace, routes, wanted)
+
+
+def with_mirror_status(rollout: str, spec: SpecDecodeRolloutSpec, decision: Decision) -> Decision:
+    """`decision` with `status.mirror` naming the splitter's Service and the route we write
+    (None unless Mirror through the splitter): the one name a user who mirrors themselves
+    (an adopted Deployment's owner) needs, read from the rollout rather than guessed."""
+    traffic = spec.analysis.traffic
+    mirror = (
+        MirrorStatus(
+            splitter_service=f"{splitter_name(rollout)}:{MIRROR_PORT}",
+            http_route=traffic.http_route,
+        )
+        if traffic.splitter_mirror
+        else None
+    )
+    if decision.status.mirror == mirror:
+        return decision
+    return decision.with_status(decision.status.model_copy(update={"mirror": mirror}))

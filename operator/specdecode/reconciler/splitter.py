@@ -5,10 +5,10 @@ splitter Deployment (`adapters.load.splitter`); at any other time (no stage runn
 analysis ended, the spec switched to Prompts or ServerSide, the spec unreadable) it is
 deleted. Its Service `<rollout>-splitter` lives as long as the spec asks for Splitter
 pairing: a user who mirrors to it themselves (an adopted Deployment's owner) points at a
-name that does not come and go with the stages. The splitter sends to the engines' pod addresses, pushed
-per side like the load pods' (a Service's address would need cluster DNS and a proxy in
-the path). The route's single RequestMirror filter toward the
-splitter's Service is `reconciler.mirror`'s. A look reads the splitter pod of the current
+name that does not come and go with the stages. The splitter sends to the engines' pod
+addresses, pushed per side like the load pods' (a Service's address would need cluster DNS
+and a proxy in the path). The route's single RequestMirror filter toward the splitter's
+Service is `reconciler.mirror`'s (or the user's own). A look reads the splitter pod of the current
 stage run once per side, in the load pods' report protocol, and combines each side's
 blocks as it would a one-shard load pod's (`domain.load_window`): the gates judge the
 same statistics as under Prompts traffic.
@@ -104,9 +104,7 @@ async def sync_splitter(
     await _push_endpoints(runtime, owner, spec, plan)
 
 
-async def _keep_service(
-    runtime: Runtime, owner: Owner, services: Sequence[JsonObject]
-) -> None:
+async def _keep_service(runtime: Runtime, owner: Owner, services: Sequence[JsonObject]) -> None:
     """Apply the splitter's Service alone where it is missing or differs."""
     stale = stale_objects([render_splitter_service(owner)], list(services))
     if not stale:

@@ -14,9 +14,9 @@ from specdecode.adapters.kube.route_mirrors import (
     mirror_filter,
     route_problem,
 )
-from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.domain.decision import TrafficPlan
-from specdecode.reconciler.mirror import wanted_mirrors
+from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision, DesiredChildren, TrafficPlan
+from specdecode.reconciler.mirror import wanted_mirrors, with_mirror_status
 
 pytestmark = pytest.mark.unit
 
@@ -244,7 +244,9 @@ def test_a_route_no_longer_named_loses_the_splitter_mirror_we_wrote_there() -> N
 
 
 def test_another_rollouts_mark_is_kept() -> None:
-    shared = route("llm", to("llama"), to("qwen", filters=[mirror_filter("qwen-splitter", 8080, 5)]))
+    shared = route(
+        "llm", to("llama"), to("qwen", filters=[mirror_filter("qwen-splitter", 8080, 5)])
+    )
     shared["metadata"]["annotations"] = {MIRRORS_ANNOTATION: "qwen"}
     mirrored = apply(shared, filters_patch(shared, splitter_wanted()))
     assert mirrored["metadata"]["annotations"] == {MIRRORS_ANNOTATION: "llama,qwen"}
@@ -262,3 +264,19 @@ def test_a_splitter_rollout_without_a_route_writes_no_route() -> None:
     named = wanted_mirrors("llama", spec_with({"source": "Mirror", "httpRoute": "llm"}), PLAN)
     after = apply(toward_production, filters_patch(toward_production, named))
     assert after["spec"]["rules"][0]["filters"] == [mirror_filter(SPLITTER, 8080, 10)]
+
+
+def test_status_names_the_splitter_service_and_the_route_we_write() -> None:
+    """status.mirror: the name an adopted Deployment's owner mirrors to, read from the
+    rollout; the route only when the spec names one; nothing without the splitter."""
+    decision = Decision(status=SpecDecodeRolloutStatus(), children=DesiredChildren(None))
+    own = with_mirror_status("llama", spec_with({"source": "Mirror"}), decision).status.mirror
+    assert own == MirrorStatus(splitter_service="llama-splitter:8080", http_route=None)
+    routed = with_mirror_status(
+        "llama", spec_with({"source": "Mirror", "httpRoute": "llm"}), decision
+    ).status.mirror
+    assert routed is not None and routed.http_route == "llm"
+    prompts = with_mirror_status("llama", spec_with({}), decision)
+    assert prompts is decision and prompts.status.mirror is None
+    was_mirror = with_mirror_status("llama", spec_with({"source": "Mirror"}), decision)
+    assert with_mirror_status("llama", spec_with({}), was_mirror).status.mirror is None

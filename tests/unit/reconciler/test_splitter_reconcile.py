@@ -153,6 +153,7 @@ async def test_between_stages_the_splitter_service_stays_for_the_rollouts_life(
     ]
     assert applied[0]["spec"]["ports"][0]["port"] == MIRROR_PORT
 
+
 def running_splitter_pod() -> dict[str, Any]:
     """The splitter's pod of PLAN as the watch caches it: an address and Ready."""
     deployment, _ = render_splitter(OWNER, mirror_spec(), PLAN, "img")
