@@ -211,7 +211,7 @@ def judge_adopted_mirror(cluster: LocalCluster, mirrored: Rollout) -> None:
     stage = next(s for s in status["stages"] if s["name"] == MIRROR_STAGE["name"])
     assert stage["evidence"] == "ClientSidePaired", stage
     assert stage["load"]["requests"] > 0, stage
-    assert [g["verdict"] for g in stage["gates"]] == ["Passed"], stage["gates"]
+    assert [g["verdict"] for g in stage["gates"]] == ["Successful"], stage["gates"]
     # the analysis over: the splitter goes, its Service stays for the owner's mirror
     mirrored.wait(lambda _: not mirrored.pods("shadow-splitter") or None, timeout=120,
                   message="no splitter pod")  # fmt: skip
