@@ -190,6 +190,16 @@ def routes_view(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
     }
 
 
+def mirror_filters(spec: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """(backend, port, percent) of every RequestMirror filter of a route's spec."""
+    return [
+        (m["backendRef"]["name"], m["backendRef"]["port"], m.get("percent", 100))
+        for rule in spec.get("rules", [])
+        for f in rule.get("filters", [])
+        if (m := f.get("requestMirror"))
+    ]
+
+
 def splitter_url(r: Rollout) -> str | None:
     """The splitter pod's mirror port (its Service's one endpoint), once it has an address."""
     pods = [p for p in r.pods("shadow-splitter") if (p.get("status") or {}).get("podIP")]
@@ -323,6 +333,7 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(owner_route), check=True)
         routes_before = routes_view(cluster, namespace)
         assert list(routes_before) == ["chat"], routes_before
+        written = owner_route["spec"]["rules"][0]["filters"]
         analyzing = r.wait_phase("Analyzing", timeout=180)
         assert {
             key: analyzing["workload"].get(key)
@@ -350,7 +361,11 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
 
         judge_adopted_mirror(cluster, mirrored)
         delete(cluster, mirrored)
-        assert routes_view(cluster, namespace) == routes_before, "the operator wrote a route"
+        routes_after = routes_view(cluster, namespace)
+        assert routes_after == routes_before, "the operator wrote a route"
+        _, marks, spec = routes_after["chat"]
+        assert "specdecode.io/mirrors" not in (marks or {}), marks
+        assert mirror_filters(spec) == mirror_filters({"rules": [{"filters": written}]})
 
         status = r.wait(
             lambda s: s if s.get("reason") == "AwaitingOwner" else None,
