@@ -11,6 +11,11 @@ the whole run); the passed config waits for the owner (AwaitingOwner) with the e
 (`kubectl specdecode patch`), which the test applies as the owner would, and the rollout
 becomes Promoted with Verified. A change of the source's template mid-analysis restarts the
 analysis on the new baseline, and deleting a rollout leaves the source as its owner left it.
+Beside that analysis (issue 34 item 5), a second rollout adopts the same Deployment on
+Mirror traffic through the splitter: the owner's own HTTPRoute (in Git) mirrors to the
+Service `status.mirror` names; the test feeds the splitter directly, as that mirror (or a
+mesh's) would, and the rollout reaches a verdict on paired client-side evidence while the
+operator creates no HTTPRoute and leaves the owner's exactly as written.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import yaml
 from kubernetes import client, watch
 
 from localcluster.handle import LocalCluster
+from localcluster.live_traffic import live_users
 from localcluster.manifests import REPO, load_example, merged
 from localcluster.rollouts import Rollout, engine_cmdline, run_plugin, speculative_arg
 from localcluster.waiting import wait_for
@@ -140,6 +146,91 @@ def four_line_rollout(stages: list[dict[str, Any]]) -> dict[str, Any]:
     return shaped
 
 
+MIRROR_STAGE = {k: v for k, v in ACCEPTANCE_ONLY.items() if k != "concurrency"}  # live pace
+
+
+def adopted_mirror() -> dict[str, Any]:
+    """Deployment chat judged on live requests through the splitter: no httpRoute (the
+    source's routes are its owner's), the splitter fed by the owner's own mirror."""
+    document = adopting([MIRROR_STAGE])
+    document["spec"]["analysis"]["traffic"] = {"source": "Mirror", "requestTimeoutSeconds": 10}
+    return document
+
+
+def owners_route(namespace: str, splitter_service: str) -> dict[str, Any]:
+    """The owner's HTTPRoute as kept in Git: chat's traffic, mirrored to the splitter."""
+    name, port = splitter_service.split(":")
+    mirror = {"backendRef": {"name": name, "port": int(port)}, "percent": 100}
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "chat", "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": "inference-gateway"}],
+            "rules": [
+                {
+                    "filters": [{"type": "RequestMirror", "requestMirror": mirror}],
+                    "backendRefs": [{"name": "chat", "port": 8000}],
+                }
+            ],
+        },
+    }
+
+
+def routes_view(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
+    """Every HTTPRoute of the namespace: name -> (resourceVersion, annotations, spec)."""
+    out = cluster.kubectl("get", "httproutes", "-n", namespace, "-o", "json", check=True)
+    return {
+        item["metadata"]["name"]: (
+            item["metadata"]["resourceVersion"],
+            item["metadata"].get("annotations"),
+            item["spec"],
+        )
+        for item in json.loads(out.stdout)["items"]
+    }
+
+
+def mirror_filters(spec: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """(backend, port, percent) of every RequestMirror filter of a route's spec."""
+    return [
+        (m["backendRef"]["name"], m["backendRef"]["port"], m.get("percent", 100))
+        for rule in spec.get("rules", [])
+        for f in rule.get("filters", [])
+        if (m := f.get("requestMirror"))
+    ]
+
+
+def splitter_url(r: Rollout) -> str | None:
+    """The splitter pod's mirror port (its Service's one endpoint), once it has an address."""
+    pods = [p for p in r.pods("shadow-splitter") if (p.get("status") or {}).get("podIP")]
+    return f"http://{pods[0]['status']['podIP']}:8080" if pods else None
+
+
+def judge_adopted_mirror(cluster: LocalCluster, mirrored: Rollout) -> None:
+    """Feed the adopted Mirror rollout's splitter until its verdict; check it rests on
+    paired evidence and that its Service stays for the owner's mirror."""
+    url = mirrored.wait(lambda _: splitter_url(mirrored), timeout=240, message="the splitter")
+    with live_users(url, SERVED, concurrency=4) as users:
+        status = mirrored.wait(
+            lambda s: s if s.get("reason") == "AwaitingOwner" or s.get("verdict") else None,
+            timeout=300,
+            message="the adopted Mirror rollout's verdict",
+        )
+    assert users.accepted > 0, users  # the splitter took the copies (202, never held)
+    assert status["reason"] == "AwaitingOwner", mirrored.describe()  # passed, owner's turn
+    stage = next(s for s in status["stages"] if s["name"] == MIRROR_STAGE["name"])
+    assert stage["evidence"] == "ClientSidePaired", stage
+    assert stage["load"]["requests"] > 0, stage
+    assert [g["verdict"] for g in stage["gates"]] == ["Successful"], stage["gates"]
+    # the analysis over: the splitter goes, its Service stays for the owner's mirror
+    mirrored.wait(lambda _: not mirrored.pods("shadow-splitter") or None, timeout=120,
+                  message="no splitter pod")  # fmt: skip
+    service = cluster.kubectl("get", "service", f"{mirrored.name}-splitter", "-n",
+                              mirrored.namespace, "-o", "json")  # fmt: skip
+    assert service.returncode == 0, service.stderr
+    assert json.loads(service.stdout)["spec"]["ports"][0]["port"] == 8080
+
+
 def source_view(cluster: LocalCluster, namespace: str, name: str = "chat") -> dict[str, Any]:
     """What the owner owns: the spec, labels, annotations, generation and field managers
     (the status, which the Deployment controller writes, is left out)."""
@@ -232,8 +323,17 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
 ) -> None:
     before = source_view(cluster, namespace)
     r = rollout("chat-eagle")
+    mirrored = rollout("chat-mirror")  # the same source on live traffic, side by side
     with EndpointWatch(kube_api, namespace, "chat") as endpoints:
         r.apply(four_line_rollout([ACCEPTANCE_ONLY]))  # no model, no engine: read from chat
+        mirrored.apply(adopted_mirror())
+        told = mirrored.wait(lambda s: s.get("mirror"), timeout=60, message="status.mirror")
+        assert told == {"splitterService": "chat-mirror-splitter:8080"}, told  # no route
+        owner_route = owners_route(namespace, told["splitterService"])
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(owner_route), check=True)
+        routes_before = routes_view(cluster, namespace)
+        assert list(routes_before) == ["chat"], routes_before
+        written = owner_route["spec"]["rules"][0]["filters"]
         analyzing = r.wait_phase("Analyzing", timeout=180)
         assert {
             key: analyzing["workload"].get(key)
@@ -258,6 +358,14 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
         assert speculative_arg(engine_cmdline(cluster, r.pods("baseline")[0])) is None
         assert speculative_arg(engine_cmdline(cluster, r.pods("candidate")[0])) == EAGLE3
         assert source_view(cluster, namespace) == before, "the source changed mid-analysis"
+
+        judge_adopted_mirror(cluster, mirrored)
+        delete(cluster, mirrored)
+        routes_after = routes_view(cluster, namespace)
+        assert routes_after == routes_before, "the operator wrote a route"
+        _, marks, spec = routes_after["chat"]
+        assert "specdecode.io/mirrors" not in (marks or {}), marks
+        assert mirror_filters(spec) == mirror_filters({"rules": [{"filters": written}]})
 
         status = r.wait(
             lambda s: s if s.get("reason") == "AwaitingOwner" else None,
@@ -298,7 +406,7 @@ def test_a_gitops_owned_deployment_is_judged_on_copies_and_promoted_by_its_owner
         )
         wait_for(lambda: not r.deployments(), timeout=60, message="shadows removed")
     assert endpoints.pods, "the EndpointSlice watch saw nothing: it cannot vouch for anything"
-    leaked = {pod for pod in endpoints.pods if pod.startswith(f"{r.name}-")}
+    leaked = {p for p in endpoints.pods if p.startswith((f"{r.name}-", f"{mirrored.name}-"))}
     assert not leaked, f"shadow pods served the source's Service: {leaked}"
     assert all(pod.startswith("chat-") for pod in endpoints.pods), endpoints.pods
 

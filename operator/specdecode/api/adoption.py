@@ -40,6 +40,7 @@ from specdecode.api.rules import (
     implies,
     lit,
 )
+from specdecode.api.traffic import server_side_mirror
 
 
 class PromotionStrategy(StrEnum):
@@ -142,11 +143,25 @@ ADOPTION_RULES = RuleSet(
             "which its owner does (use Alert)",
             ".guard.onDrift",
         ),
+        # Mirror through the splitter needs nothing of the owner's route: the owner adds
+        # one mirror toward the splitter's Service (status.mirror.splitterService) in the
+        # route, mesh or proxy they keep in Git. The operator writes no route it does not
+        # own, so it may not be told one, and ServerSide pairing (a mirror per shadow on
+        # the route, written by the operator) stays refused.
         Rule(
-            implies(_ADOPTED, Binary("!=", at("analysis.traffic.source"), lit("Mirror"))),
-            "workloadRef: Mirror traffic is not supported (the source's routes belong to its "
-            "owner); use Prompts",
-            ".analysis.traffic.source",
+            implies(_ADOPTED, Not(Has(at("analysis.traffic.httpRoute")))),
+            "workloadRef: analysis.traffic.httpRoute is refused (the source's routes belong "
+            "to its owner and the operator writes none of them): leave it unset and mirror "
+            "to Service <rollout name>-splitter port 8080 from your own route, mesh or proxy",
+            ".analysis.traffic.httpRoute",
+            "FieldValueForbidden",
+        ),
+        Rule(
+            implies(_ADOPTED, Not(server_side_mirror(at("analysis.traffic")))),
+            "workloadRef: Mirror with mirrorPairing ServerSide needs a mirror per shadow "
+            "written on the source's route, which belongs to its owner; use Splitter (the "
+            "default) and mirror to Service <rollout name>-splitter port 8080 yourself",
+            ".analysis.traffic.mirrorPairing",
         ),
         Rule(
             implies(

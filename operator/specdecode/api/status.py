@@ -229,6 +229,22 @@ class StageStatus(KubeModel):
     )
 
 
+class MirrorStatus(KubeModel):
+    """Mirror traffic through the splitter: where the live copies go, and who sends them."""
+
+    splitter_service: str = Field(
+        description="The splitter's Service as `name:port` (`<rollout>-splitter:8080`), "
+        "there for the rollout's life; a RequestMirror, mesh mirror or tee of yours posts "
+        "live requests to it (between stages it has no endpoints and the copies are dropped)."
+    )
+    http_route: str | None = Field(
+        default=None,
+        description="The HTTPRoute the operator writes its mirror on while a stage runs "
+        "(spec.analysis.traffic.httpRoute); unset (always with a workloadRef): the operator "
+        "writes no route and the mirror toward splitterService is yours to add.",
+    )
+
+
 class SpecDecodeRolloutStatus(KubeModel):
     """The observed state of a SpecDecodeRollout."""
 
@@ -305,5 +321,10 @@ class SpecDecodeRolloutStatus(KubeModel):
         default=None,
         description="With spec.workloadRef: the source, the labels the shadows dropped and "
         "the patch that promotes the passed config (GitOps).",
+    )
+    mirror: MirrorStatus | None = Field(
+        default=None,
+        description="With Mirror traffic through the splitter: the Service to mirror live "
+        "requests to, and the route the operator writes (none with a workloadRef).",
     )
     conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing...")

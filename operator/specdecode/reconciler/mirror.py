@@ -5,7 +5,10 @@ traffic for a stage of a Mirror rollout, the route's rules toward production mir
 `mirrorPercent` of live requests to the splitter's Service (Splitter pairing,
 `reconciler.splitter`), or to the baseline and the candidate Services (ServerSide); at any other
 time (no stage running, promotion, rollback, a spec switched to Prompts, the rollout
-deleted) none of ours remain on any route of the namespace. Checked on every reconcile, so
+deleted) none of ours remain on any route of the namespace. Without `httpRoute` (always so
+with a workloadRef) the operator writes no route: the user mirrors to the splitter's
+Service themselves, and that filter is theirs (ours are only on routes we marked,
+`adapters.kube.route_mirrors`). Checked on every reconcile, so
 an edit or a GitOps sync that drops or changes our filters is repaired.
 The namespace's routes come from the watched cache (`observe_routes`); a route edit wakes
 the namespace's rollouts, so a dropped filter is repaired at once.
@@ -24,8 +27,8 @@ from specdecode.adapters.kube.route_mirrors import (
 )
 from specdecode.adapters.load.splitter import MIRROR_PORT, splitter_name
 from specdecode.adapters.render import child_name
-from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
-from specdecode.domain.decision import TrafficPlan
+from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.domain.decision import Decision, TrafficPlan
 from specdecode.domain.observations import ChildRole
 from specdecode.reconciler.runtime import Runtime
 
@@ -45,7 +48,11 @@ def wanted_mirrors(
     none_wanted = MirrorWanted(
         route=None,
         production_service=child_name(rollout, ChildRole.PRODUCTION),
-        own_services=frozenset((*shadows, splitter)),
+        own_services=frozenset(shadows),
+        rollout=rollout,
+        # a mirror toward the splitter is ours only where we wrote it (a marked route):
+        # elsewhere it is the user's own (an adopted Deployment's owner, no httpRoute)
+        marked_services=frozenset((splitter,)),
     )
     if spec is None or spec.analysis.traffic.source is not TrafficSourceType.MIRROR:
         return none_wanted
@@ -58,6 +65,8 @@ def wanted_mirrors(
         route=traffic.http_route,
         production_service=none_wanted.production_service,
         own_services=none_wanted.own_services,
+        rollout=rollout,
+        marked_services=none_wanted.marked_services,
         services=services if plan is not None else (),
         port=port,
         percent=traffic.mirror_percent,
@@ -97,3 +106,21 @@ async def steer_mirrors(
     """Make the listed routes carry exactly the mirrors wanted now; routes patched."""
     wanted = wanted_mirrors(rollout, spec, plan)
     return await asyncio.to_thread(sync_route_mirrors, runtime.kube, namespace, routes, wanted)
+
+
+def with_mirror_status(rollout: str, spec: SpecDecodeRolloutSpec, decision: Decision) -> Decision:
+    """`decision` with `status.mirror` naming the splitter's Service and the route we write
+    (None unless Mirror through the splitter): the one name a user who mirrors themselves
+    (an adopted Deployment's owner) needs, read from the rollout rather than guessed."""
+    traffic = spec.analysis.traffic
+    mirror = (
+        MirrorStatus(
+            splitter_service=f"{splitter_name(rollout)}:{MIRROR_PORT}",
+            http_route=traffic.http_route,
+        )
+        if traffic.splitter_mirror
+        else None
+    )
+    if decision.status.mirror == mirror:
+        return decision
+    return decision.with_status(decision.status.model_copy(update={"mirror": mirror}))

@@ -71,7 +71,7 @@ from specdecode.reconciler.load import (
     sync_load_pods,
     uses_load_pods,
 )
-from specdecode.reconciler.mirror import mirror_problem, observe_routes
+from specdecode.reconciler.mirror import mirror_problem, observe_routes, with_mirror_status
 from specdecode.reconciler.ownership import with_foreign_children
 from specdecode.reconciler.promotion_patch import (
     keep_files,
@@ -166,6 +166,7 @@ async def reconcile(
         prompts_digest=await observe_prompts_digest(runtime, ref.namespace, spec, status),
     )
     decision = decide(spec, status, observations, now)
+    decision = with_mirror_status(ref.name, spec, decision)
     # vLLM release check (engine GET /version vs the validated release): Degraded on mismatch.
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
     # Objects holding a child's name first: they block the analysis, which the scrape

@@ -1,12 +1,14 @@
 """Mirror traffic with Splitter pairing: the stage run's splitter, kept and read per look.
 
 While the domain plans shadow traffic for a stage of such a rollout, the rollout owns one
-splitter Deployment and its Service (`adapters.load.splitter`); at any other time (no
-stage running, the analysis ended, the spec switched to Prompts or ServerSide, the spec
-unreadable) they are deleted. The splitter sends to the engines' pod addresses, pushed
-per side like the load pods' (a Service's address would need cluster DNS and a proxy in
-the path). The route's single RequestMirror filter toward the
-splitter's Service is `reconciler.mirror`'s. A look reads the splitter pod of the current
+splitter Deployment (`adapters.load.splitter`); at any other time (no stage running, the
+analysis ended, the spec switched to Prompts or ServerSide, the spec unreadable) it is
+deleted. Its Service `<rollout>-splitter` lives as long as the spec asks for Splitter
+pairing: a user who mirrors to it themselves (an adopted Deployment's owner) points at a
+name that does not come and go with the stages. The splitter sends to the engines' pod
+addresses, pushed per side like the load pods' (a Service's address would need cluster DNS
+and a proxy in the path). The route's single RequestMirror filter toward the splitter's
+Service is `reconciler.mirror`'s (or the user's own). A look reads the splitter pod of the current
 stage run once per side, in the load pods' report protocol, and combines each side's
 blocks as it would a one-shard load pod's (`domain.load_window`): the gates judge the
 same statistics as under Prompts traffic.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from specdecode.adapters.kube.cache import named
+from specdecode.adapters.kube.cache import JsonObject, named
 from specdecode.adapters.kube.children import delete_children, stale_objects
 from specdecode.adapters.kube.endpoints import ready_engine_endpoints
 from specdecode.adapters.kube.load_pods import LoadPod, observed_splitter_pods
@@ -25,7 +27,12 @@ from specdecode.adapters.kube.load_token import LoadTokenError, ensure_load_toke
 from specdecode.adapters.kube.owned import apply_children, owner_uids
 from specdecode.adapters.load.pods import SIDES
 from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
-from specdecode.adapters.load.splitter import SPLITTER_ROLE, render_splitter, splitter_name
+from specdecode.adapters.load.splitter import (
+    SPLITTER_ROLE,
+    render_splitter,
+    render_splitter_service,
+    splitter_name,
+)
 from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
@@ -61,15 +68,21 @@ async def sync_splitter(
     deployments = runtime.cluster.rollout_deployments(owner.namespace, owner.name)
     services = runtime.cluster.rollout_services(owner.namespace, owner.name)
     if plan is None or spec is None or not uses_splitter(spec):
+        # Between stages a Splitter rollout keeps its Service (a user's own mirror points
+        # at it; with no endpoints, the mirror's copies fail and the gateway drops them).
+        keep_service = spec is not None and uses_splitter(spec)
         doomed = [
             (kind, name)
             for kind, objects in (("Deployment", deployments), ("Service", services))
-            if (found := named(objects, name)) is not None
+            if not (keep_service and kind == "Service")
+            and (found := named(objects, name)) is not None
             and not (found.get("metadata") or {}).get("deletionTimestamp")
             and owner.uid in owner_uids(found)
         ]
         if doomed:
             await asyncio.to_thread(delete_children, runtime.kube, owner.namespace, doomed)
+        if keep_service:
+            await _keep_service(runtime, owner, services)
         return
     key = f"{owner.namespace}/{owner.name}"
     rendered = render_splitter(owner, spec, plan, runtime.settings.load_image)
@@ -89,6 +102,17 @@ async def sync_splitter(
         if foreign:
             record_foreign(runtime, key, foreign)
     await _push_endpoints(runtime, owner, spec, plan)
+
+
+async def _keep_service(runtime: Runtime, owner: Owner, services: Sequence[JsonObject]) -> None:
+    """Apply the splitter's Service alone where it is missing or differs."""
+    stale = stale_objects([render_splitter_service(owner)], list(services))
+    if not stale:
+        return
+    manager = runtime.settings.field_manager
+    foreign = await apply_children(runtime.kube, stale, manager, list(services))
+    if foreign:
+        record_foreign(runtime, f"{owner.namespace}/{owner.name}", foreign)
 
 
 async def _push_endpoints(

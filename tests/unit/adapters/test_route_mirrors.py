@@ -8,14 +8,15 @@ from typing import Any
 import pytest
 
 from specdecode.adapters.kube.route_mirrors import (
+    MIRRORS_ANNOTATION,
     MirrorWanted,
     filters_patch,
     mirror_filter,
     route_problem,
 )
-from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.domain.decision import TrafficPlan
-from specdecode.reconciler.mirror import wanted_mirrors
+from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision, DesiredChildren, TrafficPlan
+from specdecode.reconciler.mirror import wanted_mirrors, with_mirror_status
 
 pytestmark = pytest.mark.unit
 
@@ -56,9 +57,24 @@ def apply(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, An
         if op["op"] == "test":
             assert result["metadata"]["resourceVersion"] == op["value"]
             continue
+        if op["path"].startswith("/metadata/annotations"):
+            _apply_annotation(result["metadata"], op)
+            continue
         _, _, _, index, _ = op["path"].split("/")
         result["spec"]["rules"][int(index)]["filters"] = op["value"]
     return result
+
+
+def _apply_annotation(metadata: dict[str, Any], op: dict[str, Any]) -> None:
+    if op["path"] == "/metadata/annotations":
+        assert op["op"] == "add" and "annotations" not in metadata
+        metadata["annotations"] = op["value"]
+        return
+    key = op["path"].removeprefix("/metadata/annotations/").replace("~1", "/")
+    if op["op"] == "remove":
+        del metadata["annotations"][key]  # KeyError: removing what is not there fails
+    else:
+        metadata["annotations"][key] = op["value"]
 
 
 def test_rules_toward_production_get_both_mirrors_after_the_users_filters() -> None:
@@ -168,4 +184,99 @@ def test_prompt_rollouts_and_deleted_ones_want_no_mirrors() -> None:
         wanted_mirrors("llama", None, None),
     ):
         assert found.route is None and found.services == ()
-        assert found.own_services == frozenset((*SHADOWS, "llama-splitter"))
+        assert found.own_services == frozenset(SHADOWS)
+        assert found.marked_services == frozenset(("llama-splitter",))
+
+
+SPLITTER = "llama-splitter"
+USERS_SPLITTER_MIRROR = mirror_filter(SPLITTER, 8080, 50)
+
+
+def splitter_wanted(route: str | None = "llm", mirroring: bool = True) -> MirrorWanted:
+    return MirrorWanted(
+        route=route,
+        production_service="llama",
+        own_services=frozenset(SHADOWS),
+        rollout="llama",
+        marked_services=frozenset((SPLITTER,)),
+        services=(SPLITTER,) if mirroring and route else (),
+        port=8080,
+        percent=10,
+    )
+
+
+@pytest.mark.parametrize(
+    "wanted_now",
+    [splitter_wanted(route=None), splitter_wanted(route=None, mirroring=False)],
+    ids=["stage-running-without-httpRoute", "no-stage-or-deleted"],
+)
+def test_a_users_own_mirror_toward_the_splitter_is_theirs(wanted_now: MirrorWanted) -> None:
+    """An adopted Deployment's owner (or a rollout without httpRoute) mirrors to the
+    splitter from their own route: the operator never strips it (the old code treated
+    every filter toward the splitter as its own, anywhere in the namespace)."""
+    theirs = route("gitops-route", to("chat", filters=[HEADER_FILTER, USERS_SPLITTER_MIRROR]))
+    assert filters_patch(theirs, wanted_now) == []
+
+
+def test_the_operators_splitter_mirror_is_marked_and_given_back_whole() -> None:
+    before = route("llm", to("llama", filters=[HEADER_FILTER]))
+    mirrored = apply(before, filters_patch(before, splitter_wanted()))
+    assert mirrored["spec"]["rules"][0]["filters"] == [
+        HEADER_FILTER,
+        mirror_filter(SPLITTER, 8080, 10),
+    ]
+    assert mirrored["metadata"]["annotations"] == {MIRRORS_ANNOTATION: "llama"}
+    assert filters_patch(mirrored, splitter_wanted()) == []  # converged
+    after = apply(mirrored, filters_patch(mirrored, splitter_wanted(mirroring=False)))
+    assert after["spec"]["rules"][0]["filters"] == [HEADER_FILTER]
+    assert after["metadata"]["annotations"] == {}
+
+
+def test_a_route_no_longer_named_loses_the_splitter_mirror_we_wrote_there() -> None:
+    before = route("old", to("llama"))
+    before["metadata"]["annotations"] = {"team": "a"}
+    mirrored = apply(before, filters_patch(before, splitter_wanted(route="old")))
+    assert mirrored["metadata"]["annotations"] == {"team": "a", MIRRORS_ANNOTATION: "llama"}
+    # httpRoute removed (or renamed): the marked route is ours to clean, the mark goes too
+    after = apply(mirrored, filters_patch(mirrored, splitter_wanted(route=None)))
+    assert after["spec"]["rules"][0]["filters"] == []
+    assert after["metadata"]["annotations"] == {"team": "a"}
+
+
+def test_another_rollouts_mark_is_kept() -> None:
+    shared = route(
+        "llm", to("llama"), to("qwen", filters=[mirror_filter("qwen-splitter", 8080, 5)])
+    )
+    shared["metadata"]["annotations"] = {MIRRORS_ANNOTATION: "qwen"}
+    mirrored = apply(shared, filters_patch(shared, splitter_wanted()))
+    assert mirrored["metadata"]["annotations"] == {MIRRORS_ANNOTATION: "llama,qwen"}
+    after = apply(mirrored, filters_patch(mirrored, splitter_wanted(mirroring=False)))
+    assert after["metadata"]["annotations"] == {MIRRORS_ANNOTATION: "qwen"}
+    assert after["spec"]["rules"][1]["filters"] == [mirror_filter("qwen-splitter", 8080, 5)]
+
+
+def test_a_splitter_rollout_without_a_route_writes_no_route() -> None:
+    """No httpRoute (always so with a workloadRef): a stage running writes nothing on any
+    route, not even one toward production; with one, the named route gets the mirror."""
+    toward_production = route("llm", to("llama"))
+    running = wanted_mirrors("llama", spec_with({"source": "Mirror"}), PLAN)
+    assert filters_patch(toward_production, running) == []
+    named = wanted_mirrors("llama", spec_with({"source": "Mirror", "httpRoute": "llm"}), PLAN)
+    after = apply(toward_production, filters_patch(toward_production, named))
+    assert after["spec"]["rules"][0]["filters"] == [mirror_filter(SPLITTER, 8080, 10)]
+
+
+def test_status_names_the_splitter_service_and_the_route_we_write() -> None:
+    """status.mirror: the name an adopted Deployment's owner mirrors to, read from the
+    rollout; the route only when the spec names one; nothing without the splitter."""
+    decision = Decision(status=SpecDecodeRolloutStatus(), children=DesiredChildren(None))
+    own = with_mirror_status("llama", spec_with({"source": "Mirror"}), decision).status.mirror
+    assert own == MirrorStatus(splitter_service="llama-splitter:8080", http_route=None)
+    routed = with_mirror_status(
+        "llama", spec_with({"source": "Mirror", "httpRoute": "llm"}), decision
+    ).status.mirror
+    assert routed is not None and routed.http_route == "llm"
+    prompts = with_mirror_status("llama", spec_with({}), decision)
+    assert prompts is decision and prompts.status.mirror is None
+    was_mirror = with_mirror_status("llama", spec_with({"source": "Mirror"}), decision)
+    assert with_mirror_status("llama", spec_with({}), was_mirror).status.mirror is None

@@ -71,8 +71,8 @@ def test_the_route_mirrors_once_to_the_splitter_or_twice_server_side() -> None:
     server_side = SPEC.model_copy(update={"analysis": analysis})
     two = wanted_mirrors("llama-8b", server_side, PLAN)
     assert two.services == ("llama-8b-baseline", "llama-8b-candidate") and two.port == 8000
-    # the splitter's Service counts as ours: a filter toward it is removed when not wanted
-    assert splitter_name("llama-8b") in wanted_mirrors("llama-8b", None, None).own_services
+    # a filter toward the splitter's Service is ours only on a route we marked
+    assert splitter_name("llama-8b") in wanted_mirrors("llama-8b", None, None).marked_services
     assert mirror_filter("llama-8b-splitter", MIRROR_PORT, 10)["requestMirror"]["percent"] == 10
 
 
@@ -114,6 +114,44 @@ async def test_sync_applies_the_splitter_while_planned_and_deletes_it_after(
     rt.cluster.attach({}, {("team-a", "llama-8b"): [foreign]}, rt.cluster.pods, {})
     await sync_splitter(rt, OWNER, mirror_spec(), None)
     assert deleted == []  # not ours: left alone
+
+
+async def test_between_stages_the_splitter_service_stays_for_the_rollouts_life(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user who mirrors to `<rollout>-splitter` themselves (an adopted Deployment's
+    owner) points at a Service that outlives each stage: the Deployment goes, the Service
+    stays (and comes back if deleted) as long as the spec asks for Splitter pairing."""
+    rt = runtime(FakeCore())
+    applied: list[dict[str, Any]] = []
+    deleted: list[tuple[str, str]] = []
+
+    async def apply(_: Any, objects: Any, __: str, ___: Any = ()) -> list[Any]:
+        applied.extend(objects)
+        return []
+
+    def delete(_: Any, namespace: str, doomed: Any) -> int:
+        deleted.extend(doomed)
+        return len(doomed)
+
+    monkeypatch.setattr(splitter_module, "apply_children", apply)
+    monkeypatch.setattr(splitter_module, "delete_children", delete)
+    deployment, service = render_splitter(OWNER, mirror_spec(), PLAN, "img")
+    rt.cluster.attach(
+        {("team-a", "llama-8b"): [deployment]},
+        {("team-a", "llama-8b"): [service]},
+        rt.cluster.pods,
+        {},
+    )
+    await sync_splitter(rt, OWNER, mirror_spec(), None)  # the stage ended
+    assert deleted == [("Deployment", "llama-8b-splitter")]
+    assert applied == []  # the Service is there as rendered: nothing to write
+    rt.cluster.attach({}, {}, rt.cluster.pods, {})  # someone deleted the Service
+    await sync_splitter(rt, OWNER, mirror_spec(), None)
+    assert [(o["kind"], o["metadata"]["name"]) for o in applied] == [
+        ("Service", "llama-8b-splitter")
+    ]
+    assert applied[0]["spec"]["ports"][0]["port"] == MIRROR_PORT
 
 
 def running_splitter_pod() -> dict[str, Any]:

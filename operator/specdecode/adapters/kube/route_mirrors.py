@@ -2,9 +2,13 @@
 
 Mirror traffic: while an analysis stage runs, each rule of the user's HTTPRoute that sends
 requests to the rollout's production Service also mirrors `percent` of them to the baseline
-and to the candidate Service. The route belongs to the user (or to Argo CD / Flux); the
-operator owns only RequestMirror filters whose backendRef names one of its shadow Services,
-and touches nothing else. `spec.rules` is an atomic list in the HTTPRoute schema, so
+and to the candidate Service (ServerSide pairing), or to the splitter's Service (Splitter
+pairing). The route belongs to the user (or to Argo CD / Flux); the operator owns only
+RequestMirror filters whose backendRef names one of its shadow Services, and a filter toward
+its splitter's Service only on a route it marked (annotation `specdecode.io/mirrors` lists
+the rollouts that wrote mirrors there): a mirror toward the splitter is also what a user
+adds themselves (an adopted Deployment's owner, a rollout without `httpRoute`), and that
+one is theirs. It touches nothing else. `spec.rules` is an atomic list in the HTTPRoute schema, so
 server-side apply would take over every rule; instead each changed rule's `filters` list is
 replaced by a JSON patch guarded by a `test` of the route's resourceVersion, so a concurrent
 edit makes the patch fail (and the next reconcile recomputes) instead of being overwritten.
@@ -26,6 +30,8 @@ from specdecode.adapters.kube.client import KubeClients
 ROUTE_GROUP = "gateway.networking.k8s.io"
 ROUTE_VERSION = "v1"
 ROUTE_PLURAL = "httproutes"
+# The rollouts whose mirrors the operator wrote on a route (comma-separated names).
+MIRRORS_ANNOTATION = "specdecode.io/mirrors"
 JsonObject = Mapping[str, Any]
 # A namespace's HTTPRoutes as listed, or why they could not be listed.
 Routes = Sequence[JsonObject] | str
@@ -38,6 +44,9 @@ class MirrorWanted:
     route: str | None  # the HTTPRoute named by the spec (None: not a Mirror rollout)
     production_service: str
     own_services: frozenset[str]  # every shadow Service of the rollout, mirrored or not
+    rollout: str = ""  # the name the route's mark records
+    # Services whose mirrors are ours only on a route marked for `rollout` (the splitter's)
+    marked_services: frozenset[str] = frozenset()
     services: tuple[str, ...] = ()  # mirror targets while a stage runs
     port: int = 0  # the shadow Services' port (only read when `services` is not empty)
     percent: int = 100
@@ -76,31 +85,64 @@ def routes_to(rule: JsonObject, service: str, namespace: str) -> bool:
     return any(_is_service(ref, service, namespace) for ref in rule.get("backendRefs") or [])
 
 
+def route_marks(route: JsonObject) -> frozenset[str]:
+    """The rollouts whose mirrors the operator wrote on `route` (its mark)."""
+    annotations = (route.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(MIRRORS_ANNOTATION) or ""
+    return frozenset(name for name in value.split(",") if name)
+
+
 def filters_patch(route: JsonObject, wanted: MirrorWanted) -> list[dict[str, Any]]:
     """JSON patch operations that give every rule exactly the wanted mirrors of ours.
 
     Rules toward the production Service get `wanted.services` mirrors (only on the route the
     spec names); every other rule, and every other route, keeps none of ours. Filters of
-    anyone else stay as they are and where they are. Empty: the route already converged.
+    anyone else stay as they are and where they are; a filter toward a marked service
+    (the splitter's) is ours only on a route marked for the rollout. The mark follows:
+    set while the route carries mirrors of ours, dropped with the last. Empty: the route
+    already converged.
     """
     metadata, spec = route.get("metadata") or {}, route.get("spec") or {}
     namespace = metadata.get("namespace", "")
+    marks = route_marks(route)
+    marked = wanted.rollout in marks
+    ours = wanted.own_services | (wanted.marked_services if marked else frozenset())
     mirrors = [mirror_filter(s, wanted.port, wanted.percent) for s in wanted.services]
     on_named_route = metadata.get("name") == wanted.route
     operations: list[dict[str, Any]] = []
+    carries_ours = False
     for index, rule in enumerate(spec.get("rules") or []):
         current = list(rule.get("filters") or [])
-        kept = [f for f in current if not is_owned_mirror(f, wanted.own_services, namespace)]
+        kept = [f for f in current if not is_owned_mirror(f, ours, namespace)]
         to_production = routes_to(rule, wanted.production_service, namespace)
-        target = kept + (mirrors if on_named_route and to_production else [])
+        added = mirrors if on_named_route and to_production else []
+        carries_ours = carries_ours or bool(added)
+        target = kept + added
         if target == current:
             continue
         op = "replace" if "filters" in rule else "add"
         operations.append({"op": op, "path": f"/spec/rules/{index}/filters", "value": target})
+    if carries_ours != marked and wanted.rollout:
+        operations.extend(_mark_patch(metadata, marks, wanted.rollout, carries_ours))
     if operations:
         version = metadata.get("resourceVersion", "")
         operations.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": version})
     return operations
+
+
+def _mark_patch(
+    metadata: JsonObject, marks: frozenset[str], rollout: str, mark: bool
+) -> list[dict[str, Any]]:
+    """The operation that adds `rollout` to the route's mark, or removes it."""
+    names = marks | {rollout} if mark else marks - {rollout}
+    key = "/metadata/annotations/" + MIRRORS_ANNOTATION.replace("~", "~0").replace("/", "~1")
+    if not names:
+        return [{"op": "remove", "path": key}]
+    value = ",".join(sorted(names))
+    if "annotations" not in metadata or metadata["annotations"] is None:
+        return [{"op": "add", "path": "/metadata/annotations",
+                 "value": {MIRRORS_ANNOTATION: value}}]  # fmt: skip
+    return [{"op": "add", "path": key, "value": value}]
 
 
 def route_problem(routes: Routes, wanted: MirrorWanted) -> str | None:

@@ -59,10 +59,16 @@ def _args(spec: SpecDecodeRolloutSpec, plan: TrafficPlan) -> list[str]:
     ]
 
 
-def render_splitter(
-    owner: Owner, spec: SpecDecodeRolloutSpec, plan: TrafficPlan, default_image: str
-) -> list[dict[str, Any]]:
-    """The splitter's Deployment and Service for the stage run `plan`."""
+def render_splitter_service(owner: Owner) -> dict[str, Any]:
+    """The splitter's Service alone: kept for the rollout's life (a user's own mirror
+    points at it between stages too), with no endpoints while no stage runs."""
+    service: dict[str, Any] = render_template(
+        template_environment(), "service.yaml.j2", _common(owner)
+    )
+    return service
+
+
+def _common(owner: Owner) -> dict[str, Any]:
     name = splitter_name(owner.name)
     labels = {
         "app.kubernetes.io/component": SPLITTER_ROLE,
@@ -73,16 +79,24 @@ def render_splitter(
         ROLLOUT_LABEL: owner.name,
     }
     selector = {ROLE_LABEL: SPLITTER_ROLE, ROLLOUT_LABEL: owner.name}
-    pod_labels = {**labels, PLAN_LABEL: plan_hash(plan), STAGE_LABEL: plan.stage_name}
-    generator = spec.analysis.traffic.load_generator
-    templates = template_environment()
-    common = {
+    return {
         "name": name,
         "object_namespace": owner.namespace,
         "labels": labels,
         "owner_references": [owner.reference()],
         "selector": selector,
+        "port": MIRROR_PORT,
     }
+
+
+def render_splitter(
+    owner: Owner, spec: SpecDecodeRolloutSpec, plan: TrafficPlan, default_image: str
+) -> list[dict[str, Any]]:
+    """The splitter's Deployment and Service for the stage run `plan`."""
+    common = _common(owner)
+    pod_labels = {**common["labels"], PLAN_LABEL: plan_hash(plan), STAGE_LABEL: plan.stage_name}
+    generator = spec.analysis.traffic.load_generator
+    templates = template_environment()
     deployment = render_template(
         templates,
         "splitter.yaml.j2",
@@ -101,5 +115,4 @@ def render_splitter(
             },
         },
     )
-    service = render_template(templates, "service.yaml.j2", {**common, "port": MIRROR_PORT})
-    return [deployment, service]
+    return [deployment, render_splitter_service(owner)]
