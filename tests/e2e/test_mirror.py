@@ -12,6 +12,7 @@ analysis ends or the rollout is deleted.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -256,3 +257,31 @@ def test_a_mirrored_candidate_with_tail_stalls_is_rolled_back_by_the_per_chunk_t
     assert p99["threshold"] == pytest.approx(1.4) and p99["lowerBound"] > 1.4, p99
     assert "acceptance/p99-itl" in status["message"], status["message"]
 
+
+def test_an_overloaded_splitter_sheds_says_so_and_never_passes_the_look(
+    rollout: Callable[[str], Rollout],
+) -> None:
+    """Issue 34: a splitter capped at 4 mirrored requests in flight, fed by 16 users (a
+    few dozen wanted in flight), sheds most of what it is sent. It reports the sheds (both
+    sides' arrivals not sent), the tail gate's looks are refused naming the shed share and
+    what to change, and the stage ends Inconclusive: RolledBack,
+    never Promoted, and the Event says why."""
+    r = rollout("llama")
+    tail = {"name": "p99-itl", "type": "TailLatency", "itlDefinition": "PerChunk"}
+    r.apply(fed_splitter_rollout(tail, max_seconds=30, splitter={"maxInFlight": 4}))
+    status, traffic = fed_splitter_verdict(r, users=16)
+    assert status["phase"] == "RolledBack" and status["reason"] == "Inconclusive", r.describe()
+    stage = next(s for s in status["stages"] if s["name"] == "acceptance")
+    assert stage["phase"] == "Inconclusive" and stage["evidence"] == "ClientSidePaired", stage
+    p99 = gate(status, "acceptance", "p99-itl")
+    print("p99-itl:", p99["reason"])
+    assert p99["verdict"] == "Inconclusive", p99
+    shed = re.search(r"lost (\d+) of (\d+) mirrored requests", p99["reason"])
+    assert shed is not None, p99["reason"]
+    lost, offered = int(shed.group(1)), int(shed.group(2))
+    assert lost > 0.01 * offered and offered <= traffic.accepted, (lost, offered, traffic)
+    for words in ("at its cap of 4 in flight", "maxShedFraction", "maxInFlight", "mirrorPercent"):
+        assert words in p99["reason"], p99["reason"]
+    assert "splitter sheds" in status["message"], status["message"]
+    rolled_back = [e for e in r.events() if e.get("reason") == "Inconclusive"]
+    assert rolled_back and "splitter sheds" in rolled_back[-1]["message"], rolled_back

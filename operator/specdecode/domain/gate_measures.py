@@ -47,14 +47,13 @@ class UnsentLimit:
                 "less than the stage's load; add load pods "
                 "(spec.analysis.traffic.loadGenerator) or lower the stage's requestRate"
             )
+        # Within a status reason's 320 characters with its numbers: the remedy must survive.
         return (
-            f"{SATURATED}: the {name} side lost {skipped} of {offered} mirrored requests, "
-            f"shed by the shadow splitter at its cap of {self.splitter_in_flight} in flight "
-            f"or while a side had no ready engine ({share}, "
-            "spec.analysis.traffic.splitter.maxShedFraction; the other side lost the same "
-            "requests), so the shadows saw less than the live load; raise "
-            "spec.analysis.traffic.splitter.maxInFlight, give the splitter more CPU "
-            "(splitter.cpu, up to 1) or lower mirrorPercent"
+            f"{SATURATED}: the {name} side lost {skipped} of {offered} mirrored requests to "
+            f"splitter sheds ({share} = traffic.splitter.maxShedFraction; at its cap of "
+            f"{self.splitter_in_flight} in flight, or while a side had no ready engine): raise "
+            "splitter.maxInFlight, give the splitter more CPU (splitter.cpu) or lower "
+            "mirrorPercent"
         )
 
     def delay_remedy(self) -> str:

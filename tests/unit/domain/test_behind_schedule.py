@@ -30,6 +30,7 @@ from domain_fixtures import (
 from specdecode.api import GateType
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import Phase
+from specdecode.api.status_budget import MAX_REASON_LENGTH
 from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.analyzing import look_plan
 from specdecode.domain.gate_boundary import gate_params
@@ -184,7 +185,7 @@ def test_a_splitter_that_shed_over_its_share_refuses_every_verdict_and_says_what
         )
         assert shed.verdict is GateVerdict.INCONCLUSIVE, shed.reason
         assert f"lost {TOO_MANY} of {TOO_MANY + SENT} mirrored requests" in shed.reason
-        assert "shadow splitter at its cap of 4 in flight" in shed.reason
+        assert "splitter sheds" in shed.reason and "at its cap of 4 in flight" in shed.reason
         for remedy in ("splitter.maxInFlight", "splitter.cpu", "mirrorPercent"):
             assert remedy in shed.reason, shed.reason
         assert "load pods" not in shed.reason and "requestRate" not in shed.reason
@@ -195,7 +196,7 @@ def test_the_shed_share_a_splitter_look_tolerates_is_the_rollouts() -> None:
     shed_3_percent = (side(draws(1), skipped=TOO_MANY), side(draws(2), skipped=TOO_MANY))
     strict = measure_client_tail(P99, *shed_3_percent, mirror_look())
     assert strict.verdict is GateVerdict.INCONCLUSIVE  # control: the default 1 %
-    assert "over 1%, spec.analysis.traffic.splitter.maxShedFraction" in strict.reason
+    assert "over 1% = traffic.splitter.maxShedFraction" in strict.reason
     tolerant = measure_client_tail(P99, *shed_3_percent, mirror_look(maxShedFraction=0.05))
     assert tolerant.verdict is GateVerdict.SUCCESSFUL, tolerant.reason
     gate = gate_params(
@@ -206,6 +207,13 @@ def test_the_shed_share_a_splitter_look_tolerates_is_the_rollouts() -> None:
     assert SpeedupGate().measure(gate, seen, mirror_look()).verdict is GateVerdict.INCONCLUSIVE
     judged = SpeedupGate().measure(gate, seen, mirror_look(maxShedFraction=0.05))
     assert judged.verdict is GateVerdict.SUCCESSFUL
+
+
+def test_the_splitters_remedy_survives_the_status_reasons_length() -> None:
+    """Status cuts a gate's reason at MAX_REASON_LENGTH: what to change must fit before it,
+    with the largest numbers a day of looks could hold."""
+    why = UnsentLimit(0.1, 1024).shortfall("candidate", 10**9, 10**10)
+    assert len(why) <= MAX_REASON_LENGTH and why.endswith("lower mirrorPercent"), len(why)
 
 
 def test_prompts_traffic_keeps_the_load_clients_share_and_remedy() -> None:
