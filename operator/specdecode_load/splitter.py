@@ -11,10 +11,11 @@ in-flight ages and acceptance are recorded exactly as a load pod records them, a
 side is reported in the load pods' report protocol (`GET /v1/report?side=`): the
 operator's reader and the gates need no new statistics.
 
-Bounded: at most `max_in_flight` pairs stream at once; a request beyond it (or one that
-arrives while a side has no endpoint) is shed, never queued, and counted on both sides as
-an arrival not sent (`arrivals_skipped`), so a look whose sheds exceed the share the
-gates allow is refused as Inconclusive, never passed (`domain.gate_measures.skipped_share`).
+Bounded: at most `max_in_flight` pairs stream at once (the rollout's
+`spec.analysis.traffic.splitter.maxInFlight`); a request beyond it (or one that arrives
+while a side has no endpoint) is shed, never queued, and counted on both sides as an
+arrival not sent (`arrivals_skipped`), so a look whose sheds exceed the rollout's
+`maxShedFraction` is refused as Inconclusive, never passed (`domain.gate_measures`).
 Requests it cannot forward (not a completions route, not JSON) are counted and dropped.
 Nothing here logs a request's body. One process, one loop: intake, both sides' streams
 and the report routes share it; the delay probe measures what that costs the stamps.

@@ -20,7 +20,6 @@ from specdecode_load.config import BIND_HOST_ENV
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
 
 SIDES = load_flags.SPLITTER_SIDES
-MAX_IN_FLIGHT = 256  # mirrored requests (pairs) streaming at once before it sheds
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     for side in SIDES:
         p.add_argument(f"--{side}", action="append", default=[], help="http://host:port, repeat")
     p.add_argument(
-        "--max-in-flight", type=int, default=MAX_IN_FLIGHT, help="pairs in flight; beyond: shed"
+        "--max-in-flight",
+        type=int,
+        required=True,
+        help="pairs in flight; beyond: shed (spec.analysis.traffic.splitter.maxInFlight)",
     )
     p.add_argument("--request-timeout", type=float, required=True, help="per request and side")
     p.add_argument("--block-seconds", type=float, required=True)

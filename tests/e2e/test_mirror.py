@@ -12,6 +12,8 @@ analysis ends or the rollout is deleted.
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +23,7 @@ import yaml
 from localcluster.faults import FAULTS, SLOW_START, inject, where_the_fault_is
 from localcluster.gateway_process import running_gateway
 from localcluster.handle import LocalCluster
-from localcluster.live_traffic import live_users
+from localcluster.live_traffic import LiveTraffic, live_users
 from localcluster.mirror_scenario import (
     ROUTE,
     USERS_FILTER,
@@ -173,6 +175,42 @@ def splitter_url(r: Rollout) -> str | None:
     return f"http://{pods[0]['status']['podIP']}:8080" if pods else None
 
 
+def fed_splitter_rollout(
+    gate: dict[str, Any], max_seconds: int = 300, splitter: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Splitter-paired Mirror rollout with no route (the test feeds the splitter) and
+    `gate` added to its first stage, which may run `max_seconds`; the candidate starts
+    slowly, so a fault injected on its Deployment lands before its first pod is ready."""
+    manifest = mirror_rollout(route=None, pairing="Splitter")
+    analysis = manifest["spec"]["analysis"]
+    first = analysis["stages"][0]
+    first["maxDurationSeconds"] = max_seconds
+    first["gates"].append(gate)
+    analysis["progressDeadlineSeconds"] = max_seconds + 100
+    if splitter is not None:
+        analysis["traffic"]["splitter"] = splitter
+    manifest["spec"]["engine"]["env"] = [*manifest["spec"]["engine"]["env"], *SLOW_START]
+    return manifest
+
+
+def fed_splitter_verdict(r: Rollout, users: int = 8) -> tuple[dict[str, Any], LiveTraffic]:
+    """Post live users' requests straight to the rollout's splitter until a verdict (no
+    gateway: a mesh mirror or a tee would post the same), or until it would promote
+    (Paused or Promoting count as a verdict here); the final status, the users."""
+    url = r.wait(lambda _: splitter_url(r), timeout=300, message="the splitter's address")
+    assert "splitter" in r.deployments().get("shadow-splitter", {}).get("metadata", {})["name"]
+    started = time.monotonic()
+    decided = (*TERMINAL, "Paused", "Promoting")
+    with live_users(url, "llama-3.1-8b-instruct", concurrency=users) as traffic:
+        status: dict[str, Any] = r.wait(
+            lambda s: s if s.get("phase") in decided else None, timeout=600, message="a verdict"
+        )
+    print(f"{r.name}: {status['phase']} {time.monotonic() - started:.0f}s after the splitter ran")
+    print("message:", status.get("message"))
+    assert traffic.accepted > 0 and traffic.ok == 0, traffic  # 202s: the mirror is never held
+    return status, traffic
+
+
 def test_the_splitter_fed_directly_rolls_back_a_candidate_failing_requests(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:
@@ -181,20 +219,9 @@ def test_the_splitter_fed_directly_rolls_back_a_candidate_failing_requests(
     a candidate failing 10 % of its requests is RolledBack by ErrorRate, counted by the
     splitter per request (not the engines' counters), and the stage says so."""
     r = rollout("llama")
-    manifest = mirror_rollout(route=None, pairing="Splitter")
-    analysis = manifest["spec"]["analysis"]
-    first = analysis["stages"][0]
-    first["maxDurationSeconds"] = 300
-    first["gates"].append({"name": "error-rate", "type": "ErrorRate"})
-    analysis["progressDeadlineSeconds"] = 400
-    manifest["spec"]["engine"]["env"] = [*manifest["spec"]["engine"]["env"], *SLOW_START]
-    r.apply(manifest)
+    r.apply(fed_splitter_rollout({"name": "error-rate", "type": "ErrorRate"}))
     inject(cluster, r, FAULTS["errors"])
-    url = r.wait(lambda _: splitter_url(r), timeout=300, message="the splitter's address")
-    assert "splitter" in r.deployments().get("shadow-splitter", {}).get("metadata", {})["name"]
-    with live_users(url, "llama-3.1-8b-instruct", concurrency=8) as users:
-        status = r.wait_phase(TERMINAL, timeout=600)
-    assert users.accepted > 0 and users.ok == 0, users  # 202s: the mirror is never held
+    status, _ = fed_splitter_verdict(r)
     assert status["phase"] == "RolledBack", r.describe()
     stage = next(s for s in status["stages"] if s["name"] == "acceptance")
     assert stage["evidence"] == "ClientSidePaired", stage
@@ -205,3 +232,56 @@ def test_the_splitter_fed_directly_rolls_back_a_candidate_failing_requests(
     assert errors["lowerBound"] > 0.02, errors
     # the analysis over: the splitter is gone with it
     r.wait(lambda _: not r.pods("shadow-splitter") or None, timeout=120, message="no splitter")
+
+
+def test_a_mirrored_candidate_with_tail_stalls_is_rolled_back_by_the_per_chunk_tail_gate(
+    rollout: Callable[[str], Rollout], cluster: LocalCluster
+) -> None:
+    """Issue 34: 0.1 s stalls on 2 % of the candidate's steps (the Prompts verdict tests'
+    fault) leave acceptance alone; on mirrored requests paired and timed per chunk by the
+    splitter, the candidate's P99 chunk gap is past 1.4x the baseline's and the per-chunk
+    TailLatency gate fails: RolledBack by it, on client-side paired evidence."""
+    r = rollout("llama")
+    tail = {"name": "p99-itl", "type": "TailLatency", "itlDefinition": "PerChunk"}
+    r.apply(fed_splitter_rollout({**tail, "tolerance": 0.4}))
+    inject(cluster, r, FAULTS["stalls"])
+    status, _ = fed_splitter_verdict(r)
+    assert status["phase"] == "RolledBack", r.describe()
+    stage = next(s for s in status["stages"] if s["name"] == "acceptance")
+    assert stage["evidence"] == "ClientSidePaired", stage
+    failed = [g["name"] for g in stage["gates"] if g["verdict"] == "Failed"]
+    assert failed == ["p99-itl"], stage["gates"]
+    p99 = gate(status, "acceptance", "p99-itl")
+    print("p99-itl:", p99["reason"])
+    assert p99["type"] == "TailLatency" and p99["itlDefinition"] == "PerChunk", p99
+    assert p99["threshold"] == pytest.approx(1.4) and p99["lowerBound"] > 1.4, p99
+    assert "acceptance/p99-itl" in status["message"], status["message"]
+
+
+def test_an_overloaded_splitter_sheds_says_so_and_never_passes_the_look(
+    rollout: Callable[[str], Rollout],
+) -> None:
+    """Issue 34: a splitter capped at 4 mirrored requests in flight, fed by 16 users (a
+    few dozen wanted in flight), sheds most of what it is sent. It reports the sheds (both
+    sides' arrivals not sent), the tail gate's looks are refused naming the shed share and
+    what to change, and the stage ends Inconclusive: RolledBack,
+    never Promoted, and the Event says why."""
+    r = rollout("llama")
+    tail = {"name": "p99-itl", "type": "TailLatency", "itlDefinition": "PerChunk"}
+    r.apply(fed_splitter_rollout(tail, max_seconds=30, splitter={"maxInFlight": 4}))
+    status, traffic = fed_splitter_verdict(r, users=16)
+    assert status["phase"] == "RolledBack" and status["reason"] == "Inconclusive", r.describe()
+    stage = next(s for s in status["stages"] if s["name"] == "acceptance")
+    assert stage["phase"] == "Inconclusive" and stage["evidence"] == "ClientSidePaired", stage
+    p99 = gate(status, "acceptance", "p99-itl")
+    print("p99-itl:", p99["reason"])
+    assert p99["verdict"] == "Inconclusive", p99
+    shed = re.search(r"lost (\d+) of (\d+) mirrored requests", p99["reason"])
+    assert shed is not None, p99["reason"]
+    lost, offered = int(shed.group(1)), int(shed.group(2))
+    assert lost > 0.01 * offered and offered <= traffic.accepted, (lost, offered, traffic)
+    for words in ("at its cap of 4 in flight", "maxShedFraction", "maxInFlight", "mirrorPercent"):
+        assert words in p99["reason"], p99["reason"]
+    assert "splitter sheds" in status["message"], status["message"]
+    rolled_back = [e for e in r.events() if e.get("reason") == "Inconclusive"]
+    assert rolled_back and "splitter sheds" in rolled_back[-1]["message"], rolled_back

@@ -90,6 +90,39 @@ class LoadGeneratorSpec(KubeModel):
     )
 
 
+class SplitterSpec(KubeModel):
+    """Mirror traffic with Splitter pairing: what the shadow splitter may hold and shed.
+
+    The splitter streams at most `maxInFlight` mirrored requests (pairs: one to each side)
+    at once; a request beyond that is shed (never queued) and counted on both sides as an
+    arrival not sent. A look whose sheds exceed `maxShedFraction` of the window's arrivals
+    is Inconclusive, never a pass: the shadows then saw less than the live load.
+    """
+
+    max_in_flight: int = Field(
+        default=256,
+        ge=1,
+        le=1024,
+        description="Mirrored requests (pairs) streaming at once before the splitter sheds. "
+        "At most 1024, the splitter's open mirror connections. One event loop stamps every "
+        "chunk: more streams need a whole core (cpu) and show as client delay if it lags.",
+    )
+    max_shed_fraction: float = Field(
+        default=0.01,
+        ge=0,
+        le=0.1,
+        description="Share of a look's mirrored arrivals the splitter may shed before the "
+        "look's latency gates (TailLatency per chunk or token, Speedup) are Inconclusive "
+        "(0: any shed request). The rest of the arrivals still reached both sides paired.",
+    )
+    cpu: str = Field(
+        default="1",
+        pattern=r"^[0-9]+(\.[0-9]+)?m?$",
+        description="CPU request of the splitter pod (no limit: throttling would delay the "
+        "stamps). One process: more than 1 is never used.",
+    )
+
+
 # The default per-request timeout: below the default stages' minDurationSeconds (60).
 REQUEST_TIMEOUT_SECONDS = 45.0
 
@@ -193,6 +226,17 @@ class TrafficSpec(KubeModel):
         "per shadow; only the engines' own metrics are judged).",
     )
 
+    splitter: SplitterSpec | None = Field(
+        default=None,
+        description="Mirror source with Splitter pairing: the splitter's in-flight cap, the "
+        "shed share a look tolerates, its CPU (unset: the defaults).",
+    )
+
+    @property
+    def splitter_settings(self) -> SplitterSpec:
+        """The splitter's settings as set, else their defaults (defined once, above)."""
+        return self.splitter or SplitterSpec()
+
     @property
     def server_side_mirror(self) -> bool:
         """Mirror traffic judged on the engines' metrics only (no responses reach us)."""
@@ -270,5 +314,14 @@ TRAFFIC_RULES = RuleSet(
             "FieldValueForbidden",
         ),
         *(_prompts_only(field) for field in PROMPTS_ONLY_FIELDS),
+        Rule(
+            implies(
+                Has(at("splitter")),
+                all_of(_source_is(TrafficSourceType.MIRROR), Not(server_side_mirror(Ref("self")))),
+            ),
+            "traffic: splitter applies only to source Mirror with mirrorPairing Splitter",
+            ".splitter",
+            "FieldValueForbidden",
+        ),
     )
 )

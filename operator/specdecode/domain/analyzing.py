@@ -35,6 +35,7 @@ from specdecode.api.status import (
     StagePhase,
 )
 from specdecode.api.status import StageStatus as Stage
+from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.close_call import close_call_of
 from specdecode.domain.concurrency_verdict import (
     lower_pass,
@@ -43,6 +44,7 @@ from specdecode.domain.concurrency_verdict import (
     schedule_offer,
 )
 from specdecode.domain.gate_boundary import evaluate_gate, gate_params
+from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, UnsentLimit
 from specdecode.domain.gates import LookPlan, stage_needs
 from specdecode.domain.gates.registry import Need
 from specdecode.domain.load_status import load_status
@@ -128,7 +130,17 @@ def look_plan(
         method=spec.speculative.method if spec.speculative is not None else None,
         mirror=analysis.traffic.server_side_mirror,  # the splitter's evidence is client-side
         may_not_draft=k_zero_possible_at(candidate, concurrency),
+        unsent=unsent_limit(analysis.traffic),
     )
+
+
+def unsent_limit(traffic: TrafficSpec) -> UnsentLimit:
+    """How much of its offered load a side may miss: the splitter's shed share under
+    Mirror traffic (its settings), else the open-loop load clients' fixed share."""
+    if not traffic.splitter_mirror:
+        return LOAD_CLIENT_LIMIT
+    splitter = traffic.splitter_settings
+    return UnsentLimit(splitter.max_shed_fraction, splitter.max_in_flight)
 
 
 def stage_context(

@@ -25,6 +25,55 @@ MAX_SKIPPED_SHARE = 0.01
 
 
 @dataclass(frozen=True)
+class UnsentLimit:
+    """How much of what a side was offered may go unsent before its latency no longer
+    answers the stage, and who failed to send it (so a refusal says what to change).
+
+    Prompts traffic: the load pods' open-loop sender skipped arrivals (`MAX_SKIPPED_SHARE`).
+    Mirror traffic through the splitter (`splitter_in_flight` set: its cap): it shed
+    mirrored requests, both sides the same ones, up to the rollout's `maxShedFraction`.
+    """
+
+    max_share: float = MAX_SKIPPED_SHARE
+    splitter_in_flight: int | None = None
+
+    def shortfall(self, name: str, skipped: int, offered: int) -> str:
+        """Why a side that missed `skipped` of `offered` no longer answers the stage."""
+        share = f"over {self.max_share * 100:g}%"
+        if self.splitter_in_flight is None:
+            return (
+                f"{SATURATED}: the {name} load client fell behind the stage's request rate "
+                f"and skipped {skipped} of {offered} arrivals ({share}), so its engine saw "
+                "less than the stage's load; add load pods "
+                "(spec.analysis.traffic.loadGenerator) or lower the stage's requestRate"
+            )
+        # Within a status reason's 320 characters with its numbers: the remedy must survive.
+        return (
+            f"{SATURATED}: the {name} side lost {skipped} of {offered} mirrored requests to "
+            f"splitter sheds ({share} = traffic.splitter.maxShedFraction; at its cap of "
+            f"{self.splitter_in_flight} in flight, or while a side had no ready engine): raise "
+            "splitter.maxInFlight, give the splitter more CPU (splitter.cpu) or lower "
+            "mirrorPercent"
+        )
+
+    def delay_remedy(self) -> str:
+        """What to change when the measuring loop's own timestamp delay is too large."""
+        if self.splitter_in_flight is None:
+            return (
+                "add load pods (spec.analysis.traffic.loadGenerator) or lower the stage's "
+                "concurrency"
+            )
+        return (
+            "give the splitter more CPU (spec.analysis.traffic.splitter.cpu, up to 1) or "
+            "lower mirrorPercent"
+        )
+
+
+# Prompts traffic: the load pods' open-loop senders, at the fixed share.
+LOAD_CLIENT_LIMIT = UnsentLimit()
+
+
+@dataclass(frozen=True)
 class Measurement:
     """What one look found, before the gate's counters are applied."""
 
@@ -140,13 +189,14 @@ def mostly_failed_window(threshold: float, *sides: LatencySamples | None) -> Mea
     return None
 
 
-def skipped_share(side: LatencySamples) -> tuple[int, int] | None:
-    """(skipped, offered) when an open-loop side's sender skipped over MAX_SKIPPED_SHARE of
-    its arrivals in the window, else None. Offered counts the requests that ended in the
-    window, so requests still in flight make the share a little larger, never smaller."""
+def skipped_share(side: LatencySamples, max_share: float) -> tuple[int, int] | None:
+    """(skipped, offered) when a side's sender (open-loop load client, or the splitter)
+    skipped over `max_share` of its arrivals in the window, else None. Offered counts the
+    requests that ended in the window, so requests still in flight make the share a little
+    larger, never smaller."""
     skipped = side.arrivals_skipped
     offered = skipped + side.requests_ok + side.requests_failed
-    return (skipped, offered) if skipped > MAX_SKIPPED_SHARE * offered else None
+    return (skipped, offered) if skipped > max_share * offered else None
 
 
 # The verdict a lighter load would flatter the side into: less load, lower latency.
@@ -154,25 +204,30 @@ _FLATTERED = {"candidate": GateVerdict.SUCCESSFUL, "baseline": GateVerdict.FAILE
 
 
 def unequal_load(
-    measured: Measurement, baseline: LatencySamples | None, candidate: LatencySamples | None
+    measured: Measurement,
+    baseline: LatencySamples | None,
+    candidate: LatencySamples | None,
+    limit: UnsentLimit,
 ) -> Measurement:
-    """`measured`, unless a side's open-loop sender fell behind the stage's request rate
-    (`skipped_share`) and the look's verdict is one that lighter load could explain.
+    """`measured`, unless a side's sender fell behind the stage's load (`skipped_share`
+    over `limit`) and the look's verdict is one that lighter load could explain.
 
     Why by direction: open-loop load is one Poisson schedule for both sides; a side that
     skipped arrivals was measured at less than the stage's load, which flatters it. A
     candidate that fell behind and still failed failed on evidence that favoured it, so
     the Failed stands; its pass does not. A baseline that fell behind makes the candidate
-    look worse: its pass stands, its failure does not. A look that refuses names the side
-    and the shortfall ("shadow load saturated"), as does an undecided one, so on call sees
-    why a stage cannot decide; value and bounds stay, for the record.
+    look worse: its pass stands, its failure does not. The splitter sheds the same mirrored
+    requests on both sides, so both are short together and every verdict is refused. A
+    look that refuses names the side and the shortfall ("shadow load saturated"), as does
+    an undecided one, so on call sees why a stage cannot decide and what to change; value
+    and bounds stay, for the record.
     """
     if measured.verdict is GateVerdict.ERROR:
         return measured
     short = {
         name: found
         for name, side in zip(SATURATION_SIDES, (baseline, candidate), strict=True)
-        if side is not None and (found := skipped_share(side)) is not None
+        if side is not None and (found := skipped_share(side, limit.max_share)) is not None
     }
     if not short:
         return measured
@@ -180,12 +235,7 @@ def unequal_load(
     # Both short: name the side whose lighter load explains the verdict being refused.
     name = next((n for n in short if _FLATTERED[n] is measured.verdict), next(iter(short)))
     skipped, offered = short[name]
-    why = (
-        f"{SATURATED}: the {name} load client fell behind the stage's request rate and "
-        f"skipped {skipped} of {offered} arrivals (over {MAX_SKIPPED_SHARE:.0%}), so its "
-        "engine saw less than the stage's load; add load pods "
-        "(spec.analysis.traffic.loadGenerator) or lower the stage's requestRate"
-    )
+    why = limit.shortfall(name, skipped, offered)
     if measured.verdict not in suspect:  # a verdict against the flattered side stands
         return dataclasses.replace(measured, reason=f"{measured.reason}; {why}")
     refused = f"{why} ({measured.reason})"

@@ -24,7 +24,7 @@ from specdecode.api.status import (
     StagePhase,
     StageStatus,
 )
-from specdecode.domain.gate_measures import Measurement, unequal_load
+from specdecode.domain.gate_measures import Measurement, UnsentLimit, unequal_load
 from specdecode.domain.gates.tail_latency import saturation
 from specdecode.domain.observations import LatencySamples
 from specdecode.handlers.leadership import run_when_leading
@@ -141,7 +141,7 @@ def test_a_saturated_side_is_the_gauge_behind_the_load_alert() -> None:
     metrics = OperatorMetrics()
     lagging = LatencySamples.from_values(client_delay=[0.004] * 100)
     prompt = LatencySamples.from_values(client_delay=[0.0001] * 100)
-    reason = saturation(prompt, lagging, 0.99, judged_quantile=0.02)
+    reason = saturation(prompt, lagging, 0.99, 0.02, UnsentLimit())
     assert reason is not None
     running = with_tail_gate(analysing("tail-latency"), reason)
     metrics.observe("ns", "r", analysing("acceptance"), running)
@@ -163,7 +163,9 @@ def test_a_sender_behind_its_rate_is_the_gauge_too_on_a_speedup_gate() -> None:
         short, blocks=(dataclasses.replace(short.blocks[0], arrivals_skipped=100),)
     )
     undecided = Measurement(GateVerdict.INCONCLUSIVE, "speedup: 10 blocks; 20 needed")
-    refused = unequal_load(undecided, LatencySamples.from_values(requests_ok=1000), short)
+    refused = unequal_load(
+        undecided, LatencySamples.from_values(requests_ok=1000), short, UnsentLimit()
+    )
     assert refused.reason.startswith("shadow load saturated")
     running = with_tail_gate(analysing("tail-latency"), refused.reason, GateType.SPEEDUP)
     metrics.observe("ns", "r", analysing("acceptance"), running)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Any
 
 import pytest
 from domain_fixtures import (
@@ -29,8 +30,16 @@ from domain_fixtures import (
 from specdecode.api import GateType
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import Phase
+from specdecode.api.status_budget import MAX_REASON_LENGTH
+from specdecode.api.traffic import TrafficSpec
+from specdecode.domain.analyzing import look_plan
 from specdecode.domain.gate_boundary import gate_params
-from specdecode.domain.gate_measures import MAX_SKIPPED_SHARE, SATURATED
+from specdecode.domain.gate_measures import (
+    LOAD_CLIENT_LIMIT,
+    MAX_SKIPPED_SHARE,
+    SATURATED,
+    UnsentLimit,
+)
 from specdecode.domain.gates.registry import Look
 from specdecode.domain.gates.speedup import SpeedupGate
 from specdecode.domain.gates.tail_latency import measure_client_tail, saturated_side
@@ -151,3 +160,63 @@ def test_both_sides_short_name_the_side_that_explains_the_refusal() -> None:
     slower = side(draws(2, scale=2.0), skipped=TOO_MANY)
     verdict, reason = tail(side(draws(1), skipped=TOO_MANY), slower)
     assert verdict is GateVerdict.INCONCLUSIVE and saturated_side(reason) == "baseline"
+
+
+# Mirror through the splitter: it sheds the same mirrored requests on both sides, counted
+# as arrivals not sent, up to the rollout's spec.analysis.traffic.splitter.maxShedFraction.
+def mirror_look(**splitter: Any) -> Look:
+    """A look of a Mirror rollout through the splitter (its settings as given)."""
+    traffic = TrafficSpec.model_validate({"source": "Mirror", "splitter": splitter})
+    plan = look_plan(make_spec(traffic=traffic), 0, 30.0)
+    return Look(0.01, unsent=plan.unsent)
+
+
+def test_a_splitter_that_shed_over_its_share_refuses_every_verdict_and_says_what_to_do() -> None:
+    look = mirror_look(maxInFlight=4)
+    assert look.unsent == UnsentLimit(0.01, 4)  # the API's default share, the rollout's cap
+    same, slower = draws(2), draws(2, scale=2.0)
+    for candidate, judged in ((same, GateVerdict.SUCCESSFUL), (slower, GateVerdict.FAILED)):
+        shed_a_few = measure_client_tail(
+            P99, side(draws(1), skipped=A_FEW), side(candidate, skipped=A_FEW), look
+        )
+        assert shed_a_few.verdict is judged  # control: under the share, judged
+        shed = measure_client_tail(
+            P99, side(draws(1), skipped=TOO_MANY), side(candidate, skipped=TOO_MANY), look
+        )
+        assert shed.verdict is GateVerdict.INCONCLUSIVE, shed.reason
+        assert f"lost {TOO_MANY} of {TOO_MANY + SENT} mirrored requests" in shed.reason
+        assert "splitter sheds" in shed.reason and "at its cap of 4 in flight" in shed.reason
+        for remedy in ("splitter.maxInFlight", "splitter.cpu", "mirrorPercent"):
+            assert remedy in shed.reason, shed.reason
+        assert "load pods" not in shed.reason and "requestRate" not in shed.reason
+        assert saturated_side(shed.reason) in ("baseline", "candidate")  # the gauge reads it
+
+
+def test_the_shed_share_a_splitter_look_tolerates_is_the_rollouts() -> None:
+    shed_3_percent = (side(draws(1), skipped=TOO_MANY), side(draws(2), skipped=TOO_MANY))
+    strict = measure_client_tail(P99, *shed_3_percent, mirror_look())
+    assert strict.verdict is GateVerdict.INCONCLUSIVE  # control: the default 1 %
+    assert "over 1% = traffic.splitter.maxShedFraction" in strict.reason
+    tolerant = measure_client_tail(P99, *shed_3_percent, mirror_look(maxShedFraction=0.05))
+    assert tolerant.verdict is GateVerdict.SUCCESSFUL, tolerant.reason
+    gate = gate_params(
+        GateSpec.model_validate({"name": "speed", "type": "Speedup", "minSpeedup": 1.1})
+    )
+    faster = side(draws(2, scale=1 / 1.3), skipped=TOO_MANY)
+    seen = StageObservations("s", baseline_latency=shed_3_percent[0], candidate_latency=faster)
+    assert SpeedupGate().measure(gate, seen, mirror_look()).verdict is GateVerdict.INCONCLUSIVE
+    judged = SpeedupGate().measure(gate, seen, mirror_look(maxShedFraction=0.05))
+    assert judged.verdict is GateVerdict.SUCCESSFUL
+
+
+def test_the_splitters_remedy_survives_the_status_reasons_length() -> None:
+    """Status cuts a gate's reason at MAX_REASON_LENGTH: what to change must fit before it,
+    with the largest numbers a day of looks could hold."""
+    why = UnsentLimit(0.1, 1024).shortfall("candidate", 10**9, 10**10)
+    assert len(why) <= MAX_REASON_LENGTH and why.endswith("lower mirrorPercent"), len(why)
+
+
+def test_prompts_traffic_keeps_the_load_clients_share_and_remedy() -> None:
+    assert look_plan(make_spec(), 0, 30.0).unsent == LOAD_CLIENT_LIMIT
+    verdict, reason = tail(side(draws(1)), side(draws(2), skipped=TOO_MANY))
+    assert verdict is GateVerdict.INCONCLUSIVE and "add load pods" in reason

@@ -65,7 +65,7 @@ def test_the_groups_one_splitter_reports_are_bounded() -> None:
 
 def test_the_splitter_fails_closed_without_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPECDECODE_LOAD_TOKEN", raising=False)
-    args = ["--request-timeout", "30", "--block-seconds", "2"]
+    args = ["--request-timeout", "30", "--block-seconds", "2", "--max-in-flight", "4"]
     with pytest.raises(SystemExit) as exited:
         parse_splitter_config(args)
     assert exited.value.code == 2

@@ -23,11 +23,11 @@ from specdecode_load.splitter_config import parse_splitter_config
 pytestmark = pytest.mark.unit
 
 
-def mirror_spec() -> SpecDecodeRolloutSpec:
+def mirror_spec(**traffic: Any) -> SpecDecodeRolloutSpec:
     """The example rollout on Mirror traffic, Splitter pairing (its default)."""
     wire = SPEC.to_wire()
     analysis = dict(cast("dict[str, Any]", wire["analysis"]))
-    analysis["traffic"] = {"source": "Mirror", "httpRoute": "llm"}
+    analysis["traffic"] = {"source": "Mirror", "httpRoute": "llm", **traffic}
     wire["analysis"] = analysis
     return SpecDecodeRolloutSpec.model_validate(wire)
 
@@ -51,12 +51,25 @@ def test_the_rendered_splitter_parses_and_runs_restricted(
     assert config.endpoints == {"baseline": (), "candidate": ()}  # pushed once it runs
     assert config.mirror_port == MIRROR_PORT
     assert config.request_timeout == SPEC.analysis.traffic.request_timeout_seconds
+    assert config.max_in_flight == 256  # the API's default (spec.analysis.traffic.splitter)
+    assert container["resources"]["requests"]["cpu"] == "1"
     # the Service sends the mirror to the splitter's pod, on its mirror port
     template_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= template_labels.items()
     assert service["spec"]["ports"][0]["port"] == MIRROR_PORT
     for obj in (deployment, service):
         assert obj["metadata"]["ownerReferences"][0]["uid"] == OWNER.uid
+
+
+def test_the_splitter_takes_its_cap_and_cpu_from_the_rollout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = mirror_spec(splitter={"maxInFlight": 4, "cpu": "500m"})
+    deployment, _ = render_splitter(OWNER, spec, PLAN, "img:1")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    monkeypatch.setenv(TOKEN_ENV, "t")
+    assert parse_splitter_config(container["args"][1:]).max_in_flight == 4
+    assert container["resources"]["requests"]["cpu"] == "500m"
 
 
 def test_the_route_mirrors_once_to_the_splitter_or_twice_server_side() -> None:

@@ -7,7 +7,8 @@ must come back if its node goes; one replica, because pairing happens inside one
 addresses, which the operator pushes per side (`reconciler.splitter`): it starts with
 none, and sheds what is mirrored until both sides have some. Its pod carries the stage
 run's plan hash, like the load pods: a new stage run replaces it, and the operator reads
-only the pod of the current run.
+only the pod of the current run. Its in-flight cap and CPU request come from
+`spec.analysis.traffic.splitter` (defaults there).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from specdecode.domain.load_report import TOKEN_ENV
 
 SPLITTER_ROLE = "shadow-splitter"
 MIRROR_PORT = load_flags.MIRROR_PORT  # the mirror's target, the splitter's Service port
-SPLITTER_CPU = "1"
 SPLITTER_MEMORY = "512Mi"
 
 
@@ -49,6 +49,7 @@ def _args(spec: SpecDecodeRolloutSpec, plan: TrafficPlan) -> list[str]:
     traffic = spec.analysis.traffic
     return [
         "split",
+        *["--max-in-flight", str(traffic.splitter_settings.max_in_flight)],
         *["--request-timeout", repr(traffic.request_timeout_seconds)],
         *["--block-seconds", str(traffic.load_generator.block_seconds)],
         *["--max-blocks", str(load_flags.MAX_BLOCKS)],
@@ -96,6 +97,7 @@ def render_splitter(
     common = _common(owner)
     pod_labels = {**common["labels"], PLAN_LABEL: plan_hash(plan), STAGE_LABEL: plan.stage_name}
     generator = spec.analysis.traffic.load_generator
+    cpu = spec.analysis.traffic.splitter_settings.cpu
     templates = template_environment()
     deployment = render_template(
         templates,
@@ -110,7 +112,7 @@ def render_splitter(
             "token_env": TOKEN_ENV,
             "token_secret": {"name": token_secret_name(owner.name), "key": TOKEN_KEY},
             "resources": {
-                "requests": {"cpu": SPLITTER_CPU, "memory": SPLITTER_MEMORY},
+                "requests": {"cpu": cpu, "memory": SPLITTER_MEMORY},
                 "limits": {"memory": SPLITTER_MEMORY},
             },
         },

@@ -39,7 +39,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, Measurement, UnsentLimit
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates import (  # noqa: F401 (each registers its gate type)
     acceptance,
@@ -74,6 +74,8 @@ class LookPlan:
     # The schedule may give k = 0 at this stage's load (at its concurrency; anywhere for a
     # requestRate stage): zero drafts there is the schedule's doing, not a finding.
     may_not_draft: bool = False
+    # How much of its offered load a side may miss (Mirror through the splitter: its sheds).
+    unsent: UnsentLimit = LOAD_CLIENT_LIMIT
 
 
 def stage_needs(measured: Iterable[GateParams]) -> frozenset[Need]:
@@ -116,7 +118,7 @@ def measure(
     cross-check beside a TailLatency gate's numbers; no observations is no data."""
     if observations is None:
         return Measurement(GateVerdict.INCONCLUSIVE, "no data for this stage yet")
-    look = Look(error, plan.method, plan.mirror, plan.may_not_draft)
+    look = Look(error, plan.method, plan.mirror, plan.may_not_draft, plan.unsent)
     found = measure_for(gate.type).measure(gate, observations, look)
     if found.verdict is GateVerdict.ERROR:
         return found

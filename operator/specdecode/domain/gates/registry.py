@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from specdecode.domain.gate_measures import Measurement
+from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, Measurement, UnsentLimit
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.observations import StageObservations
 from specdecode.vocabulary import GateType
@@ -29,13 +29,16 @@ class Look:
     sequential budget, see `domain.sequential`); `method` is the rollout's speculative
     method (None: plain decoding); `mirror` says the traffic is mirrored (no responses);
     `may_not_draft` says the candidate's per-batch-size schedule may give k = 0 at the
-    stage's load (`LookPlan.may_not_draft`: no drafts there is by design, never a finding).
+    stage's load (`LookPlan.may_not_draft`: no drafts there is by design, never a finding);
+    `unsent` is how much of the offered load a side may miss before the latency gates
+    refuse to judge it (the splitter's shed share under Mirror traffic).
     """
 
     error: float
     method: str | None = None
     mirror: bool = False
     may_not_draft: bool = False
+    unsent: UnsentLimit = LOAD_CLIENT_LIMIT
 
 
 class Need(StrEnum):

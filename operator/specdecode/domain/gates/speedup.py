@@ -54,7 +54,8 @@ class SpeedupGate:
                 return metric_error(side)
         if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
             return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
-        return unequal_load(_tpot_speedup(gate, baseline, candidate, look), baseline, candidate)
+        measured = _tpot_speedup(gate, baseline, candidate, look)
+        return unequal_load(measured, baseline, candidate, look.unsent)
 
 
 def _tpot_speedup(

@@ -40,6 +40,7 @@ from specdecode.domain.gate_measures import (
     SATURATED,
     SATURATION_SIDES,
     Measurement,
+    UnsentLimit,
     incomplete_window,
     judge_at_most,
     judged,
@@ -145,7 +146,7 @@ def measure_client_tail(
     side was offered less than an open-loop stage's rate (`unequal_load`)."""
     measured = _client_tail(gate, baseline, candidate, look)
     if isinstance(baseline, LatencySamples) and isinstance(candidate, LatencySamples):
-        return unequal_load(measured, baseline, candidate)
+        return unequal_load(measured, baseline, candidate, look.unsent)
     return measured
 
 
@@ -199,7 +200,7 @@ def _client_tail(
             samples=min(base_all.total, cand_all.total),
         )
     base_q, cand_q = math.exp(base.log_value), math.exp(cand.log_value)
-    saturated = saturation(baseline, candidate, q, min(base_q, cand_q))
+    saturated = saturation(baseline, candidate, q, min(base_q, cand_q), look.unsent)
     if saturated is not None:
         return Measurement(
             GateVerdict.INCONCLUSIVE, saturated, threshold=threshold, samples=ratio.samples
@@ -223,7 +224,11 @@ def _client_tail(
 
 
 def saturation(
-    baseline: LatencySamples, candidate: LatencySamples, q: float, judged_quantile: float
+    baseline: LatencySamples,
+    candidate: LatencySamples,
+    q: float,
+    judged_quantile: float,
+    unsent: UnsentLimit,
 ) -> str | None:
     """Why the look cannot be trusted because the load client lagged, or None.
 
@@ -240,8 +245,7 @@ def saturation(
             return (
                 f"{SATURATED}: the {side} load client's P{q * 100:g} timestamp "
                 f"delay is {quantile * 1000:.2f} ms, over {MAX_CLIENT_DELAY_SHARE:.0%} of "
-                f"the {judged_quantile * 1000:.2f} ms being judged; add load pods "
-                "(spec.analysis.traffic.loadGenerator) or lower the stage's concurrency"
+                f"the {judged_quantile * 1000:.2f} ms being judged; {unsent.delay_remedy()}"
             )
     return None
 
