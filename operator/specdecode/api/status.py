@@ -19,6 +19,7 @@ from specdecode.api.base import KubeModel
 from specdecode.api.gate_spec import GateType, ItlDefinition
 from specdecode.api.guard import DriftStatus
 from specdecode.api.speculative import SpeculativeConfig
+from specdecode.api.status_findings import ApplyFindings
 
 # Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
 from specdecode.vocabulary import GateVerdict as GateVerdict  # noqa: PLC0414
@@ -326,5 +327,10 @@ class SpecDecodeRolloutStatus(KubeModel):
         default=None,
         description="With Mirror traffic through the splitter: the Service to mirror live "
         "requests to, and the route the operator writes (none with a workloadRef).",
+    )
+    apply_findings: ApplyFindings | None = Field(
+        default=None,
+        description="What the operator's last writes found in their way: objects named like "
+        "a child that the rollout does not own, a refused Patch promotion (shown as Degraded).",
     )
     conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing...")

@@ -84,7 +84,7 @@ def forget_tuning(runtime: Runtime, namespace: str, name: str) -> None:
     """Drop a deleted tuning's metric series and memory (owner references delete what it
     created)."""
     runtime.metrics.tuning_forgotten(namespace, name)
-    runtime.finished_tunings.pop(f"{namespace}/{name}", None)
+    runtime.write_echo.finished_tunings.pop(f"{namespace}/{name}", None)
 
 
 def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:

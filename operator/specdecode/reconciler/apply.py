@@ -14,7 +14,7 @@ spec edited while that first reconcile runs: its children are rendered from the 
 its status write is refused (409), and the next reconcile re-renders them from the new one.
 
 Why Events before the status, case by case:
-- A copy older than our own write: `runtime.superseded` refuses it in `reconcile` before
+- A copy older than our own write: `runtime.write_echo` refuses it in `reconcile` before
   anything is sent.
 - Killed (or a request failed) after the Events, before the write: nothing is committed.
   The next reconcile (after a restart: from kopf's fresh LIST) reads the same status,
@@ -55,9 +55,10 @@ from specdecode.adapters.render import Owner, render_children
 from specdecode.adapters.render_adopted import render_adopted_shadows
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status_findings import ApplyFindings
 from specdecode.domain.decision import Decision
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
-from specdecode.reconciler.ownership import record_foreign
+from specdecode.reconciler.ownership import Found, not_owned_found
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.workload import Source
 
@@ -110,7 +111,7 @@ def next_reconcile_in(runtime: Runtime, decision: Decision, key: str | None = No
         wait = settings.reconcile_interval_seconds
     else:
         wait = settings.resync_seconds
-    if key is not None and key in runtime.foreign_children:
+    if not_owned_found(decision.status):
         wait = min(wait, settings.reconcile_interval_seconds)
     check = runtime.engine_series_memory.next_check(key) if key is not None else None
     if check is not None:  # an engine's scrape grace ends, or a missing series is re-asked
@@ -121,8 +122,9 @@ def next_reconcile_in(runtime: Runtime, decision: Decision, key: str | None = No
 
 async def commit_status(
     runtime: Runtime, ref: RolloutRef, old: SpecDecodeRolloutStatus, decision: Decision
-) -> None:
-    """Post the decision's Events, then write its status if it changed (guarded).
+) -> str:
+    """Post the decision's Events, then write its status if it changed (guarded); the
+    rollout's resourceVersion after it.
 
     Events first, so a transition whose status is written is announced even if the
     operator dies right after the write; a write refused as stale (`StaleRollout`) takes
@@ -133,14 +135,33 @@ async def commit_status(
         ref.namespace, ref.name, ref.uid, ref.resource_version, transition_origin(ref, old, new)
     )
     created = await _post_events(runtime, target, decision)
+    version = ref.resource_version
     if new != old:
         try:
-            await _write_status(runtime, ref, new)
+            version = await _write_status(runtime, ref, new, version, (version,))
         except StaleRollout:
             for position, reason in created:
                 await asyncio.to_thread(withdraw_event, runtime.kube, target, reason, position)
             raise
     runtime.metrics.observe(ref.namespace, ref.name, old, new)
+    return version
+
+
+async def write_findings(
+    runtime: Runtime,
+    ref: RolloutRef,
+    written: SpecDecodeRolloutStatus,
+    version: str,
+    found: Found,
+) -> None:
+    """Store what this apply found (`reconciler.ownership`) where it differs from the
+    status just written (`version`): guarded, no Event; the write wakes the loop, and the
+    next decision shows the findings as Degraded."""
+    findings: ApplyFindings | None = found.merged(written.apply_findings)
+    if findings == written.apply_findings:
+        return
+    status = written.model_copy(update={"apply_findings": findings})
+    await _write_status(runtime, ref, status, version, (ref.resource_version, version))
 
 
 async def _post_events(
@@ -163,16 +184,23 @@ async def _post_events(
     return created
 
 
-async def _write_status(runtime: Runtime, ref: RolloutRef, new: SpecDecodeRolloutStatus) -> None:
-    """The guarded status write; marks the copy it was computed from as superseded."""
-    version = ref.resource_version or None
+async def _write_status(
+    runtime: Runtime,
+    ref: RolloutRef,
+    new: SpecDecodeRolloutStatus,
+    version: str,
+    replaced: tuple[str, ...],
+) -> str:
+    """The status write guarded by `version`; marks the copies at `replaced` as superseded.
+    The rollout's resourceVersion after it."""
     written = await asyncio.to_thread(
-        patch_status, runtime.kube, ref.namespace, ref.name, new, version
+        patch_status, runtime.kube, ref.namespace, ref.name, new, version or None
     )
     # Until the watch delivers our write, the live copy (still at `version`) is stale.
     # A write the server found to be a no-op keeps the version: nothing to wait for.
     if version and written and written != version:
-        runtime.superseded[ref.key] = version
+        runtime.write_echo.replaced(ref.key, replaced)
+    return written or version
 
 
 def transition_origin(
@@ -192,7 +220,8 @@ async def apply_children_of(
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec | None,
     decision: Decision,
-    source: Source | None = None,
+    source: Source | None,
+    found: Found,
 ) -> None:
     """Apply the rendered children the cache shows absent or different; delete unwanted
     shadows the cache shows present. `spec` None (unreadable): production is left as it
@@ -213,7 +242,7 @@ async def apply_children_of(
         stale = stale_objects(rendered, observed)
         manager = runtime.settings.field_manager
         foreign = await apply_children(runtime.kube, stale, manager, observed) if stale else []
-        record_foreign(runtime, ref.key, foreign)
+        found.children(foreign)
     unjudged = source is not None and not source.judged  # no copy of what cannot be judged
     if not decision.children.shadows or unjudged:
         doomed = shadows_to_delete(ref.name, deployments, services, ref.uid)

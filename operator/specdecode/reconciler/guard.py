@@ -6,7 +6,7 @@ makes, and it must stay small: nothing at all while the guard has nothing to jud
 per counter, and one for the step-ITL buckets while the latency half has a reference
 figure to judge against (`guard.latency`), for the latest look of the grid
 (`domain.drift.GuardGrid`), evaluated at that look's instant and not at `now`, and each
-look is judged once (`runtime.guard_judged`): a reconcile that a watch event causes
+look is judged once (`runtime.guard_reads.judged`): a reconcile that a watch event causes
 between looks asks nothing, and a look is never judged again on data that arrived later
 (which would spend error the boundary did not budget); a failed latency read skips that
 look for the latency half (a skipped look spends no error). A window too short for
@@ -49,12 +49,12 @@ async def observe_production(
     look is due, or (latency) nothing to judge it against."""
     grid = guard_grid(spec, status)
     look = grid.latest(now) if grid is not None else None
-    if look is None or runtime.guard_judged.get(ref.key) == look.at:
+    if look is None or runtime.guard_reads.judged.get(ref.key) == look.at:
         return None, None
     scrape = runtime.settings.engine_scrape_interval_seconds
     window = spec.guard.window_seconds
-    if not can_judge(window, scrape) and ref.key not in runtime.guard_blind:
-        runtime.guard_blind.add(ref.key)
+    if not can_judge(window, scrape) and ref.key not in runtime.guard_reads.said_blind:
+        runtime.guard_reads.said_blind.add(ref.key)
         LOG.warning(
             "%s: guard.windowSeconds %s holds fewer than %d blocks of four %ss scrapes: "
             "the drift guard cannot judge it",
@@ -74,7 +74,7 @@ async def observe_production(
     )
     if isinstance(blocks, MetricError):  # the look is read again: judge neither half now
         return blocks, None
-    runtime.guard_judged[ref.key] = look.at  # judged once: a failed latency read is skipped
+    runtime.guard_reads.judged[ref.key] = look.at  # judged once: a failed latency read is skipped
     observed = ProductionAcceptance(look_at=look.at, blocks=blocks)
     judged = guard_check(spec, status, observed, now)
     if judged is not None:

@@ -46,7 +46,7 @@ from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
 from specdecode.domain.prompts import PromptSourceError, SamplingDefaults, parse_jsonl
 from specdecode.domain.transitions import ANALYSIS_PHASES
-from specdecode.reconciler.ownership import record_foreign_token
+from specdecode.reconciler.ownership import Found
 from specdecode.reconciler.runtime import Runtime
 
 LOAD_SOURCE = "shadow-load pods"
@@ -123,7 +123,7 @@ async def read_windows(
     (`rollout` is the rollout's "namespace/name", `uid` its uid: the owner of its token).
     """
     current = current_pods(pods, plan)
-    echoed = runtime.load_endpoints.setdefault(rollout, {})
+    echoed = runtime.load_cache.endpoints.setdefault(rollout, {})
     token = await known_token(runtime, rollout, uid) if current else None
     windows = await asyncio.gather(
         *(_side(runtime, plan, side, current, since, now, echoed, token) for side in SIDES)
@@ -171,8 +171,10 @@ async def sync_load_pods(
     spec: SpecDecodeRolloutSpec | None,
     plan: TrafficPlan | None,
     pods: Sequence[LoadPod],
+    found: Found | None = None,
 ) -> None:
-    """Make the rollout's load pods exactly those of `plan` (none when it is None).
+    """Make the rollout's load pods exactly those of `plan` (none when it is None); a
+    load-token Secret held by another object goes to `found` (`reconciler.ownership`).
 
     Pods are created only after the prompt set parsed (a bad one is reported by the next
     observation, `prompt_problem`, and ends the analysis as Failed), and are told of
@@ -183,11 +185,11 @@ async def sync_load_pods(
     for pod in pods:
         if pod.name not in keep and not pod.deleting:
             await asyncio.to_thread(delete_pod, runtime.kube, owner.namespace, pod.name)
+    found = found if found is not None else Found()
     key = f"{owner.namespace}/{owner.name}"
     if wanted is None or spec is None:
-        runtime.endpoints_pushed_at.pop(key, None)
-        runtime.load_endpoints.pop(key, None)
-        record_foreign_token(runtime, key, None)  # no load pod wanted: nothing blocked
+        runtime.load_cache.forget_endpoints(key)
+        found.load_token(None)  # no load pod wanted: nothing blocked
         return
     running = current_pods(pods, wanted)
     engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
@@ -197,33 +199,38 @@ async def sync_load_pods(
         desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
         absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]
         if absent and await prompt_problem(runtime, owner.namespace, spec) is None:
-            if key not in runtime.load_tokens:  # before the first pod: they read it at start
+            if key not in runtime.load_cache.tokens:  # before the first pod: they read it at start
                 try:
                     made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
                 except LoadTokenError as error:  # another object holds the Secret's name
-                    record_foreign_token(runtime, key, str(error))
+                    found.load_token(str(error))
                     return
-                record_foreign_token(runtime, key, None)
-                runtime.load_tokens[key] = made
+                found.load_token(None)
+                runtime.load_cache.tokens[key] = made
             for wanted_pod in absent:
                 await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
-    known = await known_token(runtime, key, owner.uid) if running else None
+    known = await known_token(runtime, key, owner.uid, found) if running else None
     await _push_changed_endpoints(runtime, key, running, endpoints, known)
 
 
-async def known_token(runtime: Runtime, rollout: str, uid: str) -> str | None:
-    """The rollout's load token: kept in memory, else read once (after a restart); None
-    while it has none (its pods, if any, predate tokens and require none)."""
-    token = runtime.load_tokens.get(rollout)
+async def known_token(
+    runtime: Runtime, rollout: str, uid: str, found: Found | None = None
+) -> str | None:
+    """The rollout's load token: cached, else read once (after a restart); None while it
+    has none (its pods, if any, predate tokens and require none). A Secret of that name
+    that is not the rollout's goes to `found` when an apply asks (an observation does not
+    write: the apply that follows finds it too)."""
+    token = runtime.load_cache.tokens.get(rollout)
     if token is None and uid:
         namespace, name = rollout.split("/", 1)
         try:
             token = await asyncio.to_thread(read_load_token, runtime.kube, namespace, name, uid)
         except LoadTokenError as error:  # swapped for another object's since the pods began
-            record_foreign_token(runtime, rollout, str(error))
+            if found is not None:
+                found.load_token(str(error))
             return None
         if token is not None:
-            runtime.load_tokens[rollout] = token
+            runtime.load_cache.tokens[rollout] = token
     return token
 
 
@@ -241,11 +248,11 @@ async def _push_changed_endpoints(
     no report read since it started, or a push it did not take) is compared with its
     start-up arguments and pushed at most once per `UNECHOED_PUSH_SECONDS`.
     """
-    echoed = runtime.load_endpoints.setdefault(rollout, {})
+    echoed = runtime.load_cache.endpoints.setdefault(rollout, {})
     names = {pod.name for pod in running}
     for gone in [name for name in echoed if name not in names]:
         del echoed[gone]
-    last = runtime.endpoints_pushed_at.get(rollout)
+    last = runtime.load_cache.unechoed_pushed_at.get(rollout)
     unechoed_due = last is None or time.monotonic() - last >= UNECHOED_PUSH_SECONDS
     for pod in running:
         urls = tuple(endpoints.get(ChildRole(pod.side), []))
@@ -258,4 +265,4 @@ async def _push_changed_endpoints(
             echoed[pod.name] = urls
         else:  # unconfirmed: pushed again on the timer until its reports echo the list
             echoed.pop(pod.name, None)
-            runtime.endpoints_pushed_at[rollout] = time.monotonic()
+            runtime.load_cache.unechoed_pushed_at[rollout] = time.monotonic()

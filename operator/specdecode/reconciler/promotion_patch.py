@@ -4,9 +4,10 @@ While Promoting, and until the source's template runs the candidate, one server-
 of the vLLM container's args (the source's own, every speculative setting replaced by the
 candidate's; `domain.adoption.owner_patch` is the same change) under the operator's
 promotion field manager, never forced. A conflict (another manager owns the args, as
-`kubectl apply` or Argo CD does when the owner wrote them) is remembered with the source's
-generation and shown as Degraded `PatchConflict` naming that manager; the rollout then
-waits for the owner (AwaitingOwner) and is not re-sent until the source changes. An
+`kubectl apply` or Argo CD does when the owner wrote them) is kept with the source's
+generation in `status.applyFindings` (so a restart does not re-send it) and shown as
+Degraded `PatchConflict` naming that manager; the rollout then waits for the owner
+(AwaitingOwner) and is not re-sent until the source changes. An
 analysis that ends without a promotion (the deadline, an abort, a spec change) while the
 source still holds our apply returns it to the stable config: the args re-applied with it,
 or, when nothing of the owner's was in args, the apply withdrawn (server-side apply of
@@ -16,6 +17,7 @@ nothing under that manager removes exactly the fields it set).
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from specdecode.adapters.kube.workload import (
     apply_promotion,
@@ -30,7 +32,7 @@ from specdecode.domain.adoption import owner_patch_files, patch_write
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded
 from specdecode.reconciler.apply import RolloutRef
-from specdecode.reconciler.ownership import record_foreign_files
+from specdecode.reconciler.ownership import Found
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.workload import Source
 
@@ -49,6 +51,7 @@ async def patch_source(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     source: Source | None,
+    found: Found,
 ) -> None:
     """Write what `domain.adoption.patch_write` decides: the candidate's args (Promoting),
     or, after an analysis that did not promote, the stable config's (an apply withdrawn
@@ -63,13 +66,13 @@ async def patch_source(
     manager = promotion_manager(runtime)
     namespace, container = key.split("/", 1)[0], source.observation.container
     if status.phase is Phase.PROMOTING:
-        refused = runtime.patch_conflicts.get(key)
-        if refused is not None and refused[0] == source.generation:
+        refused = status.apply_findings
+        if refused is not None and refused.patch_refused_generation == source.generation:
             return  # refused at this generation: the owner's turn until the source changes
         conflict = await asyncio.to_thread(
             apply_promotion, runtime.kube, namespace, ref.name, container, args, manager
         )
-        _remember(runtime, key, None if conflict is None else (source.generation, conflict))
+        found.patch(None if conflict is None else (source.generation, conflict))
         return
     if args:  # our args, now with the stable config
         await asyncio.to_thread(
@@ -77,36 +80,38 @@ async def patch_source(
         )
     else:  # nothing of the owner's was in args: withdrawing leaves the source as it was
         await asyncio.to_thread(withdraw_promotion, runtime.kube, namespace, ref.name, manager)
-    _remember(runtime, key, None)
-
-
-def _remember(runtime: Runtime, key: str, conflict: tuple[int, str] | None) -> None:
-    before = runtime.patch_conflicts.get(key)
-    if conflict is None:
-        runtime.patch_conflicts.pop(key, None)
-    else:
-        runtime.patch_conflicts[key] = conflict
-    if before != conflict:
-        runtime.wakeups.wake(key)
+    found.patch(None)
 
 
 def with_patch_conflict(
-    runtime: Runtime, key: str, old: SpecDecodeRolloutStatus, decision: Decision
+    old: SpecDecodeRolloutStatus, decision: Decision, now: datetime
 ) -> Decision:
-    """`decision`, Degraded=True while the promotion's apply conflicts with the owner."""
-    conflict = runtime.patch_conflicts.get(key)
-    if conflict is None or decision.status.phase is not Phase.PROMOTING:
+    """`decision`, Degraded=True while the promotion's apply conflicts with the owner
+    (`decision` carries the stored findings: `ownership.carry_findings`)."""
+    findings = decision.status.apply_findings
+    if findings is None or findings.patch_refused is None:
         return decision
+    conflict = findings.patch_refused
+    if decision.status.phase is not Phase.PROMOTING:  # the refusal is over: forgotten with
+        cleared = findings.model_copy(  # the transition's own write (no write of its own)
+            update={"patch_refused": None, "patch_refused_generation": None}
+        )
+        update = {"apply_findings": None if cleared.is_empty() else cleared}
+        return decision.with_status(decision.status.model_copy(update=update))
     message = (
-        f"the promotion's server-side apply was refused, not forced: {conflict[1]}; the "
+        f"the promotion's server-side apply was refused, not forced: {conflict}; the "
         "owner applies status.workload.ownerPatch (kubectl specdecode patch <rollout>)"
     )
-    status = with_degraded(old, decision.status, CONFLICT, message, runtime.clock.now())
+    status = with_degraded(old, decision.status, CONFLICT, message, now)
     return decision.with_status(status)
 
 
 async def keep_files(
-    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    found: Found,
 ) -> None:
     """The passed config's change, also as the ConfigMap `<rollout>-promotion` (for tools
     that read ConfigMaps): written once per patch and operator process, never over an
@@ -115,16 +120,16 @@ async def keep_files(
     a stale one stays until the next promotion replaces it, or the rollout goes)."""
     workload = status.workload
     if spec.strategy is PromotionStrategy.OWNED or workload is None or not workload.owner_patch:
-        if runtime.promotion_files.pop(ref.key, None) is not None:  # ours, and stale now
+        if runtime.write_echo.promotion_files.pop(ref.key, None) is not None:  # ours, and stale now
             await asyncio.to_thread(drop_promotion_files, runtime.kube, ref.owner)
-        record_foreign_files(runtime, ref.key, None)
+        found.promotion_files(None)
         return
-    if runtime.promotion_files.get(ref.key) == workload.owner_patch:
+    if runtime.write_echo.promotion_files.get(ref.key) == workload.owner_patch:
         return
     files = owner_patch_files(workload.source, ref.namespace, workload.owner_patch)
     foreign = await asyncio.to_thread(
         keep_promotion_files, runtime.kube, ref.owner, files, promotion_manager(runtime)
     )
-    record_foreign_files(runtime, ref.key, foreign)
+    found.promotion_files(foreign)
     if foreign is None:
-        runtime.promotion_files[ref.key] = workload.owner_patch
+        runtime.write_echo.promotion_files[ref.key] = workload.owner_patch

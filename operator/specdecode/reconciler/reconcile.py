@@ -59,6 +59,7 @@ from specdecode.reconciler.apply import (
     apply_mirrors_and_action,
     commit_status,
     next_reconcile_in,
+    write_findings,
 )
 from specdecode.reconciler.engine_metrics import with_engine_metrics_check
 from specdecode.reconciler.engine_version import with_engine_version_check
@@ -72,7 +73,7 @@ from specdecode.reconciler.load import (
     uses_load_pods,
 )
 from specdecode.reconciler.mirror import mirror_problem, observe_routes, with_mirror_status
-from specdecode.reconciler.ownership import with_foreign_children
+from specdecode.reconciler.ownership import Found, carry_findings, with_foreign_children
 from specdecode.reconciler.promotion_patch import (
     keep_files,
     patch_source,
@@ -116,7 +117,7 @@ async def reconcile(
     annotations: Mapping[str, str],
 ) -> Decision:
     """Bring the rollout's children, traffic and status in line with its spec."""
-    if ref.resource_version and runtime.superseded.get(ref.key) == ref.resource_version:
+    if runtime.write_echo.is_stale(ref.key, ref.resource_version):
         raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
     now = runtime.clock.now()
     status = parse_status(raw_status)
@@ -171,9 +172,9 @@ async def reconcile(
     decision = await with_engine_version_check(runtime, ref, spec, status, decision)
     # Objects holding a child's name first: they block the analysis, which the scrape
     # check's MetricsUnavailable (Degraded keeps the first reason) would otherwise hide.
-    decision = with_foreign_children(runtime, ref.key, status, decision)
+    decision = with_foreign_children(status, carry_findings(status, decision), now)
     decision = with_source_problem(runtime, status, decision, source)
-    decision = with_patch_conflict(runtime, ref.key, status, decision)
+    decision = with_patch_conflict(status, decision, now)
     # Scrape check (Prometheus holds the settled engines' series): MetricsUnavailable if not.
     decision = await with_engine_metrics_check(runtime, ref, spec, status, decision)
     decision = replace(decision, wake_at=next_timed_event(spec, decision.status, now))
@@ -187,6 +188,7 @@ async def _without_spec(
     """Apply a decision made without a spec to act on (invalid, or not resolvable from the
     source): shadows, load pods and mirrors go; production is left as it is."""
     runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
+    decision = carry_findings(status, decision)
     await _apply(runtime, ref, None, status, decision, None)
     return decision
 
@@ -209,18 +211,21 @@ async def _apply(
     two writes. If the status write is refused, the next reconcile re-applies them from
     the fresh copy (a no-op where they match).
     """
+    found = Found()  # what the writes below find in their way: stored in status
     if first:
-        await apply_children_of(runtime, ref, spec, decision, source)
-        await commit_status(runtime, ref, old, decision)
+        await apply_children_of(runtime, ref, spec, decision, source, found)
+        version = await commit_status(runtime, ref, old, decision)
     else:
-        await commit_status(runtime, ref, old, decision)
-        await apply_children_of(runtime, ref, spec, decision, source)
+        version = await commit_status(runtime, ref, old, decision)
+        await apply_children_of(runtime, ref, spec, decision, source, found)
     if spec is not None:
-        await patch_source(runtime, ref.key, spec, decision.status, source)
-        await keep_files(runtime, ref, spec, decision.status)
+        await patch_source(runtime, ref.key, spec, decision.status, source, found)
+        await keep_files(runtime, ref, spec, decision.status, found)
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
-    await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods)
-    await sync_splitter(runtime, ref.owner, spec, decision.traffic)
+    await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods, found)
+    await sync_splitter(runtime, ref.owner, spec, decision.traffic, found)
+    # Before the action annotation is consumed: that metadata write moves the version.
+    await write_findings(runtime, ref, decision.status, version, found)
     await apply_mirrors_and_action(runtime, ref, spec, decision, action)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import httpx
 
@@ -39,13 +38,17 @@ from specdecode.adapters.metrics import (
     make_metric_source,
 )
 from specdecode.adapters.telemetry import OperatorMetrics
+from specdecode.reconciler.caches import GuardReads, LoadPodCache, WriteEcho
 from specdecode.reconciler.wakeups import Wakeups
 from specdecode.settings import OperatorSettings
 
 
 @dataclass
 class Runtime:
-    """Clients and per-rollout locks of one operator process.
+    """Clients, caches and per-rollout locks of one operator process.
+
+    No decision lives here: every value a decision reads is in the rollout's status or
+    re-derived from the cluster; the caches (`reconciler.caches`) only save requests.
 
     `http` carries the operator's own small requests: load-pod reports and endpoint
     updates, and one `GET /version` per engine pod. Never inference traffic: the shadow
@@ -70,37 +73,13 @@ class Runtime:
     cluster: ClusterView = field(default_factory=ClusterView)
     """The watched children, pods and routes (kopf's indexes, attached by the handlers)."""
     wakeups: Wakeups = field(default_factory=Wakeups)
-    superseded: dict[str, str] = field(default_factory=dict)
-    """Per rollout, the resourceVersion our last status write replaced: a copy of the
-    rollout still at that version is stale (the watch has not delivered our write yet)."""
-    foreign_children: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Per rollout, what its last apply found named like a child but not owned by it
-    (`reconciler.ownership`): one message per object, shown as Degraded."""
-    guard_judged: dict[str, datetime] = field(default_factory=dict)
-    """Per rollout, the drift guard's last look judged (`reconciler.guard`): each once."""
-    guard_blind: set[str] = field(default_factory=set)
-    """Rollouts whose guard window was said too short for the scrape interval (once)."""
-    foreign_token: dict[str, str] = field(default_factory=dict)
-    """Per rollout, why its load-token Secret's name is held by an object it does not own
-    (`reconciler.ownership.record_foreign_token`), shown as Degraded."""
-    foreign_files: dict[str, str] = field(default_factory=dict)
-    """Per rollout, why its promotion ConfigMap's name is held by an object it does not own."""
-    promotion_files: dict[str, str] = field(default_factory=dict)
-    """Per rollout, the owner's patch its promotion ConfigMap was last written with."""
-    patch_conflicts: dict[str, tuple[int, str]] = field(default_factory=dict)
-    """Per rollout (Patch strategy), the source generation at which the promotion's apply
-    was refused, and the API server's words (`reconciler.promotion_patch`)."""
-    load_tokens: dict[str, str] = field(default_factory=dict)
-    """Per rollout, the token its load pods require (`adapters.kube.load_token`)."""
+    write_echo: WriteEcho = field(default_factory=WriteEcho)
+    """Our own writes the watch has not echoed yet (`reconciler.caches`)."""
+    load_cache: LoadPodCache = field(default_factory=LoadPodCache)
+    """The load token and the endpoints each load pod uses (`reconciler.caches`)."""
+    guard_reads: GuardReads = field(default_factory=GuardReads)
+    """The drift guard's latest look read (`reconciler.caches`)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-    # When each rollout's load pods without a known echo were last pushed the engine
-    # endpoints (monotonic seconds): such pushes repeat on a timer, not every reconcile.
-    endpoints_pushed_at: dict[str, float] = field(default_factory=dict)
-    # Per rollout, the engine endpoints each load pod said it uses (its report's echo, or
-    # what we pushed since): endpoints are pushed only where they differ (reconciler/load.py).
-    load_endpoints: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    # The same for the Mirror splitter, per "<pod>/<side>" (reconciler/splitter.py).
-    splitter_endpoints: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
     # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
     # the one request the operator sends an engine (reconciler/engine_version.py).
     engine_versions: EngineVersions = field(default_factory=EngineVersions)
@@ -108,9 +87,6 @@ class Runtime:
     # reconciler/engine_metrics.py), and per rollout what it last answered.
     engine_series: EngineSeriesSource = field(default_factory=UnknownEngineSeries)
     engine_series_memory: EngineSeriesMemory = field(default_factory=EngineSeriesMemory)
-    # Per tuning, the generation this process finished (Succeeded or Failed): a copy of the
-    # tuning still showing Running (the watch lags our write) must not finish it again.
-    finished_tunings: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def create(
@@ -175,18 +151,9 @@ class Runtime:
         """Drop a deleted rollout's lock and metric series."""
         key = f"{namespace}/{name}"
         self._locks.pop(key, None)
-        self.superseded.pop(key, None)
-        self.foreign_children.pop(key, None)
-        self.foreign_token.pop(key, None)
-        self.patch_conflicts.pop(key, None)
-        self.foreign_files.pop(key, None)
-        self.promotion_files.pop(key, None)
-        self.guard_judged.pop(key, None)
-        self.guard_blind.discard(key)
-        self.load_tokens.pop(key, None)
-        self.endpoints_pushed_at.pop(key, None)
-        self.load_endpoints.pop(key, None)
-        self.splitter_endpoints.pop(key, None)
+        self.write_echo.forget(key)
+        self.load_cache.forget(key)
+        self.guard_reads.forget(key)
         self.wakeups.unregister(key)
         self.engine_versions.forget(key)
         self.engine_series_memory.forget(key)

@@ -40,7 +40,7 @@ from specdecode.domain.load_report import ReportError
 from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
 from specdecode.reconciler.load import current_pods, known_token
-from specdecode.reconciler.ownership import record_foreign, record_foreign_token
+from specdecode.reconciler.ownership import Found
 from specdecode.reconciler.runtime import Runtime
 
 SPLITTER_SOURCE = "shadow splitter"
@@ -62,8 +62,11 @@ async def sync_splitter(
     owner: Owner,
     spec: SpecDecodeRolloutSpec | None,
     plan: TrafficPlan | None,
+    found: Found | None = None,
 ) -> None:
-    """Make the rollout's splitter exactly the one `plan` wants (none when it wants none)."""
+    """Make the rollout's splitter exactly the one `plan` wants (none when it wants none);
+    what stands in its way goes to `found` (`reconciler.ownership`)."""
+    found = found if found is not None else Found()
     name = splitter_name(owner.name)
     deployments = runtime.cluster.rollout_deployments(owner.namespace, owner.name)
     services = runtime.cluster.rollout_services(owner.namespace, owner.name)
@@ -75,36 +78,38 @@ async def sync_splitter(
             (kind, name)
             for kind, objects in (("Deployment", deployments), ("Service", services))
             if not (keep_service and kind == "Service")
-            and (found := named(objects, name)) is not None
-            and not (found.get("metadata") or {}).get("deletionTimestamp")
-            and owner.uid in owner_uids(found)
+            and (held := named(objects, name)) is not None
+            and not (held.get("metadata") or {}).get("deletionTimestamp")
+            and owner.uid in owner_uids(held)
         ]
         if doomed:
             await asyncio.to_thread(delete_children, runtime.kube, owner.namespace, doomed)
         if keep_service:
-            await _keep_service(runtime, owner, services)
+            await _keep_service(runtime, owner, services, found)
         return
     key = f"{owner.namespace}/{owner.name}"
     rendered = render_splitter(owner, spec, plan, runtime.settings.load_image)
     observed = [*deployments, *services]
     stale = stale_objects(rendered, observed)
     if stale:
-        if key not in runtime.load_tokens:  # before the pod: it reads the token at start
+        if key not in runtime.load_cache.tokens:  # before the pod: it reads the token at start
             try:
                 made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
             except LoadTokenError as error:  # another object holds the Secret's name
-                record_foreign_token(runtime, key, str(error))
+                found.load_token(str(error))
                 return
-            record_foreign_token(runtime, key, None)
-            runtime.load_tokens[key] = made
+            found.load_token(None)
+            runtime.load_cache.tokens[key] = made
         manager = runtime.settings.field_manager
         foreign = await apply_children(runtime.kube, stale, manager, observed)
         if foreign:
-            record_foreign(runtime, key, foreign)
-    await _push_endpoints(runtime, owner, spec, plan)
+            found.more_children(foreign)
+    await _push_endpoints(runtime, owner, spec, plan, found)
 
 
-async def _keep_service(runtime: Runtime, owner: Owner, services: Sequence[JsonObject]) -> None:
+async def _keep_service(
+    runtime: Runtime, owner: Owner, services: Sequence[JsonObject], found: Found
+) -> None:
     """Apply the splitter's Service alone where it is missing or differs."""
     stale = stale_objects([render_splitter_service(owner)], list(services))
     if not stale:
@@ -112,11 +117,11 @@ async def _keep_service(runtime: Runtime, owner: Owner, services: Sequence[JsonO
     manager = runtime.settings.field_manager
     foreign = await apply_children(runtime.kube, stale, manager, list(services))
     if foreign:
-        record_foreign(runtime, f"{owner.namespace}/{owner.name}", foreign)
+        found.more_children(foreign)
 
 
 async def _push_endpoints(
-    runtime: Runtime, owner: Owner, spec: SpecDecodeRolloutSpec, plan: TrafficPlan
+    runtime: Runtime, owner: Owner, spec: SpecDecodeRolloutSpec, plan: TrafficPlan, found: Found
 ) -> None:
     """Push the running splitter each side's ready engine addresses where they differ
     from those it uses (its reports' echo, or our last push it took). A restarted
@@ -125,13 +130,13 @@ async def _push_endpoints(
     key = f"{owner.namespace}/{owner.name}"
     pods = observe_splitter_pods(runtime, owner.namespace, owner.name)
     running = [p for p in current_pods(pods, plan) if p.report_url]
-    echoed = runtime.splitter_endpoints.setdefault(key, {})
+    echoed = runtime.load_cache.splitter_endpoints.setdefault(key, {})
     for gone in [name for name in echoed if name.split("/")[0] not in {p.name for p in running}]:
         del echoed[gone]
     if not running:
         return
     engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
-    token = await known_token(runtime, key, owner.uid)
+    token = await known_token(runtime, key, owner.uid, found)
     for pod in running:
         for side in SIDES:
             urls = tuple(ready_engine_endpoints(engines, side, spec.engine.port))
@@ -155,7 +160,7 @@ async def read_splitter_windows(
     (`rollout`: "namespace/name"; `uid`: the owner of its token)."""
     current = current_pods(pods, plan)
     token = await known_token(runtime, rollout, uid) if current else None
-    echoed = runtime.splitter_endpoints.setdefault(rollout, {})
+    echoed = runtime.load_cache.splitter_endpoints.setdefault(rollout, {})
     windows = await asyncio.gather(
         *(_side(runtime, side, current, since, now, token, echoed) for side in SIDES)
     )

@@ -251,8 +251,7 @@ async def remove(runtime: Runtime, namespace: str, trial: str, keep_data: bool =
         if not pod.deleting:
             await asyncio.to_thread(delete_pod, runtime.kube, namespace, pod.name)
     key = f"{namespace}/{trial}"
-    runtime.endpoints_pushed_at.pop(key, None)
-    runtime.load_endpoints.pop(key, None)
+    runtime.load_cache.forget_endpoints(key)
     if not keep_data:
         await asyncio.to_thread(delete_config_map, runtime.kube, namespace, blocks_name(trial))
 

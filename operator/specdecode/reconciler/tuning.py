@@ -78,7 +78,7 @@ async def reconcile_tuning(
         await write_status(runtime, ref, status, failed)
         return None
     finished = status.phase in TERMINAL and status.observed_generation == ref.generation
-    if finished or runtime.finished_tunings.get(ref.key) == ref.generation:
+    if finished or runtime.write_echo.finished_tunings.get(ref.key) == ref.generation:
         await _remove_trials(runtime, ref, keep=set())
         return None
     try:
@@ -96,7 +96,7 @@ async def reconcile_tuning(
             observed_generation=ref.generation,
         )
         await write_status(runtime, ref, status, failed)
-        runtime.finished_tunings[ref.key] = ref.generation
+        runtime.write_echo.finished_tunings[ref.key] = ref.generation
         return None
 
 
@@ -180,7 +180,7 @@ async def _run(
     await write_status(runtime, ref, status, new)
     runtime.metrics.tuning_reported(ref.namespace, ref.name, report, new)
     if failure is not None or done:
-        runtime.finished_tunings[ref.key] = ref.generation
+        runtime.write_echo.finished_tunings[ref.key] = ref.generation
         return None
     return rounds.next_wake(progress, now)
 

@@ -52,32 +52,45 @@ def applies_to(kube: FakeKube, kind: str, name: str) -> int:
 
 
 async def test_a_users_service_named_like_production_is_left_alone_and_reported() -> None:
+    """Each reconcile here runs in a fresh operator (a restart at every step) reading only
+    the stored status: the finding lives in status.applyFindings, so Degraded survives
+    (control: kept in the operator's memory, the fresh process lost it)."""
     kube, cluster = FakeKube(), FakeCluster()
     kube.add_uncached("Service", NAME)  # the user's, unlabelled: the cache cannot see it
-    runtime = make_runtime(kube, cluster)
     spec = raw_spec(None)
-    first = await reconcile(runtime, ref("1"), spec, None, {})
+
+    async def restarted_reconcile() -> Decision:
+        runtime = make_runtime(kube, cluster)  # nothing in memory
+        return await reconcile(runtime, ref(kube.current_version or "1"), spec, kube.status, {})
+
+    await restarted_reconcile()
     assert writes_to(kube, "Service", NAME, "create_namespaced_service") == 1  # a dry run
     assert applies_to(kube, "Service", NAME) == 0
     assert writes_to(kube, "Deployment", NAME, "apply-unforced") == 1  # the rest goes ahead
     assert "read_namespaced_service" in kube.verbs()
+    assert kube.status is not None and kube.status["applyFindings"]["notOwnedChildren"]
 
-    second = await reconcile(runtime, ref(kube.current_version or "1"), spec, status_of(first), {})
+    second = await restarted_reconcile()
     status, reason, message = degraded(second)
     assert (status, reason) == (ConditionStatus.TRUE, NOT_OWNED)
     assert f"Service {NAMESPACE}/{NAME} already exists" in message
     assert "rename the rollout, or delete the Service" in message
     assert applies_to(kube, "Service", NAME) == 0
     # No watch event says when the user deletes it: retried at the operator's clock.
+    runtime = make_runtime(kube, cluster)
     wait = next_reconcile_in(runtime, second, ref("1").key)
     assert wait <= runtime.settings.reconcile_interval_seconds
+    kube.calls.clear()
+    third = await restarted_reconcile()
+    assert degraded(third)[1] == NOT_OWNED
+    assert "patch_namespaced_custom_object_status" not in kube.verbs()  # nothing new: no write
 
     del kube.uncached[("Service", NAME)]  # the user deletes it
     kube.calls.clear()
-    third = await reconcile(runtime, ref(kube.current_version or "1"), spec, status_of(second), {})
+    await restarted_reconcile()
     assert writes_to(kube, "Service", NAME, "apply-unforced") == 1
-    assert runtime.foreign_children == {}
-    fourth = await reconcile(runtime, ref(kube.current_version or "1"), spec, status_of(third), {})
+    assert kube.status is not None and kube.status.get("applyFindings") is None
+    fourth = await restarted_reconcile()
     assert degraded(fourth)[1] != NOT_OWNED
 
 
@@ -87,7 +100,7 @@ async def test_a_child_of_ours_the_cache_has_not_shown_yet_is_applied() -> None:
     runtime = make_runtime(kube, cluster)
     await reconcile(runtime, ref("1"), raw_spec(None), None, {})
     assert writes_to(kube, "Service", NAME, "apply") == 1
-    assert runtime.foreign_children == {}
+    assert kube.status is not None and kube.status.get("applyFindings") is None
 
 
 async def test_a_labelled_object_owned_by_another_rollout_is_not_written() -> None:
@@ -103,7 +116,7 @@ async def test_a_labelled_object_owned_by_another_rollout_is_not_written() -> No
     await reconcile(runtime, ref(kube.current_version or "1"), spec, status_of(first), {})
     assert applies_to(kube, "Service", NAME) == 0
     assert writes_to(kube, "Service", NAME, "create_namespaced_service") == 0  # cache says
-    assert list(runtime.foreign_children) == [f"{NAMESPACE}/{NAME}"]
+    assert kube.status is not None and len(kube.status["applyFindings"]["notOwnedChildren"]) == 1
 
 
 def test_only_owned_shadows_are_deleted() -> None:

@@ -75,7 +75,7 @@ async def _reconcile(rt: Runtime) -> None:
 
 async def _refresh(rt: Runtime) -> None:
     """A reconcile after the timer of pods without a known echo ran out."""
-    rt.endpoints_pushed_at.clear()
+    rt.load_cache.unechoed_pushed_at.clear()
     await _reconcile(rt)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,7 +24,7 @@ from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision, DesiredChildren
 from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.reconciler.load import observe_load_pods, read_windows, sync_load_pods
-from specdecode.reconciler.ownership import with_foreign_children
+from specdecode.reconciler.ownership import Found, with_foreign_children
 from specdecode_load import httpserver
 
 pytestmark = pytest.mark.unit
@@ -77,7 +78,10 @@ def test_a_secret_of_that_name_the_rollout_does_not_own_is_never_used() -> None:
 
 async def test_a_foreign_secret_in_the_tokens_place_makes_the_rollout_degraded() -> None:
     """No load pod starts (it would read another object's token); the rollout says
-    Degraded ChildNotOwned naming the Secret, and recovers once the Secret is gone."""
+    Degraded ChildNotOwned naming the Secret, and recovers once the Secret is gone. The
+    finding goes to status (`applyFindings`): a restarted operator, with nothing in
+    memory, shows the same condition (control: kept in memory, the fresh process's
+    decision dropped Degraded until its next apply)."""
     core = FakeCore()
     name = token_secret_name(OWNER.name)
     core.secrets[name] = {
@@ -85,17 +89,22 @@ async def test_a_foreign_secret_in_the_tokens_place_makes_the_rollout_degraded()
         "stringData": {"token": "known-to-somebody-else"},
     }
     rt = runtime(core, lambda request: httpx.Response(500))
-    await sync_load_pods(rt, OWNER, SPEC, PLAN, [])
+    found = Found()
+    await sync_load_pods(rt, OWNER, SPEC, PLAN, [], found)
     assert not core.pods and not any(call.startswith("create") for call in core.calls)
-    old = SpecDecodeRolloutStatus(phase=Phase.ANALYZING)
-    decision = with_foreign_children(rt, ROLLOUT, old, Decision(old, DesiredChildren(None)))
+    old = SpecDecodeRolloutStatus(phase=Phase.ANALYZING, apply_findings=found.merged(None))
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    decision = with_foreign_children(old, Decision(old, DesiredChildren(None)), now)
     degraded = next(c for c in decision.status.conditions if c.type == "Degraded")
     assert degraded.reason == "ChildNotOwned" and f"Secret team-a/{name}" in degraded.message
     del core.secrets[name]  # the user deletes it
-    await sync_load_pods(rt, OWNER, SPEC, PLAN, [])
-    assert core.pods and ROLLOUT not in rt.foreign_token
-    assert (
-        with_foreign_children(rt, ROLLOUT, old, Decision(old, DesiredChildren(None))).status == old
+    restarted = runtime(core, lambda request: httpx.Response(500))
+    found = Found()
+    await sync_load_pods(restarted, OWNER, SPEC, PLAN, [], found)
+    assert core.pods and found.merged(old.apply_findings) is None
+    cleared = old.model_copy(update={"apply_findings": None})
+    assert with_foreign_children(cleared, Decision(cleared, DesiredChildren(None)), now).status == (
+        cleared
     )
 
 

@@ -6,6 +6,7 @@ were the owner's)."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,6 +17,9 @@ from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.observations import ChildState
 from specdecode.domain.source import SourceObservation
 from specdecode.reconciler import promotion_patch
+from specdecode.reconciler.caches import WriteEcho
+from specdecode.reconciler.ownership import Found
+from specdecode.reconciler.promotion_patch import with_patch_conflict
 from specdecode.reconciler.workload import Source
 
 pytestmark = pytest.mark.unit
@@ -65,10 +69,7 @@ def run(
     monkeypatch.setattr(promotion_patch, "apply_promotion", calls.apply)
     monkeypatch.setattr(promotion_patch, "withdraw_promotion", calls.withdraw)
     runtime = runtime or SimpleNamespace(
-        kube=None,
-        settings=SimpleNamespace(field_manager="specdecode-operator"),
-        patch_conflicts={},
-        wakeups=SimpleNamespace(wake=lambda key: None),
+        kube=None, settings=SimpleNamespace(field_manager="specdecode-operator")
     )
     observed = SourceObservation(
         "Deployment/chat",
@@ -78,8 +79,9 @@ def run(
         promotion_applied=owned,
     )
     source = Source(observed, {}, generation=generation)
-    asyncio.run(promotion_patch.patch_source(runtime, "ns/r", SPEC, status, source))
-    return runtime
+    found = Found()
+    asyncio.run(promotion_patch.patch_source(runtime, "ns/r", SPEC, status, source, found))
+    return found
 
 
 def status(phase: Phase, stable: SpeculativeConfig | None = None) -> SpecDecodeRolloutStatus:
@@ -95,14 +97,38 @@ def status(phase: Phase, stable: SpeculativeConfig | None = None) -> SpecDecodeR
 def test_promoting_applies_the_candidate_and_a_refusal_is_not_resent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The refusal is kept in status (`applyFindings`), not in the operator's memory: each
+    run here has a fresh runtime (a restarted operator) and reads only the status the
+    previous one stored. Control: with the refusal kept in memory, the second run re-sent."""
     calls = Calls(conflict='conflict with "kubectl-client-side-apply"')
-    runtime = run(monkeypatch, status(Phase.PROMOTING), None, ("m", "--port", "8000"), False, calls)
+    found = run(monkeypatch, status(Phase.PROMOTING), None, ("m", "--port", "8000"), False, calls)
     assert calls.applied == [["m", "--port", "8000", "--speculative-config", EAGLE3.to_cli_json()]]
-    assert runtime.patch_conflicts["ns/r"][1].startswith("conflict with")
-    run(monkeypatch, status(Phase.PROMOTING), None, ("m",), False, calls, runtime)
+    findings = found.merged(None)
+    assert findings is not None and findings.patch_refused_generation == 1
+    assert findings.patch_refused.startswith("conflict with")
+    stored = status(Phase.PROMOTING).model_copy(update={"apply_findings": findings})
+    run(monkeypatch, stored, None, ("m",), False, calls)
     assert len(calls.applied) == 1, "re-sent at the generation it was refused at"
-    run(monkeypatch, status(Phase.PROMOTING), None, ("m",), False, calls, runtime, generation=2)
+    run(monkeypatch, stored, None, ("m",), False, calls, generation=2)
     assert len(calls.applied) == 2, "the source changed: worth another try"
+
+
+def test_a_stored_refusal_is_degraded_while_promoting_and_forgotten_with_the_transition() -> None:
+    """Degraded PatchConflict comes from status alone (a restart shows it at once); once
+    the phase moves on, the transition's own write drops the refusal."""
+    from specdecode.api.status_findings import ApplyFindings
+    from specdecode.domain.decision import Decision, DesiredChildren
+
+    refused = ApplyFindings(patch_refused="conflict", patch_refused_generation=3)
+    old = status(Phase.PROMOTING).model_copy(update={"apply_findings": refused})
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    shown = with_patch_conflict(old, Decision(old, DesiredChildren(None)), now)
+    degraded = [c for c in shown.status.conditions if c.type == "Degraded"]
+    assert degraded and degraded[0].reason == "PatchConflict"
+    promoted = old.model_copy(update={"phase": Phase.PROMOTED})
+    after = with_patch_conflict(old, Decision(promoted, DesiredChildren(None)), now)
+    assert after.status.apply_findings is None
+    assert not [c for c in after.status.conditions if c.type == "Degraded"]
 
 
 def test_an_ended_analysis_returns_our_apply_to_the_stable_config(
@@ -139,9 +165,7 @@ def test_the_promotion_files_are_written_once_per_patch_and_never_over_a_foreign
     runtime: Any = SimpleNamespace(
         kube=None,
         settings=SimpleNamespace(field_manager="specdecode-operator"),
-        promotion_files={},
-        foreign_files={},
-        wakeups=SimpleNamespace(wake=lambda key: None),
+        write_echo=WriteEcho(),
     )
     ref = RolloutRef("ns", "r", "uid", 1)
     patch = '{"spec": {"template": {"spec": {"containers": []}}}}'
@@ -149,11 +173,14 @@ def test_the_promotion_files_are_written_once_per_patch_and_never_over_a_foreign
         update={"workload": WorkloadStatus(source="Deployment/chat", owner_patch=patch)}
     )
     for _ in range(3):
-        asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done))
+        asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done, Found()))
     assert len(written) == 1 and written[0]["strategic-merge-patch.json"] == patch
     assert "kustomize-patch.yaml" in written[0]
     foreign[0] = ForeignObject("ConfigMap", "ns", "r-promotion")
-    runtime.promotion_files.clear()
-    asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done))
-    assert "ConfigMap ns/r-promotion already exists" in runtime.foreign_files["ns/r"]
-    assert "ns/r" not in runtime.promotion_files  # tried again until the name is free
+    runtime.write_echo.promotion_files.clear()
+    found = Found()
+    asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done, found))
+    findings = found.merged(None)
+    assert findings is not None and findings.not_owned_promotion_files is not None
+    assert "ConfigMap ns/r-promotion already exists" in findings.not_owned_promotion_files
+    assert "ns/r" not in runtime.write_echo.promotion_files  # tried again until it is free

@@ -1,0 +1,58 @@
+"""`status.applyFindings`: what the operator's last writes found in their way.
+
+Applying a decision can find what no decision foresaw: an object named like one of the
+rollout's children (a shadow, the splitter, the load-token Secret, the promotion
+ConfigMap) that the rollout does not own, or the Patch promotion's apply refused by the
+source's owner. Each is shown as Degraded and changes what the operator writes next (it
+never writes over a foreign object, nor re-sends a refused apply at the same source
+generation). Kept here, not in the operator's memory, so a restarted operator shows the
+same condition and sends the same requests (issue 35 item 2).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from specdecode.api.base import KubeModel
+
+MAX_FINDINGS = 16  # the shadows, their Services and the splitter's: a handful at most
+
+
+class ApplyFindings(KubeModel):
+    """Objects the rollout does not own that hold its children's names; a refused promotion."""
+
+    not_owned_children: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_FINDINGS,
+        description="One line per Deployment or Service named like a child that the rollout "
+        "does not own (left untouched; Degraded ChildNotOwned).",
+    )
+    not_owned_load_token: str | None = Field(
+        default=None,
+        description="Why the load-token Secret cannot be used (another object holds its "
+        "name): no load pod starts meanwhile.",
+    )
+    not_owned_promotion_files: str | None = Field(
+        default=None,
+        description="Why the promotion ConfigMap cannot be written (another object holds "
+        "its name).",
+    )
+    patch_refused: str | None = Field(
+        default=None,
+        description="Patch strategy: the API server's words refusing the promotion's apply "
+        "(Degraded PatchConflict while Promoting).",
+    )
+    patch_refused_generation: int | None = Field(
+        default=None,
+        description="The source's generation the promotion's apply was refused at: not "
+        "sent again until the source changes.",
+    )
+
+    def not_owned(self) -> tuple[str, ...]:
+        """Every not-owned finding, one message each (what Degraded ChildNotOwned names)."""
+        singles = (self.not_owned_load_token, self.not_owned_promotion_files)
+        return (*self.not_owned_children, *(found for found in singles if found))
+
+    def is_empty(self) -> bool:
+        """Nothing found: the field is left out of status."""
+        return not self.not_owned() and self.patch_refused is None

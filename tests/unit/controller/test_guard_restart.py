@@ -1,0 +1,88 @@
+"""The drift guard's memory is a cache: a restart re-reads the latest look, judges it the same.
+
+`runtime.guard_reads` (issue 35 item 2) only saves requests: a reconcile between looks asks
+Prometheus nothing. A restarted operator has none of it; it reads the latest look once more,
+evaluated at that look's own instant (the same window, the same blocks), so the guard
+decides the same status and the same Events: nothing new is written or announced. Whether a
+look is judged is not a decision kept anywhere: the grid (`status.phaseSince`, the spec's
+interval) says which look is due.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from controller_fakes import EAGLE3, FakeClock, FakeCluster, FakeKube, make_runtime, raw_spec
+
+from specdecode.adapters.metrics import EngineSelector
+from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.domain.drift import AcceptanceBlock
+from specdecode.domain.guarding import guard
+from specdecode.reconciler.apply import RolloutRef
+from specdecode.reconciler.guard import observe_production
+from specdecode.reconciler.runtime import Runtime
+
+pytestmark = pytest.mark.unit
+
+REF = RolloutRef("team-a", "llama-8b", "uid-1", 1, "7")
+
+
+class Blocks:
+    """Production's counters: acceptance far below the default threshold (a drift)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[datetime, datetime]] = []
+
+    async def acceptance_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[AcceptanceBlock, ...]:
+        self.asked.append((start, end))
+        whole = int((end - start).total_seconds()) // block_seconds
+        return tuple(
+            AcceptanceBlock(draft_tokens=3000.0, accepted_tokens=300.0) for _ in range(whole)
+        )
+
+
+def promoted(now: datetime) -> SpecDecodeRolloutStatus:
+    return SpecDecodeRolloutStatus(
+        phase=Phase.PROMOTED,
+        phase_since=now - timedelta(seconds=3600),
+        stable_speculative=EAGLE3,
+        stable_fingerprint=EAGLE3.fingerprint(),
+        candidate_speculative=EAGLE3,
+        candidate_fingerprint=EAGLE3.fingerprint(),
+    )
+
+
+def fresh_runtime(clock: FakeClock, blocks: Blocks) -> Runtime:
+    runtime = make_runtime(FakeKube(), FakeCluster(), clock)
+    runtime.acceptance_blocks = blocks
+    return runtime
+
+
+async def test_a_restart_reads_the_latest_look_again_and_decides_the_same() -> None:
+    clock, blocks = FakeClock(), Blocks()
+    spec = SpecDecodeRolloutSpec.model_validate(raw_spec(EAGLE3))
+    status = promoted(clock.now())
+    runtime = fresh_runtime(clock, blocks)
+    now = clock.now()
+
+    first, _ = await observe_production(runtime, REF, spec, status, now)
+    assert first is not None and len(blocks.asked) == 1
+    again, _ = await observe_production(runtime, REF, spec, status, now)
+    assert again is None and len(blocks.asked) == 1  # between looks: nothing asked
+
+    restarted = fresh_runtime(clock, blocks)  # a new process: nothing in memory
+    reread, _ = await observe_production(restarted, REF, spec, status, now)
+    assert len(blocks.asked) == 2 and blocks.asked[0] == blocks.asked[1]  # the same window
+    assert reread == first
+    before: Any = guard(spec, status, first, now)
+    after: Any = guard(spec, status, reread, now)
+    assert before.status.drift is not None, "the scripted counters drift"
+    assert (after.status, after.events) == (before.status, before.events)
+    # Written once: the status the first decision wrote does not drift again, no Event.
+    written = before.status
+    repeat: Any = guard(spec, written, reread, now)
+    assert repeat.status == written and repeat.events == ()
