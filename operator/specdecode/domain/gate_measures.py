@@ -217,7 +217,8 @@ def unequal_load(
     candidate that fell behind and still failed failed on evidence that favoured it, so
     the Failed stands; its pass does not. A baseline that fell behind makes the candidate
     look worse: its pass stands, its failure does not. The splitter sheds the same mirrored
-    requests on both sides, so both are short together and every verdict is refused. A
+    requests on both sides, so one side over the limit (the shares differ only by what is
+    still in flight) refuses every verdict. A
     look that refuses names the side and the shortfall ("shadow load saturated"), as does
     an undecided one, so on call sees why a stage cannot decide and what to change; value
     and bounds stay, for the record.
@@ -232,6 +233,10 @@ def unequal_load(
     if not short:
         return measured
     suspect = {_FLATTERED[name] for name in short} | {GateVerdict.INCONCLUSIVE}
+    if limit.splitter_in_flight is not None:
+        # The splitter's sheds are the same requests on both sides; only the denominators
+        # differ (a slower side has more still in flight), so one short side means both.
+        suspect = {_FLATTERED[name] for name in SATURATION_SIDES} | suspect
     # Both short: name the side whose lighter load explains the verdict being refused.
     name = next((n for n in short if _FLATTERED[n] is measured.verdict), next(iter(short)))
     skipped, offered = short[name]

@@ -192,6 +192,20 @@ def test_a_splitter_that_shed_over_its_share_refuses_every_verdict_and_says_what
         assert saturated_side(shed.reason) in ("baseline", "candidate")  # the gauge reads it
 
 
+def test_a_splitter_shed_over_its_share_on_one_side_only_still_refuses_the_pass() -> None:
+    """The splitter sheds the same requests on both sides, but the shares' denominators
+    differ by what each side still had in flight: the slower side can sit just over the
+    limit while the faster sits just under. Its pass must not stand (review finding)."""
+    look = mirror_look()
+    limit = int(0.01 * SENT)
+    just_over, just_under = side(draws(1), skipped=limit + 1), side(draws(2), skipped=limit - 1)
+    shed = measure_client_tail(P99, just_over, just_under, look)
+    assert shed.verdict is GateVerdict.INCONCLUSIVE, shed.reason
+    assert saturated_side(shed.reason) == "baseline"
+    prompts = measure_client_tail(P99, just_over, just_under, Look(0.01))
+    assert prompts.verdict is GateVerdict.SUCCESSFUL  # control: Prompts keeps the direction
+
+
 def test_the_shed_share_a_splitter_look_tolerates_is_the_rollouts() -> None:
     shed_3_percent = (side(draws(1), skipped=TOO_MANY), side(draws(2), skipped=TOO_MANY))
     strict = measure_client_tail(P99, *shed_3_percent, mirror_look())
