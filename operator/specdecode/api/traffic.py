@@ -206,8 +206,10 @@ class TrafficSpec(KubeModel):
         "traffic to the production Service. While a stage runs the operator adds a "
         "RequestMirror filter toward the splitter's Service (or, with mirrorPairing "
         "ServerSide, one toward each of the baseline and candidate Services) to those "
-        "rules, and removes it when the analysis ends; nothing else in the route is "
-        "touched. Required with ServerSide pairing.",
+        "rules, and removes it when the analysis ends; it marks the route with the "
+        "annotation specdecode.io/mirrors while its filter is there, and touches nothing "
+        "else. A route already mirroring to the splitter with a filter the operator did "
+        "not write is refused. Required with ServerSide pairing.",
     )
     mirror_percent: int = Field(
         default=10,

@@ -280,3 +280,16 @@ def test_status_names_the_splitter_service_and_the_route_we_write() -> None:
     assert prompts is decision and prompts.status.mirror is None
     was_mirror = with_mirror_status("llama", spec_with({"source": "Mirror"}), decision)
     assert with_mirror_status("llama", spec_with({}), was_mirror).status.mirror is None
+
+
+def test_a_users_own_splitter_mirror_on_the_named_route_is_refused_not_taken_over() -> None:
+    """httpRoute names a route where the user already mirrors to the splitter: adding ours
+    would copy each request twice, and taking theirs over would strip it when the stage
+    ends (review finding). The route is reported instead, and nothing is written there."""
+    theirs = route("llm", to("llama", filters=[USERS_SPLITTER_MIRROR]))
+    problem = route_problem([theirs], splitter_wanted())
+    assert problem is not None and "already mirrors to Service llama-splitter" in problem
+    ours = apply(
+        route("llm", to("llama")), filters_patch(route("llm", to("llama")), splitter_wanted())
+    )
+    assert route_problem([ours], splitter_wanted()) is None  # control: the filter we marked

@@ -162,6 +162,27 @@ def route_problem(routes: Routes, wanted: MirrorWanted) -> str | None:
     rules = (route.get("spec") or {}).get("rules") or []
     if not any(routes_to(rule, wanted.production_service, namespace) for rule in rules):
         return f"{where} has no rule whose backendRefs include Service {wanted.production_service}"
+    if wanted.rollout not in route_marks(route) and (
+        theirs := _unmarked_mirror_target(rules, wanted.marked_services, namespace)
+    ):
+        # Taking it over would strip it when the stage ends; adding ours beside it would
+        # copy every request twice to the splitter.
+        return (
+            f"{where} already mirrors to Service {theirs} with a filter the operator did not "
+            "write: remove it (the operator adds its own for httpRoute), or leave httpRoute "
+            "unset and keep yours"
+        )
+    return None
+
+
+def _unmarked_mirror_target(
+    rules: list[JsonObject], services: Collection[str], namespace: str
+) -> str | None:
+    """The marked service (the splitter) a rule of an unmarked route already mirrors to."""
+    for rule in rules:
+        for item in rule.get("filters") or []:
+            if is_owned_mirror(item, services, namespace):
+                return str(item["requestMirror"]["backendRef"]["name"])
     return None
 
 
