@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.rules import Binary, Has, Not, Rule, RuleSet, all_of, at, implies, lit
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 
@@ -152,17 +152,15 @@ class GateSpec(KubeModel):
         "baseline's stall: past that the gate fails only a stall no reader would accept."
         + _default("tolerance"),
     )
-    itl_definition: ItlDefinition | None = Field(
-        default=None,
-        description="TailLatency: PerChunk (client time between a request's streamed chunks, "
+    itl_definition: ItlDefinition | None = optional(
+        "TailLatency: PerChunk (client time between a request's streamed chunks, "
         "one per engine step: the stall a reader sees), PerToken (each chunk gap divided by "
         "its tokens, weighted by tokens), or ServerStep (vLLM's per-step ITL histogram; the "
-        "default and only choice with ServerSide Mirror traffic)." + _default("itl_definition"),
+        "default and only choice with ServerSide Mirror traffic)." + _default("itl_definition")
     )
     min_samples: int | None = Field(default=None, ge=1, description=_min_samples_description())
-    speedup_metric: SpeedupMetric | None = Field(
-        default=None,
-        description="Speedup: TimePerOutputToken or Throughput." + _default("speedup_metric"),
+    speedup_metric: SpeedupMetric | None = optional(
+        "Speedup: TimePerOutputToken or Throughput." + _default("speedup_metric")
     )
     min_speedup: float | None = Field(
         default=None,

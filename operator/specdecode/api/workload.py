@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from specdecode.api import engine_args, vllm_versions
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.rules import (
     Binary,
     Has,
@@ -128,17 +128,17 @@ class ModelSpec(KubeModel):
 class Toleration(KubeModel):
     """A pod toleration, as in core/v1."""
 
-    key: str | None = Field(default=None, description="Taint key to tolerate.")
+    key: str | None = optional("Taint key to tolerate.")
     operator: str | None = Field(
         default=None, pattern="^(Exists|Equal)$", description="Exists or Equal."
     )
-    value: str | None = Field(default=None, description="Taint value (operator Equal).")
+    value: str | None = optional("Taint value (operator Equal).")
     effect: str | None = Field(
         default=None,
         pattern="^(NoSchedule|PreferNoSchedule|NoExecute)$",
         description="Taint effect to tolerate; empty matches all.",
     )
-    toleration_seconds: int | None = Field(default=None, description="For NoExecute taints.")
+    toleration_seconds: int | None = optional("For NoExecute taints.")
 
 
 class GpuPoolSpec(KubeModel):
@@ -221,9 +221,9 @@ class EngineSpec(KubeModel):
     env: list[dict[str, Any]] = Field(
         default_factory=list, description="Extra environment variables (core/v1 EnvVar)."
     )
-    model_cache: ModelCacheSpec | None = Field(default=None, description="Weights cache volume.")
-    hub_token_secret_ref: SecretKeyRef | None = Field(
-        default=None, description="Secret with the model hub token (HF_TOKEN)."
+    model_cache: ModelCacheSpec | None = optional("Weights cache volume.")
+    hub_token_secret_ref: SecretKeyRef | None = optional(
+        "Secret with the model hub token (HF_TOKEN)."
     )
     startup_timeout_seconds: int = Field(
         default=1800, ge=10, description="How long an engine may take to load before it fails."
