@@ -180,13 +180,18 @@ def clustered_interval(
     )
 
 
-@register(GateType.ACCEPTANCE)
-class AcceptanceGate:
-    """alpha judged on its lower bound against minAlpha."""
+class CountersGate:
+    """What the gates judged on the candidate's acceptance counters read (Acceptance,
+    AcceptedLength): one set, so neither can come to miss what the other's bound uses."""
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """The candidate's counters, and the load pods' per-request moments for the bound."""
         return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
+
+
+@register(GateType.ACCEPTANCE)
+class AcceptanceGate(CountersGate):
+    """alpha judged on its lower bound against minAlpha."""
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""

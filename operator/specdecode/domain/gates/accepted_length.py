@@ -28,6 +28,7 @@ from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.acceptance import (
     CROSS_CHECK_GAP,
+    CountersGate,
     accepted_per_step,
     clustered_interval,
     counters_basis,
@@ -35,19 +36,15 @@ from specdecode.domain.gates.acceptance import (
     streamed_moments,
     unbounded_on_counters,
 )
-from specdecode.domain.gates.registry import Look, Need, register
+from specdecode.domain.gates.registry import Look, register
 from specdecode.domain.observations import StageObservations
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateType, GateVerdict
 
 
 @register(GateType.ACCEPTED_LENGTH)
-class AcceptedLengthGate:
+class AcceptedLengthGate(CountersGate):
     """Tokens per step judged on its lower bound against minAcceptedLength."""
-
-    def needs(self, gate: GateParams) -> frozenset[Need]:
-        """The candidate's counters, and the load pods' per-request moments for the bound."""
-        return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
