@@ -224,13 +224,6 @@ class GateSpec(KubeModel):
         assert isinstance(value, ItlDefinition)
         return value
 
-    @property
-    def effective_speedup_metric(self) -> SpeedupMetric:
-        """speedup_metric as set, else the default."""
-        value = self.setting("speedup_metric")
-        assert isinstance(value, SpeedupMetric)
-        return value
-
 
 # The type-specific fields each gate type may set; GATE_RULES are generated from this table.
 GATE_FIELDS: dict[GateType, frozenset[str]] = {

@@ -191,8 +191,3 @@ class SpecDecodeRollout(KubeModel):
         if isinstance(metadata.get("name"), str):  # unset: generateName, or not yet created
             ROOT_RULES.enforce({"metadata": metadata})
         return metadata
-
-
-def rollout_name_ok(name: str) -> bool:
-    """Whether `<name>-candidate` is still a valid Service name."""
-    return not ROOT_RULES.violations({"metadata": {"name": name}})
