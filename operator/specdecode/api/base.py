@@ -42,8 +42,9 @@ class VerbatimModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def optional(description: str) -> Any:
-    """A field absent unless set (default None), described: the shape of most status and
-    many spec fields, spelt once so a model reads as its names, types and descriptions.
-    (The schema is `Field(default=None, description=...)`'s, to the byte.)"""
-    return Field(default=None, description=description)
+def optional(description: str, **constraints: Any) -> Any:
+    """A field absent unless set (default None), described, with its bounds if any
+    (`ge`, `max_length`...): the shape of most status and many spec fields, spelt once so a
+    model reads as its names, types and descriptions. The schema is that of
+    `Field(default=None, description=..., **constraints)`, to the byte."""
+    return Field(default=None, description=description, **constraints)

@@ -238,12 +238,11 @@ class SpecDecodeRolloutStatus(KubeModel):
     candidate_fingerprint: str | None = optional("Hash of the desired config this status is about.")
     phase_since: datetime | None = optional("When the phase began.")
     analysis_started_at: datetime | None = optional("Analysis start.")
-    analysis_fingerprint: str | None = Field(
-        default=None,
-        max_length=16,
-        description="Hash of the evidence the analysis measures: its plan (traffic, stages, "
+    analysis_fingerprint: str | None = optional(
+        "Hash of the evidence the analysis measures: its plan (traffic, stages, "
         "cadence, limits), what the engines run and the prompt set's content (a change of "
         "any restarts it: EvidenceChanged).",
+        max_length=16,
     )
     evidence: list[str] | None = optional(
         "The evidence part by part, as `part=hash` (a spec field such as "

@@ -103,9 +103,7 @@ class Constraints(KubeModel):
         description="Most candidate/baseline P99 inter-chunk latency (default: 1 + the "
         "TailLatency gate's default tolerance).",
     )
-    min_alpha: float | None = Field(
-        default=None, ge=0, le=1, description="Draft acceptance floor (fixed-k methods)."
-    )
+    min_alpha: float | None = optional("Draft acceptance floor (fixed-k methods).", ge=0, le=1)
     max_error_rate: float = Field(
         default=float(GATE_DEFAULTS["max_error_rate"]),  # type: ignore[arg-type]
         ge=0,
