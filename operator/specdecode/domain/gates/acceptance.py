@@ -180,6 +180,18 @@ def clustered_interval(
     )
 
 
+def counters_interval(counts: AcceptanceCounts, error: float) -> Interval | None:
+    """alpha bounded on the counters alone (`acceptance_interval`): what both counter gates
+    fall back to when the load pods streamed no per-request moments."""
+    return acceptance_interval(
+        counts.drafts,
+        counts.draft_tokens,
+        counts.accepted_tokens,
+        counts.longest_request_tokens,
+        error,
+    )
+
+
 class CountersGate:
     """What the gates judged on the candidate's acceptance counters read (Acceptance,
     AcceptedLength): one set, so neither can come to miss what the other's bound uses."""
@@ -214,13 +226,7 @@ class AcceptanceGate(CountersGate):
             stream_alpha: float | None = per_step.value / k
             units, basis = moments.requests, f"{moments.requests} requests"
         else:
-            found = acceptance_interval(
-                counts.drafts,
-                counts.draft_tokens,
-                counts.accepted_tokens,
-                counts.longest_request_tokens,
-                look.error,
-            )
+            found = counters_interval(counts, look.error)
             if found is None:
                 return unbounded_on_counters(counts, "alpha", threshold)
             interval, stream_alpha = found, None

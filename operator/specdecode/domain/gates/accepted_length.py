@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.gate_measures import Measurement, judge_at_least, judged
 from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
@@ -32,6 +31,7 @@ from specdecode.domain.gates.acceptance import (
     accepted_per_step,
     clustered_interval,
     counters_basis,
+    counters_interval,
     judgeable_counts,
     streamed_moments,
     unbounded_on_counters,
@@ -65,13 +65,7 @@ class AcceptedLengthGate(CountersGate):
             stream, units = 1.0 + per_step.value, moments.requests
             basis = f"{moments.requests} requests"
         else:
-            alpha = acceptance_interval(
-                counts.drafts,
-                counts.draft_tokens,
-                counts.accepted_tokens,
-                counts.longest_request_tokens,
-                look.error,
-            )
+            alpha = counters_interval(counts, look.error)
             if alpha is None:
                 return unbounded_on_counters(counts, "tokens per step", threshold)
             proposed = counts.draft_tokens / counts.drafts
