@@ -9,7 +9,7 @@ each view stays small and both behave exactly like kubectl in the same ways. Mod
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -111,6 +111,22 @@ def columns(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(
         "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
     )
+
+
+def object_table(
+    items: Sequence[Mapping[str, Any]],
+    all_namespaces: bool,
+    header: Sequence[str],
+    row: Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]],
+) -> str:
+    """One line per object, like `kubectl get`, with the namespace column under -A;
+    `row` makes an object's cells from its metadata and its status."""
+    rows = [[*(("NAMESPACE",) if all_namespaces else ()), *header]]
+    for item in items:
+        meta, status = item.get("metadata", {}), item.get("status") or {}
+        namespace = [str(meta.get("namespace", ""))] if all_namespaces else []
+        rows.append(namespace + row(meta, status))
+    return columns(rows)
 
 
 def render(value: Any, output: str, table: Callable[[], str]) -> str:

@@ -32,9 +32,9 @@ from specdecode.kubectl_common import (
     Target,
     age,
     as_object,
-    columns,
     connect,
     explain,
+    object_table,
     render,
 )
 from specdecode.report import gate_table
@@ -95,11 +95,9 @@ def status_text(rollout: Mapping[str, Any], now: datetime) -> str:
 
 def list_table(rollouts: Sequence[Mapping[str, Any]], all_namespaces: bool, now: datetime) -> str:
     """One line per rollout, like `kubectl get`, with the namespace column under -A."""
-    header = (("NAMESPACE",) if all_namespaces else ()) + LIST_COLUMNS
-    rows = [list(header)]
-    for item in rollouts:
-        meta, status = item.get("metadata", {}), item.get("status") or {}
-        row = [
+
+    def row(meta: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
+        return [
             str(meta.get("name", "")),
             str(status.get("phase") or "-"),
             str(status.get("currentStage") or "-"),
@@ -109,8 +107,8 @@ def list_table(rollouts: Sequence[Mapping[str, Any]], all_namespaces: bool, now:
             age(meta.get("creationTimestamp"), now),
             str(status.get("message") or "")[:60],
         ]
-        rows.append(([str(meta.get("namespace", ""))] if all_namespaces else []) + row)
-    return columns(rows)
+
+    return object_table(rollouts, all_namespaces, LIST_COLUMNS, row)
 
 
 def _list(target: Target, args: argparse.Namespace, now: datetime) -> str:

@@ -27,7 +27,15 @@ from specdecode.domain.tuning.cells import NONE
 from specdecode.domain.tuning.render import markdown, svg, to_json
 from specdecode.domain.tuning.report import TuningReport
 from specdecode.domain.tuning.wire import ReportFormatError, report_from_json
-from specdecode.kubectl_common import PluginError, Target, age, as_object, columns, render
+from specdecode.kubectl_common import (
+    PluginError,
+    Target,
+    age,
+    as_object,
+    columns,
+    object_table,
+    render,
+)
 
 LIST_COLUMNS = ("NAME", "PHASE", "CONFIGS", "GPU-SECONDS", "WINNERS", "AGE")
 REPORT_KEY = "report.json"
@@ -121,11 +129,9 @@ def winners_text(status: Mapping[str, Any]) -> str:
 
 def list_table(tunings: Sequence[Mapping[str, Any]], all_namespaces: bool, now: datetime) -> str:
     """One line per tuning; CONFIGS is configs left over configs searched."""
-    header = (("NAMESPACE",) if all_namespaces else ()) + LIST_COLUMNS
-    rows = [list(header)]
-    for item in tunings:
-        meta, status = item.get("metadata", {}), item.get("status") or {}
-        row = [
+
+    def row(meta: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
+        return [
             str(meta.get("name", "")),
             str(status.get("phase") or "Pending"),
             f"{status.get('configsLeft', 0)}/{status.get('configs', 0)}",
@@ -133,8 +139,8 @@ def list_table(tunings: Sequence[Mapping[str, Any]], all_namespaces: bool, now: 
             winners_text(status)[:60] or "-",
             age(meta.get("creationTimestamp"), now),
         ]
-        rows.append(([str(meta.get("namespace", ""))] if all_namespaces else []) + row)
-    return columns(rows)
+
+    return object_table(tunings, all_namespaces, LIST_COLUMNS, row)
 
 
 def status_text(tuning: Mapping[str, Any], labels: Mapping[str, str], now: datetime) -> str:

@@ -79,13 +79,10 @@ def shadow_deployment(
     kept = {
         k: v for k, v in (metadata.get("labels") or {}).items() if k not in source.dropped_labels
     }
-    ours = shadow_labels(owner.name, role, adopted=True)
-    ours.pop(SERVING_LABEL)
-    metadata["labels"] = {
-        **kept,
-        **shadow_labels(owner.name, role, adopted=True),
-        CONFIG_LABEL: fingerprint_of(config),
-    }
+    pod_labels = shadow_labels(owner.name, role, adopted=True)
+    # The Deployment carries the pod's labels but the serving one (which marks pods).
+    deployment_labels = {k: v for k, v in pod_labels.items() if k != SERVING_LABEL}
+    metadata["labels"] = {**kept, **pod_labels, CONFIG_LABEL: fingerprint_of(config)}
     port = str(spec.engine.port)
     metadata["annotations"] = {
         **{k: v for k, v in (metadata.get("annotations") or {}).items() if not routes(k)},
@@ -107,7 +104,9 @@ def shadow_deployment(
         "metadata": {
             "name": child_name(owner.name, role),
             "namespace": owner.namespace,
-            "labels": dict(sorted({**ours, CONFIG_LABEL: fingerprint_of(config)}.items())),
+            "labels": dict(
+                sorted({**deployment_labels, CONFIG_LABEL: fingerprint_of(config)}.items())
+            ),
             "ownerReferences": [owner.reference()],
         },
         "spec": {

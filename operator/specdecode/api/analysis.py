@@ -20,7 +20,7 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 
 from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, LabelName, PlainDecoding
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 from specdecode.api.traffic import TrafficSpec
@@ -57,19 +57,15 @@ class StageSpec(KubeModel):
     """One analysis stage: a load shape held long enough for its gates to decide."""
 
     name: LabelName = Field(description="Stage name, unique within the rollout.")
-    concurrency: int | None = Field(
-        default=None,
-        ge=1,
-        le=4096,
-        description="Closed loop: requests in flight per engine. Prompts traffic needs one "
+    concurrency: int | None = optional(
+        "Closed loop: requests in flight per engine. Prompts traffic needs one "
         "of concurrency or requestRate; Mirror traffic ignores both (live traffic sets the "
         "load).",
+        ge=1,
+        le=4096,
     )
-    request_rate: float | None = Field(
-        default=None,
-        gt=0,
-        le=10000,
-        description="Open loop: requests per second per engine (Prompts traffic).",
+    request_rate: float | None = optional(
+        "Open loop: requests per second per engine (Prompts traffic).", gt=0, le=10000
     )
     warmup_seconds: int = Field(
         default=30, ge=0, le=3600, description="Load before measuring starts (not judged)."

@@ -7,7 +7,9 @@ CRD generated from them and the objects the operator parses can never disagree.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -38,3 +40,11 @@ class VerbatimModel(BaseModel):
     def to_wire(self) -> dict[str, object]:
         """Serialise with the other program's own key names, no nulls."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def optional(description: str, **constraints: Any) -> Any:
+    """A field absent unless set (default None), described, with its bounds if any
+    (`ge`, `max_length`...): the shape of most status and many spec fields, spelt once so a
+    model reads as its names, types and descriptions. The schema is that of
+    `Field(default=None, description=..., **constraints)`, to the byte."""
+    return Field(default=None, description=description, **constraints)

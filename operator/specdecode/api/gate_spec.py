@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.rules import Binary, Has, Not, Rule, RuleSet, all_of, at, implies, lit
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 
@@ -104,81 +104,71 @@ class GateSpec(KubeModel):
         "draft_model), AcceptedLength (tokens per step, for ngram and suffix), TailLatency, "
         "Speedup or ErrorRate."
     )
-    methods: list[SpeculativeMethod | PlainDecoding] | None = Field(
-        default=None,
-        max_length=8,
-        description="Judge this gate only when speculative.method is one of these, or, for "
+    methods: list[SpeculativeMethod | PlainDecoding] | None = optional(
+        "Judge this gate only when speculative.method is one of these, or, for "
         "none, when speculative is unset (plain decoding); else it is reported as not "
         "applicable and not enforced. Empty: every method and plain decoding.",
+        max_length=8,
     )
-    min_alpha: float | None = Field(
-        default=None,
-        ge=0.05,
-        lt=1,
-        description="Acceptance: least draft acceptance rate (accepted / draft tokens). "
+    min_alpha: float | None = optional(
+        "Acceptance: least draft acceptance rate (accepted / draft tokens). "
         "At least 0.05: a random-weight head measured 0.001 and an identical draft sampled "
         "at temperature 0.7 0.083, so a lower floor passes drafts that guess nothing."
         + _default("min_alpha"),
+        ge=0.05,
+        lt=1,
     )
-    min_draft_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        description="Acceptance: draft tokens needed before a verdict (else Inconclusive)."
+    min_draft_tokens: int | None = optional(
+        "Acceptance: draft tokens needed before a verdict (else Inconclusive)."
         + _default("min_draft_tokens"),
+        ge=1,
     )
-    min_accepted_length: float | None = Field(
-        default=None,
-        ge=1.05,
-        le=64,
-        description="AcceptedLength: least mean tokens per decode step, 1 + accepted / "
+    min_accepted_length: float | None = optional(
+        "AcceptedLength: least mean tokens per decode step, 1 + accepted / "
         "drafts (what a variable-length proposal buys per step). At least 1.05: every step "
         "yields one token, so at 1 the gate cannot fail and just above it fails only a "
         "drafter accepting under one token in twenty steps." + _default("min_accepted_length"),
+        ge=1.05,
+        le=64,
     )
-    quantile: float | None = Field(
-        default=None,
-        ge=0.9,
-        lt=1,
-        description="TailLatency: quantile compared. At least 0.9: below it the gate "
+    quantile: float | None = optional(
+        "TailLatency: quantile compared. At least 0.9: below it the gate "
         "compares the body of the distribution, where stalls on a few percent of steps never "
         "show." + _default("quantile"),
+        ge=0.9,
+        lt=1,
     )
-    tolerance: float | None = Field(
-        default=None,
-        ge=0,
-        le=1,
-        description="TailLatency: candidate's quantile may exceed the baseline's by this "
+    tolerance: float | None = optional(
+        "TailLatency: candidate's quantile may exceed the baseline's by this "
         "fraction (0.4: at most 1.4x the baseline's P99 stall). At most 1, twice the "
         "baseline's stall: past that the gate fails only a stall no reader would accept."
         + _default("tolerance"),
+        ge=0,
+        le=1,
     )
-    itl_definition: ItlDefinition | None = Field(
-        default=None,
-        description="TailLatency: PerChunk (client time between a request's streamed chunks, "
+    itl_definition: ItlDefinition | None = optional(
+        "TailLatency: PerChunk (client time between a request's streamed chunks, "
         "one per engine step: the stall a reader sees), PerToken (each chunk gap divided by "
         "its tokens, weighted by tokens), or ServerStep (vLLM's per-step ITL histogram; the "
-        "default and only choice with ServerSide Mirror traffic)." + _default("itl_definition"),
+        "default and only choice with ServerSide Mirror traffic)." + _default("itl_definition")
     )
-    min_samples: int | None = Field(default=None, ge=1, description=_min_samples_description())
-    speedup_metric: SpeedupMetric | None = Field(
-        default=None,
-        description="Speedup: TimePerOutputToken or Throughput." + _default("speedup_metric"),
+    min_samples: int | None = optional(_min_samples_description(), ge=1)
+    speedup_metric: SpeedupMetric | None = optional(
+        "Speedup: TimePerOutputToken or Throughput." + _default("speedup_metric")
     )
-    min_speedup: float | None = Field(
-        default=None,
-        ge=0.5,
-        description="Speedup: least baseline/candidate median time per output token. At "
+    min_speedup: float | None = optional(
+        "Speedup: least baseline/candidate median time per output token. At "
         "least 0.5: a lower floor passes a candidate at under half the baseline's speed, "
         "so the gate could fail only a broken engine." + _default("min_speedup"),
+        ge=0.5,
     )
-    max_error_rate: float | None = Field(
-        default=None,
-        ge=0,
-        le=0.2,
-        description="ErrorRate: most extra failed share of shadow requests allowed, candidate "
+    max_error_rate: float | None = optional(
+        "ErrorRate: most extra failed share of shadow requests allowed, candidate "
         "minus baseline on the same requests. At most 0.2: a candidate failing one more "
         "request in five is broken, and a wider bound could fail only such a candidate "
         "(at 1 it cannot fail at all)." + _default("max_error_rate"),
+        ge=0,
+        le=0.2,
     )
     confidence: float = Field(
         default=0.95,
@@ -224,13 +214,6 @@ class GateSpec(KubeModel):
         """itl_definition as set, else the default."""
         value = self.setting("itl_definition")
         assert isinstance(value, ItlDefinition)
-        return value
-
-    @property
-    def effective_speedup_metric(self) -> SpeedupMetric:
-        """speedup_metric as set, else the default."""
-        value = self.setting("speedup_metric")
-        assert isinstance(value, SpeedupMetric)
         return value
 
 

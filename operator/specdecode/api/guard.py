@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from pydantic import Field, model_validator
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.rules import Binary, Rule, RuleSet, at
 
 
@@ -118,9 +118,7 @@ class DriftStatus(KubeModel):
         default=DriftKind.ACCEPTANCE, description="Acceptance or Latency: what drifted."
     )
     detected_at: datetime = Field(description="When the drift was found.")
-    alpha: float | None = Field(
-        default=None, description="Acceptance: production's alpha over the judged window."
-    )
+    alpha: float | None = optional("Acceptance: production's alpha over the judged window.")
     lower_bound: float = Field(
         description="Lower confidence bound of that alpha (Latency: of the tail share)."
     )
@@ -134,24 +132,19 @@ class DriftStatus(KubeModel):
     window_start: datetime = Field(description="Start of the judged window.")
     window_seconds: float = Field(description="Seconds of counters the look judged.")
     blocks: int = Field(description="Time blocks (the independent units) the bound rests on.")
-    draft_tokens: int | None = Field(
-        default=None, description="Acceptance: production's draft tokens in the window."
+    draft_tokens: int | None = optional("Acceptance: production's draft tokens in the window.")
+    tail_share: float | None = optional(
+        "Latency: production's share of step-ITL observations above the edge."
     )
-    tail_share: float | None = Field(
-        default=None,
-        description="Latency: production's share of step-ITL observations above the edge.",
+    edge_seconds: float | None = optional(
+        "Latency: the histogram bucket edge judged (the first at or above the "
+        "candidate's figure x (1 + latencyTolerance))."
     )
-    edge_seconds: float | None = Field(
-        default=None,
-        description="Latency: the histogram bucket edge judged (the first at or above the "
-        "candidate's figure x (1 + latencyTolerance)).",
+    reference_seconds: float | None = optional(
+        "Latency: the candidate's server-side step-ITL quantile at the deciding "
+        "stage (the promoted config's own figure before promotion)."
     )
-    reference_seconds: float | None = Field(
-        default=None,
-        description="Latency: the candidate's server-side step-ITL quantile at the deciding "
-        "stage (the promoted config's own figure before promotion).",
-    )
-    observations: int | None = Field(
-        default=None, description="Latency: production's step-ITL observations in the window."
+    observations: int | None = optional(
+        "Latency: production's step-ITL observations in the window."
     )
     message: str = Field(default="", description="The finding, for people.")

@@ -20,7 +20,7 @@ from specdecode.api.adoption import (
 )
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.guard import GuardSpec
 from specdecode.api.rules import (
     Binary,
@@ -96,26 +96,23 @@ class WrittenRolloutSpec(KubeModel):
     # With a `workloadRef`, `model` and `engine` may be left out: they are read from the
     # source's vLLM container into `SpecDecodeRolloutSpec`, the resolved spec.
 
-    model: ModelSpec | None = Field(
-        default=None,
-        description="The target model. Required without a workloadRef; with one, read from "
-        "the source's vLLM container when absent (and checked against it when given).",
+    model: ModelSpec | None = optional(
+        "The target model. Required without a workloadRef; with one, read from "
+        "the source's vLLM container when absent (and checked against it when given)."
     )
     gpu_pool: GpuPoolSpec = Field(
         default_factory=GpuPoolSpec, description="GPU nodes and GPUs per replica."
     )
-    engine: EngineSpec | None = Field(
-        default=None,
-        description="Engine image, resources and environment. Required without a "
+    engine: EngineSpec | None = optional(
+        "Engine image, resources and environment. Required without a "
         "workloadRef; with one, its image, release and port are read from the source's vLLM "
-        "container when absent (and checked against it when given).",
+        "container when absent (and checked against it when given)."
     )
     serving: ServingSpec = Field(
         default_factory=ServingSpec, description="Production Deployment size."
     )
-    speculative: SpeculativeConfig | None = Field(
-        default=None,
-        description="vLLM --speculative-config to roll out; empty means plain decoding.",
+    speculative: SpeculativeConfig | None = optional(
+        "vLLM --speculative-config to roll out; empty means plain decoding."
     )
     analysis: AnalysisSpec = Field(
         default_factory=AnalysisSpec, description="Shadow traffic, stages and gates."
@@ -124,12 +121,11 @@ class WrittenRolloutSpec(KubeModel):
         default_factory=GuardSpec,
         description="After promotion: production's acceptance keeps being judged (drift).",
     )
-    workload_ref: WorkloadRef | None = Field(
-        default=None,
-        description="Judge this Deployment, owned by another tool (Argo CD, Flux, Helm), "
+    workload_ref: WorkloadRef | None = optional(
+        "Judge this Deployment, owned by another tool (Argo CD, Flux, Helm), "
         "instead of owning production: shadows are copies of its pod template, and it is "
         "never written to under GitOps. model and engine are read from its vLLM container "
-        "when absent, and must match it when given.",
+        "when absent, and must match it when given."
     )
     promotion: PromotionSpec = Field(
         default_factory=PromotionSpec, description="How a passed config reaches production."
@@ -195,8 +191,3 @@ class SpecDecodeRollout(KubeModel):
         if isinstance(metadata.get("name"), str):  # unset: generateName, or not yet created
             ROOT_RULES.enforce({"metadata": metadata})
         return metadata
-
-
-def rollout_name_ok(name: str) -> bool:
-    """Whether `<name>-candidate` is still a valid Service name."""
-    return not ROOT_RULES.violations({"metadata": {"name": name}})

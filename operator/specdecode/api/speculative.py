@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from specdecode.api.base import VerbatimModel
+from specdecode.api.base import VerbatimModel, optional
 from specdecode.api.rules import RuleSet
 from specdecode.api.speculative_rules import (
     CONFIG_RULES,
@@ -80,105 +80,83 @@ class SpeculativeConfig(VerbatimModel):
         "ngram_gpu (0.18+), suffix, dflash (0.20+), dspark (0.25+), medusa (to 0.32); "
         "mlp_speculator is refused (no vLLM V1 release can start it)."
     )
-    model: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=256,
-        description="Draft model or head (hub id or path). Required for eagle, eagle3, "
+    model: str | None = optional(
+        "Draft model or head (hub id or path). Required for eagle, eagle3, "
         "draft_model, dflash, medusa and mlp_speculator; must be empty for ngram, "
         "ngram_gpu, suffix and mtp.",
+        min_length=1,
+        max_length=256,
     )
     num_speculative_tokens: int = Field(
         ge=1,
         le=MAX_SPECULATIVE_TOKENS,
         description="Tokens drafted per step (k). vLLM requires k > 0.",
     )
-    draft_tensor_parallel_size: PositiveInt | None = Field(
-        default=None,
-        description="Tensor parallel size of the draft: 1 or the target's tensor parallel size.",
+    draft_tensor_parallel_size: PositiveInt | None = optional(
+        "Tensor parallel size of the draft: 1 or the target's tensor parallel size."
     )
-    quantization: str | None = Field(
-        default=None, max_length=64, description="Quantization method of the draft model."
+    quantization: str | None = optional("Quantization method of the draft model.", max_length=64)
+    max_model_len: PositiveInt | None = optional(
+        "Maximum context of the draft; at most the target's maxModelLen."
     )
-    max_model_len: PositiveInt | None = Field(
-        default=None,
-        description="Maximum context of the draft; at most the target's maxModelLen.",
+    revision: str | None = optional("Revision of the draft model.", max_length=128)
+    code_revision: str | None = optional("Code revision of the draft model.", max_length=128)
+    prompt_lookup_max: PositiveInt | None = optional(
+        "ngram, ngram_gpu: longest n-gram to match (default 5)."
     )
-    revision: str | None = Field(
-        default=None, max_length=128, description="Revision of the draft model."
+    prompt_lookup_min: PositiveInt | None = optional(
+        "ngram, ngram_gpu: shortest n-gram to match; <= prompt_lookup_max."
     )
-    code_revision: str | None = Field(
-        default=None, max_length=128, description="Code revision of the draft model."
+    disable_padded_drafter_batch: bool | None = optional(
+        "Disable input padding for the drafter (vLLM option)."
     )
-    prompt_lookup_max: PositiveInt | None = Field(
-        default=None, description="ngram, ngram_gpu: longest n-gram to match (default 5)."
+    enforce_eager: bool | None = optional("Run the draft model without CUDA graphs.")
+    speculative_token_tree: str | None = optional(
+        "Token tree for tree-based drafting (vLLM 0.11 to 0.20; removed).", max_length=4096
     )
-    prompt_lookup_min: PositiveInt | None = Field(
-        default=None,
-        description="ngram, ngram_gpu: shortest n-gram to match; <= prompt_lookup_max.",
+    disable_by_batch_size: int | None = optional(
+        "Refused: it never worked in vLLM's V1 engine and is gone from 0.17; "
+        "use num_speculative_tokens_per_batch_size."
     )
-    disable_padded_drafter_batch: bool | None = Field(
-        default=None, description="Disable input padding for the drafter (vLLM option)."
+    parallel_drafting: bool | None = optional(
+        "Draft all k tokens in one pass (0.16+; eagle, eagle3, draft_model, "
+        "dflash, dspark; the draft must be trained for it)."
     )
-    enforce_eager: bool | None = Field(
-        default=None, description="Run the draft model without CUDA graphs."
-    )
-    speculative_token_tree: str | None = Field(
-        default=None,
-        max_length=4096,
-        description="Token tree for tree-based drafting (vLLM 0.11 to 0.20; removed).",
-    )
-    disable_by_batch_size: int | None = Field(
-        default=None,
-        description="Refused: it never worked in vLLM's V1 engine and is gone from 0.17; "
-        "use num_speculative_tokens_per_batch_size.",
-    )
-    parallel_drafting: bool | None = Field(
-        default=None,
-        description="Draft all k tokens in one pass (0.16+; eagle, eagle3, draft_model, "
-        "dflash, dspark; the draft must be trained for it).",
-    )
-    num_speculative_tokens_per_batch_size: list[ScheduleEntry] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_SCHEDULE_ENTRIES,
-        description="Dynamic speculative decoding (0.24+): [start, end, k] inclusive "
+    num_speculative_tokens_per_batch_size: list[ScheduleEntry] | None = optional(
+        "Dynamic speculative decoding (0.24+): [start, end, k] inclusive "
         "batch-size ranges, sorted, non-overlapping, the first starting at 1; k = 0 turns "
         "speculation off in that range; k <= num_speculative_tokens.",
+        min_length=1,
+        max_length=MAX_SCHEDULE_ENTRIES,
     )
-    rejection_sample_method: RejectionSampleMethod | None = Field(
-        default=None,
-        description="Verification (0.18+): standard (0.21+; strict/probabilistic before), "
+    rejection_sample_method: RejectionSampleMethod | None = optional(
+        "Verification (0.18+): standard (0.21+; strict/probabilistic before), "
         "synthetic (0.20+: accept at a chosen rate, to test a real engine at a known "
-        "alpha), block (0.25+).",
+        "alpha), block (0.25+)."
     )
     synthetic_acceptance_rates: (
         Annotated[list[Probability], Field(max_length=MAX_SPECULATIVE_TOKENS)] | None
-    ) = Field(
-        default=None,
-        description="synthetic only (0.20+): per position, P(first i+1 drafts accepted); "
-        "k entries, non-increasing.",
+    ) = optional(
+        "synthetic only (0.20+): per position, P(first i+1 drafts accepted); "
+        "k entries, non-increasing."
     )
-    synthetic_acceptance_length: float | None = Field(
-        default=None,
-        ge=1,
-        description="synthetic only (0.20+): mean acceptance length in [1, k + 1].",
+    synthetic_acceptance_length: float | None = optional(
+        "synthetic only (0.20+): mean acceptance length in [1, k + 1].", ge=1
     )
-    draft_sample_method: DraftSampleMethod | None = Field(
-        default=None,
-        description="How the draft samples (0.21+): greedy, probabilistic (0.22+).",
+    draft_sample_method: DraftSampleMethod | None = optional(
+        "How the draft samples (0.21+): greedy, probabilistic (0.22+)."
     )
-    suffix_decoding_max_tree_depth: PositiveInt | None = Field(
-        default=None, description="suffix only: maximum tree depth (vLLM default 24)."
+    suffix_decoding_max_tree_depth: PositiveInt | None = optional(
+        "suffix only: maximum tree depth (vLLM default 24)."
     )
-    suffix_decoding_max_cached_requests: int | None = Field(
-        default=None, ge=0, description="suffix only: cached requests (vLLM default 10000)."
+    suffix_decoding_max_cached_requests: int | None = optional(
+        "suffix only: cached requests (vLLM default 10000).", ge=0
     )
-    suffix_decoding_max_spec_factor: float | None = Field(
-        default=None, gt=0, description="suffix only: max speculative factor (default 1.0)."
+    suffix_decoding_max_spec_factor: float | None = optional(
+        "suffix only: max speculative factor (default 1.0).", gt=0
     )
-    suffix_decoding_min_token_prob: float | None = Field(
-        default=None, ge=0, le=1, description="suffix only: min token probability (0.1)."
+    suffix_decoding_min_token_prob: float | None = optional(
+        "suffix only: min token probability (0.1).", ge=0, le=1
     )
 
     @model_validator(mode="after")

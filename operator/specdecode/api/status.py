@@ -15,7 +15,7 @@ from pydantic import Field
 
 from specdecode.api.acceptance_by_traffic import MAX_TRAFFIC_GROUPS, TrafficAcceptance
 from specdecode.api.adoption import WorkloadStatus
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.gate_spec import GateType, ItlDefinition
 from specdecode.api.guard import DriftStatus
 from specdecode.api.speculative import SpeculativeConfig
@@ -66,7 +66,7 @@ class Condition(KubeModel):
     reason: str = Field(description="CamelCase reason, for machines.")
     message: str = Field(default="", description="Why, for people.")
     last_transition_time: datetime = Field(description="When status last changed.")
-    observed_generation: int | None = Field(default=None, description="Generation judged.")
+    observed_generation: int | None = optional("Generation judged.")
 
 
 MAX_LOOKS_KEPT = 64  # a default stage takes 42 looks; older ones are dropped first
@@ -78,20 +78,18 @@ class GateLook(KubeModel):
     measured_at: datetime = Field(description="When the look was taken.")
     measured_seconds: float = Field(description="Seconds of measuring window it saw.")
     verdict: GateVerdict = Field(description="The look's verdict.")
-    value: float | None = Field(default=None, description="Point estimate.")
-    lower_bound: float | None = Field(default=None, description="Lower confidence bound.")
-    upper_bound: float | None = Field(default=None, description="Upper confidence bound.")
-    samples: int | None = Field(default=None, description="Samples (or tokens) it used.")
-    units: int | None = Field(
-        default=None,
-        description="Independent units the bound rests on: requests (Acceptance, "
+    value: float | None = optional("Point estimate.")
+    lower_bound: float | None = optional("Lower confidence bound.")
+    upper_bound: float | None = optional("Upper confidence bound.")
+    samples: int | None = optional("Samples (or tokens) it used.")
+    units: int | None = optional(
+        "Independent units the bound rests on: requests (Acceptance, "
         "AcceptedLength, ErrorRate), time blocks of loadGenerator.blockSeconds (TailLatency, "
-        "Speedup), steps (ServerStep).",
+        "Speedup), steps (ServerStep)."
     )
-    error: float | None = Field(
-        default=None,
-        description="One-sided error each bound of this look was held at (the look's "
-        "share of the sequential error budget).",
+    error: float | None = optional(
+        "One-sided error each bound of this look was held at (the look's "
+        "share of the sequential error budget)."
     )
 
 
@@ -102,39 +100,36 @@ class GateResult(KubeModel):
     type: GateType = Field(description="Gate type.")
     verdict: GateVerdict = Field(default=GateVerdict.PENDING, description="Latest verdict.")
     reason: str = Field(default="", description="Why this verdict, with the numbers.")
-    value: float | None = Field(default=None, description="Point estimate (alpha, ratio...).")
-    lower_bound: float | None = Field(default=None, description="Lower confidence bound.")
-    upper_bound: float | None = Field(default=None, description="Upper confidence bound.")
-    threshold: float | None = Field(default=None, description="What the bound is judged against.")
-    samples: int | None = Field(default=None, description="Draft tokens or latency samples.")
-    baseline_value: float | None = Field(default=None, description="Baseline's figure, if any.")
-    candidate_value: float | None = Field(default=None, description="Candidate's figure.")
-    server_baseline_value: float | None = Field(
-        default=None,
-        description="TailLatency: the baseline's quantile of vLLM's own step-ITL histogram "
+    value: float | None = optional("Point estimate (alpha, ratio...).")
+    lower_bound: float | None = optional("Lower confidence bound.")
+    upper_bound: float | None = optional("Upper confidence bound.")
+    threshold: float | None = optional("What the bound is judged against.")
+    samples: int | None = optional("Draft tokens or latency samples.")
+    baseline_value: float | None = optional("Baseline's figure, if any.")
+    candidate_value: float | None = optional("Candidate's figure.")
+    server_baseline_value: float | None = optional(
+        "TailLatency: the baseline's quantile of vLLM's own step-ITL histogram "
         "(one sample per request per engine step, coarse buckets); judged only by ServerStep "
-        "gates, else a cross-check of the client's timings.",
+        "gates, else a cross-check of the client's timings."
     )
-    server_candidate_value: float | None = Field(
-        default=None, description="TailLatency cross-check: the same for the candidate."
+    server_candidate_value: float | None = optional(
+        "TailLatency cross-check: the same for the candidate."
     )
-    units: int | None = Field(
-        default=None,
-        description="Independent units the bound rests on (requests, time blocks or steps).",
+    units: int | None = optional(
+        "Independent units the bound rests on (requests, time blocks or steps)."
     )
-    mean_acceptance_length: float | None = Field(
-        default=None, description="Acceptance: tokens per verify step, 1 + accepted / drafts."
+    mean_acceptance_length: float | None = optional(
+        "Acceptance: tokens per verify step, 1 + accepted / drafts."
     )
-    stream_value: float | None = Field(
-        default=None,
-        description="Acceptance, AcceptedLength: the same figure from the load pods' streamed "
-        "chunks (per-request accepted lengths), a cross-check of the engine's counters.",
+    stream_value: float | None = optional(
+        "Acceptance, AcceptedLength: the same figure from the load pods' streamed "
+        "chunks (per-request accepted lengths), a cross-check of the engine's counters."
     )
     acceptance_per_position: list[float] = Field(
         default_factory=list,
         description="Acceptance: share of drafts with at least i+1 tokens accepted, per i.",
     )
-    itl_definition: ItlDefinition | None = Field(default=None, description="ITL definition.")
+    itl_definition: ItlDefinition | None = optional("ITL definition.")
     close_call: bool = Field(
         default=False,
         description="Inconclusive on enough data because the interval holds the threshold: "
@@ -148,7 +143,7 @@ class GateResult(KubeModel):
     failures: int = Field(default=0, description="Failed evaluations so far in this stage.")
     inconclusives: int = Field(default=0, description="Inconclusive evaluations so far.")
     consecutive_errors: int = Field(default=0, description="Errors in a row (metric backend).")
-    measured_at: datetime | None = Field(default=None, description="When last evaluated.")
+    measured_at: datetime | None = optional("When last evaluated.")
     look_count: int = Field(default=0, description="Looks taken in this stage run.")
     looks: list[GateLook] = Field(
         default_factory=list,
@@ -163,10 +158,9 @@ class LoadStatus(KubeModel):
         default="", description="Load shards that answered, baseline/candidate (e.g. 2/2)."
     )
     requests: int = Field(default=0, description="Requests finished in the window, both sides.")
-    client_delay_p99_ms: float | None = Field(
-        default=None,
-        description="P99 of the load clients' own timestamp delay (worst side), in ms: a "
-        "look is Inconclusive when it exceeds 5 % of the latency being judged.",
+    client_delay_p99_ms: float | None = optional(
+        "P99 of the load clients' own timestamp delay (worst side), in ms: a "
+        "look is Inconclusive when it exceeds 5 % of the latency being judged."
     )
     notes: list[str] = Field(
         default_factory=list,
@@ -208,25 +202,23 @@ class StageStatus(KubeModel):
 
     name: str = Field(description="Stage name.")
     phase: StagePhase = Field(default=StagePhase.PENDING, description="Stage phase.")
-    started_at: datetime | None = Field(default=None, description="When load began.")
-    measure_from: datetime | None = Field(default=None, description="End of warm-up.")
-    finished_at: datetime | None = Field(default=None, description="When it ended.")
+    started_at: datetime | None = optional("When load began.")
+    measure_from: datetime | None = optional("End of warm-up.")
+    finished_at: datetime | None = optional("When it ended.")
     message: str = Field(default="", description="Why it ended as it did.")
     inconclusive_runs: int = Field(
         default=0, description="Runs of this stage (in this analysis) that ended Inconclusive."
     )
     gates: list[GateResult] = Field(default_factory=list, description="Per-gate results.")
-    load: LoadStatus | None = Field(
-        default=None,
-        description="The shadow-load pods (Prompts traffic) or the splitter (Mirror "
-        "traffic, Splitter pairing) of this stage run.",
+    load: LoadStatus | None = optional(
+        "The shadow-load pods (Prompts traffic) or the splitter (Mirror "
+        "traffic, Splitter pairing) of this stage run."
     )
-    evidence: Evidence | None = Field(
-        default=None,
-        description="What this stage run's verdicts rest on: ClientSideReplayed (prompts "
+    evidence: Evidence | None = optional(
+        "What this stage run's verdicts rest on: ClientSideReplayed (prompts "
         "replayed by load pods), ClientSidePaired (mirrored live requests sent to both "
         "shadows at once by the splitter, timed per chunk) or ServerSide (the engines' own "
-        "metrics: Mirror traffic with mirrorPairing ServerSide).",
+        "metrics: Mirror traffic with mirrorPairing ServerSide)."
     )
 
 
@@ -249,79 +241,62 @@ class MirrorStatus(KubeModel):
 class SpecDecodeRolloutStatus(KubeModel):
     """The observed state of a SpecDecodeRollout."""
 
-    observed_generation: int | None = Field(default=None, description="Generation acted on.")
+    observed_generation: int | None = optional("Generation acted on.")
     phase: Phase = Field(default=Phase.PENDING, description="Rollout phase.")
-    reason: str | None = Field(
-        default=None, description="CamelCase reason of the latest transition (e.g. GateFailed)."
-    )
+    reason: str | None = optional("CamelCase reason of the latest transition (e.g. GateFailed).")
     message: str = Field(default="", description="What is happening, or why it stopped.")
-    stable_speculative: SpeculativeConfig | None = Field(
-        default=None, description="Config production runs now; empty means plain decoding."
+    stable_speculative: SpeculativeConfig | None = optional(
+        "Config production runs now; empty means plain decoding."
     )
-    stable_fingerprint: str | None = Field(default=None, description="Hash of the stable config.")
-    candidate_speculative: SpeculativeConfig | None = Field(
-        default=None, description="Config under analysis (the desired one)."
+    stable_fingerprint: str | None = optional("Hash of the stable config.")
+    candidate_speculative: SpeculativeConfig | None = optional(
+        "Config under analysis (the desired one)."
     )
-    candidate_fingerprint: str | None = Field(
-        default=None, description="Hash of the desired config this status is about."
-    )
-    phase_since: datetime | None = Field(default=None, description="When the phase began.")
-    analysis_started_at: datetime | None = Field(default=None, description="Analysis start.")
-    analysis_fingerprint: str | None = Field(
-        default=None,
-        max_length=16,
-        description="Hash of the evidence the analysis measures: its plan (traffic, stages, "
+    candidate_fingerprint: str | None = optional("Hash of the desired config this status is about.")
+    phase_since: datetime | None = optional("When the phase began.")
+    analysis_started_at: datetime | None = optional("Analysis start.")
+    analysis_fingerprint: str | None = optional(
+        "Hash of the evidence the analysis measures: its plan (traffic, stages, "
         "cadence, limits), what the engines run and the prompt set's content (a change of "
         "any restarts it: EvidenceChanged).",
+        max_length=16,
     )
-    evidence: list[str] | None = Field(
-        default=None,
-        description="The evidence part by part, as `part=hash` (a spec field such as "
+    evidence: list[str] | None = optional(
+        "The evidence part by part, as `part=hash` (a spec field such as "
         "engine.image, the prompt set, an adopted source's pod template), recorded when the "
         "analysis starts; a restart names the parts that changed. A list, not a map: status "
         "is written as a merge patch, which replaces a list whole but keeps a map's removed "
-        "keys (a stale part would restart the analysis on every reconcile).",
+        "keys (a stale part would restart the analysis on every reconcile)."
     )
-    current_stage: str | None = Field(default=None, description="Stage running now.")
-    current_stage_index: int | None = Field(default=None, description="Its index.")
+    current_stage: str | None = optional("Stage running now.")
+    current_stage_index: int | None = optional("Its index.")
     stages: list[StageStatus] = Field(default_factory=list, description="Per-stage results.")
-    verdict: str | None = Field(
-        default=None, description="Promoted or RolledBack, once the analysis has ended."
+    verdict: str | None = optional("Promoted or RolledBack, once the analysis has ended.")
+    alpha: str | None = optional("Latest alpha with bounds (display).")
+    itl_ratio: str | None = optional("Latest candidate/baseline P99 ITL ratio (display).")
+    previous_stable_speculative: SpeculativeConfig | None = optional(
+        "The config production ran before the last promotion (empty: plain "
+        "decoding); what `guard.onDrift: Rollback` returns to."
     )
-    alpha: str | None = Field(default=None, description="Latest alpha with bounds (display).")
-    itl_ratio: str | None = Field(
-        default=None, description="Latest candidate/baseline P99 ITL ratio (display)."
-    )
-    previous_stable_speculative: SpeculativeConfig | None = Field(
-        default=None,
-        description="The config production ran before the last promotion (empty: plain "
-        "decoding); what `guard.onDrift: Rollback` returns to.",
-    )
-    drift: DriftStatus | None = Field(
-        default=None, description="Production's acceptance found below its threshold."
-    )
-    schedule_offer: SpeculativeConfig | None = Field(
-        default=None,
-        description="After a latency gate failed where a lower concurrency passed (vLLM "
+    drift: DriftStatus | None = optional("Production's acceptance found below its threshold.")
+    schedule_offer: SpeculativeConfig | None = optional(
+        "After a latency gate failed where a lower concurrency passed (vLLM "
         "0.24+): the candidate with a per-batch-size schedule that speculates only up to "
         "the concurrency that passed. Analysed only when set as spec.speculative, or with "
-        "analysis.scheduleFallback: Analyze.",
+        "analysis.scheduleFallback: Analyze."
     )
-    analysed_for: str | None = Field(
-        default=None,
-        description="Fingerprint of the desired config (spec.speculative) while the "
+    analysed_for: str | None = optional(
+        "Fingerprint of the desired config (spec.speculative) while the "
         "analysis is of its schedule offer (candidateFingerprint is then the offer's); "
-        "kept after that offer is promoted.",
+        "kept after that offer is promoted."
     )
-    reanalysed: str | None = Field(
-        default=None,
-        description="Fingerprint of a config analysed again after a drift (guard.onDrift: "
-        "Reanalyze): a second drift of it keeps production on plain decoding.",
+    reanalysed: str | None = optional(
+        "Fingerprint of a config analysed again after a drift (guard.onDrift: "
+        "Reanalyze): a second drift of it keeps production on plain decoding."
     )
-    workload: WorkloadStatus | None = Field(
-        default=None,
-        description="With spec.workloadRef: the source, the labels the shadows dropped and "
-        "the patch that promotes the passed config (GitOps).",
+    workload: WorkloadStatus | None = optional(
+        "With spec.workloadRef: the source, the labels the shadows dropped and "
+        "the patch that promotes the passed config (GitOps)."
     )
     mirror: MirrorStatus | None = Field(
         default=None,

@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.gate_spec import GATE_DEFAULTS
 from specdecode.api.rollout import (
     GROUP,
@@ -103,9 +103,7 @@ class Constraints(KubeModel):
         description="Most candidate/baseline P99 inter-chunk latency (default: 1 + the "
         "TailLatency gate's default tolerance).",
     )
-    min_alpha: float | None = Field(
-        default=None, ge=0, le=1, description="Draft acceptance floor (fixed-k methods)."
-    )
+    min_alpha: float | None = optional("Draft acceptance floor (fixed-k methods).", ge=0, le=1)
     max_error_rate: float = Field(
         default=float(GATE_DEFAULTS["max_error_rate"]),  # type: ignore[arg-type]
         ge=0,
@@ -146,15 +144,13 @@ class SpecDecodeTuningSpec(KubeModel):
         max_length=MAX_LADDER,
         description="Requests in flight per engine, strictly ascending.",
     )
-    production_concurrency: Concurrency | None = Field(
-        default=None,
-        description="Production's usual concurrency; added to the ladder, and all the weight "
-        "when production's running-request histogram is not known.",
+    production_concurrency: Concurrency | None = optional(
+        "Production's usual concurrency; added to the ladder, and all the weight "
+        "when production's running-request histogram is not known."
     )
-    production: ProductionSpec | None = Field(
-        default=None,
-        description="Production's Deployment: its running-request histogram weights the "
-        "loads for the one config to roll out (else productionConcurrency, else equal).",
+    production: ProductionSpec | None = optional(
+        "Production's Deployment: its running-request histogram weights the "
+        "loads for the one config to roll out (else productionConcurrency, else equal)."
     )
     objective: Objective = Field(default=Objective.MINIMISE_TPOT, description="What wins.")
     constraints: Constraints = Field(default_factory=Constraints, description="Must-holds.")

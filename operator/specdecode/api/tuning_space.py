@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.speculative import SpeculativeConfig, SpeculativeMethod
 from specdecode.api.speculative_rules import MAX_SPECULATIVE_TOKENS, SCHEDULE
 from specdecode.api.tuning_rules import SEARCH_SPACE_RULES
@@ -28,9 +28,7 @@ class SearchGrid(KubeModel):
     """One method (and draft) crossed with lists of k and, for n-gram methods, lookup sizes."""
 
     method: SpeculativeMethod = Field(description="Drafting method, as speculative.method.")
-    model: str | None = Field(
-        default=None, min_length=1, max_length=256, description="Draft model or head."
-    )
+    model: str | None = optional("Draft model or head.", min_length=1, max_length=256)
     num_speculative_tokens: list[DraftLength] = Field(
         min_length=1, max_length=MAX_SPECULATIVE_TOKENS, description="k values to try."
     )
@@ -39,8 +37,8 @@ class SearchGrid(KubeModel):
         max_length=8,
         description="ngram, ngram_gpu: longest n-gram values to try (empty: vLLM's default).",
     )
-    draft_tensor_parallel_size: int | None = Field(
-        default=None, ge=1, le=16, description="As speculative.draft_tensor_parallel_size."
+    draft_tensor_parallel_size: int | None = optional(
+        "As speculative.draft_tensor_parallel_size.", ge=1, le=16
     )
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.speculative_rules import MAX_SCHEDULE_ENTRIES
 from specdecode.api.status import Condition
 
@@ -41,7 +41,7 @@ class SpecDecodeTuningStatus(KubeModel):
 
     phase: TuningPhase = Field(default=TuningPhase.PENDING, description="Tuning phase.")
     message: str = Field(default="", description="Why the tuning is where it is.")
-    observed_generation: int | None = Field(default=None, description="Generation acted on.")
+    observed_generation: int | None = optional("Generation acted on.")
     configs: int = Field(default=0, ge=0, description="Configs in the search space.")
     configs_left: int = Field(default=0, ge=0, description="Configs not yet eliminated.")
     trials_run: int = Field(default=0, ge=0, description="Trial looks taken so far.")
@@ -54,7 +54,5 @@ class SpecDecodeTuningStatus(KubeModel):
         max_length=MAX_SCHEDULE_ENTRIES,
         description="Recommended num_speculative_tokens_per_batch_size (vLLM 0.24+).",
     )
-    report_config_map: str | None = Field(
-        default=None, description="ConfigMap with the report (JSON and Markdown)."
-    )
+    report_config_map: str | None = optional("ConfigMap with the report (JSON and Markdown).")
     conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing.")

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from specdecode.api import engine_args, vllm_versions
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.rules import (
     Binary,
     Has,
@@ -86,19 +86,14 @@ class ModelSpec(KubeModel):
     name: str = Field(
         min_length=1, max_length=256, description="Model to serve: a hub id or a local path."
     )
-    revision: str | None = Field(
-        default=None, max_length=128, description="Model revision (branch, tag or commit)."
-    )
-    served_model_name: str | None = Field(
-        default=None,
+    revision: str | None = optional("Model revision (branch, tag or commit).", max_length=128)
+    served_model_name: str | None = optional(
+        "Name clients use in requests; defaults to the model name. Also the "
+        "`model_name` label of vLLM's metrics.",
         min_length=1,
         max_length=128,
-        description="Name clients use in requests; defaults to the model name. Also the "
-        "`model_name` label of vLLM's metrics.",
     )
-    max_model_len: int | None = Field(
-        default=None, ge=16, description="Maximum context length (`--max-model-len`)."
-    )
+    max_model_len: int | None = optional("Maximum context length (`--max-model-len`).", ge=16)
     dtype: Dtype = Field(default=Dtype.AUTO, description="Weight dtype (`--dtype`).")
     extra_args: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
         default_factory=list,
@@ -128,17 +123,14 @@ class ModelSpec(KubeModel):
 class Toleration(KubeModel):
     """A pod toleration, as in core/v1."""
 
-    key: str | None = Field(default=None, description="Taint key to tolerate.")
-    operator: str | None = Field(
-        default=None, pattern="^(Exists|Equal)$", description="Exists or Equal."
-    )
-    value: str | None = Field(default=None, description="Taint value (operator Equal).")
-    effect: str | None = Field(
-        default=None,
+    key: str | None = optional("Taint key to tolerate.")
+    operator: str | None = optional("Exists or Equal.", pattern="^(Exists|Equal)$")
+    value: str | None = optional("Taint value (operator Equal).")
+    effect: str | None = optional(
+        "Taint effect to tolerate; empty matches all.",
         pattern="^(NoSchedule|PreferNoSchedule|NoExecute)$",
-        description="Taint effect to tolerate; empty matches all.",
     )
-    toleration_seconds: int | None = Field(default=None, description="For NoExecute taints.")
+    toleration_seconds: int | None = optional("For NoExecute taints.")
 
 
 class GpuPoolSpec(KubeModel):
@@ -161,10 +153,8 @@ class GpuPoolSpec(KubeModel):
     tensor_parallel_size: int = Field(
         default=1, ge=1, le=16, description="`--tensor-parallel-size`; equals gpusPerReplica."
     )
-    gpu_product: str | None = Field(
-        default=None,
-        max_length=128,
-        description="GPU product (label nvidia.com/gpu.product), added to the node selector.",
+    gpu_product: str | None = optional(
+        "GPU product (label nvidia.com/gpu.product), added to the node selector.", max_length=128
     )
 
     @model_validator(mode="after")
@@ -198,14 +188,13 @@ class EngineSpec(KubeModel):
         pattern=IMAGE_PATTERN.pattern,
         description="Engine image: vllm/vllm-openai:<tag>, or the simulator image.",
     )
-    vllm_version: str | None = Field(
-        default=None,
-        pattern=vllm_versions.VERSION_PATTERN,
-        max_length=16,
-        description="vLLM release the image runs (supported: "
+    vllm_version: str | None = optional(
+        "vLLM release the image runs (supported: "
         f"{vllm_versions.SUPPORTED_RANGE_TEXT}); decides which speculative methods and "
         "fields are accepted. Empty: the image tag's v0.Y.Z, else "
         f"{vllm_versions.PINNED_VLLM_VERSION}. The running engine's /version must match.",
+        pattern=vllm_versions.VERSION_PATTERN,
+        max_length=16,
     )
     image_pull_policy: str = Field(
         default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$", description="Pull policy."
@@ -221,9 +210,9 @@ class EngineSpec(KubeModel):
     env: list[dict[str, Any]] = Field(
         default_factory=list, description="Extra environment variables (core/v1 EnvVar)."
     )
-    model_cache: ModelCacheSpec | None = Field(default=None, description="Weights cache volume.")
-    hub_token_secret_ref: SecretKeyRef | None = Field(
-        default=None, description="Secret with the model hub token (HF_TOKEN)."
+    model_cache: ModelCacheSpec | None = optional("Weights cache volume.")
+    hub_token_secret_ref: SecretKeyRef | None = optional(
+        "Secret with the model hub token (HF_TOKEN)."
     )
     startup_timeout_seconds: int = Field(
         default=1800, ge=10, description="How long an engine may take to load before it fails."

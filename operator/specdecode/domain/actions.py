@@ -22,7 +22,13 @@ from datetime import datetime
 from specdecode.api.rollout import ACTION_ANNOTATION, ACTIONS, SpecDecodeRolloutSpec
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
-from specdecode.domain.transitions import Step, describe, enter, pursue_desired, roll_back
+from specdecode.domain.transitions import (
+    Step,
+    analyse_desired_unless_stable,
+    describe,
+    enter,
+    roll_back,
+)
 
 PROMOTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 ABORTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})
@@ -88,7 +94,7 @@ def apply_action(
         step = roll_back(status, now, "Aborted", message)
     elif wanted == "retry" and phase in RETRYABLE:
         message = f"retry requested: new analysis of {describe(spec.speculative)}"
-        step = pursue_desired(spec, status, now, "AnalysisRetried", message)
+        step = analyse_desired_unless_stable(spec, status, now, "AnalysisRetried", message)
     else:
         message = f"{ACTION_ANNOTATION}={wanted} does not apply in phase {phase.value}; ignored"
         return _ignored(status, "ActionIgnored", message)

@@ -31,7 +31,13 @@ from specdecode.api.status import Condition, ConditionStatus, Phase, SpecDecodeR
 from specdecode.domain.observations import Observations
 from specdecode.domain.source import SourceObservation
 from specdecode.domain.source_spec import in_force
-from specdecode.domain.transitions import ANALYSIS_PHASES, Step, describe, enter, pursue_desired
+from specdecode.domain.transitions import (
+    ANALYSIS_PHASES,
+    Step,
+    analyse_desired_unless_stable,
+    describe,
+    enter,
+)
 
 AWAITING_OWNER = "AwaitingOwner"
 VERIFIED = "Verified"
@@ -44,7 +50,7 @@ _FOLLOWS_SOURCE = frozenset(
 _JUDGING = frozenset({Phase.ANALYZING, Phase.PAUSED})
 
 
-def judged_source(
+def judgeable_source(
     spec: SpecDecodeRolloutSpec, source: SourceObservation | None
 ) -> SourceObservation | None:
     """The source when the rollout has one and it can be judged, else None."""
@@ -53,7 +59,7 @@ def judged_source(
     return source
 
 
-def follow_source(
+def sync_with_source(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     source: SourceObservation,
@@ -91,11 +97,11 @@ def follow_source(
             f"{source.name}'s pod template changed (it runs {describe(source.speculative)}); "
             "the analysis restarts on the new baseline"
         )
-        return pursue_desired(spec, status, now, "SourceChanged", message)
+        return analyse_desired_unless_stable(spec, status, now, "SourceChanged", message)
     return Step(status)
 
 
-def unjudgeable_source(
+def restart_if_source_unjudgeable(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     source: SourceObservation | None,
@@ -109,7 +115,7 @@ def unjudgeable_source(
     if status.phase not in _JUDGING:
         return None
     message = f"{source.problem}; the analysis restarts once the source can be judged"
-    return pursue_desired(spec, status, now, "SourceUnjudgeable", message)
+    return analyse_desired_unless_stable(spec, status, now, "SourceUnjudgeable", message)
 
 
 def awaiting_owner(

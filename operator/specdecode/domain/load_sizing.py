@@ -26,11 +26,6 @@ class LoadShape:
     pods_per_side: int
     processes_per_pod: int
 
-    @property
-    def processes_per_side(self) -> int:
-        """All measuring processes of one side."""
-        return self.pods_per_side * self.processes_per_pod
-
 
 def expected_chunks_per_second(
     concurrency: int | None, request_rate: float | None, max_tokens: int, step_seconds: float

@@ -35,9 +35,9 @@ from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.actions import apply_action
 from specdecode.domain.adoption import (
-    follow_source,
-    judged_source,
-    unjudgeable_source,
+    judgeable_source,
+    restart_if_source_unjudgeable,
+    sync_with_source,
     with_owner_view,
 )
 from specdecode.domain.conditions import compute_conditions
@@ -53,12 +53,12 @@ from specdecode.domain.evidence import (
     recorded_evidence,
 )
 from specdecode.domain.observations import ChildRole, Observations
-from specdecode.domain.phases import advance, runs
+from specdecode.domain.phases import ready_on_config, step_in_phase
 from specdecode.domain.transitions import (
     ANALYSIS_PHASES,
     Step,
+    analyse_desired_unless_stable,
     describe,
-    pursue_desired,
     start_analysis,
 )
 
@@ -70,22 +70,22 @@ def decide(
     now: datetime,
 ) -> Decision:
     """The next status and the effects that make the world match it (see module docstring)."""
-    source = judged_source(spec, observations.source)
+    source = judgeable_source(spec, observations.source)
     if spec.workload_ref is not None and source is None:  # shadows of it are no copies
         kept = {ChildRole.PRODUCTION: observations.child(ChildRole.PRODUCTION)}
         observations = replace(observations, children=kept)
-    lost = unjudgeable_source(spec, status, observations.source, now)
+    lost = restart_if_source_unjudgeable(spec, status, observations.source, now)
     if lost is not None:
         step = lost
     else:
-        step = Step(status) if source is None else follow_source(spec, status, source, now)
+        step = Step(status) if source is None else sync_with_source(spec, status, source, now)
     evidence = evidence_parts(spec, observations)
     step = step.then(_react_to_spec(spec, step.status, evidence, now))
     step = step.then(apply_action(spec, step.status, observations.action, now))
     visited = {step.status.phase}
     while True:
         before = step.status.phase
-        step = step.then(advance(spec, step.status, observations, now))
+        step = step.then(step_in_phase(spec, step.status, observations, now))
         after = step.status.phase
         if after is before or after in visited:
             break
@@ -117,7 +117,7 @@ def _react_to_spec(
     if desired_fp != (status.analysed_for or status.candidate_fingerprint):
         reason = "AnalysisRestarted" if running else "AnalysisStarted"
         message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"
-        return pursue_desired(spec, status, now, reason, message)
+        return analyse_desired_unless_stable(spec, status, now, reason, message)
     if status.phase not in ANALYSIS_PHASES:
         return Step(status)
     stage_names = [stage.name for stage in spec.analysis.stages]
@@ -153,7 +153,7 @@ def _finish(
 ) -> SpecDecodeRolloutStatus:
     """Derived fields: observedGeneration, conditions, display columns."""
     production = observations.child(ChildRole.PRODUCTION)
-    production_ready = runs(production, fingerprint_of(status.stable_speculative))
+    production_ready = ready_on_config(production, fingerprint_of(status.stable_speculative))
     status = with_display(status).model_copy(
         update={"observed_generation": observations.generation}
     )

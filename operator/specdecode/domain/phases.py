@@ -33,15 +33,15 @@ from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
 from specdecode.domain.transitions import (
     Step,
+    analyse_desired_unless_stable,
     describe,
     enter,
     promoted,
-    pursue_desired,
     roll_back,
 )
 
 
-def runs(child: ChildState, fingerprint: str | None) -> bool:
+def ready_on_config(child: ChildState, fingerprint: str | None) -> bool:
     """The child is ready and was rendered with this config."""
     return child.ready and child.config_fingerprint == fingerprint
 
@@ -109,7 +109,11 @@ def _deploying(
     candidate = observations.child(ChildRole.CANDIDATE)
     stable_fp = fingerprint_of(status.stable_speculative)
     current = _on_evidence(spec, baseline) and _on_evidence(spec, candidate)
-    if current and runs(baseline, stable_fp) and runs(candidate, status.candidate_fingerprint):
+    if (
+        current
+        and ready_on_config(baseline, stable_fp)
+        and ready_on_config(candidate, status.candidate_fingerprint)
+    ):
         started = begin_stage(spec, status, 0, now)
         first = spec.analysis.stages[0].name
         message = f"baseline and candidate ready; stage {first} started"
@@ -135,7 +139,7 @@ def _promoting(
     now: datetime,
 ) -> Step:
     production = observations.child(ChildRole.PRODUCTION)
-    if runs(production, status.candidate_fingerprint):
+    if ready_on_config(production, status.candidate_fingerprint):
         message = f"production runs {describe(status.candidate_speculative)}"
         return promoted(status, now, "Promoted", message)
     if spec.strategy is not PromotionStrategy.OWNED and not patched(spec, status, observations):
@@ -158,7 +162,7 @@ def _steady(
 ) -> Step:
     """Promoted <-> Degraded on production's availability."""
     production = observations.child(ChildRole.PRODUCTION)
-    healthy = runs(production, fingerprint_of(status.stable_speculative))
+    healthy = ready_on_config(production, fingerprint_of(status.stable_speculative))
     if status.phase is Phase.DEGRADED:
         if healthy:
             return enter(status, Phase.PROMOTED, now, "ProductionRecovered", "production ready")
@@ -175,7 +179,7 @@ def _steady(
     return Step(status)
 
 
-def advance(
+def step_in_phase(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     observations: Observations,
@@ -199,5 +203,7 @@ def advance(
     if phase in (Phase.PROMOTED, Phase.DEGRADED):
         return _steady(spec, status, observations, now)
     if phase is Phase.FAILED and observations.generation != status.observed_generation:
-        return pursue_desired(spec, status, now, "SpecChanged", "spec changed; analysis restarts")
+        return analyse_desired_unless_stable(
+            spec, status, now, "SpecChanged", "spec changed; analysis restarts"
+        )
     return Step(status)

@@ -167,7 +167,7 @@ def notify(
     return Step(updated, (Event(reason, message, event_type),))
 
 
-def pursue_desired(
+def analyse_desired_unless_stable(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     now: datetime,

@@ -36,6 +36,28 @@ KOPF_DIFFBASE = f"{KOPF_PREFIX}/last-handled-configuration"
 KOPF_WRITE_WAIT_SECONDS = 5.0
 
 
+def register_loop(
+    registry: kopf.OperatorRegistry,
+    resource: tuple[str, str, str],
+    loop: Callable[..., Awaitable[None]],
+    wake: Callable[..., Awaitable[None]],
+    *,
+    loop_id: str,
+    wake_id: str,
+) -> None:
+    """Register a kind's reconcile loop (a kopf daemon per object) and the watch handler
+    that wakes it: every kind stops its loop alike (on stop the loop finishes its reconcile
+    and exits; after 20 s it is cancelled)."""
+    kopf.daemon(
+        *resource,
+        registry=registry,
+        id=loop_id,
+        cancellation_backoff=20.0,
+        cancellation_timeout=5.0,
+    )(loop)
+    kopf.on.event(*resource, registry=registry, id=wake_id)(wake)
+
+
 def awaits_kopf(body: kopf.Body, tracked: bool = False) -> bool:
     """Whether kopf is about to write this copy of a new object: its finalizer is missing
     or, if `tracked` (an `on.delete` handler matches it), its change-tracking annotation."""

@@ -21,7 +21,7 @@ import kopf
 from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, PLURAL, VERSION, TrafficSourceType
-from specdecode.handlers.loop import awaits_kopf, reconcile_loop
+from specdecode.handlers.loop import awaits_kopf, reconcile_loop, register_loop
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
 from specdecode.reconciler.reconcile import (
@@ -138,15 +138,9 @@ async def rollout_unmirrored(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) ->
 
 def register_rollout_handlers(registry: kopf.OperatorRegistry) -> None:
     """Register the rollout's loop, its wake-up, and the Mirror rollouts' route clean-up."""
-    # On stop the loop finishes its reconcile and exits; after 20 s it is cancelled.
-    kopf.daemon(
-        *RESOURCE,
-        registry=registry,
-        id="reconcile",
-        cancellation_backoff=20.0,
-        cancellation_timeout=5.0,
-    )(rollout_loop)
-    kopf.on.event(*RESOURCE, registry=registry, id="wake")(rollout_event)
+    register_loop(
+        registry, RESOURCE, rollout_loop, rollout_event, loop_id="reconcile", wake_id="wake"
+    )
     # Mirror rollouts edit a route they do not own: a deletion handler, not optional, so
     # the finalizer stays until the filters are gone. (Every rollout carries kopf's
     # finalizer anyway: kopf adds it for the daemon, to stop it before the object goes.)

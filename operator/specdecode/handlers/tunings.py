@@ -15,7 +15,7 @@ from kubernetes.client import ApiException
 
 from specdecode.api import GROUP, VERSION
 from specdecode.api.tuning import PLURAL
-from specdecode.handlers.loop import awaits_kopf, reconcile_loop
+from specdecode.handlers.loop import awaits_kopf, reconcile_loop, register_loop
 from specdecode.handlers.rollouts import RETRY_DELAY_SECONDS, runtime_of
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.runtime import Runtime
@@ -89,11 +89,6 @@ def forget_tuning(runtime: Runtime, namespace: str, name: str) -> None:
 
 def register_tuning_handlers(registry: kopf.OperatorRegistry) -> None:
     """Register the tuning's loop and its wake-up."""
-    kopf.daemon(
-        *RESOURCE,
-        registry=registry,
-        id="tune",
-        cancellation_backoff=20.0,
-        cancellation_timeout=5.0,
-    )(tuning_loop)
-    kopf.on.event(*RESOURCE, registry=registry, id="wake-tuning")(tuning_event)
+    register_loop(
+        registry, RESOURCE, tuning_loop, tuning_event, loop_id="tune", wake_id="wake-tuning"
+    )

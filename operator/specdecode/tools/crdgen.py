@@ -13,8 +13,6 @@ not `api`: a build step that writes files is no part of the wire schema it reads
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from specdecode.api.validations import (
     extend_definition,
     extend_status_definition,
 )
+from specdecode.tools.generated import committed_diff, generator_main
 
 CRD_FILE_NAME = f"{rollout.GROUP}_{rollout.PLURAL}.yaml"
 HEADER = (
@@ -273,44 +272,31 @@ def _drift_of(repo_root: Path, crd_kind: CrdKind) -> list[str]:
     for path in output_paths(repo_root, crd_kind):
         current = path.read_text() if path.exists() else ""
         if current != wanted:
-            lines = difflib.unified_diff(
-                current.splitlines(keepends=True),
-                wanted.splitlines(keepends=True),
-                fromfile=f"{path} (committed)",
-                tofile=f"{path} (generated)",
-            )
-            diffs.append("".join(lines))
+            diffs.append(committed_diff(path, current, wanted))
     return diffs
 
 
-def _default_repo_root() -> Path:
-    return Path(__file__).resolve().parents[3]
+def write_crds(repo_root: Path) -> None:
+    """Write every CRD where it lives (`output_paths`)."""
+    for crd_kind in KINDS:
+        text = render_crd_yaml(crd_kind)
+        for path in output_paths(repo_root, crd_kind):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: --write regenerates both files, --check exits 1 with a diff when they drifted."""
-    parser = argparse.ArgumentParser(prog="python -m specdecode.tools.crdgen")
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="write the CRD files")
-    mode.add_argument("--check", action="store_true", help="fail if the files drifted")
-    parser.add_argument("--repo-root", type=Path, default=_default_repo_root())
-    args = parser.parse_args(argv)
-    if args.write:
-        for crd_kind in KINDS:
-            text = render_crd_yaml(crd_kind)
-            for path in output_paths(args.repo_root, crd_kind):
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-                print(f"wrote {path}")
-        return 0
-    diffs = drift(args.repo_root)
-    for diff in diffs:
-        sys.stdout.write(diff)
-    if diffs:
-        print("CRDs drifted from the models: run `make crds` and commit the result.")
-        return 1
-    print("CRDs match the models.")
-    return 0
+    """CLI: --write regenerates the CRD files, --check exits 1 with a diff when they drifted."""
+    return generator_main(
+        argv,
+        prog="python -m specdecode.tools.crdgen",
+        files="CRD files",
+        write=write_crds,
+        stale=lambda repo_root: "".join(drift(repo_root)),
+        stale_message="CRDs drifted from the models: run `make crds` and commit the result.",
+        current_message="CRDs match the models.",
+    )
 
 
 if __name__ == "__main__":

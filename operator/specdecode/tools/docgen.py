@@ -14,8 +14,6 @@ this module renders, so a model change without `make crds` fails CI.
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import json
 import re
 import sys
@@ -25,6 +23,7 @@ from typing import Any
 
 from specdecode.tools import gate_table
 from specdecode.tools.crdgen import KINDS, CrdKind, open_api_schema
+from specdecode.tools.generated import committed_diff, generator_main
 
 PAGE = Path("docs") / "reference.md"
 # Longer defaults (the default stages) are summarised: the CRD and `kubectl explain` hold them.
@@ -189,39 +188,30 @@ def _pages(repo_root: Path) -> dict[Path, tuple[str, str]]:
 def stale(repo_root: Path) -> str:
     """A unified diff of the committed pages against the generated ones; empty when current."""
     return "".join(
-        "".join(
-            difflib.unified_diff(
-                current.splitlines(keepends=True),
-                wanted.splitlines(keepends=True),
-                fromfile=f"{page} (committed)",
-                tofile=f"{page} (generated)",
-            )
-        )
+        committed_diff(page, current, wanted)
         for page, (current, wanted) in _pages(repo_root).items()
         if current != wanted
     )
 
 
+def write_pages(repo_root: Path) -> None:
+    """Write every generated page."""
+    for page, (_, wanted) in _pages(repo_root).items():
+        (repo_root / page).write_text(wanted)
+        print(f"wrote {repo_root / page}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: --write regenerates the page, --check exits 1 with a diff when it is stale."""
-    parser = argparse.ArgumentParser(prog="python -m specdecode.tools.docgen")
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="write the generated pages")
-    mode.add_argument("--check", action="store_true", help="fail if the page is stale")
-    parser.add_argument("--repo-root", type=Path, default=Path(__file__).resolve().parents[3])
-    args = parser.parse_args(argv)
-    if args.write:
-        for page, (_, wanted) in _pages(args.repo_root).items():
-            (args.repo_root / page).write_text(wanted)
-            print(f"wrote {args.repo_root / page}")
-        return 0
-    diff = stale(args.repo_root)
-    if diff:
-        sys.stdout.write(diff)
-        print("docs/reference.md or docs/gates.md is stale: run `make crds` and commit.")
-        return 1
-    print("docs/reference.md and docs/gates.md's gate table match the models.")
-    return 0
+    """CLI: --write regenerates the pages, --check exits 1 with a diff when they are stale."""
+    return generator_main(
+        argv,
+        prog="python -m specdecode.tools.docgen",
+        files="generated pages",
+        write=write_pages,
+        stale=stale,
+        stale_message="docs/reference.md or docs/gates.md is stale: run `make crds` and commit.",
+        current_message="docs/reference.md and docs/gates.md's gate table match the models.",
+    )
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from kubernetes import client, config
+from kubernetes.client import ApiException
 from kubernetes.dynamic import DynamicClient
 from urllib3.util import Retry
 
@@ -111,6 +112,20 @@ class GuardedApiClient(client.ApiClient):
         return super().call_api(
             method, url, header_params, body, post_params, _request_timeout or self._timeout
         )
+
+
+T = TypeVar("T")
+
+
+def read_if_present(read: Callable[[], T]) -> T | None:
+    """What `read` returns, or None when the object is absent (404): the one answer the
+    readers of an object that may not exist yet take as news; other errors propagate."""
+    try:
+        return read()
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
 
 
 def with_server_timeout(url: str, timeout: str) -> str:

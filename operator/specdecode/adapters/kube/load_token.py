@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from kubernetes.client import ApiException
 
-from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.client import KubeClients, read_if_present
 from specdecode.adapters.load.pods import TOKEN_KEY, token_secret_name
 from specdecode.adapters.render import ROLLOUT_LABEL, Owner
 
@@ -29,12 +29,9 @@ class LoadTokenError(Exception):
 def read_load_token(clients: KubeClients, namespace: str, rollout: str, uid: str) -> str | None:
     """The rollout's token, if its Secret exists; None if not yet."""
     name = token_secret_name(rollout)
-    try:
-        secret = clients.core.read_namespaced_secret(name, namespace)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    secret = read_if_present(lambda: clients.core.read_namespaced_secret(name, namespace))
+    if secret is None:
+        return None
     metadata = secret.metadata
     refs = (metadata.owner_references if metadata is not None else None) or []
     owners = {str(ref.uid) for ref in refs}

@@ -21,7 +21,7 @@ from typing import Any, cast
 from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.cache import JsonObject
-from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.client import KubeClients, read_if_present
 
 
 @dataclass(frozen=True)
@@ -123,14 +123,12 @@ def _name_is_free(clients: KubeClients, obj: dict[str, Any]) -> bool:
 
 def _read_owner_uids(clients: KubeClients, child: ForeignObject) -> set[str] | None:
     """The ownerReference uids of the named Deployment or Service; None if absent."""
+    name, namespace = child.name, child.namespace
     found: Any
-    try:
-        if child.kind == "Deployment":
-            found = clients.apps.read_namespaced_deployment(child.name, child.namespace)
-        else:
-            found = clients.core.read_namespaced_service(child.name, child.namespace)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    if child.kind == "Deployment":
+        found = read_if_present(lambda: clients.apps.read_namespaced_deployment(name, namespace))
+    else:
+        found = read_if_present(lambda: clients.core.read_namespaced_service(name, namespace))
+    if found is None:
+        return None
     return {str(ref.uid) for ref in found.metadata.owner_references or []}

@@ -24,7 +24,7 @@ from typing import Any
 
 from kubernetes.client import ApiException
 
-from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.kube.client import KubeClients, read_if_present
 from specdecode.adapters.render import Owner
 from specdecode.api import GROUP, PLURAL, VERSION
 from specdecode.api import KIND as ROLLOUT_KIND
@@ -56,12 +56,9 @@ def blocks_name(trial: str) -> str:
 
 def read_config_map(clients: KubeClients, namespace: str, name: str) -> dict[str, Any] | None:
     """The ConfigMap's `data` and `binaryData` (decoded), or None if absent."""
-    try:
-        found = clients.core.read_namespaced_config_map(name, namespace)
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    found = read_if_present(lambda: clients.core.read_namespaced_config_map(name, namespace))
+    if found is None:
+        return None
     data: dict[str, Any] = dict(found.data or {})
     for key, encoded in (found.binary_data or {}).items():
         data[key] = base64.b64decode(encoded)

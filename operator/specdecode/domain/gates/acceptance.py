@@ -180,13 +180,30 @@ def clustered_interval(
     )
 
 
-@register(GateType.ACCEPTANCE)
-class AcceptanceGate:
-    """alpha judged on its lower bound against minAlpha."""
+def counters_interval(counts: AcceptanceCounts, error: float) -> Interval | None:
+    """alpha bounded on the counters alone (`acceptance_interval`): what both counter gates
+    fall back to when the load pods streamed no per-request moments."""
+    return acceptance_interval(
+        counts.drafts,
+        counts.draft_tokens,
+        counts.accepted_tokens,
+        counts.longest_request_tokens,
+        error,
+    )
+
+
+class CountersGate:
+    """What the gates judged on the candidate's acceptance counters read (Acceptance,
+    AcceptedLength): one set, so neither can come to miss what the other's bound uses."""
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """The candidate's counters, and the load pods' per-request moments for the bound."""
         return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
+
+
+@register(GateType.ACCEPTANCE)
+class AcceptanceGate(CountersGate):
+    """alpha judged on its lower bound against minAlpha."""
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""
@@ -209,13 +226,7 @@ class AcceptanceGate:
             stream_alpha: float | None = per_step.value / k
             units, basis = moments.requests, f"{moments.requests} requests"
         else:
-            found = acceptance_interval(
-                counts.drafts,
-                counts.draft_tokens,
-                counts.accepted_tokens,
-                counts.longest_request_tokens,
-                look.error,
-            )
+            found = counters_interval(counts, look.error)
             if found is None:
                 return unbounded_on_counters(counts, "alpha", threshold)
             interval, stream_alpha = found, None

@@ -22,32 +22,29 @@ from __future__ import annotations
 
 import dataclasses
 
-from specdecode.domain.acceptance_bound import acceptance_interval
 from specdecode.domain.gate_measures import Measurement, judge_at_least, judged
 from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.acceptance import (
     CROSS_CHECK_GAP,
+    CountersGate,
     accepted_per_step,
     clustered_interval,
     counters_basis,
+    counters_interval,
     judgeable_counts,
     streamed_moments,
     unbounded_on_counters,
 )
-from specdecode.domain.gates.registry import Look, Need, register
+from specdecode.domain.gates.registry import Look, register
 from specdecode.domain.observations import StageObservations
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateType, GateVerdict
 
 
 @register(GateType.ACCEPTED_LENGTH)
-class AcceptedLengthGate:
+class AcceptedLengthGate(CountersGate):
     """Tokens per step judged on its lower bound against minAcceptedLength."""
-
-    def needs(self, gate: GateParams) -> frozenset[Need]:
-        """The candidate's counters, and the load pods' per-request moments for the bound."""
-        return frozenset({Need.ACCEPTANCE_COUNTERS, Need.PER_REQUEST_MOMENTS})
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
@@ -68,13 +65,7 @@ class AcceptedLengthGate:
             stream, units = 1.0 + per_step.value, moments.requests
             basis = f"{moments.requests} requests"
         else:
-            alpha = acceptance_interval(
-                counts.drafts,
-                counts.draft_tokens,
-                counts.accepted_tokens,
-                counts.longest_request_tokens,
-                look.error,
-            )
+            alpha = counters_interval(counts, look.error)
             if alpha is None:
                 return unbounded_on_counters(counts, "tokens per step", threshold)
             proposed = counts.draft_tokens / counts.drafts
