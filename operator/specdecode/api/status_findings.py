@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 
 MAX_FINDINGS = 16  # the shadows, their Services and the splitter's: a handful at most
 
@@ -27,24 +27,19 @@ class ApplyFindings(KubeModel):
         description="One line per Deployment or Service named like a child that the rollout "
         "does not own (left untouched; Degraded ChildNotOwned).",
     )
-    not_owned_load_token: str | None = Field(
-        default=None,
-        description="Why the load-token Secret cannot be used (another object holds its "
+    not_owned_load_token: str | None = optional(
+        "Why the load-token Secret cannot be used (another object holds its "
         "name): no load pod starts meanwhile.",
     )
-    not_owned_promotion_files: str | None = Field(
-        default=None,
-        description="Why the promotion ConfigMap cannot be written (another object holds "
-        "its name).",
+    not_owned_promotion_files: str | None = optional(
+        "Why the promotion ConfigMap cannot be written (another object holds its name).",
     )
-    patch_refused: str | None = Field(
-        default=None,
-        description="Patch strategy: the API server's words refusing the promotion's apply "
+    patch_refused: str | None = optional(
+        "Patch strategy: the API server's words refusing the promotion's apply "
         "(Degraded PatchConflict while Promoting).",
     )
-    patch_refused_generation: int | None = Field(
-        default=None,
-        description="The source's generation the promotion's apply was refused at: not "
+    patch_refused_generation: int | None = optional(
+        "The source's generation the promotion's apply was refused at: not "
         "sent again until the source changes.",
     )
 

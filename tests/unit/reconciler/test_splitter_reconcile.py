@@ -89,11 +89,10 @@ def test_the_route_mirrors_once_to_the_splitter_or_twice_server_side() -> None:
     assert mirror_filter("llama-8b-splitter", MIRROR_PORT, 10)["requestMirror"]["percent"] == 10
 
 
-async def test_sync_applies_the_splitter_while_planned_and_deletes_it_after(
+def recorded_writes(
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    core = FakeCore()
-    rt = runtime(core)
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The splitter's applies and deletes, recorded instead of sent."""
     applied: list[dict[str, Any]] = []
     deleted: list[tuple[str, str]] = []
 
@@ -107,6 +106,15 @@ async def test_sync_applies_the_splitter_while_planned_and_deletes_it_after(
 
     monkeypatch.setattr(splitter_module, "apply_children", apply)
     monkeypatch.setattr(splitter_module, "delete_children", delete)
+    return applied, deleted
+
+
+async def test_sync_applies_the_splitter_while_planned_and_deletes_it_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    core = FakeCore()
+    rt = runtime(core)
+    applied, deleted = recorded_writes(monkeypatch)
     await sync_splitter(rt, OWNER, mirror_spec(), PLAN)
     assert sorted(o["kind"] for o in applied) == ["Deployment", "Service"]
     assert list(core.secrets) == ["llama-8b-load-token"]  # the token before the pod
@@ -136,19 +144,7 @@ async def test_between_stages_the_splitter_service_stays_for_the_rollouts_life(
     owner) points at a Service that outlives each stage: the Deployment goes, the Service
     stays (and comes back if deleted) as long as the spec asks for Splitter pairing."""
     rt = runtime(FakeCore())
-    applied: list[dict[str, Any]] = []
-    deleted: list[tuple[str, str]] = []
-
-    async def apply(_: Any, objects: Any, __: str, ___: Any = ()) -> list[Any]:
-        applied.extend(objects)
-        return []
-
-    def delete(_: Any, namespace: str, doomed: Any) -> int:
-        deleted.extend(doomed)
-        return len(doomed)
-
-    monkeypatch.setattr(splitter_module, "apply_children", apply)
-    monkeypatch.setattr(splitter_module, "delete_children", delete)
+    applied, deleted = recorded_writes(monkeypatch)
     deployment, service = render_splitter(OWNER, mirror_spec(), PLAN, "img")
     rt.cluster.attach(
         {("team-a", "llama-8b"): [deployment]},
