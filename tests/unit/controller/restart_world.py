@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
-
-import httpx
 from datetime import datetime
 from typing import Any
 
+import httpx
 from controller_fakes import FakeCluster, FakeKube
 from test_adoption_reconcile import MODEL, SERVED, source
 from test_gate_needs import NGRAM, SERVER_TAIL, STAGE, CountingSources, _spec
@@ -94,7 +93,9 @@ class AdoptedSource:
         deployment["metadata"]["generation"] = self.generation
         deployment["status"]["observedGeneration"] = self.generation
         if self.ours:
-            fields = {"f:spec": {"f:template": {"f:spec": {"f:containers": {"f:args": {}}}}}}
+            fields: dict[str, Any] = {
+                "f:spec": {"f:template": {"f:spec": {"f:containers": {"f:args": {}}}}}
+            }
             entry = {"manager": PROMOTION_MANAGER, "operation": "Apply", "fieldsV1": fields}
             deployment["metadata"]["managedFields"] = [entry]
         services = [{"metadata": {"name": "chat"}, "spec": {"selector": {"app": "chat"}}}]
@@ -117,9 +118,8 @@ class AdoptedSource:
             return
         phase = (status or {}).get("phase")
         assert phase == "Promoting", f"the script expects Promoting at step {step}: {phase}"
-        strategy_patch = self.applied  # Patch sent (and was refused) before the owner acts
-        if strategy_patch:
-            self.owner_holds_args = False  # the owner releases the args (a field edit)
+        if self.applied:  # Patch: refused so far; the owner releases the args (an edit)
+            self.owner_holds_args = False
         else:
             self.args = args_running(self.args, NGRAM)  # GitOps: the owner's commit
         self.generation += 1
@@ -142,7 +142,10 @@ def echo_writes(kube: FakeKube, cluster: FakeCluster, since: int) -> None:
             ip = "10.1.0.1" if side == "baseline" else "10.1.1.1"
             pod["status"] = {"podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]}
             bucket = cluster.indexes["pods"][rollout_key(pod)]
-            bucket[:] = [*(o for o in bucket if o["metadata"]["name"] != pod["metadata"]["name"]), pod]
+            bucket[:] = [
+                *(o for o in bucket if o["metadata"]["name"] != pod["metadata"]["name"]),
+                pod,
+            ]
         elif method.split(".")[-1] in _DELETES:
             kind = _DELETES[method.split(".")[-1]]
             for bucket in cluster.indexes[kind].values():

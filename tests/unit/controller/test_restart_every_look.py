@@ -2,21 +2,23 @@
 
 Issue 35 item 2: every value a decision reads lives in the rollout's status or is observed
 from the cluster; the operator's memory (`reconciler.caches`) only saves requests. Here one
-scripted analysis (the engines' counters and step histograms as evidence, a look every
-15 s, both stages passing) is driven twice through `reconcile` on the controller fakes: by
-one long-lived runtime, and by a fresh runtime at every reconcile that reads only what the
-API server stores (a restarted process after kopf's LIST). Both must write the same status
-after every step, post the same Events exactly once and send the same writes. Rollouts:
-Mirror traffic (with an object in the way of a child: a user's Service named like the
-baseline's, whose finding used to live in memory), an Owned one on the operator's own
-prompts (load pods), and adopted ones (`workloadRef`) under GitOps (the owner commits the
-passed config) and Patch (the operator's apply of the args is refused until the owner
-edits the source; a refusal is not re-sent at the generation it was refused at).
-"""
+scripted analysis (a look every 15 s, two stages passing on the engines' counters and
+histograms and the load pods' reports, then the promotion) is driven twice through
+`reconcile` on the controller fakes: by one long-lived runtime, and by a fresh runtime at
+every reconcile that reads only what the API server stores (a restarted process after
+kopf's LIST). Both must write the same status after every step, post the same Events
+exactly once and send the same writes (a restart re-applies the promotion ConfigMap, the
+same; nothing else). Rollouts: Mirror traffic, an Owned one on the operator's own prompts
+(load pods), adopted ones (`workloadRef`) under GitOps (the owner commits the passed
+config) and Patch (the operator's apply of the args is refused until the owner edits the
+source: a refusal is not re-sent at the generation it was refused at), and two with an
+object in the way (a user's Service named like a child, a user's ConfigMap named like the
+promotion files) whose findings used to live in memory."""
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +36,6 @@ from restart_world import (
 from test_gate_needs import LENGTH_ONLY, _spec
 from test_reconcile import http_route, ref
 
-from specdecode.adapters.kube import load_token
 from specdecode.adapters.render import child_name
 from specdecode.domain.observations import ChildRole
 from specdecode.reconciler import promotion_patch, workload
@@ -72,7 +73,7 @@ async def _drive(
     restart: bool, rollout: Rollout, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Run, AdoptedSource | None]:
     kube, cluster, clock = FakeKube(), FakeCluster(), FakeClock()
-    monkeypatch.setattr(load_token.secrets, "token_urlsafe", lambda size: "the-load-token")
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda size: "the-load-token")  # two runs alike
     if rollout.in_the_way is not None:
         kube.add_uncached(*rollout.in_the_way)
     cluster.indexes["routes"][NAMESPACE].append(http_route("llm"))
@@ -124,7 +125,9 @@ def _promotion_files(write: str) -> bool:
     """Whether `write` is an apply of the promotion ConfigMap: the one write a restart
     repeats (`reconciler.caches.WriteEcho`: applied once more per process, the same)."""
     method, args, _ = json.loads(write)
-    return method in ("apply", "apply-unforced") and args[0]["metadata"]["name"] == f"{NAME}-promotion"
+    return (
+        method in ("apply", "apply-unforced") and args[0]["metadata"]["name"] == f"{NAME}-promotion"
+    )
 
 
 def _files_written(writes: list[str]) -> set[str]:
