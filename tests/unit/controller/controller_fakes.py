@@ -8,8 +8,10 @@ normalised, a Ready status) and puts it into the index the reconciler reads.
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
+import json
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -99,6 +101,7 @@ class FakeKube:
         self.uncached: dict[tuple[str, str], tuple[str, ...]] = {}
         self.secrets: dict[str, Any] = {}  # the load tokens created
         self.config_maps: dict[str, dict[str, str]] = {}  # name -> data (prompt sets)
+        self.applied_config_maps: dict[str, dict[str, Any]] = {}  # name -> what was applied
 
     def as_clients(self) -> KubeClients:
         return cast(KubeClients, self)
@@ -108,6 +111,10 @@ class FakeKube:
     ) -> None:
         verb = "apply" if force else "apply-unforced"
         self.calls.append((verb, (obj,), {"field_manager": field_manager}))
+        if obj["kind"] == "ConfigMap":  # kept, so a read finds it (children: the cache's)
+            if not force and (obj["kind"], obj["metadata"]["name"]) in self.uncached:
+                raise ApiException(status=409, reason="Conflict")
+            self.applied_config_maps[obj["metadata"]["name"]] = obj
 
     def add_uncached(self, kind: str, name: str, owner_uids: tuple[str, ...] = ()) -> None:
         """An object the watched cache does not show (unlabelled, or not delivered yet)."""
@@ -129,14 +136,14 @@ class FakeKube:
                 raise ApiException(status=409, reason="AlreadyExists")
             return {}
         if method == "core.create_namespaced_secret":
+            if args[1]["metadata"]["name"] in self.secrets:
+                raise ApiException(status=409, reason="AlreadyExists")
             self.secrets[args[1]["metadata"]["name"]] = args[1]
             return {}
         if method == "core.read_namespaced_config_map":
-            if args[0] not in self.config_maps:
-                raise ApiException(status=404, reason="NotFound")
-            return SimpleNamespace(data=dict(self.config_maps[args[0]]))
+            return self._read_config_map(args[0])
         if method == "core.read_namespaced_secret":
-            raise ApiException(status=404, reason="NotFound")  # tests read none back
+            return self._read_secret(args[0])
         if method in ("apps.read_namespaced_deployment", "core.read_namespaced_service"):
             return self._read_uncached(
                 "Deployment" if method.startswith("apps") else "Service", args[0]
@@ -144,6 +151,28 @@ class FakeKube:
         if method == "core.delete_namespaced_event" and self.events.pop(args[0], None) is None:
             raise ApiException(status=404, reason="NotFound")
         return {}
+
+    def _read_config_map(self, name: str) -> Any:
+        """A prompt set the test put, a ConfigMap applied earlier, or one in the way."""
+        if name in self.config_maps:
+            return SimpleNamespace(data=dict(self.config_maps[name]))
+        if name in self.applied_config_maps:
+            body = self.applied_config_maps[name]
+            refs = [SimpleNamespace(uid=r["uid"]) for r in body["metadata"]["ownerReferences"]]
+            metadata = SimpleNamespace(owner_references=refs)
+            return SimpleNamespace(data=dict(body["data"]), metadata=metadata)
+        if ("ConfigMap", name) in self.uncached:
+            return self._read_uncached("ConfigMap", name)
+        raise ApiException(status=404, reason="NotFound")
+
+    def _read_secret(self, name: str) -> Any:
+        """A Secret created earlier, as the client returns it (data base64-encoded)."""
+        if name not in self.secrets:
+            raise ApiException(status=404, reason="NotFound")
+        body = self.secrets[name]
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in body["stringData"].items()}
+        refs = [SimpleNamespace(uid=r["uid"]) for r in body["metadata"]["ownerReferences"]]
+        return SimpleNamespace(data=data, metadata=SimpleNamespace(owner_references=refs))
 
     def _read_uncached(self, kind: str, name: str) -> Any:
         if (kind, name) not in self.uncached:
@@ -179,8 +208,23 @@ class FakeKube:
         """Every object sent by server-side apply (create-only or not)."""
         return [args[0] for method, args, _ in self.calls if "apply" in method]
 
+    def writes(self) -> list[str]:
+        """Every request that changes something, with what it sent (reads left out)."""
+        return [
+            json.dumps([method, _without_times(method, args), kwargs], sort_keys=True, default=repr)
+            for method, args, kwargs in self.calls
+            if not method.split(".")[-1].startswith(("read_", "list_", "get_"))
+        ]
+
     def event_reasons(self) -> list[str]:
         return [event.reason for event in self.events.values()]
+
+
+def _without_times(method: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An Event by its name alone (its timestamps are the wall clock's)."""
+    if method == "core.create_namespaced_event":
+        return (args[0], args[1].metadata.name)
+    return args
 
 
 class FakeCluster:
