@@ -230,9 +230,8 @@ class MirrorStatus(KubeModel):
         "there for the rollout's life; a RequestMirror, mesh mirror or tee of yours posts "
         "live requests to it (between stages it has no endpoints and the copies are dropped)."
     )
-    http_route: str | None = Field(
-        default=None,
-        description="The HTTPRoute the operator writes its mirror on while a stage runs "
+    http_route: str | None = optional(
+        "The HTTPRoute the operator writes its mirror on while a stage runs "
         "(spec.analysis.traffic.httpRoute); unset (always with a workloadRef): the operator "
         "writes no route and the mirror toward splitterService is yours to add.",
     )
@@ -298,14 +297,12 @@ class SpecDecodeRolloutStatus(KubeModel):
         "With spec.workloadRef: the source, the labels the shadows dropped and "
         "the patch that promotes the passed config (GitOps)."
     )
-    mirror: MirrorStatus | None = Field(
-        default=None,
-        description="With Mirror traffic through the splitter: the Service to mirror live "
+    mirror: MirrorStatus | None = optional(
+        "With Mirror traffic through the splitter: the Service to mirror live "
         "requests to, and the route the operator writes (none with a workloadRef).",
     )
-    apply_findings: ApplyFindings | None = Field(
-        default=None,
-        description="What the operator's last writes found in their way: objects named like "
+    apply_findings: ApplyFindings | None = optional(
+        "What the operator's last writes found in their way: objects named like "
         "a child that the rollout does not own, a refused Patch promotion (shown as Degraded).",
     )
     conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing...")

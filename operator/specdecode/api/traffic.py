@@ -11,7 +11,7 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from specdecode.api.base import KubeModel
+from specdecode.api.base import KubeModel, optional
 from specdecode.api.rules import (
     Binary,
     Expr,
@@ -228,9 +228,8 @@ class TrafficSpec(KubeModel):
         "per shadow; only the engines' own metrics are judged).",
     )
 
-    splitter: SplitterSpec | None = Field(
-        default=None,
-        description="Mirror source with Splitter pairing: the splitter's in-flight cap, the "
+    splitter: SplitterSpec | None = optional(
+        "Mirror source with Splitter pairing: the splitter's in-flight cap, the "
         "shed share a look tolerates, its CPU (unset: the defaults).",
     )
 
