@@ -7,7 +7,10 @@ failed" then reads as "the config is bad", when it is "the config is bad at this
 When a latency gate (TailLatency or Speedup) fails a stage, and an earlier stage at a lower
 concurrency was Successful, the verdict names both concurrencies, so the user knows the config
 failed at this load, not everywhere, and where it breaks even: above the concurrency that
-passed, at or below the one that failed (the stages measure nothing in between).
+passed, at or below the one that failed (the stages measure nothing in between). Only if the
+lower stage passed a gate of each failing type: a stage that judged acceptance alone (the
+default recipe's first stage for EAGLE-3) says nothing of latency there, and the verdict says
+so instead of placing the break-even.
 
 On vLLM >= 0.24 the verdict also offers the candidate with a per-batch-size schedule
 (`num_speculative_tokens_per_batch_size`, built by the tuning's `schedule`) that keeps its k
@@ -28,7 +31,7 @@ from specdecode.api.gate_spec import GateType
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import SCHEDULE
-from specdecode.api.status import GateResult, StagePhase, StageStatus
+from specdecode.api.status import GateResult, GateVerdict, StagePhase, StageStatus
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.vllm_versions import effective_version, field_exists
@@ -46,6 +49,7 @@ class LowerPass:
     passed_at: int
     failed_at: int
     what: str  # "the tail", "the speedup" or both
+    judged_there: bool = True  # the lower stage passed a gate of each failing type
 
 
 def lower_pass(
@@ -78,7 +82,15 @@ def lower_pass(
             "the tail" if gate.type is GateType.TAIL_LATENCY else "the speedup" for gate in failing
         )
     )
-    return LowerPass(name, concurrency, here, what)
+    lower = stages[[spec.name for spec in analysis.stages].index(name)]
+    return LowerPass(name, concurrency, here, what, _passed_each_type(lower, failing))
+
+
+def _passed_each_type(stage: StageStatus, failing: Sequence[GateResult]) -> bool:
+    """Whether `stage` judged a gate of each failing gate's type Successful: only then did
+    the config pay there on what fails here."""
+    passed = {gate.type for gate in stage.gates if gate.verdict is GateVerdict.SUCCESSFUL}
+    return all(gate.type in passed for gate in failing)
 
 
 def lower_pass_text(found: LowerPass | None) -> str:
@@ -86,6 +98,12 @@ def lower_pass_text(found: LowerPass | None) -> str:
     above 4, at or below 32)', or ''."""
     if found is None:
         return ""
+    if not found.judged_there:
+        return (
+            f"; it passed stage {found.stage} at concurrency {found.passed_at}, which did not "
+            f"judge {found.what}, and fails {found.what} at concurrency {found.failed_at} "
+            f"(break-even not measured: at or below {found.failed_at})"
+        )
     return (
         f"; it passed stage {found.stage} at concurrency {found.passed_at} but fails "
         f"{found.what} at concurrency {found.failed_at} (break-even above {found.passed_at}, "

@@ -6,7 +6,8 @@ scenarios and are written once each: the traffic (the simulator example on Promp
 through the splitter with the Prompts demo's own gates, Mirror with server-side gates, or
 the real vLLM) and the draft head (the example's, or a weak one in `rollback` and
 `mirror-rollback`). A weak head must be rolled back by a Failed gate: a rollback on
-Inconclusive gates only says the analysis could not tell, not that the head is weak.
+Inconclusive gates only says the analysis could not tell, not that the head is weak. So must
+`real`'s candidate, a draft that agrees with its target but costs 8x its depth.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ EXPECTED = {
     "mirror": "Promoted",
     "mirror-rollback": "RolledBack",
     "mirror-serverside": "RolledBack",
-    "real": "",
+    "real": "RolledBack",
 }
 MIRROR_SCENARIOS = {"mirror", "mirror-rollback", "mirror-serverside"}
 WEAK_HEAD_SCENARIOS = {"rollback", "mirror-rollback"}
+REJECTED_BY_A_GATE = WEAK_HEAD_SCENARIOS | {"real"}
 WEAK_DRAFT_HEAD = [{"name": "SPECDECODE_SIM_ACCEPTANCE", "value": "0.2"}]  # alpha 0.08 at k=3
 TRAFFIC: dict[str, Callable[[], dict[str, Any]]] = {
     "mirror": splitter_demo_rollout,
@@ -53,11 +55,9 @@ def scenario_manifest(scenario: str) -> dict[str, Any]:
 
 
 def as_expected(scenario: str, document: Mapping[str, Any]) -> bool:
-    """Whether the rollout ended as the scenario must: the expected phase (any ending for
-    `real`, where the gates decide), and in a weak-head scenario at least one Failed gate."""
+    """Whether the rollout ended as the scenario must: the expected phase, and where the
+    candidate is a loss (a weak head, or `real`'s costly draft) at least one Failed gate."""
     phase = (document.get("status") or {}).get("phase")
-    if scenario == "real":
-        return phase in ENDINGS
     if phase != EXPECTED[scenario]:
         return False
-    return scenario not in WEAK_HEAD_SCENARIOS or bool(gates_with_verdict(document, "Failed"))
+    return scenario not in REJECTED_BY_A_GATE or bool(gates_with_verdict(document, "Failed"))

@@ -12,6 +12,8 @@ on disk. Each model's acceptance is known by construction:
 | draft-small/    | 1 layer: target's embeddings, layer 0, norm, lm_head  | partial (the target's|
 |                 |                                                       |  layer 1 is damped)  |
 | eagle3-random/  | an EAGLE-3 head (llama_eagle3.py's names), random     | ~0                   |
+| draft-heavy/    | target's 2 layers then 14 whose outputs are zeroed:   | ~1 (the target's     |
+|                 | the target's function at 8x its depth                    |  function exactly)   |
 
 Run it with the vLLM virtualenv's python (torch, transformers, tokenizers, safetensors):
 `python make_models.py [--cache DIR]` prints the models' folder. The folder is
@@ -45,6 +47,10 @@ SEED = 0
 # The target's second layer writes this fraction of its output into the residual stream, so
 # the 1-layer draft (the target without that layer) agrees with it on most greedy tokens.
 LAYER1_SCALE = 0.25
+# draft-heavy/: a draft that agrees with the target on every token yet costs many times its
+# depth, so on any hardware speculation with it is a measured loss (the real-vLLM demo's
+# candidate: acceptance passes, the speedup gate must fail it).
+HEAVY_LAYERS = 16
 SPECIAL = ["<|pad|>", "<|bos|>", "<|eos|>", "<|system|>", "<|user|>", "<|assistant|>"]
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>\n"
@@ -174,6 +180,30 @@ def make_target_and_draft(tokenizer_dir: Path, target: Path, draft: Path) -> Non
             shutil.copy(tokenizer_dir / name, folder / name)
 
 
+def make_heavy_draft(target: Path, out: Path) -> None:
+    """The target's layers, embeddings, norm and head, then more layers whose attention and
+    MLP output projections are zero: each adds exactly nothing to the residual stream, so the
+    logits are the target's, but every layer is still computed."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(SEED + 5)
+    heavy = LlamaForCausalLM(llama_config(HEAVY_LAYERS))
+    with torch.no_grad():
+        for layer in heavy.model.layers[2:]:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+    heavy = heavy.to(torch.bfloat16)
+    source = LlamaForCausalLM.from_pretrained(target, torch_dtype=torch.bfloat16)
+    state = heavy.state_dict()
+    state.update(source.state_dict())  # layers 0-1, embeddings, norm, lm_head
+    heavy.load_state_dict(state, strict=True)
+    heavy.save_pretrained(out, safe_serialization=True)
+    for name in os.listdir(target):
+        if name.startswith(("tokenizer", "special_tokens", "chat_template")):
+            shutil.copy(target / name, out / name)
+
+
 def make_eagle3(tokenizer_dir: Path, out: Path) -> None:
     """An EAGLE-3 head as vLLM's llama_eagle3.py loads it: `midlayer.*` (its first layer,
     whose q/k/v read embeddings and hidden states side by side), `fc` (the target's aux hidden
@@ -228,6 +258,7 @@ def build(final: Path) -> None:
     make_tokenizer(tokenizer_dir)
     make_target_and_draft(tokenizer_dir, work / "target", work / "draft-small")
     shutil.copytree(work / "target", work / "draft-same")
+    make_heavy_draft(work / "target", work / "draft-heavy")
     make_eagle3(tokenizer_dir, work / "eagle3-random")
     for path in work.rglob("*"):  # readable by an engine running as any user
         path.chmod(0o755 if path.is_dir() else 0o644)
@@ -240,7 +271,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(default_root))
     args = parser.parse_args()
     final = cache_dir(args.cache)
-    if not (final / "eagle3-random" / "config.json").is_file():
+    if not (final / "draft-heavy" / "config.json").is_file():
         final.parent.mkdir(parents=True, exist_ok=True)
         build(final)
     print(final)

@@ -94,11 +94,37 @@ def test_a_tail_rollback_after_a_passed_lower_concurrency_stage_says_where_it_br
     status = _to_the_tail_failure(_spec(), analyzing(_spec()))
     assert status.phase is Phase.ROLLED_BACK and status.reason == "GateFailed"
     assert status.message.startswith("tail-latency/p99-itl: P99 PerChunk ITL ratio 1.99")
+    # the default recipe's first stage judges no latency for EAGLE-3: no break-even is placed
     assert status.message.endswith(
-        "; it passed stage acceptance at concurrency 4 but fails the tail at concurrency 32 "
-        "(break-even above 4, at or below 32)"
+        "; it passed stage acceptance at concurrency 4, which did not judge the tail, and fails "
+        "the tail at concurrency 32 (break-even not measured: at or below 32)"
     ), status.message
     assert status.schedule_offer is None  # 0.11.2 has no per-batch-size schedule
+
+
+def test_the_break_even_is_placed_only_where_the_lower_stage_passed_that_latency_gate() -> None:
+    """A real-engine demo's draft 8x its target's depth passed an acceptance-only stage at 4
+    and failed the speedup at 8; the verdict said "break-even above 4" where one stream
+    measured 0.58x. Only a lower stage that passed the failing gate's type places it."""
+    spec = _spec()
+    stages = [
+        stage.model_copy(update={"phase": StagePhase.SUCCESSFUL})
+        for stage in analyzing(spec).stages
+    ]
+    judged = GateResult(name="p99-itl", type=GateType.TAIL_LATENCY, verdict=GateVerdict.SUCCESSFUL)
+    alpha_only = GateResult(name="alpha", type=GateType.ACCEPTANCE, verdict=GateVerdict.SUCCESSFUL)
+    tail = [_failed(GateType.TAIL_LATENCY)]
+    with_tail = [stages[0].model_copy(update={"gates": [alpha_only, judged]}), stages[1]]
+    found = lower_pass(spec.analysis, with_tail, 1, tail)
+    assert found == LowerPass("acceptance", 4, 32, "the tail", judged_there=True)
+    assert lower_pass_text(found).endswith("(break-even above 4, at or below 32)")
+    without = [stages[0].model_copy(update={"gates": [alpha_only]}), stages[1]]
+    found = lower_pass(spec.analysis, without, 1, tail)
+    assert found == LowerPass("acceptance", 4, 32, "the tail", judged_there=False)
+    assert "break-even above" not in lower_pass_text(found)
+    # the speedup failing where only the tail passed lower down: not placed either
+    speedup = [_failed(GateType.SPEEDUP)]
+    assert lower_pass(spec.analysis, with_tail, 1, speedup).judged_there is False  # type: ignore[union-attr]
 
 
 def test_on_a_release_with_the_schedule_the_rollback_offers_it() -> None:
@@ -262,7 +288,13 @@ def test_no_offer_under_mirror_traffic_or_when_production_runs_it_already() -> N
         for stage in analyzing(spec).stages
     ]
     assert lower_pass(mirror, passed, 1, [_failed(GateType.TAIL_LATENCY)]) is None
-    assert lower_pass(spec.analysis, passed, 1, [_failed(GateType.TAIL_LATENCY)]) == found
+    assert lower_pass(spec.analysis, passed, 1, [_failed(GateType.TAIL_LATENCY)]) == LowerPass(
+        "acceptance",
+        4,
+        32,
+        "the tail",
+        judged_there=False,  # the stages here judged nothing
+    )
 
 
 def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> None:
