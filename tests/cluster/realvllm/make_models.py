@@ -13,7 +13,7 @@ on disk. Each model's acceptance is known by construction:
 |                 |                                                       |  layer 1 is damped)  |
 | eagle3-random/  | an EAGLE-3 head (llama_eagle3.py's names), random     | ~0                   |
 | draft-heavy/    | target's 2 layers then 14 whose outputs are zeroed:   | ~1 (the target's     |
-|                 | the target's function at 8x its depth                    |  function exactly)   |
+|                 | the target's function at 8x its depth                 |  function exactly)   |
 
 Run it with the vLLM virtualenv's python (torch, transformers, tokenizers, safetensors):
 `python make_models.py [--cache DIR]` prints the models' folder. The folder is
