@@ -39,7 +39,7 @@ from localcluster.demo_scenarios import (
     ENDINGS,
     EXPECTED,
     MIRROR_SCENARIOS,
-    WEAK_HEAD_SCENARIOS,
+    REJECTED_BY_A_GATE,
     as_expected,
     scenario_manifest,
 )
@@ -172,9 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         if extra is not None:
             print(extra())
     print(f"\nverdict: {ended['status']['phase']} after {time.monotonic() - started:.0f}s")
-    if args.scenario in WEAK_HEAD_SCENARIOS:
+    if args.scenario in REJECTED_BY_A_GATE:
         failed = gates_with_verdict(ended, "Failed")
-        print("failed gates: " + ("; ".join(failed) or "none (a weak head must fail a gate)"))
+        print("failed gates: " + ("; ".join(failed) or "none (this candidate must fail a gate)"))
     if models is not None:
         print(f"(real vLLM: {REAL_NOTICE})")
     print(

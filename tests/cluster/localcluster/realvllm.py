@@ -93,6 +93,14 @@ def apply_model_volume(cluster: LocalCluster, namespace: str, models: Path) -> N
             "resources": {"requests": {"storage": "1Gi"}},
         },
     }
+    found = cluster.kubectl(
+        "get", "pv", name, "--ignore-not-found", "-o", "jsonpath={.spec.hostPath.path}"
+    ).stdout.strip()
+    if found and found != str(models):
+        # A PersistentVolume's source is immutable: models made by another version of
+        # make_models.py (a rerun after an upgrade) need the claim and the volume anew.
+        cluster.kubectl("delete", "pvc", CLAIM, "-n", namespace, "--ignore-not-found", "--wait")
+        cluster.kubectl("delete", "pv", name, "--ignore-not-found", "--wait", check=True)
     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": [volume, claim]})
     cluster.kubectl("apply", "-f", "-", input=body, check=True)
 
