@@ -1,8 +1,9 @@
 """What certifies a stage, decided once: a gate's clauses, read by admission and by judging.
 
-Why one module: whether a gate is judged and whether its pass counts used to be decided in
-five places. Each condition is one clause (an expression tree, `rules`): the CRD's CEL rules
-are built from them and `certify` evaluates the same trees in Python at every look.
+Why one module: whether a gate is judged and whether its pass counts, decided apart by
+admission, the CRD and judging, drifts apart. Each condition is one clause (an expression
+tree, `rules`): the CRD's CEL rules are built from them and `certify` evaluates the same
+trees in Python at every look.
 Clauses and their order: docs/internals.md.
 """
 
