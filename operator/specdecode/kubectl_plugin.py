@@ -1,15 +1,9 @@
 """`kubectl specdecode`: rollout gate tables, promote/abort/retry, and tunings with their reports.
 
-Rollouts live here; `kubectl specdecode tuning [NAME]` is in `kubectl_tuning`.
-
-kubectl finds any executable named `kubectl-specdecode` on PATH and runs it for
-`kubectl specdecode ...`; it passes no flags of its own, so this follows kubectl's
-conventions itself: `--kubeconfig` (else KUBECONFIG, else ~/.kube/config), `--context`,
-`-n/--namespace` (else the context's namespace, else "default"), `-A` for lists, and
-`-o table|json|yaml`. Actions only set the `specdecode.io/action` annotation; the operator
-acts on it once and removes it, exactly as for `kubectl annotate` or an Argo CD action.
-Exit codes: 0 done, 1 the API said no (missing object, CRD not installed, forbidden) or a
-report could not be read, 2 usage.
+kubectl runs any `kubectl-specdecode` on PATH and passes no flags, so this follows kubectl's
+conventions itself (`--kubeconfig`, `--context`, `-n`, `-A`, `-o`). Actions only set the
+`specdecode.io/action` annotation. Tunings: `kubectl_tuning`. Exit codes: 0 done, 1 the API
+said no or a report could not be read, 2 usage.
 """
 
 from __future__ import annotations

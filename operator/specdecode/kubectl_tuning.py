@@ -1,12 +1,8 @@
 """`kubectl specdecode tuning [NAME]`: tunings at a glance, and one tuning's whole report.
 
-Without NAME: one line per tuning, like `kubectl get`. With NAME: the bounded status
-(counters, the winner per band, the schedule), then the report from the ConfigMap the
-status names (`<name>-report` until it does), rebuilt from its `report.json` by
-`report_from_json` and shown by the same `render` functions the runner wrote `report.md`
-and `report.svg` with, so the terminal, the ConfigMap and `--svg FILE` never disagree.
-A tuning that has not written its report yet shows its status and says so: not an error.
-`-o json|yaml` with NAME prints `{"tuning": <object>, "report": <report.json or null>}`.
+The report is rebuilt from the ConfigMap's `report.json` and shown by the same `render`
+functions the runner wrote with, so the terminal, the ConfigMap and `--svg FILE` never
+disagree; a tuning with no report yet shows its status. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The words the wire schema and the domain share: enums spelled as the CRD spells them.
 
-Why a module below `api`: the gates and the statistics (`domain.gates`, `domain.stats`...)
-must not import the wire schema, so a second API version (docs/crd-versioning.md) cannot
-reach into them; yet a gate's type, its verdict and its ITL definition are the same words
-on both sides. Defined once here, re-exported by the `api` modules that carried them (the
-CRD's enums come from these classes), and read by the domain without the models. A wire
-version that spells one differently defines its own enum and maps it at the boundary
-(`domain.gate_boundary`); these stay the domain's words.
+Why below `api`: the gates and statistics must not import the wire schema (so a second API
+version cannot reach into them), yet a gate's type, verdict and ITL definition are the same
+words on both sides. Re-exported by `api`; another wire spelling maps at the boundary.
 """
 
 from __future__ import annotations

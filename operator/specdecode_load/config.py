@@ -1,14 +1,8 @@
 """Command-line options of `specdecode-load`, validated once into a `LoadConfig`.
 
-Why argparse and a frozen value: the operator renders these flags into the pod spec, so
-every bad input must stop the program at start with exit code 2 and a message naming the
-flag (or the prompt line), not fail later inside a worker.
-
-Why some flags are required: each value has one owner. What the rollout's spec sets (the
-prompt source, seed, max tokens, sampling, request timeout, block length; the help names
-the field) has no default here, since a copy of the CRD's default could only drift from it.
-The other defaults come from `specdecode.domain.load_flags`, which the operator renders
-from too; a unit test parses a rendered pod's argv with this parser and compares.
+Why a frozen value: every bad flag stops the program at start (exit 2, naming the flag),
+not later in a worker. What the rollout's spec sets has no default here (a copy could
+drift); the rest defaults from `specdecode.domain.load_flags`. More: docs/internals.md.
 """
 
 from __future__ import annotations

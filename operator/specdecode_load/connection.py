@@ -1,39 +1,9 @@
 """One keep-alive HTTP/1.1 connection streaming chat completions, timed at the socket.
 
-Why a raw Protocol: the arrival time of a chunk is only as good as the delay between the
-bytes reaching the socket and the code that stamps them. Here the stamp is the first
-statement of `data_received`, before any parsing; every SSE event of that read shares it
-(a later event of the same read is counted as merged, since its gap is not observable).
-httptools parses status, headers and chunked framing in C; tokens per event come from the
-cumulative `usage.completion_tokens` (vLLM's continuous_usage_stats) found by a bytes
-regex, so the fast path never builds JSON objects. Without usage, an event is decoded
-and a content event counts one token.
-
-What every request contributes (why: a candidate that fails or hangs some requests must
-not carry less load in the data and so look faster; a failure is never silently absent):
-
-- Its outcome, counted in its end's block: ok (streamed to the end with tokens), or a
-  failure by kind (`LatencyBlock.failures`): `http_<status>` (a non-200 response),
-  `stream_cut` (the connection closed before the response's end), `stream_error` (a
-  response that does not parse, an event that is not JSON, an event over
-  `MAX_EVENT_BYTES` with no separator, or a complete 200 response with no tokens),
-  `timeout` (no end within the request timeout: a hang), `connect_error` (never sent).
-- `slot_seconds`: how long it held its slot, send to end, whatever the outcome.
-- Every chunk gap that arrived, at its arrival (a failed request's partial stream too).
-- A failure of a sent request adds the wait that ended it as one stall: end minus its last
-  content chunk (or its send, if no token came) is one chunk gap and one per-token gap of
-  one token, at its end; a hang thus counts as a stall of up to the request timeout,
-  not as nothing. With a first token it also adds TTFT and TPOT = (end - first token) /
-  tokens (the failure stands where the next token was due); without one, neither.
-- Acceptance moments only from requests that streamed to the end, in total and under the
-  request's traffic group (`send`'s `group`, see `domain.traffic_groups`); with the
-  engine's own per-request metrics too when its final chunk carries them (vLLM >= 0.29,
-  `--per-request-spec-decode-metrics`): `metrics.speculative_decoding`'s verify steps,
-  draft and accepted tokens, read by a bytes regex from events that add no token.
-- While in flight, it is in each block's snapshot of requests in flight at the block's end
-  (`open_request`: its age and its open gap, see `domain.in_flight`), so a hang is seen
-  before its timeout; a request the load pod itself aborts at its own shutdown is in the
-  last block's snapshot (taken after the drain, before the abort) and has no end of its own.
+Why a raw asyncio Protocol: a chunk's arrival time is only as good as the delay between
+the bytes reaching the socket and their stamp; here the stamp is the first statement of
+`data_received`, and parsing (httptools, a bytes regex for usage) stays off the JSON path.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """The splitter's mirror-facing port: takes a request, answers 202 at once, hands it on.
 
-Why answer before forwarding: a mirror's response is discarded by every gateway that
-sends one, but an implementation may still wait for it; answering `202 Accepted` with no
-body as soon as the request's last byte is read means the splitter never holds a client,
-whatever the shadows do after. Keep-alive and pipelined requests are answered in order,
-one 202 each. No token here (a gateway's mirror carries the caller's headers, not ours);
-the report routes, on their own port, keep the rollout's token. Only the traffic label
-header is kept from what the caller sent (see `mirror_request`). Memory is bounded per
-connection and in all: a request line and headers over `MAX_HEAD_BYTES` are answered 431,
-a body over `MAX_MIRROR_BODY_BYTES` 413 (neither is forwarded), and connections beyond
-`MAX_CONNECTIONS` are closed at once. `Expect: 100-continue` is answered, so a tee that
-asks first does not wait out its own timeout before sending the body.
+Why answer before forwarding: a gateway may wait for the mirror's (discarded) response, so
+the splitter never holds a client whatever the shadows do. No token here (a mirror carries
+the caller's headers); memory is bounded per connection. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """A mirrored request as the splitter forwards it: streamed, labelled, and nothing else.
 
-Why a body rewrite and a header allow-list: the splitter times chunks, so every forwarded
-request streams with per-chunk usage (`stream: true`, `stream_options.include_usage` and
-`continuous_usage_stats`, as the load pods send), whatever the caller asked for; the rest
-of the body is the caller's, unchanged, so both shadows see the live request. Headers are
-rebuilt, not filtered: only `X-Workload-Class` (the traffic label) passes, so a caller's
-`Authorization`, `Cookie`, API keys or any header a gateway adds never reach a shadow.
-The request's traffic group (`domain.traffic_groups`) comes from that label, the body's
-temperature and its max_tokens, and the groups one splitter reports are bounded
-(`GroupBook`): live traffic may carry any label. Nothing here keeps or logs prompt text.
+Why a body rewrite and a header allow-list: the splitter times chunks, so every forward
+streams with per-chunk usage; headers are rebuilt with only `X-Workload-Class`, so a
+caller's credentials never reach a shadow. Traffic groups are bounded (`GroupBook`);
+nothing keeps or logs prompt text. More: docs/internals.md.
 """
 
 from __future__ import annotations

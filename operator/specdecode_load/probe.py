@@ -1,12 +1,8 @@
 """The delay probe: how late a worker's loop notices bytes that are waiting for it.
 
-Why an I/O probe and not a timer: uvloop's timers have millisecond resolution, so a timer
-that measures its own lateness reads up to 1 ms even on an idle loop. A chunk's timestamp
-is late by the time between its bytes becoming readable and `data_received` running;
-the probe measures exactly that: every ~10 ms the pod's main process writes a
-CLOCK_MONOTONIC stamp (shared by the processes of one machine) to a pipe the worker's
-loop reads like any socket, and the worker records arrival minus stamp in the block's
-`client_delay` sketch.
+Why an I/O probe, not a timer: uvloop's timers have millisecond resolution. The main
+process writes a monotonic stamp to a pipe every ~10 ms; the worker reads it like any
+socket and records arrival minus stamp in the block's `client_delay` sketch.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """One worker's current time block: where every timed event of the measuring loop lands.
 
-Why blocks by wall clock: shards and workers run in separate processes, and the operator
-joins their measurements by time, so each event goes to the block (a wall-clock multiple
-of `block_seconds`) in which it happened: a chunk gap by its arrival, a request's totals
-by its end. Timestamps on the hot path are monotonic (`time.perf_counter`); the wall-clock
-offset is re-read at each block boundary, never per event. The recorder is the only state
-the measuring loop writes: plain counters and sketches, no logging, no encoding; a closed
-block goes to `ship` (the worker pickles it to the pod's main process). When a block
-closes, `in_flight` (set by the worker) says which requests are in flight at its end.
+Why blocks by wall clock: the operator joins processes' measurements by time, so an event
+lands in the block it happened in. The hot path uses monotonic stamps and only counters
+and sketches: no logging, no encoding. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """A reference streaming engine whose every chunk carries its send time: the instrument's
 calibration target (benchmarks/instrument.py and the unit tests use it).
 
-Why: to know what the client adds, the truth must be known per chunk. Like an engine, it
-runs one step loop: each step writes one OpenAI-shaped SSE chunk (with continuous usage)
-to every active stream, stamped `"t"` with CLOCK_MONOTONIC (`time.perf_counter`, shared by
-the processes of one Linux machine) right before the write. Client delay = client arrival
-stamp - `t`; the true gaps are differences of `t`, kept here in sketches (`/v1/truth`).
-Tokens per chunk and step times come from seeded generators, so two servers with the same
-parameters are an exact A/A pair in distribution. Not a simulator of any model.
-
-Acceptance, for validating the split by traffic: `tokens_per_step_by_class` gives a
-request whose `X-Workload-Class` header names a class its own maximum tokens per step, and
-`accepted_truth` keeps, per class, the finished requests' (requests, decode steps,
-accepted tokens) as the client should count them (tokens beyond one per chunk after the
-first).
-
-Faults, for validating what the client records on failures (`faults`, by request seed,
-or `default_fault` for every request): `Fault("status", n)` answers HTTP n at once,
-`Fault("cut", k)` closes the connection after k tokens, `Fault("hang", k)` stops sending
-after k tokens (the connection stays open), `Fault("noseparator", n)` streams n bytes of
-one event that never ends. Each request's seed and fault are kept in `requests`.
+Why: to know what the client adds, the truth must be known per chunk; each chunk is
+stamped with CLOCK_MONOTONIC right before the write, and the true gaps are kept (`/v1/truth`).
+Seeded, so two servers with the same seed run the same steps. More: docs/internals.md.
 """
 
 from __future__ import annotations

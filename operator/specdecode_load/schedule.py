@@ -1,12 +1,8 @@
 """Which request comes next: identical on both sides, split over shards and workers.
 
-Why deterministic by index: baseline and candidate run in separate pods at their own pace,
-so they cannot share a random stream; instead request i is a pure function of (seed, i)
-(its prompt and its per-request sampling seed `seed + i`), and both sides walk the same
-indices. Shard s of S takes indices s, s+S, s+2S, ...; inside a pod, worker w of W takes
-every W-th of those, so the union over workers and shards is every index exactly once.
-Cost caps (requests, output tokens) are split over shards by the operator and over workers
-here, so no two processes need to talk to enforce them.
+Why deterministic by index: the sides run at their own pace and cannot share a random
+stream, so request i is a pure function of (seed, i); shards and workers take disjoint
+strides, and cost caps are split so no two processes need to talk. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The shadow splitter: each mirrored request to baseline and candidate at the same instant.
 
 Why: a gateway mirrors each shadow on its own, so the two engines see the same workload
-but not the same requests, and their responses never reach the operator. The splitter
-receives one mirror, answers it at once (`mirror_intake`), and sends the request to both
-sides: it waits until both sides hold a connection, then writes both requests back to
-back, so the pair leaves together. Each side has its own `BlockRecorder` and
-`ConnectionPool` and the load pods' `StreamConnection` times its stream, so a side's
-chunk gaps, outcomes (a shadow that drops mid-stream is that side's `stream_cut`),
-in-flight ages and acceptance are recorded exactly as a load pod records them, and each
-side is reported in the load pods' report protocol (`GET /v1/report?side=`): the
-operator's reader and the gates need no new statistics.
-
-Bounded: at most `max_in_flight` pairs stream at once (the rollout's
-`spec.analysis.traffic.splitter.maxInFlight`); a request beyond it (or one that arrives
-while a side has no endpoint) is shed, never queued, and counted on both sides as an
-arrival not sent (`arrivals_skipped`), so a look whose sheds exceed the rollout's
-`maxShedFraction` is refused as Inconclusive, never passed (`domain.gate_measures`).
-Requests it cannot forward (not a completions route, not JSON) are counted and dropped.
-Nothing here logs a request's body. One process, one loop: intake, both sides' streams
-and the report routes share it; the delay probe measures what that costs the stamps.
+but not the same requests. The splitter takes one mirror (`mirror_intake`) and writes it to
+both sides back to back, each side timed and recorded like a load pod's.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

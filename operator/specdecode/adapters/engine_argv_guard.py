@@ -1,17 +1,10 @@
 """The last check before an engine Deployment leaves the renderer: its argv, read as vLLM
-reads it, runs exactly the speculative config the operator chose for that role, keeps
-the stats every gate reads and stays reachable by the load pods and Prometheus.
+reads it, runs exactly the speculative config the decision chose for that role.
 
-The config a role runs is the decision's (`DesiredChildren`): plain decoding for the
-baseline and production until a promotion, production's stable config for both after one,
-the candidate's config for the candidate. Nothing else in the argv may set one.
-
-Why a second check after the models: extraArgs are validated when a rollout is admitted,
-but the argv is assembled here from several fields and templates, and a baseline that runs
-a speculative config (or an engine that stops logging stats) would silently corrupt every
-verdict. So the rendered container args are parsed again (`api.engine_args`, whose classes
-come from the engine flag table, api/engine_flag_table.py) and rendering raises instead of
-emitting such a Deployment.
+Why a second check after admission: the argv is assembled here from several fields and
+templates, and a baseline that speculates (or an engine that stops logging the stats the
+gates read) would silently corrupt every verdict, so rendering raises instead.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

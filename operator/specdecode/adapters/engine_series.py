@@ -1,13 +1,9 @@
 """The scrape check's memory: per rollout, whether its current engine pods were seen in
 Prometheus, so the check asks once per pod set and not on every reconcile.
 
-Shadow engine pods (baseline, candidate) come from the watched view (JSON snapshots), each
-with since when it has been Ready (its Ready condition's lastTransitionTime, as kubelet
-writes it). Once Prometheus answered a series for every settled pod, nothing is asked
-again until the pod names change (a restarted engine is a new pod). While some are
-missing, Prometheus is asked again no sooner than `RECHECK_SECONDS` after the last
-answer: the condition clears within that of the fix, and a hundred unscraped rollouts
-cost a few cheap instant queries a second, not one per reconcile each.
+Once every settled pod answered, nothing is asked again until the pod names change; while
+some are missing, no sooner than `RECHECK_SECONDS` after the last answer, so a hundred
+unscraped rollouts cost a few cheap queries a second. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """GET /version of a rollout's ready engine pods: which vLLM release really runs.
 
-This is the operator's only request to an engine, and it carries no inference: vLLM's
-`/version` answers `{"version": "0.33.0"}` from the API server process (the simulator
-answers the same shape). A pod's release cannot change while it lives, so each pod (by
-uid) is asked until it answers once, then never again: an idle rollout sends nothing. A
-pod that does not answer (restarting, network policy) is left out, and asked again a
-minute later: unknown is not a mismatch. Pods come from the watched view (JSON
-snapshots), never from a LIST.
+The operator's only request to an engine, carrying no inference. A pod's release cannot
+change while it lives, so each pod (by uid) is asked until it answers once: an idle
+rollout sends nothing, and a pod that does not answer is unknown, not a mismatch.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Render a rollout's children (engine Deployments and Services) from jinja2 templates.
 
-Pure: the same spec and desired children give the same objects, byte for byte, so server-
-side apply of an unchanged rollout is a no-op and snapshot tests can pin the output.
-Templates use `StrictUndefined` (a missing value is an error, never an empty string) and
-emit every value as JSON, which is YAML, so no user string can alter the document.
-
-Labels: every child carries `specdecode.io/rollout` and `specdecode.io/role`; pod templates
-also carry `specdecode.io/config` (the speculative config's fingerprint, so a changed
-config rolls the pods) and `specdecode.io/serving`, which the production Service selects:
-true on production pods, and on candidate pods during a live-canary stage. Toggling the
-canary therefore re-creates the candidate pod (one engine load); the alternative, labelling
-running pods behind the Deployment's back, would not survive a pod restart.
+Pure and byte-stable, so server-side apply of an unchanged rollout is a no-op and snapshots
+can pin the output; StrictUndefined and JSON-emitted values, so no user string alters the
+document. Owns the children's labels (rollout, role, config fingerprint, serving).
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Shadows of a Deployment another tool owns (`workloadRef`): copies of its pod template.
 
-Why copies rather than the operator's own template: the baseline must be what production
-runs, including what the rollout's spec cannot express (init containers, sidecars,
-volumes, probes, security settings the owner chose). So the source's pod template is kept
-whole and only these change: the vLLM container's speculative setting (removed; the role's
-config appended), the labels (every source label dropped but `keepLabels`,
-`workload_source`, the operator's own added), the annotations (those by which a mesh
-registers pods for traffic dropped, `NOT_COPIED`; the scrape annotations set), and the
-Deployment around it (name,
-owner, one replica, the operator's selector) and the pods' `hostname`/`subdomain` (the
-source's DNS identity, as the production-stack chart sets it) go. The argv is checked as
-for every engine (`engine_argv_guard`), so a baseline that speculates is never emitted.
+Why copies: the baseline must be what production runs, including what the rollout's spec
+cannot express (sidecars, volumes, probes). Only the speculative setting, the routing
+labels and annotations, the DNS identity and the Deployment around it change.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

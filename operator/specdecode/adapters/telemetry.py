@@ -1,17 +1,9 @@
 """The operator's own Prometheus metrics: what dashboards and alerts read.
 
-Gauges are set from each reconcile's computed status (so they are always the status, never
-a second bookkeeping), on a registry owned by the Runtime rather than the global default.
-Per-stage series exist only for the stage that speaks for the rollout now: the stage in
-progress, or, once the analysis has ended (Promoting, Promoted, RolledBack), the stage
-that decided it, so the failing gate stays visible (and SpecDecodeGateFailed can fire)
-while the rollout is rolled back. Every other stage's, and a deleted rollout's, are removed,
-so a dashboard never shows a stale verdict as current. The
-operator's own health for on-call: reconcile durations by outcome and API requests by verb.
-The drift guard's gauges (`specdecode_drifted` from status; `specdecode_production_alpha`
-from each look with data, so dashboards follow production between drifts without a write).
-Tunings have their own gauges (`tuning_metrics`), set from each report the runner writes;
-the speaking stage's alpha per traffic group has its own module (`traffic_metrics`).
+Gauges are set from each reconcile's computed status (never a second bookkeeping), on the
+Runtime's registry; per-stage series exist only for the stage that speaks for the rollout,
+so a dashboard never shows a stale verdict as current. Also reconcile and API health.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """A Deployment another tool owns, read as the production a rollout judges (`workloadRef`).
 
-Pure: from the Deployment and the namespace's Services (JSON, as the API server sends
-them) to a `SourceObservation` the domain decides on: its vLLM container's argv read as
-vLLM reads it (`api.engine_args`, with the engine flag table's classes), the speculative
-config it runs, its readiness, the hash of its pod template, and the labels shadows must
-not carry. A source that speculates through vLLM 0.32's `--spec-method`/`--spec-model`/
-`--spec-tokens` is refused (never read as plain decoding): only a JSON --speculative-config
-is read.
-
-Why labels are dropped: labels are routing. A Service, a gateway's InferencePool or a
-router (production-stack's `--k8s-label-selector`) selects the source's pods by label, so a
-copy that kept them would receive live traffic. Only Services can be read here, so the
-shadows drop every source label but those the user names (`workloadRef.keepLabels`), and a
-kept key that a Service selecting the source's pods, or the source's own selector, uses is
-refused. Then the shadows' whole label sets are checked against every Service selector in
-the namespace (ours aside): one that would select a shadow is a problem, and no shadow is
-rendered.
+Pure: from the Deployment and the namespace's Services to a `SourceObservation` (argv read
+as vLLM reads it, speculative config, readiness, template hash, labels shadows must drop).
+Why labels are dropped and checked: labels are routing, and a shadow a Service selects
+would receive live traffic. Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """`spec.workloadRef` and `spec.promotion`: judge a vLLM Deployment another tool owns.
 
-Why: teams already serve vLLM from Git (Argo CD, Flux), a Helm chart or a platform's
-controller. Asking them to hand production to the operator before they may try a
-speculative config is asking too much, and writing to an object a GitOps tool owns starts
-a fight the tool wins (Argo Rollouts' workloadRef scale-down, Flagger's scale-to-zero).
-
-With `workloadRef` the rollout judges the referenced Deployment: the baseline and candidate
-shadows are copies of its pod template (image, args, env, volumes, resources, scheduling),
-the candidate with the speculative config swapped in, stripped of every label a Service
-selects on. The referenced object itself is never written under `GitOps`: the verdict
-carries the exact change (`status.workload.ownerPatch`, `kubectl specdecode patch NAME`),
-and the rollout is Promoted (condition `Verified`) once the source's own pods run it.
-`model` and `engine` may be left out: they are then read from the source's vLLM container
-(model, served name, image, release, port), and the rules that need them (the release,
-the draft against the target) are checked on the values read, by the operator rather than
-the API server. Given, they must match that container, which the operator checks.
+Why: teams serve vLLM from Git, Helm or a platform's controller, and writing to an object
+a GitOps tool owns starts a fight the tool wins. So shadows copy the source's pod template,
+and under `GitOps` the verdict carries the owner's change instead of writing it.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """`spec.analysis`: shadow traffic and ordered stages, each judged by its gates.
 
 Defaults follow the measure-first recipe: a low-concurrency stage gated on what makes the
-method pay (alpha for fixed-k model drafts; tokens per step for ngram and suffix, whose
-variable-length proposals buy several tokens at a lower alpha; for every other method,
-which has no method-specific gate, the method-neutral P99 stall and speedup), then a
-production-concurrency stage gated on the P99 stall between streamed chunks and on
-time-per-output-token speedup against the baseline. Both stages carry an ErrorRate gate:
-a candidate that fails requests carries less load and looks faster (the first a fail-only
-gross check, the second the strict one a promotion needs). Why every method gets
-a judged gate in every stage: a stage passes only on evidence (`domain.analyzing`), so a
-method the defaults forgot would never pass. Each gate's thresholds are the defaults of
-`gate_spec.GATE_DEFAULTS`; the gates here name only their type and the methods they judge.
+method pay, then a production-concurrency stage gated on the P99 stall and TPOT speedup,
+both with an ErrorRate gate; every method gets a judged gate in every stage, since a stage
+passes only on evidence. Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

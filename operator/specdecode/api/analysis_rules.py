@@ -1,15 +1,9 @@
 """The cross-field rules of `spec.analysis` and its stages, each written once (`rules`).
 
-StageSpec and AnalysisSpec enforce them in their validators, and the CRD carries the same
-rules as CEL (`validations`). Fail closed: a stage that can never judge anything (no gate,
-only dry runs or fail-only checks, only gates Mirror cannot judge) is refused here; one
-with no gate that applies to the rollout's method, on the spec (`SPEC_JUDGED_RULES`, which
-the rollout's spec enforces). A request timeout at or above a stage's minimum duration is
-refused too: a hang would end only after the stage could pass, unseen by its verdict.
-They live apart from the models so `analysis` stays a description of the fields; what
-Mirror traffic admits and judges is `certify`'s (its clauses, read from
-`evidence_table`). Stage and gate names are unique by the CRD's list-map keys (and the
-models' validators), not by a rule.
+The models enforce them in validators and the CRD carries them as CEL. Fail closed: a
+stage that can never judge anything, or whose request timeout outlasts its minimum
+duration, is refused. Apart from the models so `analysis` stays a description of fields.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

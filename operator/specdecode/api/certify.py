@@ -1,28 +1,10 @@
 """What certifies a stage, decided once: a gate's clauses, read by admission and by judging.
 
-Why one module: whether a gate judges a stage, and whether its pass counts towards the
-stage's pass, used to be decided in five places (two `applies_to`, the CRD's Mirror rules,
-`not_judged_reason`, the analysis' unenforced and fail-only sets), and a fix in one left a
-gap beside it. Here each condition is one clause, an expression tree (`rules`) over the
-wire form: the CRD's CEL rules (`analysis_rules`, the rollout's spec rules) are built from
-these clauses, and `certify`, which judging calls for every gate at every look, evaluates
-the very same trees in Python on the gate, the stage and the rollout's spec. The clauses
-read `EVIDENCE` (gate type x traffic source: what is admitted, what is judged, what the
-gate reads), from which the docs' gate table is generated (`tools/docgen.py`). Its Mirror
-rows are Mirror with ServerSide pairing (the engines' metrics only); Mirror through the
-splitter is paired client-side evidence and reads the Prompts rows (`evidence_row`).
-
-The clauses, in order (the first that does not hold is the reason):
-1. admitted: the source can read the gate (Mirror: a TailLatency gate only on ServerStep);
-   the API server refuses the rest, so judging never meets them;
-2. method: `methods` is empty or names the rollout's method (`none`: plain decoding);
-3. source: the source's row judges the type (Speedup is kept but not judged under Mirror);
-4. schedule: a Speedup gate asking a gain is not judged where the candidate's per-batch-size
-   schedule turns speculation off at every batch size up to the stage's concurrency
-   (`schedule_reach.off_through`);
-5. not dryRun: a dry run is measured and reported but never fails the stage;
-6. not failOnly: a fail-only check can fail the stage but is no evidence for a pass.
-Judged: 1-4 hold. May fail the stage: 1-5. Certifies (its pass counts): 1-6.
+Why one module: whether a gate is judged and whether its pass counts, decided apart by
+admission, the CRD and judging, drifts apart. Each condition is one clause (an expression
+tree, `rules`): the CRD's CEL rules are built from them and `certify` evaluates the same
+trees in Python at every look.
+Clauses and their order: docs/internals.md.
 """
 
 from __future__ import annotations

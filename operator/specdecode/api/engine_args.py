@@ -1,58 +1,10 @@
 """`vllm serve` arguments read as vLLM reads them: which operator-owned field an argument sets.
 
-Why: `spec.model.extraArgs` is appended to every engine's argv, and vLLM accepts many
-spellings of one flag. A check that compares strings refuses `--speculative-config` and
-lets `--speculative_config` through; the baseline then runs an ungated speculative config.
-This module normalises each argument the way vLLM's CLI does and says which reserved
-destination (argparse `dest`) it sets. The models refuse extraArgs with it, the CRD's CEL
-rules are generated from the same table (`reserved_arg_regex`), the renderer checks the
-whole argv with it (adapters/engine_argv_guard.py), and the tuning reads `--max-num-seqs` with it.
-Pure and stdlib only: no vLLM import.
-
-How vLLM 0.32.0 parses (read in vllm/utils/argparse_utils.py `FlexibleArgumentParser`, and
-run: tests/data/engine-arg-spellings.vllm-<release>.json records what each supported
-release's own parser set for every spelling in tests/data/engine-arg-spellings.yaml, plus
-its option strings; tools/vllm_parse_spellings.py made them, 0.32.0 with the lane's
-installed vLLM and the other releases from their wheels, tools/record_vllm_releases.sh).
-Their option tables differ, and the reserved set below is the union, so a release without
-`-sc` or `--device-memory-utilization` merely loses a spelling it would refuse anyway.
-
-- `--a_b` is `--a-b`: underscores become dashes between `--` and the first `.`
-  (`--speculative_config`, `--tensor_parallel_size=4`, `--disable_log_stats`).
-- `--flag=value` and `--flag value` are one thing (argparse).
-- Dotted JSON keys: `--json-arg.key value`, `--json-arg.key=value`, `--json-arg.k1.k2 v`
-  and list appends `--json-arg.key+ v` are merged into `--json-arg '{"key": v}'`; the name
-  is the part before the first `.` (`--speculative-config.method ngram` sets
-  speculative_config; so does `-sc.method ngram`).
-- JSON values: `--speculative-config '{...}'` (any value is accepted as the string it is).
-- Short options: `-sc` is `--speculative-config`, `-tp` is `--tensor-parallel-size`
-  (also `-tp=4`; `-O3` is `--optimization-level 3`, not reserved).
-- Prefix abbreviations: `allow_abbrev` is left True, so argparse resolves any unique
-  prefix: `--disable-log` sets disable_log_stats, `--speculative.method x` sets
-  speculative_config, `--tensor-parallel 4` sets tensor_parallel_size; single-dash `-t 4`
-  is `-tp 4` (no other option starts with `-t`). An ambiguous prefix is an error in vLLM;
-  refusing it here costs nothing. No exact vLLM 0.32 option is a proper prefix of a reserved
-  one (checked against its 430 option strings), so refusing every prefix refuses nothing
-  vLLM would read as another flag (`--device` is a prefix of
-  `--device-memory-utilization` in 0.32; releases with a `--device` flag lose it here).
-- `--no-flag` forms of booleans are refused where the recorded parser has them (a
-  BooleanOptionalAction such as `--no-tokens-only`); `disable_log_stats` and `headless`
-  are store_true in 0.32, so only their plain forms exist.
-- `--config file.yaml` pulls any flag from a YAML file: it is reserved as a whole.
-- A `--` separator does not stop vLLM's own rewriting (dotted args after it still merge),
-  so every argument is read, whatever comes before it.
-- `--model X` is moved to the positional model tag by `vllm serve`; `--uds` replaces host
-  and port; `--headless` runs no API server (no /health, no /metrics).
-
-Which destinations are reserved, and why, is not decided here: `RESERVED` is every non-free
-destination of the engine flag table (api/engine_flag_table.py), generated from each
-recorded release's own parser and classified once (api/engine_flag_classes.py): the
-speculative family (`--speculative-config`, `-sc`, and vLLM 0.32's `--spec-method`,
-`--spec-model`, `--spec-tokens`), what the operator renders, what turns the gates' stats off
-(`--disable-log-stats`, `--headless`) and what leaves the engines unjudgeable (`--uds`,
-`--config`, `--api-key`, ...). Flags that change the engine equally for all three
-Deployments (`--max-num-seqs`, `--enforce-eager`, ...) are free: they do not make the
-comparison unfair.
+Why: vLLM accepts many spellings of one flag, so a string compare would let
+`--speculative_config` through and the baseline would speculate ungated. Normalises as
+vLLM's CLI does (recorded per release in tests/data/engine-arg-spellings.*); used by the
+models, the CRD's CEL, the renderer's argv check and the tuning. Pure, stdlib only.
+The spellings handled and why each is reserved: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,10 @@
 """What each non-free `vllm serve` destination means to the operator: the hand-written half
 of the engine flag table (api/engine_flag_table.py).
 
-Why a class per destination: `spec.model.extraArgs` is appended to all three engines, so a
-flag that changes every engine alike is the user's (`free`), but a flag that speculates,
-that the operator renders, that stops the stats the gates read, or that leaves the engines
-unreachable by the load pods and Prometheus, would corrupt or block every verdict. Every
-destination of every recorded vLLM parser gets exactly one class; `tools/engine_flag_table.py`
-writes the per-release table from the recorded parser (tests/data/engine-arg-spellings.
-vllm-<release>.json) and this module, and a destination named nowhere here is `free`.
-
-Each entry below was read in vLLM's source (0.32 and main), not guessed:
-- `--spec-method`, `--spec-model`, `--spec-tokens` (vllm/engine/arg_utils.py,
-  `EngineArgs.create_speculative_config`) are merged into the speculative config as its
-  `method`, `model` and `num_speculative_tokens`; either alone turns speculation on.
-- `--grpc` runs vLLM's gRPC server instead of the OpenAI HTTP API; `--tokens-only` serves
-  only the tokens-in/tokens-out endpoint; `--ssl-keyfile`/`--ssl-certfile` serve HTTPS.
-  The load pods, the probes and Prometheus speak plain HTTP to the OpenAI API.
-- `--help` prints the help and exits: no engine runs.
-`FREE_BY_READING` records destinations whose names suggest speculation or metrics but which
-vLLM's source shows change only what is observed, alike on every engine.
-The other supported releases (0.11.2 and the latest patch of each minor to 0.33, recorded
-from their wheels by tools/record_vllm_releases.sh) were read the same way: every option
-string of a destination classified here is the same in all of them as in 0.32 or 0.33, and
-none of the 30 destinations 0.32 lacks (`--swap-space`, `--task`, `--guided-decoding-*`,
-`--num-lookahead-slots`, `--disable-log-requests`, 0.33's `--monokernel`,
-`--watchdog-config`, ...) speculates, is rendered by the operator, stops the stats or
-leaves the engines unreachable: they are free, the doubtful one listed below.
+Why a class per destination: extraArgs go to all three engines, so a flag that changes
+every engine alike is free, but one that speculates, is rendered by the operator, stops
+the gates' stats or makes engines unreachable would corrupt every verdict.
+What was read in vLLM's source for each entry: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """`spec.guard`: after promotion, production's acceptance and tail keep being judged (drift).
 
-Why: alpha depends on the traffic (workload class, sampling temperature). A config that
-passed its gates on last month's mix can cost latency on this month's (translation or
-creative traffic collapses alpha), and nobody would be told. The guard reads production's
-own spec-decode counters from Prometheus on a slow cadence and says so when production's
-alpha is surely below the threshold the analysis judged the config against, or when
-production's server-side step-ITL tail is surely past the promoted config's own figure at
-the analysis' deciding stage x (1 + `latencyTolerance`) (`domain.latency_drift`;
-`latency: false` turns that half off).
-
-On by default: a look is a few Prometheus queries every `intervalSeconds` while Promoted
-with a speculative config, nothing is written to the API server while nothing drifts (the
-status only changes when a drift is found), and the default reaction only alerts.
-`guard.enabled: false` turns it off; `onDrift: Rollback` also returns production to the
-config that was stable before the promotion.
+Why: alpha depends on the traffic mix, so a config that passed last month can cost latency
+this month and nobody would be told. On by default (a few Prometheus queries per look,
+nothing written while nothing drifts); the default reaction only alerts.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

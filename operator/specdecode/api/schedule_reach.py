@@ -1,19 +1,9 @@
 """Whether a stage's load reaches the batch sizes a per-batch-size k schedule speculates at.
 
-Why one expression for two uses: the analysis skips a Speedup gate that asks a gain only
-where the candidate cannot speculate at all (`speculation_off_through`, read by
-`domain.analyzing`), and admission refuses a schedule that no stage exercises
-(`SCHEDULE_REACH_RULES`, on the rollout's spec, rendered as CEL). Written apart, a schedule
-could be admitted whose every stage skips its speed gate: promoted on the tail alone.
-Both read `off_through`, one expression tree (`rules`).
-
-What a stage exercises: a closed-loop stage at concurrency c runs batches of 1 to c, not
-only c (the ramp-up, stragglers and requests ending together leave the batch smaller), so
-speculation anywhere in 1..c is measured there; an open-loop stage (requestRate) and Mirror
-traffic run batch sizes nobody fixes, so they may exercise any. A batch size in no range
-(a gap, or past the last range) has no k vLLM documents: it counts as speculating, so the
-gate is judged there (fail closed). The schedule's own rules (sorted, non-overlapping, the
-first range starting at 1) are `speculative_rules`'.
+Why one expression for two uses: the analysis skips a Speedup gate only where the candidate
+cannot speculate, and admission refuses a schedule no stage exercises; written apart, a
+schedule could be promoted on the tail alone. Both read `off_through` (`rules`).
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

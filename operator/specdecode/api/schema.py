@@ -1,21 +1,9 @@
 """Turn pydantic's JSON Schema into a Kubernetes structural schema (OpenAPI v3.0 subset).
 
-The API server only accepts "structural" schemas: every node has a `type`, no `$ref`, no
-`anyOf` of types, no `additionalProperties: false` next to `properties`. Pydantic emits
-JSON Schema 2020-12 with all of those, so this module rewrites it node by node:
-
-- `$ref` to `$defs` is inlined (the field's own description wins over the class docstring);
-- `anyOf: [X, null]` becomes plain `X`, not required: the API server prunes a `null` on a
-  non-nullable field, which the models read as "unset", so users may write either;
-- `exclusiveMinimum: n` becomes `minimum: n` + `exclusiveMinimum: true` (OpenAPI 3.0);
-- `title` is dropped, `description` kept everywhere (`kubectl explain` reads it);
-- `additionalProperties: true` (free-form objects) becomes
-  `x-kubernetes-preserve-unknown-fields`; typed maps keep `additionalProperties: {schema}`;
-- string enums get a `maxLength` equal to their longest value, so the CEL cost estimator
-  can bound rules that compare them.
-
-Extra per-class entries (CEL rules, list types) are merged in by a callback, so this module
-knows nothing about this particular resource.
+Why: the API server accepts only structural schemas (a `type` everywhere, no `$ref`, no
+`anyOf` of types), which pydantic does not emit; this rewrites node by node and merges
+per-class extras (CEL rules, list types) through a callback, knowing nothing of the resource.
+The rewrites one by one: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The status's size budget: what is written never approaches etcd's object limit.
 
-etcd refuses an object over 1.5 MiB (the API server's request limit is about 3 MiB), and
-a status write that fails leaves a rollout stuck. At the spec's maxima (16 stages of 16
-gates, `MAX_LOOKS_KEPT` looks each) the looks alone would be about 5 MiB, so the written
-status keeps a look history only for the stage in progress, `LOOK_BUDGET` looks shared by
-its gates (a default stage's 2 gates keep all 64); a finished stage keeps each gate's last
-look, and its verdict, bounds and `lookCount` summarise the rest. The candidate's
-acceptance by traffic (`load.acceptanceByTraffic`, at most MAX_TRAFFIC_GROUPS groups) is
-kept for the stage that speaks for the rollout only: the stage in progress, or after the
-analysis the last stage that ran (the one that passed last, or failed). Texts are cut: a
-gate's reason and a load note at `MAX_REASON_LENGTH`, any other at `MAX_TEXT_LENGTH`.
-tests/unit/api/test_status_budget.py builds the largest status the spec allows and checks
-the written JSON stays under `STATUS_BUDGET_BYTES`.
+Why: etcd refuses an object over 1.5 MiB and a failed status write leaves a rollout stuck,
+while at the spec's maxima the looks alone would be about 5 MiB. So looks are kept only for
+the stage in progress (`LOOK_BUDGET`), texts are cut, and
+tests/unit/api/test_status_budget.py checks the largest status stays under the budget.
 """
 
 from __future__ import annotations

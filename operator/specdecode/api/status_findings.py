@@ -1,12 +1,8 @@
 """`status.applyFindings`: what the operator's last writes found in their way.
 
-Applying a decision can find what no decision foresaw: an object named like one of the
-rollout's children (a shadow, the splitter, the load-token Secret, the promotion
-ConfigMap) that the rollout does not own, or the Patch promotion's apply refused by the
-source's owner. Each is shown as Degraded and changes what the operator writes next (it
-never writes over a foreign object, nor re-sends a refused apply at the same source
-generation). Kept here, not in the operator's memory, so a restarted operator shows the
-same condition and sends the same requests (issue 35 item 2).
+A foreign object named like one of the rollout's children, or a Patch promotion refused by
+the source's owner: shown as Degraded, and it changes what the operator writes next. Kept
+in status, not memory, so a restarted operator shows and sends the same.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The SpecDecodeTuning resource: find the best speculative config for a traffic, per load.
 
-A rollout says yes or no to one config; a tuning searches a space of them (explicit
-candidates and method x k grids) across a concurrency ladder, drops configs that are
-clearly worse at every load (successive elimination, `domain.tuning`), and reports the
-winner per load band, each config's break-even concurrency and, for vLLM 0.24+, the
-`num_speculative_tokens_per_batch_size` schedule. It reuses the rollout's model, GPU pool,
-engine and traffic models, so what a tuning measures is what a rollout would run; every
-candidate is checked against the engine's vLLM release with the rollout's own rules.
-The CRD is generated from these models (`tools.crdgen`); CEL rules live in `tuning_rules`.
+A rollout says yes or no to one config; a tuning searches a space of them across a
+concurrency ladder and reports the winner per load band, break-evens and a k schedule. It
+reuses the rollout's models, so what it measures is what a rollout would run.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """The SpecDecodeTuning rules the API server enforces (CEL), written once where possible.
 
-- Each explicit candidate must fit the engine's vLLM release and the target exactly as a
-  rollout's `speculative` must: the rollout's version rules (`rollout.SPEC_RULES`) are
-  re-bound from `self.speculative` to a loop variable over `searchSpace.candidates`, so
-  the same expression trees render the CEL and evaluate in Python (`rules`). Grid entries
-  can only be checked once expanded: the model does that (`tuning._search_space_problems`).
-- The ladder must ascend strictly; a trial's look must fit in its maximum length; traffic
-  must be Prompts (a trial holds a concurrency; mirrored live traffic cannot), its request
-  timeout below the default stages' minimum duration (the winner's rollout runs them).
-- The budget must pay for one trial's first look: 2 engines x gpusPerReplica x (warmup +
-  look seconds). The rules DSL has no multiplication, so this one is CEL text mirrored
-  by a Python check (`budget_pays_one_look`), as `validations.CelRule`s are elsewhere.
-- `--max-num-seqs` in model.extraArgs bounds the ladder: Python only (`max_num_seqs`, read
-  with vLLM's own spellings by `engine_args`), since parsing a flag's value from a string
-  list is beyond the DSL.
+Candidates reuse the rollout's version rules re-bound to a loop variable; the ladder,
+traffic and budget rules are here, with a Python mirror where the rules DSL cannot express
+one (`budget_pays_one_look`, `max_num_seqs`). Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

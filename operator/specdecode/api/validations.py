@@ -1,12 +1,8 @@
 """Where the cross-field rules go in the CRD (`x-kubernetes-validations`).
 
-Every rule is written once (`rules.Rule`, in the module of its model, from the facts it
-rests on): the models enforce it in their validators and this module only places it in the
-CRD, keyed by the model class name (the `$defs` name in pydantic's JSON schema; `self` is
-that object). tests/unit/api evaluates every rule the CRD carries with cel-python and
-compares each verdict with Python's. Every list and string a rule touches has
-maxItems/maxLength in the models, so the API server's CEL cost estimate stays far below
-its limits.
+Every rule is written once (`rules.Rule`, beside its model); this module only places it in
+the CRD, keyed by model class name. Lists and strings a rule touches are bounded, so the
+API server's CEL cost estimate stays far below its limits. More: docs/internals.md.
 """
 
 from __future__ import annotations

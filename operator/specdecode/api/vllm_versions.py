@@ -1,18 +1,8 @@
 """What each supported vLLM release accepts in `--speculative-config`, and what it exposes.
 
-Pure data and stdlib only (no pydantic), so the operator's models, the CRD generator and
-the simulator (engine-image/specdecode_sim) can all read the same facts. Every fact was
-read from vLLM's own wheels (`pip download --no-deps vllm==X`), in the files named in the
-comments; spans are inclusive minor releases (0.11.2 is the oldest release supported:
-suffix decoding, which the operator supports, arrived in 0.11.1).
-
-    vllm/config/speculative.py   SpeculativeConfig fields, `SpeculativeMethod`,
-                                 `RejectionSampleMethod`, `DraftSampleMethod`
-    vllm/config/utils.py         `@config`: `ConfigDict(extra="forbid")` from 0.16.0
-    vllm/engine/arg_utils.py     draft_model NotImplementedError up to 0.14.1
-    vllm/v1/spec_decode/dynamic/utils.py   the per-batch-size schedule's rules (0.24+)
-    vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py   metric names and labels
-    vllm/config/observability.py `per_request_spec_decode_metrics` (0.29+)
+Pure data and stdlib only, so the models, the CRD generator and the simulator read the same
+facts; every fact was read from vLLM's own wheels (the files are named beside each table;
+the list: docs/internals.md). Spans are inclusive minor releases, 0.11.2 the oldest.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """The acceptance bound from the counters alone: Mirror traffic, which has no streamed chunks.
 
-Under Prompts traffic `gates.acceptance` measures the correlation of drafts within a
-request from the load pods' per-request moments. Mirror traffic has no load pods, so the
-bound must hold whatever that correlation is: none is assumed (issue 33 removed an assumed
-intra-request correlation, RHO = 0.25, which under-covered when requests differ widely).
-
-Let request i contribute d_i drafts and a_i accepted tokens of its k d_i draft tokens, and
-alpha = sum a_i / (k sum d_i). With requests as the independent units (a mirrored request),
-the ratio's linearised variance is sum d_i^2 (alpha_i - alpha)^2 / D^2, D = sum d_i, with
-alpha_i = a_i / (k d_i) in [0, 1] however the drafts of one request are correlated (all or
-nothing included). Then sum d_i^2 (alpha_i - alpha)^2 <= d_max sum d_i (alpha_i - alpha)^2
-<= d_max D alpha (1 - alpha), because the d-weighted variance of values in [0, 1] with mean
-alpha is at most alpha (1 - alpha). So alpha is bounded like a proportion over
-n_eff = D / d_max trials (Wilson score bounds at the look's error).
-
-d_max comes from vLLM's own per-request histogram: a drafting step emits at least one
-token, so d_i <= the request's generated tokens <= the upper edge of the highest bucket of
-`vllm:request_generation_tokens` that the window's finished requests reached (vLLM's 1-2-5
-buckets: the edge is at most 2.5x the longest request, which only widens the bound). No
-histogram, or requests beyond its last finite edge, leaves d_max unknown: no bound (None),
-and the gate is Inconclusive naming the series. What the histogram cannot show: a request
-still running at the window's end, longer than every finished one, is counted by its
-drafts but not its length (README, Mirror). The seeded simulation in
-`tests/unit/domain/test_mirror_acceptance_bound.py` checks the error rate with
-all-or-nothing requests of widely varying length, where the assumed correlation failed.
+Why no assumed correlation: Mirror has no load pods to measure drafts' correlation within a
+request, so alpha is bounded like a proportion over n_eff = D / d_max trials, valid however
+a request's drafts correlate; d_max comes from vLLM's request-length histogram (unknown:
+no bound, Inconclusive). The derivation: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Per-request acceptance evidence as mergeable sums, and its wire form.
 
-Why sums of per-request moments: the load pods see acceptance one request at a time, the
-operator merges it over workers, shards and the blocks of a window, and the bounds treat
-requests as the independent units (`clustered.ratio_of_sums`). Sums of n, a, n^2, a*n and
-a^2 over requests are all that needs, and they add.
-
-Two sources of the same evidence (what `GroupEvidence` keeps apart, never mixed):
-- the stream: a streamed chunk carries one engine step's tokens, so for one request
-  n = decode chunks (after the first) and a = tokens beyond one per chunk (accepted draft
-  tokens). Exact while the client keeps up; when the server merges several steps into one
-  chunk (a lagging client, a batching proxy) n shrinks and a grows, so the estimate of
-  accepted tokens per step is biased UP;
-- the engine: vLLM >= 0.29 started with `--per-request-spec-decode-metrics summary` puts
-  `metrics.speculative_decoding` in a stream's final usage chunk (`num_spec_steps`,
-  `num_draft_tokens`, `num_accepted_draft_tokens`): here n = draft tokens, a = accepted
-  draft tokens, so a / n is the request's alpha, free of chunking, plus its verify steps.
+Why sums of per-request moments: the bounds treat requests as the independent units and
+the operator merges evidence over workers, shards and blocks; sums of n, a, n^2, a*n, a^2
+add. Two sources kept apart: the stream (biased up when chunks merge) and the engine's
+per-request metrics (vLLM >= 0.29). Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """The candidate's acceptance per traffic group, as status shows it.
 
-Why a separate estimate per group: the gates judge acceptance over the whole prompt set,
-which can pass while one part of the traffic (a workload class, a temperature band, long
-answers) pays for drafts it rejects; on-call needs to see which part. Nothing is judged
-here: the figures are for reading, and carry their requests so a thin group shows as thin.
-
-Estimator, per group (`acceptance_moments` says what each source measures):
-- Engine, whenever some request of the group carried vLLM's per-request metrics: alpha =
-  accepted / draft tokens, and accepted tokens per verify step; free of chunking.
-- Stream otherwise: accepted tokens per decode step r = sum a / sum n over requests (tokens
-  per streamed chunk minus one), and alpha = r / k, k the candidate's mean draft length
-  from its counters over the same look (none when the look read no counters). Biased UP
-  when the server merges several steps into one chunk (a client that does not keep up);
-  the Acceptance gate's cross-check (`streamValue` against the counters) shows that bias
-  for the whole set.
-Bounds: alpha's 95 % two-sided interval with the cluster-robust (requests) standard error
-and Student's t, as the gates use; not corrected for repeated looks, since no verdict
-rests on them.
+Why: the gates judge the whole prompt set, which can pass while one part of the traffic
+pays for drafts it rejects; on-call needs to see which part. Nothing is judged here: the
+figures carry their requests so a thin group shows as thin.
+The estimator per source: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The `specdecode.io/action` annotation: promote, abort, retry. Acted on once, then cleared.
 
-- promote (Deploying, Analyzing, Paused): production rolls to the candidate now. From
-  Paused it is the approval the pause waits for; earlier it overrides the gates, and the
-  Event says so.
-- abort (Deploying, Analyzing, Paused, Promoting): RolledBack (Aborted); production keeps,
-  or returns to, the stable config.
-- retry (RolledBack, Failed): a new analysis of the same desired config.
-An action that does not apply in the current phase, or an unknown value, is still consumed
-(`clear_action`), with a Warning Event saying why, so a stale annotation never fires later.
-Except its own echo: promote found in Promoting (the phase a promote enters; a gated
-promotion passes through it too, and a promote asked then is fulfilled). The status write
-that acted on it lands before the annotation is cleared, so an operator stopped in between
-meets the annotation again on restart: it is consumed silently, since the action did
-happen (a Warning each restart was a duplicate announcement).
+An action that does not apply in the current phase is still consumed with a Warning, so a
+stale annotation never fires later; the status write lands before the clear, so an action
+met again after a restart is consumed silently. Per action: docs/internals.md.
 """
 
 from __future__ import annotations

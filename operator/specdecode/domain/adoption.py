@@ -1,19 +1,9 @@
 """A rollout that judges a Deployment another tool owns (`spec.workloadRef`, GitOps).
 
-Pure. Three rules, applied around the state machine (`machine.decide`):
-1. Production is the source: the stable config is whatever the source's vLLM container
-   runs, read every reconcile, outside a promotion (while Promoting the owner is switching
-   it to the candidate; once Promoted a change is a drift from the promoted config, shown
-   as production not running it). The baseline shadow is therefore always a copy of what
-   production runs.
-2. The baseline must stay that copy: a change of the source's pod template (or of its
-   config) during an analysis restarts the analysis on the new baseline (`SourceChanged`).
-3. Under GitOps nothing is written to the source. A passed config waits in Promoting
-   (`AwaitingOwner`, no deadline: a pull request takes the time it takes) with the exact
-   change in `status.workload.ownerPatch`; when the source's own pods run it, the rollout
-   is Promoted and `Verified` says since when. Under Patch the reconciler applies that
-   change itself; once it is in the source's template (`patched`) the promotion has the
-   Owned promotion's deadline, and until then (a conflict) it waits as under GitOps.
+Pure rules around `machine.decide`: production is the source (the stable config is what it
+runs); a source change mid-analysis restarts it (`SourceChanged`); under GitOps nothing is
+written to the source and the passed config waits in Promoting for the owner.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """When time alone next changes an analysis: the wake-up of the rollout's reconcile loop.
 
-Why: gates look every `analysis.intervalSeconds` (and, once Promoted, the drift guard every
-`guard.intervalSeconds`), and a stage's warm-up, minimum and
-maximum durations end at fixed instants. Waking the loop at a fixed operator clock instead
-would make the looks land on that clock (an interval of 7 s looked every 10 s, 1 s every
-5 s) and spend reconciles on passes where nothing can have changed. Everything else that
-changes a decision (children, pods, the action annotation, the spec) arrives as a watch
-event and wakes the loop by itself.
+Why: looks and stage durations end at instants of the rollout's own clock; waking on a
+fixed operator clock would shift the looks and waste reconciles. Everything else that
+changes a decision arrives as a watch event. More: docs/internals.md.
 """
 
 from __future__ import annotations

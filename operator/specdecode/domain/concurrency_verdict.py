@@ -1,24 +1,10 @@
 """What a rollback on latency says about concurrency: it paid lower down, it fails here.
 
-Speculative decoding pays most at low load; as the batch grows the step turns compute-bound
-and the drafts' extra work lengthens every step, so a config can pass its acceptance stage
-at concurrency 4 and still stretch the P99 stall at production's 32. A bare "p99-itl
-failed" then reads as "the config is bad", when it is "the config is bad at this load".
-When a latency gate (TailLatency or Speedup) fails a stage, and an earlier stage at a lower
-concurrency was Successful, the verdict names both concurrencies, so the user knows the config
-failed at this load, not everywhere, and where it breaks even: above the concurrency that
-passed, at or below the one that failed (the stages measure nothing in between). Only if the
-lower stage passed a gate of each failing type: a stage that judged acceptance alone (the
-default recipe's first stage for EAGLE-3) says nothing of latency there, and the verdict says
-so instead of placing the break-even.
-
-On vLLM >= 0.24 the verdict also offers the candidate with a per-batch-size schedule
-(`num_speculative_tokens_per_batch_size`, built by the tuning's `schedule`) that keeps its k
-up to the batch size that passed and turns speculation off above (`status.scheduleOffer`).
-Only up to the concurrency that passed: a closed loop of c requests per engine never batches
-more than c, so that is what the passing stage vouched for. The offer is analysed like any
-config, never promoted on the failed analysis' evidence: by the user setting it as
-`spec.speculative`, or at once with `analysis.scheduleFallback: Analyze`.
+Why: a config can pass at concurrency 4 and stretch the P99 stall at 32; a bare "p99-itl
+failed" reads as "the config is bad". The verdict names both concurrencies, places the
+break-even between them only if the lower stage passed a gate of the failing type, and on
+vLLM >= 0.24 offers a per-batch-size schedule up to the one that passed
+(`status.scheduleOffer`). Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Conditions in the shape kstatus reads, computed from the phase (never accumulated).
 
-- Ready: True only when Promoted and production is ready with the stable config.
-- Progressing: True while an analysis or a promotion is under way (Deploying, Analyzing,
-  Paused, Promoting).
-- Degraded: True when the desired config could not be rolled out (RolledBack), when the
-  spec cannot be acted on (Failed) or when production is unavailable (Degraded).
-- Drifted: present (True, AcceptanceDrifted or LatencyDrifted) only while `status.drift`
-  stands: the guard found production's acceptance below its threshold, or its server-side
-  tail past its line, after promotion (`guarding`).
-- Reconciling / Stalled: what kstatus (Flux, Argo CD's health via kstatus, `kubectl wait`)
-  reads natively: Reconciling=True is "in progress", Stalled=True is "failed", neither is
-  "current".
-Every condition carries `observedGeneration`; `lastTransitionTime` changes only when the
-condition's status changes, so conditions don't flap on every reconcile.
+Ready, Progressing, Degraded, Drifted, and kstatus's Reconciling/Stalled, so Flux, Argo CD
+and `kubectl wait` read the rollout natively; `lastTransitionTime` changes only with the
+condition's status, so nothing flaps. Per condition: docs/internals.md.
 """
 
 from __future__ import annotations

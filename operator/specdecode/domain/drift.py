@@ -1,41 +1,9 @@
 """Drift: is production's acceptance surely below the threshold its config was judged at?
 
 Why a module of its own: after promotion nothing else watches the config, and alpha
-depends on the traffic mix. The check is pure: given production's spec-decode counters in
-time blocks (per-block increases of accepted and draft tokens, summed over production's
-pods), it says Drifted, Recovered or nothing.
-
-The unit of independence is the time block (`block_seconds`: 1/30 of the window, at least 5
-s and at least four scrape intervals, since Prometheus' `increase()` needs two samples
-inside its range; a window that then holds fewer than MIN_BLOCKS blocks can never judge,
-which the reconciler says in its log), never the draft token: drafts of one request share a
-prompt, and requests of one traffic burst share a workload class, so tokens inside a block
-are dependent. alpha is the ratio of sums over blocks with the cluster-robust (sandwich)
-variance of `clustered`, its block residuals summed Newey-West style
-(`serial_sum_of_squares`: a request or a burst of one workload class can span neighbouring
-blocks, so the unit is really a run of blocks), and Student's t at blocks - 1 degrees of
-freedom for a spread estimated from few blocks.
-
-Looked at repeatedly, so anytime-valid per window: the guard's looks land on a fixed grid
-(`GuardGrid`: every `intervalSeconds` from the start of the phase, grouped into windows of
-`windowSeconds`); each look judges the counters from its window's start to the look, and
-the looks of one window share the window's error through the group-sequential boundary of
-`sequential` (information time = seconds into the window / windowSeconds). For a
-production sitting exactly at the threshold, the chance of a false Drifted is at most the
-error per window, however many looks the window holds (checked by a seeded simulation
-against a naive fixed bound looked at every interval); over a long promotion false alarms
-come at most once per window / error on average. A new window starts afresh, so a change
-is found within about two windows. Too few blocks or draft tokens is no verdict, never a
-drift.
-The bound itself (`block_ratio`) is shared with the latency half (`latency_drift`): the
-share of step-ITL observations above a bucket edge is a ratio of block sums as well.
-
-What the guarantee rests on: blocks a few apart are independent. A traffic mix that wanders
-on the scale of many blocks (block-to-block correlation of alpha) is only partly caught by
-the Newey-West sum over so few blocks: per window at a correlation of 0.2, 7-8 % false
-drifts instead of 5 %; at 0.4, 11-13 %; at 0.7, about 24 % (two seeded simulations). Then
-production's alpha of the window really was lower than its long-run one, but the guarantee
-is stated for the long-run one.
+depends on the traffic mix. Pure: from production's counters in time blocks it says
+Drifted, Recovered or nothing, with the gates' cluster-robust machinery.
+Rationale in full: docs/internals.md; measured: docs/measured.md.
 """
 
 from __future__ import annotations

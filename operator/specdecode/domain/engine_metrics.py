@@ -1,34 +1,9 @@
 """Engines Prometheus does not scrape: Degraded (MetricsUnavailable) within a minute.
 
-The gates that read vLLM's counters (Acceptance, ServerStep tail latency) take an empty
-answer as "no drafts yet" (Inconclusive), never as a verdict, which is right for a look
-but hides a Prometheus that does not scrape the engines at all: the rollout then runs
-out its clock (minutes) saying nothing useful. So once a shadow engine pod (baseline or
-candidate) has been Ready for a grace period (longer than a scrape interval or two, see
-`OperatorSettings.engine_scrape_grace_seconds`), the operator asks Prometheus for one of
-vLLM's gauges of that pod; if none exists, the rollout says Degraded=True, reason
-`MetricsUnavailable`, naming the query that came back empty and what to fix. Series
-seen once for the current pods are not asked for again; the condition goes when they
-appear.
-
-Why a condition over the phase and not a rollback: no verdict can come from missing
-data either way (the gates fail closed), and what is wrong is the monitoring, not the
-candidate config. The usual fix (turn the chart's engine PodMonitor on, let Prometheus
-select the namespace) takes minutes and needs no new analysis: the stage then measures
-on from the first scrape. A rollback would throw away warm engines over a transient
-discovery delay too, and would need `retry` after the fix; the stage's own clock
-(maxDurationSeconds, progressDeadlineSeconds) still bounds what the shadows cost. This
-is how the other checks outside the state machine behave (`engine_version`,
-ChildNotOwned): the phase says where the analysis is, Degraded says what people must fix.
-
-The reason is the one the phase gives when the gates' Prometheus errors exhaust
-consecutiveErrorLimit (a rollback): the same cause, no data from the metric backend; the
-message tells them apart (this one starts with `NO_SERIES`).
-
-Only rollouts whose gates read engine metrics are checked (Acceptance, AcceptedLength,
-TailLatency: ServerStep, or the step-histogram cross-check beside PerChunk and PerToken):
-one judged by Speedup and ErrorRate alone reads only the load pods' measurements.
-Pure: the caller passes what Prometheus answered (None: not known, e.g. unreachable).
+Why: the gates read an empty answer as "no data yet" (Inconclusive), which hides a
+Prometheus that never scrapes the engines; the rollout would run out its clock saying
+nothing. A condition, not a rollback: what is wrong is the monitoring, not the config.
+Pure: the caller passes what Prometheus answered. Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The evidence fingerprint: what an analysis' looks were measured on, hashed part by part.
 
-An analysis is evidence about one candidate measured under one set of conditions: the
-plan (shadow traffic, stages, look cadence, error limits), what the engines run (an Owned
-rollout's model, engine and GPU pool fields; an adopted rollout's source pod template,
-whose hash `workload_source.template_hash` already is) and the prompt set's content. Each
-part is hashed on its own, recorded in status when the analysis starts (`evidence`, and
-their joint hash `analysisFingerprint`); a part that differs later restarts the analysis
-(`EvidenceChanged`, naming the parts), so no verdict mixes looks of two engines or prompt
-sets. Spec parts hash only values that differ from the defaults: an operator release that
-adds an optional field adds no part and restarts nothing. Observed parts (the prompt set,
-the source template) are compared once recorded; one not read yet is recorded when first
-read (the prompt set is read only while an analysis runs).
+Why: an analysis is evidence about one candidate under one plan, engine and prompt set;
+each part is hashed into status when the analysis starts, and a part that differs later
+restarts it (`EvidenceChanged`, naming the parts), so no verdict mixes looks of two.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
 """The guard's step while Promoted: production's acceptance and tail judged against the analysis.
 
 Why in the domain: the reaction to a drift (a condition, an Event, maybe a rollback) is a
-transition like any other, decided by `decide` from the status, the spec and what was
-observed, so it is tested without a cluster and replayed after a restart.
-
-- When: only Promoted, production healthy on a speculative config, `guard.enabled`. The
-  looks land on `guard_grid` (from `phaseSince`, every `guard.intervalSeconds`, windows of
-  `guard.windowSeconds`), so no per-look timestamp lives in status.
-- Against what: the strictest enforced Acceptance gate of the analysis (`minAlpha`, its
-  `confidence` and `minDraftTokens`), else the Acceptance defaults; and (`guard.latency`)
-  the candidate's server-side step-ITL quantile of the last TailLatency gate that recorded
-  one, x (1 + `guard.latencyTolerance`) (`latency_drift`). Both halves judge the same look
-  (`guard_findings`); a drift of either is recorded with its `kind`, acceptance first
-  when both drift at once.
-- Drifted (first time): `status.drift` records the look; a Warning Event `Drifted`. With
-  `onDrift: Rollback` the phase becomes RolledBack (reason Drifted) and production returns
-  to `previousStableSpeculative` (none: plain decoding); the desired config is still the
-  promoted one, so no new analysis starts until the spec changes or `retry`.
-- With `onDrift: Reanalyze` production falls back to plain decoding (the stable config)
-  and a clean analysis of the promoted config against it starts (`_reanalyze`).
-- A drift already recorded is not announced again; but if `onDrift` was switched to
-  Rollback meanwhile, the next look that still finds the drift rolls back.
-- Rollback only where it changes something: when the config before the promotion is the
-  one running (Git reverted to it, then it drifted), the drift is reported, not "rolled
-  back" to itself.
-- A drift recorded while the guard is then turned off (or production runs plain
-  decoding) is cleared: nothing could ever clear it otherwise, and its alert would fire
-  for good.
-- A later look that finds the recorded kind surely back (alpha's lower bound above the
-  threshold; the tail share's upper bound under 1 - q) and no drift of the other kind
-  clears the drift (an Event `DriftRecovered`). Anything else (no data, a straddling
-  bound, a failed Prometheus, a drift already recorded) changes nothing, so nothing is
-  written.
+transition like any other, decided by `decide`, tested without a cluster and replayed
+after a restart. Looks land on a grid from `phaseSince`, so no look timestamp lives in status.
+When, against what, and each reaction: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Requests in flight at a block's end: evidence a hung request gives before it ends.
 
-Why: a request that stops streaming without closing ends only at the load pod's request
-timeout, and a load pod stopped first (stage end, pod deleted) never ends it at all; until
-then it was in no block. Each block therefore carries a snapshot of the requests its
-worker(s) had in flight at the block's end: how many, and the `MAX_OPEN` with the longest
-open gap (time since the request's last content chunk, or since its send if none came),
-each with its age since send. Bounded: a snapshot's size does not grow with concurrency.
-
-A snapshot is a state, not a count of events: blocks of one time span (shards, workers)
-add up (`plus`), while a window keeps only its newest block's snapshot (the requests in
-flight now; an older snapshot's requests have since ended, and their end is in a block).
-So nothing is counted twice: a request in the newest snapshot has not ended in any block
-of the window yet. None (a report from a load pod older than this field) is unknown, and
-adds nothing: no gate needs a snapshot to pass, it only adds evidence against the side.
+Why: a request that stops streaming ends only at the load pod's timeout, or never if the
+pod stops first; until then it is in no block. So each block carries a bounded snapshot of
+its open requests (`MAX_OPEN` longest open gaps with their ages); `open_requests` judges it.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

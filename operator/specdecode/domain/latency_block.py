@@ -1,18 +1,8 @@
 """One time block of client-side load measurements, and the one table of its fields.
 
-Why a table: a block is merged (shards, workers), sent as JSON (the load report),
-recorded (the load pods' hot path) and summed over a window (`LatencySamples`). Each of
-those walks `BLOCK_FIELDS`, built from the dataclass's own fields and their `kind`
-metadata, so adding a measurement is one field here (plus the line that records it).
-
-Kinds: `sketch` (log-bucket sketch, merged by adding counts), `count` (an integer,
-summed), `sum` (a float, summed), `tally` (counts by name, summed per name), `moments`
-(`AcceptedMoments`, summed), `groups` (`GroupEvidence` by traffic group, summed per
-group), `latest` (the newer shard's text wins), `snapshot` (`InFlight`, a state at the
-block's end: blocks of one span add up, a window keeps its newest, see `domain.in_flight`).
-`start` and `seconds` are the block's span, not measurements. A field marked `optional`
-came after the wire schema's first version: a report from an older load pod may omit it (its
-default then), so an operator upgrade does not turn every old pod's report into an Error.
+Why a table: a block is merged, sent as JSON, recorded and summed over a window, and each
+of those walks `BLOCK_FIELDS` (the dataclass's fields and their `kind`), so adding a
+measurement is one field here. The kinds: docs/internals.md.
 """
 
 from __future__ import annotations

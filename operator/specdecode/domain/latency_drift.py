@@ -1,47 +1,9 @@
 """Latency drift: is production's server-side tail surely past the line the analysis drew?
 
 Why a module of its own: the acceptance half (`drift`) cannot see a config whose alpha
-holds but whose verify steps got slow (a longer context mix, a busier node, a bigger
-batch): users feel the tail, and nothing else watches it after promotion. Pure, like
-`drift`: given production's step-ITL histogram in time blocks, it says Drifted, Below or
-nothing.
-
-- What production is read for: vLLM's `inter_token_latency_seconds` histogram (the name
-  in every release the operator supports, `api.vllm_versions`' `step_itl`), one
-  observation per request per engine step, as the ServerStep gate reads it.
-- Against what (`latency_reference`): the candidate's server-side step-ITL quantile that
-  the analysis' deciding stage recorded next to its TailLatency gate
-  (`serverCandidateValue`, the last stage holding one), at that gate's quantile q and
-  confidence: what the promoted config itself showed before promotion. The line is that
-  figure x (1 + `guard.latencyTolerance`). Not the baseline's: a step under spec decode
-  verifies several tokens and is longer than a plain one, so production (speculating)
-  against plain decoding would re-ask the gate's question, which the analysis answered;
-  the guard asks whether the same config's tail moved. Nothing new is stored at
-  promotion: the stage results stay in status.
-- The statistic: the buckets lose the values, so the line is moved to the first bucket
-  edge at or above it (`tail_edge`, never below it: an edge below the line would call a
-  healthy tail drifted), and the figure judged is the share p of production's
-  observations above that edge. Production's q-quantile is above the edge exactly when
-  p > 1 - q, so Drifted means "the lower bound of p is above 1 - q": production's
-  q-quantile is surely past the edge, hence past the line. Below (a drift has passed)
-  means its upper bound is under 1 - q.
-- Unit of independence: the time block of `drift.block_seconds` (at least four scrape
-  intervals), never the observation: every request of a batch records the same step
-  duration, and neighbouring steps share a batch and a traffic burst. p is the ratio of
-  sums over blocks, bounded by `drift.block_ratio` (cluster-robust with Newey-West, t
-  at blocks - 1) at the look's critical value of the window's group-sequential boundary:
-  the same machinery, error budget per window and look grid as the acceptance half.
-- Too little data is no verdict: fewer than MIN_BLOCKS blocks with observations, fewer
-  than MIN_TAIL_EXPECTED / (1 - q) observations (a normal bound on a proportion needs
-  some expected tail), or a line beyond the last finite bucket.
-
-Limits: the reference is itself an estimate (the interpolated quantile of one stage's
-histogram) and is taken as exact; the candidate ran at the stage's concurrency on shadow
-traffic, production runs its own load, so a production busier than the deciding stage
-can move past the line without anything in the config changing (that is still a tail
-users feel, and the tolerance is the knob for it). One guard check judges both halves at
-the same look, each at its own gate's error, so a window's false alarms are bounded by
-the sum of the two errors.
+holds but whose verify steps got slow. Pure: from production's step-ITL histogram in time
+blocks against the promoted config's own figure x (1 + tolerance), Drifted, Below or nothing.
+The statistic, its unit and its limits: docs/internals.md.
 """
 
 from __future__ import annotations

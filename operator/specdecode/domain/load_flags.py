@@ -1,14 +1,8 @@
 """The load pods' settings that the CRD does not carry: each value defined once, here.
 
-A load pod's flags have one owner each. Values a user may set (seed, max tokens, sampling,
-request timeout, block length, the prompt source) belong to the rollout's spec
-(`api/traffic.py`); `specdecode-load` has no default for them, because a second default
-could only drift from the CRD's (it did: `--request-timeout` 600 against
-`requestTimeoutSeconds` 120). The values below are the operator's and the load program's
-own, so both read them from here: the operator renders every one into the pod's argv (an
-image set in `loadGenerator.image` may be of another version, whose defaults could
-differ), and `specdecode-load` defaults to them for a run by hand. Pure constants: the
-load pods may import the domain but not the API (pyproject's import-linter contracts).
+Why: each flag has one owner; what the spec sets has no default in `specdecode-load` (a
+second default drifted once), and the rest is defined here, rendered by the operator and
+used as the program's defaults. Pure constants. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """The load pods' report: what one shard measured, as JSON over HTTP, in one place.
 
-The load pods (`specdecode_load`) write it and the operator reads it, so both sides use
-these functions and the wire format cannot drift. Camel-case keys, like the CRD. A report
-that does not parse raises `ReportError` naming the field: the operator turns that into
-a gate Error, never into missing (or zero) latency.
-
-GET /v1/report?since=<unix seconds> answers with the blocks that start at or after
-`since`, plus the shard's identity and its running totals:
-
-    {"schema": 1, "side": "candidate", "shard": 0, "shards": 1, "processes": 2,
-     "bootTime": ..., "firstBootTime": ..., "restarts": 0, "blockSeconds": 2.0,
-     "sent": 812, "outputTokens": 201344, "capReached": false, "waitingFor": null,
-     "endpoints": ["http://10.2.0.7:8000"],
-     "gaps": [{"from": ..., "to": ..., "reason": "load container restarted"}],
-     "blocks": [{"start": ..., "seconds": 2.0, "perChunkItl": {"offset": -740,
-                 "counts": [...]}, ..., "accepted": {"requests": 3, ...},
-                 "byTraffic": {"code/greedy/short": {"stream": {"requests": 2, ...},
-                               "engine": {...}, "engineSteps": 41}},
-                 "inFlight": {"count": 32, "timeout": 45.0,
-                              "open": [[age, openGap], ...]}}]}
-
-`endpoints` echoes the engine URLs the pod sends to now (its start-up `--endpoint`s, or
-the last list the operator pushed), so the operator pushes only when they differ. A pod
-of an older image omits the key: `LoadReport.endpoints` is then None and the operator
-falls back to comparing with the pod's start-up arguments.
-
-Every request to a load pod's control routes carries the rollout's token (`Authorization:
-Bearer`), which the pod reads at start from the environment variable `TOKEN_ENV`.
+Why one place: the load pods write it and the operator reads it with the same functions, so
+the wire format cannot drift. A report that does not parse raises `ReportError` naming the
+field (a gate Error, never missing latency). The wire format: docs/internals.md.
 """
 
 from __future__ import annotations

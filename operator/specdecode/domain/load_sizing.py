@@ -1,14 +1,8 @@
 """How much shadow-load machinery a stage needs: measuring processes and pods per side.
 
-Why sized at all: one measuring process times a bounded number of streamed chunks per
-second before its own event loop starts to delay the timestamps it takes (the very error
-the tail-latency gate must not judge). The expected chunk rate of one side is known from
-the stage's load shape: closed loop, every stream receives about one chunk per engine
-step; open loop, at most `request_rate x max_tokens` tokens (chunks never outnumber
-tokens) arrive per second. Dividing by a process's measured capacity gives the processes,
-packed into as few pods as `max_processes_per_pod` allows. A sizing that proves too small
-is caught at run time: every process reports its own delay, and a saturated look is
-Inconclusive.
+Why sized: one process times only so many chunks per second before its own loop delays
+the timestamps the tail gate judges. The stage's load shape gives the chunk rate; a sizing
+too small shows at run time as a saturated (Inconclusive) look. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """One side's measuring window from its load shards' reports: the gates' latency input.
 
-Pure. Rules, each for a reason:
-- Blocks of different shards with the same start are merged: they share engine steps, so
-  the time block (not the shard) is the unit the statistics treat as independent.
-- Only whole blocks inside [since, now] count: a stage's window never includes warm-up.
-- A shard that restarted reports a gap; the engine saw less load during it, so the gap's
-  blocks are dropped on every shard of that side, and the gap is named in status. A shard
-  whose pod was created after the window began (a replacement for a deleted pod) was
-  missing from the window's start until its own warm-up ended: the same rule applies.
-- A shard that did not answer makes the window incomplete (Inconclusive), never a
-  verdict on what the remaining shards saw at a lower load than the stage's.
+Pure. Same-start blocks of different shards merge (the time block is the unit), only whole
+blocks inside the window count, a shard's gap drops those blocks on every shard of the side,
+and a shard that did not answer makes the window incomplete (Inconclusive), never a
+verdict. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -2,27 +2,9 @@
 
     decide(spec, status, observations, now) -> Decision
 
-Status is computed, not accumulated: the new status is a function of the spec, the old
-status, what the operator observed and the time. Nothing lives outside status, so running
-`decide` again with the same inputs gives the same output, and a restarted operator picks up
-where the last one stopped. Semantics follow Argo Rollouts:
-
-1. The desired config is `spec.speculative` (None = plain decoding), named by its
-   fingerprint ("none" for plain decoding). A fingerprint different from
-   `status.candidateFingerprint` (also on the first reconcile) is a new desired config: if it
-   equals the stable config there is nothing to analyse (Promoted, no shadows; e.g. Git
-   reverted); otherwise a clean analysis starts (AnalysisStarted, or AnalysisRestarted when
-   one was under way: a mid-analysis edit restarts cleanly). A change of the evidence
-   (the plan, what the engines run, the prompt set: `evidence`) restarts it too
-   (EvidenceChanged, naming the parts): no verdict mixes looks of two plans or engines.
-   While the schedule offer of a failed config is analysed in its place (`analysedFor`, see
-   `concurrency_verdict`), the status is still about that desired config.
-2. The `specdecode.io/action` annotation (see `actions`).
-3. The phase's own step (see `phases` and `analyzing`); a phase change lets the new phase
-   take its step at once (each phase at most once per call), so `decide` reaches a fixed
-   point: deciding again at the same instant changes nothing.
-4. Conditions, display columns and `observedGeneration`, then the effects (children, shadow
-   traffic, when to look again).
+Why pure: status is computed, not accumulated, so deciding again gives the same output and
+a restarted operator picks up where the last stopped. Semantics follow Argo Rollouts.
+The order of a decision: docs/internals.md.
 """
 
 from __future__ import annotations

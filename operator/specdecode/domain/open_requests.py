@@ -1,45 +1,9 @@
 """What the requests still in flight at a look add to a side's evidence, decided once.
 
-A window's requests in flight are its newest block's snapshot (`domain.in_flight`): none of
-them has ended in a block of the window, so what they add here is never counted twice.
-When one ends later, its end lands in a later block and the snapshot no longer lists it:
-the later report supersedes the open one. Three facts are taken from a snapshot, no guess:
-
-- **A stall of its age.** An open gap longer than the stage's stall bound is a chunk gap
-  at least that long, whatever comes next (its next chunk, or its end). It counts as one
-  chunk gap and one per-token gap of one token (as a failed request's last wait does, see
-  `specdecode_load.connection`), in the window's newest block, so the time block stays the
-  tail gate's unit of independence. Counting it at its age is a lower bound on the gap it
-  will be, so the side's quantile is a lower bound on the one its ended requests will show.
-  Why a bound: a short open gap (a request 10 ms into an 80 ms step) is far below the gap
-  it will be, and counted at its age it would pull the side's quantile down; a gap already
-  past the bound lies above the quantile the gate allows either way.
-- **A failure once past the request timeout.** A request older than the load pod's
-  request timeout has failed, though no block says so yet (the pod stopped, or its timer
-  has not run): for ErrorRate, one failed request (the request is the unit there).
-- **A failure once silent past the silence bound.** A stream silent longer than
-  `silence_bound` (no content chunk for that long, or no first token that long after its
-  send: a late start) is one failed request for ErrorRate at that look, as a client's read
-  timeout would have ended it; it need not wait for the request timeout (default 45 s),
-  by which time a hanging config has had a whole stage to pass on its other requests. The
-  bound is the baseline's: max(SILENCE_FLOOR_SECONDS, SILENCE_MULTIPLE x the longest wait
-  the baseline's window shows, its SILENCE_QUANTILE of chunk gaps and of first-token
-  times), applied to both sides, and the baseline's own silent requests count as its
-  failures. Why that cannot fail a healthy A/A pair: the bound is 4x the waits the
-  baseline itself shows nearly always (all but 0.1 %), and never under the floor, which
-  an engine step or a first token reaches only in rare events (a preemption's recompute);
-  those happen on both sides alike (the same prompts, the same engine), and the gate
-  judges the difference of the two failure shares at its own error
-  (`tests/unit/domain/test_silence_bound.py`: with 2 % of requests preempted for 2-8 s,
-  A/A pairs are not Failed; a bound healthy streams reach fails them, with or without the
-  pairing). A candidate merely slower in its tail (within the tail gate's tolerance) is far
-  below it: that is the tail gate's question.
-  A silent stream that later resumes was still a failure at that look (a verdict stays).
-
-The stall bound is the tail gate's own limit as a duration: (1 + tolerance) x the baseline's
-q-quantile of the gate's ITL over the window's blocks. A candidate gap past it is beyond
-what the gate allows the candidate's q-quantile to be. Both sides' open gaps are judged
-against the same bound; without a baseline quantile (no blocks yet) nothing is added.
+Three facts from a block's snapshot, never a guess: an open gap past the stage's stall
+bound counts as one stall of its age (a lower bound); a request past the request timeout,
+or silent past the baseline-derived silence bound, is one failed request for ErrorRate.
+Why each, and why a healthy A/A pair is not failed: docs/internals.md, docs/measured.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """One reconcile of each phase, given the observations (actions are handled before this).
 
-- Deploying: baseline (stable config) and candidate (desired config) shadows starting.
-  Both ready -> Analyzing with stage 0 started; a crash -> RolledBack (CandidateCrashed /
-  BaselineFailed); not ready within `progressDeadlineSeconds` -> RolledBack
-  (ProgressDeadlineExceeded, with the scheduler's or the crash's reason).
-- Analyzing: a crash -> RolledBack; otherwise see `analyzing`.
-- Paused: waits for an action; a candidate crash still rolls back.
-- Promoting: production rolls to the candidate; ready with the candidate's fingerprint ->
-  Promoted (stable = candidate); past the deadline -> RolledBack (PromotionFailed) and
-  production returns to the stable config.
-- Promoted: production not ready for longer than the progress deadline -> Degraded
-  (ProductionUnavailable); Degraded -> Promoted once production is ready again. While
-  production is ready, the drift guard judges its acceptance (see `guarding`).
-- RolledBack: stays until the desired config changes or `retry`.
-- Failed: a traffic source the operator cannot use (TrafficSourceInvalid); left on a new
-  generation of the spec or `retry`. Production is untouched throughout.
+Each phase's step and exits (Deploying, Analyzing, Paused, Promoting, Promoted,
+RolledBack, Failed); production is untouched throughout. Per phase: docs/internals.md.
 """
 
 from __future__ import annotations

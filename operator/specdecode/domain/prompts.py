@@ -1,20 +1,9 @@
 """Shadow prompts: parsed from a user's JSONL, or generated per workload class.
 
-Accepted JSONL lines (one request each):
-- `{"prompt": "...", "max_tokens": 128, "workload": "code"}` (a completion-style prompt),
-  optionally with `"class": "support-bot"`, a free label that names the line's traffic
-  in the acceptance split (`traffic_groups`; else `workload` names it),
-- `{"messages": [{"role": "user", "content": "..."}], ...}` (chat),
-- ShareGPT: `{"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", ...}]}`
-  (every turn up to the last human turn becomes the chat history).
-Any line may also carry the sampling parameters production used (`temperature`, `top_p`,
-`stop`); they are replayed as they are, and a line without them takes the spec's
-`temperature` and `topP` (`SamplingDefaults`, no values of its own: the CRD's defaults are
-the only ones). Why: acceptance depends on the decoding strategy, so greedy shadow
-traffic overstates alpha for a fleet that samples at temperature 0.7.
-A bad line is an error that names its line number; nothing is silently skipped.
-Pure (no I/O): the operator validates a prompt set with it before a stage starts, and the
-load pods parse the same file with it.
+Accepts completion prompts, chat messages and ShareGPT lines, each optionally with the
+sampling production used (acceptance depends on it: greedy shadows overstate alpha). A bad
+line is an error naming its line. Pure: the operator and the load pods parse with it.
+Line formats: docs/internals.md.
 """
 
 from __future__ import annotations

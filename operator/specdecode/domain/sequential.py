@@ -1,33 +1,9 @@
 """Error spending over a stage's looks: a group-sequential boundary, not a Bonferroni split.
 
-Why: a stage looks every `intervalSeconds` and stops at the first decisive look. Splitting
-the error evenly over the most looks a stage can take (Bonferroni) is valid but throws away
-that successive looks share most of their data: with 42 looks each bound is held at
-z = 3.04 instead of 1.64. A spending function (Lan and DeMets, 1983) spends the error
-`alpha * spent(t)` by information time t in [0, 1] and sets each look's critical value so
-that, for a statistic that behaves like a Brownian motion in t (a mean, a ratio estimator,
-a quantile: any asymptotically normal statistic over growing data), the chance of crossing
-at any look up to t is exactly the error spent by t. It stays valid for any number of looks
-at any times, as long as the times do not depend on the data (continuous monitoring only
-shrinks each increment), and needs no planned number of looks.
-
-- Information time is measured time / maxDurationSeconds, capped at 1: with a steady load
-  (the shadow load's concurrency or rate is fixed per stage) information grows in
-  proportion to time. A repeated look at the same t spends nothing (critical value inf).
-- Spending function: Hwang-Shih-DeCani with gamma = SPENDING_GAMMA = -1, between
-  Pocock-like (gamma = 1: decides clear effects early) and O'Brien-Fleming-like (gamma =
-  -4: keeps power for the last look). On the acceptance simulation gamma = 1 needed 4-15 %
-  fewer draft tokens than -1, but its last-look critical value is 2.27 against 2.01, i.e.
-  ~27 % more samples for an effect that needs the whole stage (a P99 ratio of 1.00
-  against 1.10); -1 keeps both close to their best.
-- Critical values come from the exact recursion on the Brownian motion's sub-density
-  (Armitage, McPherson and Rowe, 1969; Jennison and Turnbull, 2000, ch. 19) on a grid,
-  one-sided: each of the two errors (wrong promotion, wrong rollback) is spent on its own
-  boundary, ignoring the other one (which can only stop the walk earlier: conservative).
-- `nominal_error` turns a look's critical value into the one-sided error a single bound
-  at that value has, so every gate keeps asking for bounds "at an error" and the exact
-  order-statistic and Wilson bounds use the same level as the normal ones.
-Pure standard library; critical values are cached per sequence of look times.
+Why: successive looks share most of their data, so splitting the error evenly wastes it. A
+Hwang-Shih-DeCani spending function (gamma = -1) sets each look's critical value by the
+exact recursion, valid for any number of looks at data-independent times.
+Pure standard library. Rationale: docs/internals.md; measured: docs/measured.md.
 """
 
 from __future__ import annotations

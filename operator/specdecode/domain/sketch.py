@@ -1,17 +1,9 @@
 """A mergeable latency histogram with 0.5 % relative error: what load pods send, gates read.
 
-Why a sketch and not samples: the shadow load runs in its own pods and the operator must
-hold no samples, so each load pod keeps, per time block, a histogram whose buckets grow
-geometrically (bucket i holds values in (GAMMA^(i-1), GAMMA^i]). Any value is then known
-to within 0.5 % of itself (the bucket's geometric centre is never further than that from
-the true value), whatever the latency range, and two histograms merge by adding counts,
-so shards, blocks and looks combine exactly (the DDSketch idea, without its collapsing:
-latencies span a few decades, so a few hundred buckets cover every case).
-
-Order-statistic bounds carry over with no loss of coverage: the r-th smallest sample lies
-in a known bucket, so its value lies between that bucket's edges. A lower bound takes the
-lower edge, an upper bound the upper edge; the 0.5 % only ever widens an interval.
-Pure and dependency-free: the load pods (`specdecode_load`) and the domain both import it.
+Why a sketch and not samples: the operator must hold no samples, and geometric buckets know
+any value to 0.5 % whatever the range and merge exactly by adding counts (DDSketch without
+its collapsing). Bounds read edges, so the 0.5 % only ever widens an interval.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

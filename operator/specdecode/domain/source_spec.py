@@ -1,18 +1,8 @@
 """The resolved spec: a `workloadRef` rollout's `model` and `engine`, read from its source.
 
-Why one place: a rollout of only `workloadRef` and `speculative` leaves `model` and
-`engine` to the Deployment it judges, and everything after the observe step (rendering,
-the load pods, the release rules, the version check, the evidence) reads them. So they are
-filled in here, once per reconcile, into a `SpecDecodeRolloutSpec` (validated: every rule of
-the written spec, the release and draft rules included, holds for the values read), and no
-reader downstream asks whether a value was written or read. A value the user gave is kept
-and later checked against the source (`workload_source`), as before.
-
-A source that cannot be read, or whose vLLM container does not state a value the spec
-needs (no model argument, an image without a `:v0.Y.Z` tag and no stated release), leaves
-no spec to decide on: `decide_unresolved` says so in status and an Event naming what is
-missing, starts no analysis and ends a running one without a verdict (never a verdict on
-missing data). A verdict already reached (Promoting, Promoted, RolledBack) stands.
+Why one place: everything after observe reads `model` and `engine`, so they are filled in
+here once per reconcile into a validated `SpecDecodeRolloutSpec`, and no reader asks
+whether a value was written or read. Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Confidence bounds the gates rest on: standard library only, no numpy or scipy.
 
-Every bound here is one-sided at a given error probability `error` (the chance the true value
-lies beyond it). Gates ask for bounds once per evaluation ("look") at the error the
-stage's sequential boundary allows that look (`domain.sequential`).
-
-- Quantiles of independent samples: distribution-free order-statistic bounds (binomial),
-  used by the ServerStep gate on engine steps (`step_histogram`). Client-side samples share
-  steps and requests, so their gates use the block-clustered bounds of `clustered`.
-- Proportions: the Wilson score bound (ErrorRate, requests).
-- The acceptance fallback without streamed chunks: `acceptance_bound`.
+Every bound is one-sided at a given `error`, the one the stage's sequential boundary allows
+that look: order-statistic quantile bounds (independent samples), Wilson bounds on
+proportions; clustered samples use `clustered`. More: docs/internals.md.
 """
 
 from __future__ import annotations

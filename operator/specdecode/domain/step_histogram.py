@@ -1,38 +1,9 @@
 """The TailLatency gate on vLLM's own step-ITL histogram (`itlDefinition: ServerStep`).
 
-With Mirror traffic the responses never reach the operator, so the only inter-token latency
-is vLLM's `inter_token_latency_seconds` histogram: one observation per request per engine
-step, counted into fixed buckets (10, 25, 50, 75, 100, 150 ms, ...).
-
-Method: the values are lost, but the cumulative counts still say which bucket holds the
-r-th smallest observation. The order-statistic ranks (l, u) that bound the q-quantile
-(`stats.quantile_rank_bounds`) are located in their buckets, and the quantile is bounded by
-the lower edge of rank l's bucket and the upper edge of rank u's: distribution-free, and
-exactly as loose as the buckets are wide. Nothing is interpolated for a verdict; the
-candidate / baseline ratio combines both sides at half the look's error each (Bonferroni;
-the client-side gate combines its sides by MOVER instead, `gates.tail_latency`).
-Prometheus's interpolated `histogram_quantile` is only the point estimate reported next to
-the bounds.
-
-Limits:
-- Resolution: adjacent vLLM edges differ by 1.25x to 2.5x, so against a 10 % tolerance the
-  gate passes only when the candidate's quantile sits at least a bucket below the
-  baseline's, and fails only when a whole bucket lies between them; otherwise Inconclusive.
-- Counts: `increase()` extrapolates to the window's edges; counts are rounded to whole
-  observations (whole steps once scaled), which moves a rank by less than one.
-- Independence: all requests of a batch record the same step duration, so the observations
-  are not independent. With the window's engine-step count (`steps`, from
-  `vllm:iteration_tokens_total`: one observation per step) below the observation count, the
-  counts are scaled by steps / observations before the ranks, i.e. each step is one
-  observation (n_eff = steps): the worst case, every request of a step has the same ITL, so
-  conservative against dependence within a step. It still assumes independent steps of
-  similar batch sizes (batches varying with coefficient of variation c leave ~steps / (1 + c^2)
-  effective samples) and that every step records ITL (prefill-only steps count as steps but
-  record none). Steps unknown on either side (the series relabelled away, not exported or
-  not scraped) is Inconclusive naming the series, never a weaker rule: the raw count would
-  make each request of a step an independent observation (~32x the sample at 32 streams),
-  and a gate that counted so passed where it had no evidence.
-- Per step, not per token: a step under spec decode emits several tokens.
+Why: with Mirror traffic the responses never reach the operator, so vLLM's
+`inter_token_latency_seconds` buckets are the only inter-token latency. The order-statistic
+ranks that bound the quantile are located in their buckets (edges bound the values).
+Method and resolution: docs/internals.md.
 """
 
 from __future__ import annotations

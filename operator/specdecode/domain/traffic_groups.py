@@ -1,24 +1,8 @@
 """Which traffic a shadow request is: the labels acceptance is split by, and their bands.
 
-Why: a speculative config rarely fails everywhere at once; drafts that match chat may miss
-on translation, at high temperature, or on long answers. To let on-call see which traffic
-a config fails, every request carries three labels, and the candidate's acceptance is
-kept per label tuple. The bands are chosen here, once; the load pods label with them and
-the operator, status, metric and dashboard only read the labels.
-
-- class: the prompt line's `class` (a free label, e.g. a product), else its `workload`,
-  else the built-in set's workload class; else `unlabelled`;
-- temperature: `greedy` (0), `low` (<= 0.5), `high` (> 0.5): acceptance falls as the
-  target's sampling spreads;
-- output length, by the request's max_tokens: `short` (<= 128), `medium` (<= 512),
-  `long` (> 512). The cap, not the tokens produced: a request's group is known before it
-  is sent, so both sides and every shard group identically.
-
-Cardinality is bounded: at most `MAX_GROUPS` groups, the (MAX_GROUPS - 1) largest by
-their prompts' count in the set kept, the rest folded into one group `other/other/other`
-(`group_keys`, the same in every pod, since each replays the same set); the operator
-folds again by requests (`fold_groups`), so a report cannot grow the status or the metric.
-Pure: the load pods (which may not import the API) and the operator both use it.
+Why: a config rarely fails everywhere at once, so every request carries three labels
+(class, temperature band, length band) and the candidate's acceptance is kept per tuple.
+The bands are chosen here once; everyone else only reads them. Bands: docs/internals.md.
 """
 
 from __future__ import annotations

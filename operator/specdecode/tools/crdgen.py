@@ -1,14 +1,9 @@
 """Generate the CRDs (SpecDecodeRollout, SpecDecodeTuning) from the pydantic models, or check
-they have not drifted.
+they have not drifted (`--write`: make crds; `--check`: make verify-crds).
 
-    python -m specdecode.tools.crdgen --write   # make crds
-    python -m specdecode.tools.crdgen --check   # make verify-crds: exit 1 with a diff on drift
-
-The same YAML goes to `crds/` (for kubectl users) and to the Helm chart's `crds/` folder,
-so the two can never disagree. Schema conversion lives in `api/schema.py`, CEL rules in
-`api/validations.py` (and `api/tuning_rules.py`); this module only assembles each
-CustomResourceDefinition (one `CrdKind` per resource) and writes it. It sits in `tools`,
-not `api`: a build step that writes files is no part of the wire schema it reads.
+The same YAML goes to `crds/` and the Helm chart, so they never disagree. Schema
+conversion is `api/schema.py`, CEL rules `api/validations.py`; this only assembles and
+writes. In `tools`, not `api`: a build step that writes files is no part of the schema.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Generate the documentation site's resource reference (docs/reference.md) from the pydantic
-models, and docs/gates.md's gate table from the certification kernel (`gate_table`), or
-check that the committed pages have not gone stale.
+"""Generate the site's resource reference (docs/reference.md) from the pydantic models, and
+docs/gates.md's gate table (`gate_table`), or check the pages are not stale (`--check`).
 
-    python -m specdecode.tools.docgen --write   # make crds (and make docs-reference)
-    python -m specdecode.tools.docgen --check   # exit 1 with a diff when the page is stale
-
-It reads the very schema the CRD generator builds (`crdgen.open_api_schema`: the models'
-JSON schema, converted, with the CEL rules): one walk of the models, so the page says exactly
-what the API server enforces. What it adds is only presentation: one table row per field
-(path, type, default, rules, description). A unit test fails when the page differs from what
-this module renders, so a model change without `make crds` fails CI.
+Why from the CRD generator's own schema: one walk of the models, so the page says exactly
+what the API server enforces; a unit test fails on a model change without `make crds`.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

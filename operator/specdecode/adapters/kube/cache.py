@@ -1,15 +1,9 @@
 """The operator's watched view of the objects rollouts own: read from memory, never listed.
 
-kopf keeps one watch per kind (Deployments, Services and Pods labelled
-`specdecode.io/rollout`, and HTTPRoutes) and feeds every event into an index; this module
-defines what an index entry is (`snapshot`, keyed by `rollout_key` / `namespace_key`) and
-`ClusterView`, the read side the reconciler uses. A reconcile therefore costs no API
-request to observe its children: an idle rollout sends nothing at all.
-
-The indexes are plain mappings from a key to the snapshots of every object under that key
-(kopf's `Index` of `Store`s is one; tests pass dicts of lists). Snapshots are JSON-shaped
-dicts (camelCase, as the API server sends them) without `managedFields`, which are the
-bulk of an object and which nothing here reads.
+kopf keeps one watch per kind and feeds every event into an index; this module defines an
+index entry (`snapshot`, JSON-shaped, without `managedFields`) and `ClusterView`, the read
+side the reconciler uses, so observing a rollout's children costs no API request.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The engine Deployments and Services a rollout owns: observe, apply, prune.
 
-Observation reads the watched cache (`cache.ClusterView`), never the API server: the
-Deployments and their pods become `ChildState` values, including the scheduler's and
-kubelet's reasons, which become the rollout's "why".
-
-Writes go only to objects the operator owns (`adapters.kube.owned.apply_children`), and
-only where the cache differs from the rendered objects: `covers` says whether an
-observed object already holds every field the operator renders (the API server adds
-defaults, so "holds" is a subset test with quantities compared by value).
-A child deleted or edited by hand therefore differs, and its watch event triggers the
-reconcile that restores it; an unchanged rollout sends nothing. Shadows the domain no
-longer wants are deleted only if the cache says they exist.
+Observation reads the watched cache, never the API server; writes go only to owned
+objects and only where the cache differs from the rendered ones (`covers`), so a hand edit
+is restored on its watch event and an unchanged rollout sends nothing.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

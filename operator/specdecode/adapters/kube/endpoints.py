@@ -1,12 +1,8 @@
 """Where an engine role's ready pods answer: read from the watched pod cache, not listed.
 
-The shadow driver sends requests to pod addresses rather than the Service's virtual IP, so
-it needs no kube-proxy (true of the local test cluster) and spreads load evenly itself.
-The addresses are those the role's Service would list as ready in its EndpointSlices: a
-shadow Service selects exactly `specdecode.io/rollout` + `specdecode.io/role`, on the
-engine port, and an endpoint is ready when its pod has an IP, is Ready and is not being
-deleted. The pods are already watched (`ClusterView.rollout_pods`), and a pod becoming
-Ready or going away wakes the rollout, so this costs no request at all.
+Why pod addresses: the shadow driver needs no kube-proxy and spreads load itself. The
+addresses are those the role's Service would list as ready; the pods are already watched
+and a pod's change wakes the rollout, so this costs no request. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Kubernetes Events on a rollout, one per transition: named so a repeat is refused.
 
-Each Event's name is derived from the rollout's uid, the transition's origin (a digest of
-the status it was computed from), the reason and its position in the decision. The same
-transition computed again (by an operator killed after posting but before its status
-write, or from a copy of the rollout that differs only in metadata, such as kopf's own
-finalizer or annotation writes) gets the same name, and the second create is refused as
-AlreadyExists: one Event, not two. (kopf's `kopf.event` names Events randomly, so it
-cannot tell a repeat from a new one.)
-
-Events are posted before the status write that commits their transition
-(`reconciler.apply.commit_status`); when that write is refused (409: the rollout changed
-since), the transition did not happen from here, and `withdraw_event` deletes the Events
-this attempt created, so none announces a transition that is never written.
+Why deterministic names: an operator killed between posting and its status write computes
+the same transition again; the same name makes the second create AlreadyExists (kopf names
+Events randomly). Events of a refused status write are withdrawn (`withdraw_event`).
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

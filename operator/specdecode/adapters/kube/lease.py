@@ -1,13 +1,9 @@
 """Leader election on a coordination.k8s.io Lease: of several replicas, one reconciles.
 
-The protocol is client-go's: the holder renews `spec.renewTime` every `renew` seconds; a
-standby reads the Lease every `retry` seconds and takes it over when the holder field is
-empty (a graceful release) or when the record has not changed for `duration` seconds as
-measured by the standby's own clock (so clock skew between nodes does not matter). Every
-write is a replace carrying the resourceVersion read, so two standbys racing for an
-expired Lease cannot both win: the loser gets 409 Conflict.
-
-`LeaseElector` is synchronous (the official client); callers run it in a worker thread.
+client-go's protocol: the holder renews, a standby takes over an empty or expired record
+(expiry by its own clock, so skew does not matter), and every write carries the
+resourceVersion read, so two racing standbys cannot both win. `LeaseElector` is
+synchronous; callers run it in a worker thread. More: docs/internals.md.
 """
 
 from __future__ import annotations

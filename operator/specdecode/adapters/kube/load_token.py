@@ -1,12 +1,8 @@
 """The token of a rollout's load pods: a Secret the rollout owns, made once, read once.
 
-Why: a load pod's control endpoints decide what a verdict measures (`POST /v1/endpoints`
-points a side's load at a server; `GET /v1/report` is the measurement), and any pod that
-can reach a load pod could otherwise call them. Every load pod gets the token from this
-Secret (an environment variable, `adapters.load.pods`) and refuses a control request
-without it; the operator sends it with each. The operator creates the Secret before the
-rollout's first load pod and keeps the value in memory, so after a restart it is one GET
-per rollout. A Secret of that name the rollout does not own is never used.
+Why: a load pod's control endpoints decide what a verdict measures, and any pod that can
+reach it could otherwise call them. Load pods refuse a control request without the token;
+a Secret of that name the rollout does not own is never used. More: docs/internals.md.
 """
 
 from __future__ import annotations

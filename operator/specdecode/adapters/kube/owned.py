@@ -1,14 +1,9 @@
 """Applying a rollout's children only where the rollout owns them: never take over.
 
-The watched cache holds only objects labelled with a rollout, so a user's unlabelled
-Service or Deployment named like a child looks absent. Applying over it would rewrite its
-selector and add our ownerReference (deleting the rollout would then garbage-collect it).
-So an object is applied (with force: drift of our own children is repaired) only when it
-carries an ownerReference to the uid the rendered object names; a child the cache lacks is
-first checked with a dry-run create (its name is free, or taken), and only a taken name
-costs one GET, to tell a child of ours the watch has not delivered yet from somebody
-else's object. Somebody else's is left untouched and returned (`ForeignObject`), for the
-rollout to say so (`reconciler.ownership`).
+Why: the watched cache holds only labelled objects, so a user's object named like a child
+looks absent, and applying over it would take it over (and garbage-collect it with the
+rollout). An object is applied only when it carries our ownerReference; anybody else's is
+returned (`ForeignObject`) for the rollout to report. More: docs/internals.md.
 """
 
 from __future__ import annotations

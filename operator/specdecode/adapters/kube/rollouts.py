@@ -1,13 +1,9 @@
 """Reading and writing the SpecDecodeRollout resource itself: status and the action annotation.
 
-Status is written whole (a merge patch with explicit nulls for fields that went away), since
-the domain computes it whole, and only on top of the object it was computed from: the patch
-carries that object's `resourceVersion`, so the API server refuses it (409 Conflict,
-`StaleRollout`) if anything wrote the rollout since. The caller then drops the decision,
-events included, and decides again from the fresher object the watch delivers; a stale
-copy (an operator that restarted, a second replica) can neither undo a newer status nor
-announce a transition twice. The action annotation is removed with a JSON patch guarded by
-a `test` of its value, so a user's newer action written meanwhile is never swallowed.
+Status is written whole and only on top of the object it was computed from (its
+resourceVersion), so a stale copy can neither undo a newer status nor announce a transition
+twice (409: `StaleRollout`). The action annotation is removed only if unchanged, so a
+user's newer action is never swallowed. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Gateway API RequestMirror filters that copy a route's live traffic to the shadow engines.
 
-Mirror traffic: while an analysis stage runs, each rule of the user's HTTPRoute that sends
-requests to the rollout's production Service also mirrors `percent` of them to the baseline
-and to the candidate Service (ServerSide pairing), or to the splitter's Service (Splitter
-pairing). The route belongs to the user (or to Argo CD / Flux); the operator owns only
-RequestMirror filters whose backendRef names one of its shadow Services, and a filter toward
-its splitter's Service only on a route it marked (annotation `specdecode.io/mirrors` lists
-the rollouts that wrote mirrors there): a mirror toward the splitter is also what a user
-adds themselves (an adopted Deployment's owner, a rollout without `httpRoute`), and that
-one is theirs. It touches nothing else. `spec.rules` is an atomic list in the HTTPRoute schema, so
-server-side apply would take over every rule; instead each changed rule's `filters` list is
-replaced by a JSON patch guarded by a `test` of the route's resourceVersion, so a concurrent
-edit makes the patch fail (and the next reconcile recomputes) instead of being overwritten.
-
-The functions that compute patches are pure, so the policy is unit-tested without a cluster;
-`sync_route_mirrors` and `route_problem` do the I/O.
+The route is the user's (or Argo CD's / Flux's): the operator owns only the mirror filters
+toward its own shadow (or splitter) Services, and writes each changed rule's `filters` by a
+JSON patch guarded by the route's resourceVersion, so a concurrent edit is never overwritten.
+Patch computation is pure; `sync_route_mirrors` and `route_problem` do the I/O.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Reading and writing what a SpecDecodeTuning owns: its status, report and trial data.
 
-- The report ConfigMap `<tuning>-report` holds `report.json`, `report.md`, `report.svg`
-  (what users and the kubectl plugin read) and `state.json` (the runner's progress, so a
-  restarted operator resumes the round it was in). Written by server-side apply, only when
-  a key changed.
-- A trial's blocks ConfigMap `<trial>-blocks` keeps the time blocks of a cell's
-  measuring runs that ended (a cell paused by the plan gives its engines back; when it
-  resumes, its earlier blocks still count), gzip-compressed in `binaryData`.
-- `apply: true`: the winner as a SpecDecodeRollout named after the tuning, created and
-  annotated with the tuning's uid (`STARTED_BY`), or its `spec.speculative` patched when the
-  rollout of that name carries that annotation. A rollout the tuning did not start (a user's,
-  another tuning's) is never edited: the winner's patch stays in the report.
-Everything is owned by the tuning (deleting it deletes them), except the rollout it starts.
+The report ConfigMap (report and the runner's `state.json`, so a restart resumes the round),
+each trial's blocks ConfigMap (measured blocks survive a paused cell), and with
+`apply: true` the winner's SpecDecodeRollout, which is edited only if the tuning started it.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

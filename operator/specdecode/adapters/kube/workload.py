@@ -1,12 +1,9 @@
 """The Deployment a `workloadRef` rollout judges: read it and the Services that may select
 it; under the Patch strategy, apply (and withdraw) the promoted args alone.
 
-Two reads per reconcile of an adopted rollout (a GET and a namespace's Service LIST),
-because the watched cache holds only objects labelled as the operator's and the source
-must stay unlabelled. Under GitOps nothing here writes to the source (the passed config's
-change is kept in a ConfigMap the rollout owns). Under Patch one server-side apply,
-under a field manager of its own (`<manager>-promotion`), sets the vLLM container's args
-and nothing else, never forced: a field another manager owns is reported, not taken.
+Read directly (a GET and a Service LIST), since the source must stay unlabelled and the
+cache holds only labelled objects. Under Patch one non-forced server-side apply under its
+own field manager sets the vLLM args alone. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Render the shadow-load pods of one stage run (pure, like the engine children).
 
-A stage run gets, per side (baseline, candidate), `pods_per_side` pods; shard s of S sends
-request indices s, s+S, ... of the seeded request stream, so the two sides replay the same
-requests and shards never overlap. Every pod of a run carries the run's plan hash: a
-different stage, a re-run, a new candidate or a new shape is a new hash, so stale pods are
-told apart by a label and deleted, never reused.
-
-The prompt set is mounted from the user's ConfigMap or Secret (the operator has already
-parsed it and turned a bad line into a Failed phase before any pod exists); the results
-live in an emptyDir, so a restarted load container keeps its closed blocks and budget.
+Shards split one seeded request stream (shard s of S sends s, s+S, ...), so both sides
+replay the same requests; every pod carries the run's plan hash, so stale pods are told
+apart by a label and deleted, never reused. More: docs/internals.md.
 """
 
 from __future__ import annotations

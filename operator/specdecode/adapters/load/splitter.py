@@ -1,14 +1,8 @@
 """Render the shadow splitter of a Mirror stage run (Splitter pairing): Deployment + Service.
 
-Why a Deployment of one replica and a Service: the mirror (a Gateway API RequestMirror
-filter, a mesh's mirror, any tee) needs a stable address to send to, and the splitter
-must come back if its node goes; one replica, because pairing happens inside one process
-(both sides' requests leave it together). Like the load pods it sends to the engines' pod
-addresses, which the operator pushes per side (`reconciler.splitter`): it starts with
-none, and sheds what is mirrored until both sides have some. Its pod carries the stage
-run's plan hash, like the load pods: a new stage run replaces it, and the operator reads
-only the pod of the current run. Its in-flight cap and CPU request come from
-`spec.analysis.traffic.splitter` (defaults there).
+Why a one-replica Deployment and a Service: a mirror needs a stable address, the splitter
+must come back if its node goes, and pairing happens inside one process. Like the load pods
+it carries the stage run's plan hash. More: docs/internals.md.
 """
 
 from __future__ import annotations

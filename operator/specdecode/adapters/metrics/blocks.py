@@ -1,13 +1,8 @@
 """Production's acceptance counters in time blocks, for the drift guard (`domain.drift`).
 
 Why blocks and not one window: the guard's bound rests on time blocks as its independent
-units, so it needs each block's increase, not only the window's. One range query per
-counter, `sum(increase(counter{production pods}[B s]))` stepped every B seconds from the
-window's start + B to the look, gives the increase over each block [t - B, t], summed over
-production's pods (`EngineSelector.pod_regex`: `<rollout>-<replicaset>-<suffix>`, which
-the shadows' `<rollout>-baseline-...` pods do not match). Counter resets from pod restarts
-are Prometheus' business (`increase`). A block where either counter has no sample is left
-out (no data, never zeros); a failed backend is a MetricError, never raised.
+units. One stepped range query of `increase()` per counter over production's pods; a block
+missing a counter is left out (no data, never zeros). More: docs/internals.md.
 """
 
 from __future__ import annotations

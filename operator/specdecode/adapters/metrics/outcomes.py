@@ -1,12 +1,8 @@
 """vLLM's request outcomes per engine from Prometheus: Mirror's ErrorRate evidence.
 
-`sum by (finished_reason)(increase(vllm:request_success_total{engine}[window]))` at the
-window's end gives each reason's count (vLLM creates every reason's series at 0 at start,
-so a scraped engine answers every reason it has; 0.11-0.12 know only stop, length and
-abort, see `api.vllm_versions.FINISH_REASONS`). `resets()` of the same counter says
-whether an engine restarted in the window, and `vllm:num_requests_running` plus
-`vllm:num_requests_waiting` at the start and the end what was and is in flight. No series
-answering is `scraped` False (unknown), never zero failures.
+Counts per finish reason over the window, whether an engine restarted in it, and what was
+in flight at its start and end. No series answering is `scraped` False (unknown), never
+zero failures. The queries: docs/internals.md.
 """
 
 from __future__ import annotations

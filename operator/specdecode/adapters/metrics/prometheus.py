@@ -1,18 +1,9 @@
 """Acceptance counters and step-ITL buckets from Prometheus, through prometheus-api-client.
 
-Queries use the exact `_total` series names (never a regex over the name, which would also
-match the `_created` timestamps and double-count) and `increase()` over the stage's
-measuring window, evaluated at the window's end, so counter resets from pod restarts are
-handled by Prometheus. An empty result means "no drafts scraped": zeros with
-`drafts_scraped` False, which the acceptance gates read as no data (Inconclusive), never as
-alpha = 0; a drafts counter that answers 0 is a scraped zero (`drafts_scraped` True), which
-enough completed requests make a finding (`domain.gates.no_drafts`). Finished requests are
-the completed ones (`COMPLETED_REASONS`: vLLM also counts aborted requests there); the
-longest finished request's bucket edge (`vllm:request_generation_tokens`) bounds drafts per
-request for Mirror's acceptance bound (`domain.acceptance_bound`; absent: None). No
-step-ITL buckets is an empty histogram (no steps yet), never an error. The engine-step count
-that goes with the buckets (`vllm:iteration_tokens_total`, one observation per step) is None
-when absent: unknown, never zero (a ServerStep gate then judges nothing).
+Why it is careful: exact `_total` names and `increase()` over the stage's window (restarts
+handled by Prometheus); an empty answer is "no drafts scraped" (Inconclusive), never
+alpha = 0, and an absent step count is None, never zero.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Production's running-request histogram from Prometheus, to weight a tuning's ladder.
 
-A tuning measures each config per engine at fixed concurrencies; the one config it
-recommends depends on how often production's engines sit at each. The gauge
-`vllm:num_requests_running` is that concurrency, so a range query over a window samples it
-every `step` seconds and the histogram is the share of samples at each value.
-
-Per pod, never summed over pods: the ladder's loads are requests in flight *per engine*
-(a trial runs one engine pair), and a Deployment of four replicas at 16 each is four
-engines at 16, not one at 64. Series within one pod are summed (`sum by (pod)`): a pod
-exporting one series per model name or engine core is still one engine's batch. Each
-pod-sample counts once, so a busy replica and an idle one weigh the same per second.
-Idle samples (0 running) are left out: no token is produced then, so no config's speed
-matters; a window with no busy sample is an empty histogram, i.e. unknown (the tuning
-falls back to `productionConcurrency`), never an error. A failed backend is a MetricError.
+Why: the config a tuning recommends depends on how often production's engines sit at each
+concurrency. Sampled per pod (the ladder's loads are per engine), idle samples left out; a
+window with no busy sample is an empty histogram (unknown), never an error.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Production's step-ITL histogram in time blocks, for the guard's latency half.
 
-Why blocks (`domain.latency_drift`): the latency bound rests on time blocks as its
-independent units, like the acceptance half's (`blocks`), so it needs each block's bucket
-increases. One range query, `sum by (le) (increase(vllm:inter_token_latency_seconds_bucket
-{production pods}[B s]))` stepped every B seconds from the window's start + B to the look,
-gives every bucket's increase over each block [t - B, t], summed over production's pods.
-`inter_token_latency_seconds` is the name in every vLLM release the operator supports
-(`api.vllm_versions`' `step_itl`; the old `time_per_output_token_seconds` is gone from
-0.15 and never read), and the one the simulator exports. A block without its +Inf bucket
-is left out (no data, never zeros); a failed backend is a MetricError, never raised.
+Why blocks (`domain.latency_drift`): like the acceptance half, the bound rests on time
+blocks as independent units, so it needs each block's bucket increases (one stepped range
+query). A block without its +Inf bucket is left out, never zeros. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Cross-field rules written once: each renders to CEL for the CRD and evaluates in Python.
 
-A rule is a small expression tree over the object as the API server stores it (wire
-names, defaults applied). `cel()` gives the `x-kubernetes-validations` text; `value()`
-computes the same thing in Python for the pydantic models. So a rule cannot exist twice
-in two spellings, and `kubectl apply` and the operator refuse the same objects with the
-same message; tests/unit/api evaluates every rule the CRD carries with cel-python against
-its Python verdict.
-
-Modules: `expressions` (paths, presence, literals), `operators` (operators, functions,
-quantifiers), `rule` (a rule and a model's rule set). The rules themselves live beside the
-facts they come from: `speculative_rules`, `version_rules`, `workload`, `analysis_rules`.
+Why: a rule cannot then exist twice in two spellings, and `kubectl apply` and the operator
+refuse the same objects with the same message (tests/unit/api checks each CEL rule against
+its Python verdict). Modules: `expressions`, `operators`, `rule`; the rules themselves live
+beside the facts they come from. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """What one trial cell (one config at one concurrency) has measured, and its error level.
 
-Unit of independence. A cell is a baseline and a candidate engine under identical load;
-inside it the unit is the time block (`clustered`): requests that ran together
-share steps, blocks nearly do not. Cells are independent of each other (their own engines,
-their own time). Inside a cell the error of a bound is spent over its looks by the
-group-sequential boundary the gates use (`sequential`), with information time = measured
-seconds / trial.maxSeconds (looks come every trial.lookSeconds of a cell's own measured
-time, so the grid does not depend on the data; stopping or pausing a cell only drops looks).
-
-The error split (`bound_error`). The pick at a load is wrong only if one of these one-sided
-bounds fails, where B is the true best there among configs that meet the constraints and
-K the configs: B's upper objective bound, every other config's lower objective bound, the
-paired bound of B over every other config (`compare`), B's lower bound on each of its three
-constraints (tail ratio, error rate, alpha), and, for each other config that truly breaks a
-constraint, its bound on one constraint it breaks: at most K + (K - 1) + 3 + (K - 1) =
-3K + 1 bounds per load, one side each, which bound they are fixed by the truth and not by
-the data. So each one-sided bound is held at error / (3 x cells + loads) and the union of
-those events has probability >= 1 - error. (Every cell's two-sided objective interval, as
-reported, holds at once too: 2 x cells one-sided bounds < 3 x cells + loads.) The split
-used to be error / (2 x cells), both sides of the objective only, leaving the constraint
-bounds uncounted; the per-load count above is what the elimination actually relies on.
+Unit of independence: the time block inside a cell; cells are independent of each other.
+Each bound's error is spent over a cell's looks by the gates' group-sequential boundary,
+with information time = measured seconds / trial.maxSeconds.
+Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """How much better one config can be than another at the same load: bounds on log ratios.
 
-Two kinds of bound, both valid at every look at once (each is held by the sequential
-boundary at the per-bound error of `cells.bound_error`):
-- per cell: log upper(a) - log lower(b), each cell's tightest bound over all its looks (a
-  bound that held at every look may be intersected over looks);
-- paired: the difference of the two cells' log estimates at their latest common look m,
-  +- t x sqrt(se_a^2 + se_b^2). Cells are independent (own engines, own time), so the
-  difference of their means over looks 1..m is a Brownian motion in m on the same grid of
-  information times (look m = m x lookSeconds measured, whatever round it ran in): the
-  boundary's critical value at look m holds for it too. Width: sqrt(2) x the se instead
-  of 2 x, i.e. half the samples to separate two close configs. Used only when both looks
-  carry the log standard error (`CellMeasurement.objective_log_se`).
-The tighter of the two is used; the union bound in `cells` counts both.
+Two bounds, both valid at every look at once: per cell (each cell's tightest bound over its
+looks) and paired (the difference of the two cells' log estimates at their latest common
+look). Why each holds: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """Successive elimination: which configs can still win at which load, and which loads are
 decided.
 
-At each load, plain decoding (`NONE`, speedup exactly 1) competes with every config. A
-cell is *dominated* when another cell that surely meets the constraints (or plain
-decoding) is surely better: the upper bound on log(its objective / the other's) is below
-0 (`compare.Gaps`: the tighter of the per-cell bounds and the paired difference). It is
-*infeasible* when a constraint is surely broken (P99 tail ratio's lower bound above the
-maximum, the error rate's lower bound above the maximum, alpha's upper bound below the
-floor). A config dominated or infeasible at every load is *dropped*: none of its cells runs
-again. The leader of a load is the highest point estimate among the survivors; a survivor
-is *settled* once it is known to be at most the tolerance above the leader (upper bound on
-log(it / leader) <= log(1 + tolerance)): it needs no more looks while that leader leads. A
-load is *decided* once every other survivor is settled and the leader surely meets the
-constraints, or once every unsettled survivor has run trial.maxSeconds (the fallback: the
-best point estimate among cells whose point estimates meet the constraints, plain decoding
-if none does; no tolerance claim, the same pick an exhaustive sweep makes).
-
-Why a decided pick is within the tolerance with probability >= 1 - error: let B be the
-true best that meets the constraints. On the event that B's upper bounds, every other
-config's lower bounds, the paired bounds of B over each other config and the constraint
-bounds counted in `cells` all hold, B is never dominated (that would need a surely
-feasible config surely better than B) nor infeasible, and if the leader L is not B then B
-is settled against L, i.e. true(B) <= true(L) x (1 + tolerance). Which bounds those are
-depends on the truth, not on the data, so the union bound in `cells` covers them.
-
-The control that shows why the bounds matter (tests/unit/tuning): ranking on point
-estimates after a look or two picks a worse config far more often than the error.
+At each load plain decoding competes with every config; a cell is dropped when it is surely
+dominated (by `compare.Gaps`) or surely breaks a constraint, and a load is decided when one
+survivor remains. Rules in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """One trial look's figures, measured by the same gate modules a rollout is judged by.
 
 Why through the gates: a tuning must recommend what a rollout would promote, so each
-figure of a cell comes from the gate module of the same name, over the trial's load-pod
-windows and the candidate's counters, at the look's one-sided error (the cell's critical
-value z from `cells.look_critical`: error = 1 - Phi(z)). The unit of independence is the
-gates' own: time blocks for TPOT speedup and the P99 chunk gap, requests for the
-error rate and for acceptance bounds.
-- TPOT speedup: the Speedup gate (median TPOT ratio over blocks).
-- Throughput ratio: in a closed loop at a fixed concurrency an engine's output rate is the
-  concurrency times a request's token rate, and the median commutes with 1/x, so it equals
-  the TPOT speedup bound (the Speedup gate's Throughput metric says the same).
-- P99 tail ratio: the TailLatency gate on the per-chunk gap (a look whose load client
-  lagged is refused as saturated, never measured). Until 30 blocks hold P99 samples the
-  gate has no bound: the ratio's point estimate stands with an infinite upper bound, so
-  the constraint is not yet confirmed and the cell can neither win nor dominate.
-- Error rate: the ErrorRate gate's bound on the candidate's failed share minus the
-  baseline's (Newcombe, from both sides' Wilson bounds).
-- alpha (fixed-k model drafts) and tokens per step (every method) from the Acceptance and
-  AcceptedLength gates, when the candidate's counters answered.
-A figure the look cannot bound yet makes the whole look "not measured" with the reason.
+figure (TPOT speedup, P99 chunk gap, error rate, acceptance) comes from the gate of the
+same name at the cell's error level; a figure it cannot bound yet makes the look "not
+measured" with the reason. Per figure: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The trial plan: which cells run for the next look, under the parallelism and GPU budget.
 
-Trials advance in rounds of trial.lookSeconds. Slots (budget.maxParallelTrials) go first
-to cells never measured (lowest load first, then search-space order): elimination needs
-every survivor at a load measured before it can drop any, so the first look is breadth
-first. After that, cells already running keep their slot (their engines are warm) until
-they stop, then the cells with the fewest looks resume. A cell that sits out a round
-gives its engines back and pays the warmup again when it resumes, so the parallel cap
-holds for engines, not only for looks; this order pays it at most twice per cell unless a
-settled survivor resumes. A survivor already known to be at most the tolerance above the
-leader (`LoadVerdict.settled`) gets no looks while that leader leads, and resumes if the
-lead changes hands: its bounds stay valid meanwhile, as pausing a cell only drops looks from
-its fixed grid. A round the remaining GPU-seconds cannot pay is not started: the tuning
-reports what it has.
-GPU-seconds of a look: 2 engines (baseline and candidate) x gpusPerReplica x seconds.
+First look breadth first (elimination needs every survivor at a load measured); then
+running cells keep their slot (warm engines) and the fewest-looked resume, so a cell pays
+its warmup again at most twice. Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """A tuning's progress on a cluster: the run's cells and the round in flight, as JSON.
 
-Why JSON in a ConfigMap and not memory or status: a restarted (or newly elected) operator
-must resume the round where it stood, with the looks already paid for, and status must
-stay small whatever the search space. The runner keeps this under `state.json` of the
-tuning's report ConfigMap and writes it only when it changed. Pure: the reconciler reads
-and writes the text.
-
-Times are epoch seconds. A cell in the round is *starting* until its engines are Ready
-(`load_from` unset), then its load pods run from `load_from`, and it measures from
-`measure_from` (after the warm-up; a cell that ran in the previous round keeps measuring
-without a new warm-up). Its look is due `look_seconds` after `measure_from` plus the
-seconds its earlier looks of this run measured (`run_seconds`).
+Why JSON in a ConfigMap and not memory or status: a restarted operator must resume the
+round with the looks already paid for, and status must stay small whatever the search
+space. Pure: the reconciler reads and writes the text. Fields: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """From the standing to a recommendation: break-even, winners per band, the k schedule.
 
-- Break-even of a config: where its objective ratio crosses 1. Bounded over the ladder: it
-  lies above the highest load up to which the config surely wins (lower bound > 1 at that
-  load and every one below) and at or below the lowest load from which it surely loses
-  (upper bound < 1 there and above). Loads where the sign is unknown (the cell was
-  dropped early, or is close to 1) widen the interval; that is the price of elimination.
-- Bands: each ladder load stands for the concurrencies nearer to it than to its
-  neighbours on a log scale (boundaries at geometric midpoints); the last band ends at
-  `max_batch` (--max-num-seqs when the spec sets it).
-- Winner per band: the load's leader. It does not depend on production's distribution.
-- What does: the one config a rollout runs. A *family* is a config without its k (method,
-  draft, parameters). With a k schedule (vLLM 0.24+) a family runs its best k at each
-  band, and k = 0 where plain decoding leads; its score is the weight-averaged ratio over
-  bands (weights: production's running-request histogram mapped to bands; else all on
-  the production concurrency's band; else equal). Without a schedule the score is the
-  single config's average. The family with the highest score is recommended; the
-  report lists every family's score, so a reader sees how far the choice is from
-  flipping when the distribution moves.
+Break-even is bounded over the ladder by where a config surely wins and surely loses;
+each ladder load stands for a band of concurrencies; the winners per band become the k
+schedule. Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations
