@@ -57,7 +57,7 @@ async def sync_splitter(
     found: Found | None = None,
 ) -> None:
     """Make the rollout's splitter exactly the one `plan` wants (none when it wants none);
-    what stands in its way goes to `found` (`reconciler.ownership`)."""
+    what stands in its way goes to `found` (`adapters.kube.findings`)."""
     found = found if found is not None else Found()
     name = splitter_name(owner.name)
     deployments = runtime.cluster.rollout_deployments(owner.namespace, owner.name)

@@ -8,7 +8,7 @@ carries an ownerReference to the uid the rendered object names; a child the cach
 first checked with a dry-run create (its name is free, or taken), and only a taken name
 costs one GET, to tell a child of ours the watch has not delivered yet from somebody
 else's object. Somebody else's is left untouched and returned (`ForeignObject`), for the
-rollout to say so (`reconciler.ownership`).
+rollout to say so (`adapters.kube.findings`).
 """
 
 from __future__ import annotations
