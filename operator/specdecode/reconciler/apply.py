@@ -14,7 +14,7 @@ spec edited while that first reconcile runs: its children are rendered from the 
 its status write is refused (409), and the next reconcile re-renders them from the new one.
 
 Why Events before the status, case by case:
-- A copy older than our own write: `runtime.write_echo` refuses it in `reconcile` before
+- A copy older than our own write: `runtime.write_echo` refuses it in `observe` before
   anything is sent.
 - Killed (or a request failed) after the Events, before the write: nothing is committed.
   The next reconcile (after a restart: from kopf's fresh LIST) reads the same status,

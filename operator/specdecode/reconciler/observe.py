@@ -40,7 +40,7 @@ from specdecode.domain.stages import evaluation_due
 from specdecode.reconciler.engine_metrics import observe_engine_scrape
 from specdecode.reconciler.engine_version import observe_engine_versions
 from specdecode.reconciler.guard import observe_production
-from specdecode.reconciler.load import observe_load
+from specdecode.reconciler.load import LoadSeen, observe_load
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.splitter_reports import splitter_windows
 from specdecode.reconciler.stage_reads import read_stage_metrics
@@ -114,30 +114,7 @@ async def observe(
         children[ChildRole.PRODUCTION] = source.observation.state
     routes = await current_routes(runtime.cluster, runtime.kube, ref.namespace, spec)
 
-    index, stage_status = status.current_stage_index, _due_stage(runtime, spec, status, now)
-    since = stage_status.measure_from if stage_status is not None else None
-    needs = (
-        observations_needed(spec, index) if since is not None and index is not None else frozenset()
-    )
-    plan = traffic_plan(spec, status)
-    look = None  # (plan, since, now) when the due look reads the load pods' or splitter's
-    if since is not None and plan is not None and needs & LOAD_REPORT_NEEDS:
-        look = (plan, since.timestamp(), now.timestamp())
-    load = await observe_load(runtime, ref, spec, status, look)
-    windows = load.windows
-    if look is not None and uses_splitter(spec):
-        windows = await splitter_windows(runtime, ref, *look)
-    stage = None
-    if stage_status is not None and since is not None:
-        metrics = await read_stage_metrics(runtime, ref, spec, since, needs)
-        stage = StageObservations(
-            stage_name=stage_status.name,
-            candidate_acceptance=metrics.acceptance,
-            baseline_latency=windows[0],
-            candidate_latency=windows[1],
-            server_step_itl=metrics.server_step_itl,
-            engine_outcomes=metrics.engine_outcomes,
-        )
+    stage, load = await _observe_look(runtime, ref, spec, status, now)
     production_acceptance, production_latency = await observe_production(
         runtime, ref, spec, status, now
     )
@@ -163,6 +140,41 @@ async def observe(
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
     return Snapshot(ref, now, seen, action, not raw_status, source)
+
+
+async def _observe_look(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
+) -> tuple[StageObservations | None, LoadSeen]:
+    """The due look's measurements (None: no look is due) and the load pods' part."""
+    index, stage_status = status.current_stage_index, _due_stage(runtime, spec, status, now)
+    since = stage_status.measure_from if stage_status is not None else None
+    needs = (
+        observations_needed(spec, index) if since is not None and index is not None else frozenset()
+    )
+    plan = traffic_plan(spec, status)
+    look = None  # (plan, since, now) when the due look reads the load pods' or splitter's
+    if since is not None and plan is not None and needs & LOAD_REPORT_NEEDS:
+        look = (plan, since.timestamp(), now.timestamp())
+    load = await observe_load(runtime, ref, spec, status, look)
+    windows = load.windows
+    if look is not None and uses_splitter(spec):
+        windows = await splitter_windows(runtime, ref, *look)
+    stage = None
+    if stage_status is not None and since is not None:
+        metrics = await read_stage_metrics(runtime, ref, spec, since, needs)
+        stage = StageObservations(
+            stage_name=stage_status.name,
+            candidate_acceptance=metrics.acceptance,
+            baseline_latency=windows[0],
+            candidate_latency=windows[1],
+            server_step_itl=metrics.server_step_itl,
+            engine_outcomes=metrics.engine_outcomes,
+        )
+    return stage, load
 
 
 def _due_stage(
