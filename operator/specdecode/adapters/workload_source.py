@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -214,3 +215,22 @@ def _check(
         if ours != theirs:
             return f"spec.{field} is {ours!r} but the source runs {theirs!r}", None
     return None, speculative_of(argv)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The source as observed, and its pod template (what shadows are copies of)."""
+
+    observation: SourceObservation
+    template: Mapping[str, Any]
+    generation: int = 0
+
+    @property
+    def judged(self) -> bool:
+        """Whether it can be judged (no problem found)."""
+        return self.observation.problem is None
+
+
+def production_deployment(rollout: str, spec: SpecDecodeRolloutSpec) -> str:
+    """The Deployment production runs as: the source, else the rollout's own `<name>`."""
+    return spec.workload_ref.name if spec.workload_ref is not None else rollout

@@ -8,13 +8,13 @@ Order, for exactly one Event per transition and no other effect of a stale copy:
    cache shows it differs, so an idle rollout sends no request at all.
 Each step is idempotent; a reconcile stopped between two of them is completed by the next.
 One exception to the order: a rollout's first reconcile (no status stored yet) applies its
-children before step 1 (`reconcile._apply`), so a new rollout's Deployments do not wait
+children before step 1 (`apply_decision`), so a new rollout's Deployments do not wait
 for two writes. No earlier status exists for them to contradict; the one stale case is a
 spec edited while that first reconcile runs: its children are rendered from the older spec,
 its status write is refused (409), and the next reconcile re-renders them from the new one.
 
 Why Events before the status, case by case:
-- A copy older than our own write: `runtime.write_echo` refuses it in `reconcile` before
+- A copy older than our own write: `runtime.write_echo` refuses it in `observe` before
   anything is sent.
 - Killed (or a request failed) after the Events, before the write: nothing is committed.
   The next reconcile (after a restart: from kopf's fresh LIST) reads the same status,
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import dataclass
 
 from specdecode.adapters.kube.children import (
     delete_children,
@@ -49,75 +48,67 @@ from specdecode.adapters.kube.children import (
     stale_objects,
 )
 from specdecode.adapters.kube.events import EventTarget, post_event, withdraw_event
+from specdecode.adapters.kube.findings import Found
+from specdecode.adapters.kube.load_pods import observed_load_pods
 from specdecode.adapters.kube.owned import apply_children
-from specdecode.adapters.kube.rollouts import StaleRollout, clear_action, patch_status
-from specdecode.adapters.render import Owner, render_children
+from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout, clear_action, patch_status
+from specdecode.adapters.load.pods import LOAD_ROLE
+from specdecode.adapters.render import render_children
 from specdecode.adapters.render_adopted import render_adopted_shadows
+from specdecode.adapters.workload_source import Source
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.api.status_findings import ApplyFindings
 from specdecode.domain.decision import Decision
-from specdecode.reconciler.mirror import observe_routes, steer_mirrors
-from specdecode.reconciler.ownership import Found, not_owned_found
+from specdecode.reconciler.load_sync import sync_load_pods
+from specdecode.reconciler.mirror import steer_route_mirrors
+from specdecode.reconciler.next_reconcile import WAKE_SLACK_SECONDS, next_reconcile_in
+from specdecode.reconciler.observe import Snapshot
+from specdecode.reconciler.promotion_patch import write_promotion
 from specdecode.reconciler.runtime import Runtime
-from specdecode.reconciler.workload import Source
+from specdecode.reconciler.splitter import sync_splitter
 
-# Phases in which time alone can change the decision (looks, warm-ups, deadlines): the
-# loop wakes at the analysis clock. Elsewhere only a change can, and a watch event says so.
-CLOCKED_PHASES = frozenset({Phase.PENDING, Phase.DEPLOYING, Phase.ANALYZING, Phase.PROMOTING})
-# Wake this long after a timed event: the stage's comparisons are strict (`now >
-# measure_from`), and the loop's timer and the wall clock differ by a few milliseconds.
-WAKE_SLACK_SECONDS = 0.1
-
-
-@dataclass(frozen=True)
-class RolloutRef:
-    """The identity of the object being reconciled, and the version it was read at."""
-
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-    resource_version: str = ""
-
-    @property
-    def key(self) -> str:
-        """ "namespace/name", the key of per-rollout runtime state."""
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def owner(self) -> Owner:
-        """The owner of the rollout's children and load pods."""
-        return Owner(self.name, self.namespace, self.uid)
+__all__ = [
+    "WAKE_SLACK_SECONDS",
+    "RolloutRef",
+    "apply_decision",
+    "commit_status",
+    "next_reconcile_in",
+    "transition_origin",
+]
 
 
-def next_reconcile_in(runtime: Runtime, decision: Decision, key: str | None = None) -> float:
-    """Seconds until the rollout must be looked at again without any event.
+async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decision) -> None:
+    """Make the world match `decision`; without a spec (unreadable, or not resolvable from
+    its source) production is left as it is, and shadows, load pods and mirrors go.
 
-    The decision's next timed event when it has one (an analysis: its next look, warm-up
-    or duration end; Promoted: the drift guard's next look; `cadence.next_timed_event`),
-    else, while time drives the phase, the operator's clock (`reconcile_interval_seconds`).
-    The slow resync otherwise, which only repairs what a missed watch event could have
-    hidden. A rollout (`key`) with an object named like a child that it does not own: at
-    least at the operator's clock (no watch event says when that object goes).
-    The scrape check's next instant (`reconciler.engine_metrics`): at it, whatever the
-    phase (no event marks a grace's end).
+    A rollout with no status yet (`first`: its first reconcile) gets its children before its
+    status: nothing it could act on can be stale, since no status was ever written from
+    which a later decision could differ, and a new rollout's children need not wait for
+    two writes. If the status write is refused, the next reconcile re-applies them from
+    the fresh copy (a no-op where they match).
     """
-    settings = runtime.settings
-    if decision.wake_at is not None:  # an analysis' next look, or the drift guard's
-        until = (decision.wake_at - runtime.clock.now()).total_seconds()
-        wait = min(max(until, 0.0) + WAKE_SLACK_SECONDS, settings.resync_seconds)
-    elif decision.status.phase in CLOCKED_PHASES:
-        wait = settings.reconcile_interval_seconds
+    ref, spec, old = snapshot.ref, snapshot.seen.spec, snapshot.seen.status
+    source = snapshot.source
+    found = Found()  # what the writes below find in their way: stored in status
+    if snapshot.first:
+        await apply_children_of(runtime, ref, spec, decision, source, found)
+        version = await commit_status(runtime, ref, old, decision)
     else:
-        wait = settings.resync_seconds
-    if not_owned_found(decision.status):
-        wait = min(wait, settings.reconcile_interval_seconds)
-    check = runtime.engine_series_memory.next_check(key) if key is not None else None
-    if check is not None:  # an engine's scrape grace ends, or a missing series is re-asked
-        until = (check - runtime.clock.now()).total_seconds()
-        wait = min(wait, max(until, 0.0) + WAKE_SLACK_SECONDS)
-    return wait
+        version = await commit_status(runtime, ref, old, decision)
+        await apply_children_of(runtime, ref, spec, decision, source, found)
+    if spec is not None:
+        await write_promotion(runtime, ref, spec, decision.status, source, found)
+    pods = observed_load_pods(runtime.cluster.rollout_pods(ref.namespace, ref.name, LOAD_ROLE))
+    await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods, found)
+    await sync_splitter(runtime, ref.owner, spec, decision.traffic, found)
+    # Before the action annotation is consumed: that metadata write moves the version.
+    await write_findings(runtime, ref, decision.status, version, found)
+    await steer_route_mirrors(runtime, ref.namespace, ref.name, spec, decision.traffic)
+    if decision.clear_action and snapshot.action is not None:
+        await asyncio.to_thread(
+            clear_action, runtime.kube, ref.namespace, ref.name, snapshot.action
+        )
 
 
 async def commit_status(
@@ -154,7 +145,7 @@ async def write_findings(
     version: str,
     found: Found,
 ) -> None:
-    """Store what this apply found (`reconciler.ownership`) where it differs from the
+    """Store what this apply found (`adapters.kube.findings`) where it differs from the
     status just written (`version`): guarded, no Event; the write wakes the loop, and the
     next decision shows the findings as Degraded."""
     findings: ApplyFindings | None = found.merged(written.apply_findings)
@@ -248,17 +239,3 @@ async def apply_children_of(
         doomed = shadows_to_delete(ref.name, deployments, services, ref.uid)
         if doomed:
             await asyncio.to_thread(delete_children, runtime.kube, ref.namespace, doomed)
-
-
-async def apply_mirrors_and_action(
-    runtime: Runtime,
-    ref: RolloutRef,
-    spec: SpecDecodeRolloutSpec | None,
-    decision: Decision,
-    action: str | None,
-) -> None:
-    """Route mirrors as the decision wants them; remove the action annotation if used."""
-    routes = await observe_routes(runtime, ref.namespace, spec)
-    await steer_mirrors(runtime, ref.namespace, ref.name, spec, decision.traffic, routes)
-    if decision.clear_action and action is not None:
-        await asyncio.to_thread(clear_action, runtime.kube, ref.namespace, ref.name, action)

@@ -1,91 +1,9 @@
-"""What one operator process remembers between reconciles: caches, each re-derivable.
-
-Nothing here decides: every decision reads the rollout's status or the observed cluster
-(issue 35 item 2). A restarted process starts with these empty and reaches the same
-decisions; what it costs is a request or two, named per cache below.
-
-- `WriteEcho`: our own writes the watch has not delivered yet. A copy of a rollout at a
-  version our status write replaced is stale; a tuning this process finished is not
-  finished again from a copy still showing Running; the promotion ConfigMap is not
-  re-applied with the patch it holds. After a restart kopf LISTs, so no copy predates
-  the new process's writes; the ConfigMap is applied once more (an idempotent apply).
-- `LoadPodCache`: the load token (the Secret, read once after a restart) and the engine
-  endpoints each load pod or splitter side uses (their reports echo them; after a
-  restart a pod without a known echo is compared with its start-up arguments).
-- `GuardReads`: the drift guard's latest look read, so a reconcile between looks asks
-  Prometheus nothing. After a restart the latest look is read once more, evaluated at
-  its own instant: the same data, the same verdict, nothing written when nothing changed.
-"""
+"""The process' caches, by their old name: they live in `adapters.process_caches`, beside
+the other per-process memories (`EngineVersions`, `EngineSeriesMemory`), so observe and
+act both use them without a call into another reconciler module."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
+from specdecode.adapters.process_caches import GuardReads, LoadPodCache, WriteEcho
 
-
-@dataclass
-class WriteEcho:
-    """Our own last writes, until the watch echoes them."""
-
-    stale_versions: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Per rollout, the resourceVersions our last status writes replaced."""
-    finished_tunings: dict[str, int] = field(default_factory=dict)
-    """Per tuning, the generation this process finished (Succeeded or Failed)."""
-    promotion_files: dict[str, str] = field(default_factory=dict)
-    """Per rollout, the owner's patch its promotion ConfigMap was last written with."""
-
-    def replaced(self, key: str, versions: Iterable[str]) -> None:
-        """Our status write replaced these versions of the rollout: copies at them are stale."""
-        self.stale_versions[key] = frozenset(v for v in versions if v)
-
-    def is_stale(self, key: str, version: str) -> bool:
-        """Whether a copy at `version` predates our own last status write."""
-        return bool(version) and version in self.stale_versions.get(key, frozenset())
-
-    def forget(self, key: str) -> None:
-        """The rollout (or tuning) is gone."""
-        self.stale_versions.pop(key, None)
-        self.finished_tunings.pop(key, None)
-        self.promotion_files.pop(key, None)
-
-
-@dataclass
-class LoadPodCache:
-    """The load token and the endpoints each load pod (or splitter side) uses."""
-
-    tokens: dict[str, str] = field(default_factory=dict)
-    """Per rollout, the token its load pods require (`adapters.kube.load_token`)."""
-    endpoints: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    """Per rollout, per load pod: the engine endpoints its report echoed, or we pushed since."""
-    splitter_endpoints: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    """The same for the Mirror splitter, per "<pod>/<side>"."""
-    unechoed_pushed_at: dict[str, float] = field(default_factory=dict)
-    """When pods without a known echo were last pushed (monotonic): pushes repeat on a
-    timer, not every reconcile."""
-
-    def forget_endpoints(self, key: str) -> None:
-        """The rollout's load pods are gone (or not wanted)."""
-        self.endpoints.pop(key, None)
-        self.unechoed_pushed_at.pop(key, None)
-
-    def forget(self, key: str) -> None:
-        """The rollout is gone."""
-        self.forget_endpoints(key)
-        self.tokens.pop(key, None)
-        self.splitter_endpoints.pop(key, None)
-
-
-@dataclass
-class GuardReads:
-    """The drift guard's reads: the latest look read, and windows already said too short."""
-
-    judged: dict[str, datetime] = field(default_factory=dict)
-    """Per rollout, the instant of the latest look read and judged."""
-    said_blind: set[str] = field(default_factory=set)
-    """Rollouts whose guard window was said too short for the scrape interval (log once)."""
-
-    def forget(self, key: str) -> None:
-        """The rollout is gone."""
-        self.judged.pop(key, None)
-        self.said_blind.discard(key)
+__all__ = ["GuardReads", "LoadPodCache", "WriteEcho"]

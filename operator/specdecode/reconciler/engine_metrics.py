@@ -1,6 +1,6 @@
-"""The scrape check of one reconcile: does Prometheus hold series of the rollout's settled
-shadow engines? None: Degraded (MetricsUnavailable), see `domain.engine_metrics`. Kept
-apart from `reconcile` so the check is one call there; at most one query per reconcile,
+"""The scrape check's read: does Prometheus hold series of the rollout's settled shadow
+engines? None: Degraded (MetricsUnavailable), see `domain.engine_metrics`, judged in
+`domain.pass_decision`; at most one query per reconcile,
 none once the current pods were seen (`adapters.engine_series`). Also the one line the
 operator logs at start-up about what its Prometheus holds."""
 
@@ -10,6 +10,7 @@ import logging
 from datetime import timedelta
 
 from specdecode.adapters.engine_series import shadow_engine_pods
+from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
@@ -22,10 +23,33 @@ from specdecode.domain.engine_metrics import (
     with_metrics_check,
 )
 from specdecode.domain.observations import MetricError
-from specdecode.reconciler.apply import RolloutRef
+from specdecode.domain.pass_decision import EngineScrape
 from specdecode.reconciler.runtime import Runtime
 
 logger = logging.getLogger("specdecode.metrics")
+
+
+async def observe_engine_scrape(
+    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec
+) -> EngineScrape | None:
+    """What the scrape check judges (`domain.pass_decision`): the shadow engine pods and
+    those Prometheus holds series of; None when nothing is to be checked now (no gate reads
+    engine metrics, the check is off, or no engine pod has been Ready for the grace)."""
+    memory = runtime.engine_series_memory
+    seconds = runtime.settings.engine_scrape_grace_seconds
+    if seconds <= 0 or not reads_engine_metrics(spec):
+        memory.forget(ref.key)
+        return None
+    grace, now = timedelta(seconds=seconds), runtime.clock.now()
+    pods = shadow_engine_pods(runtime.cluster.rollout_pods(ref.namespace, ref.name))
+    due = settled(pods, now, grace)
+    if not due:
+        memory.forget(ref.key)  # no settled engine: nothing asked, nothing to show
+    memory.expect(ref.key, settles_at(pods, now, grace))
+    if not due:
+        return None
+    scraped = await memory.scraped(runtime.engine_series, ref.key, ref.namespace, due, now)
+    return EngineScrape(ref.namespace, tuple(pods), scraped, grace, now)
 
 
 async def with_engine_metrics_check(
@@ -36,22 +60,14 @@ async def with_engine_metrics_check(
     decision: Decision,
 ) -> Decision:
     """`decision`, its status with Degraded=True while a shadow engine pod Ready for the
-    grace period has no series in Prometheus (rollouts whose gates read engine metrics)."""
-    memory = runtime.engine_series_memory
-    seconds = runtime.settings.engine_scrape_grace_seconds
-    if seconds <= 0 or not reads_engine_metrics(spec):
-        memory.forget(ref.key)
+    grace period has no series in Prometheus (the check alone: observed, then judged)."""
+    scrape = await observe_engine_scrape(runtime, ref, spec)
+    if scrape is None:
         return decision
-    grace, now = timedelta(seconds=seconds), runtime.clock.now()
-    pods = shadow_engine_pods(runtime.cluster.rollout_pods(ref.namespace, ref.name))
-    due = settled(pods, now, grace)
-    if not due:
-        memory.forget(ref.key)  # no settled engine: nothing asked, nothing to show
-    memory.expect(ref.key, settles_at(pods, now, grace))
-    if not due:
-        return decision
-    scraped = await memory.scraped(runtime.engine_series, ref.key, ref.namespace, due, now)
-    checked = with_metrics_check(old, decision.status, ref.namespace, pods, scraped, grace, now)
+    checked = with_metrics_check(
+        old, decision.status, scrape.namespace, scrape.pods, scrape.scraped, scrape.grace,
+        scrape.at,
+    )  # fmt: skip
     return decision.with_status(checked)
 
 

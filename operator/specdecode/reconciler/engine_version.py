@@ -1,29 +1,20 @@
-"""The vLLM release check of one reconcile: the engines' GET /version against the release
-the rollout's config was validated for; a mismatch turns Degraded on (see
-`domain.engine_version`). Kept apart from `reconcile` so the check is one call there."""
+"""The vLLM release check's read: each ready engine pod's GET /version (asked once per pod,
+`adapters.engine_version`). A release other than the one the rollout's config was
+validated for turns Degraded on (`domain.engine_version`, judged in `decide_pass`)."""
 
 from __future__ import annotations
 
+from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
-from specdecode.domain.decision import Decision
-from specdecode.domain.engine_version import with_version_check
-from specdecode.reconciler.apply import RolloutRef
+from specdecode.domain.engine_version import RunningVersion
 from specdecode.reconciler.runtime import Runtime
 
 
-async def with_engine_version_check(
-    runtime: Runtime,
-    ref: RolloutRef,
-    spec: SpecDecodeRolloutSpec,
-    old: SpecDecodeRolloutStatus,
-    decision: Decision,
-) -> Decision:
-    """`decision`, its status with Degraded=True while a ready engine pod runs another
-    vLLM release than the one the spec was validated for."""
+async def observe_engine_versions(
+    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec
+) -> tuple[RunningVersion, ...]:
+    """The release each ready engine pod of the rollout runs (those that answered)."""
     pods = runtime.cluster.rollout_pods(ref.namespace, ref.name)
     versions = runtime.engine_versions
     running = await versions.running_versions(runtime.http, ref.key, pods, spec.engine.port)
-    expected = spec.engine.effective_vllm_version
-    checked = with_version_check(old, decision.status, expected, running, runtime.clock.now())
-    return decision.with_status(checked)
+    return tuple(running)

@@ -21,16 +21,16 @@ import asyncio
 import logging
 from datetime import datetime
 
+from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.adapters.metrics import EngineSelector
+from specdecode.adapters.workload_source import production_deployment
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, ProductionAcceptance, block_seconds, can_judge
 from specdecode.domain.guarding import guard_check, guard_grid
 from specdecode.domain.latency_drift import ProductionLatency, latency_guarded
 from specdecode.domain.observations import MetricError, StepHistogram
-from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.runtime import Runtime
-from specdecode.reconciler.workload import production_deployment
 
 LOG = logging.getLogger(__name__)
 
@@ -62,11 +62,15 @@ async def observe_production(
         )  # fmt: skip
     engine = EngineSelector(ref.namespace, production_deployment(ref.name, spec))
     seconds = block_seconds(window, scrape)
-    judge_latency = latency_guarded(spec, status) is not None
-    blocks, tails = await asyncio.gather(
-        runtime.acceptance_blocks.acceptance_blocks(engine, look.window_start, look.at, seconds),
-        _tails(runtime, engine, look.window_start, look.at, seconds, judge_latency),
+    blocks_read = runtime.acceptance_blocks.acceptance_blocks(
+        engine, look.window_start, look.at, seconds
     )
+    tails: tuple[StepHistogram, ...] | MetricError | None = None
+    if latency_guarded(spec, status) is not None:  # only with something to judge them by
+        tail_read = runtime.tail_blocks.tail_blocks(engine, look.window_start, look.at, seconds)
+        blocks, tails = await asyncio.gather(blocks_read, tail_read)
+    else:
+        blocks = await blocks_read
     latency = (
         tails
         if tails is None or isinstance(tails, MetricError)
@@ -80,17 +84,3 @@ async def observe_production(
     if judged is not None:
         runtime.metrics.production_looked(ref.namespace, ref.name, judged[1], judged[2])
     return observed, latency
-
-
-async def _tails(
-    runtime: Runtime,
-    engine: EngineSelector,
-    start: datetime,
-    end: datetime,
-    seconds: int,
-    wanted: bool,
-) -> tuple[StepHistogram, ...] | MetricError | None:
-    """The step-ITL blocks, only when the latency half has something to judge them by."""
-    if not wanted:
-        return None
-    return await runtime.tail_blocks.tail_blocks(engine, start, end, seconds)

@@ -17,32 +17,38 @@ nothing under that manager removes exactly the fields it set).
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
 
+from specdecode.adapters.kube.findings import Found
+from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.adapters.kube.workload import (
     apply_promotion,
     drop_promotion_files,
     keep_promotion_files,
+    promotion_field_manager,
     withdraw_promotion,
 )
+from specdecode.adapters.workload_source import Source
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.adoption import owner_patch_files, patch_write
-from specdecode.domain.decision import Decision
-from specdecode.domain.degraded import with_degraded
-from specdecode.reconciler.apply import RolloutRef
-from specdecode.reconciler.ownership import Found
+from specdecode.domain.apply_findings import CONFLICT, with_patch_conflict
 from specdecode.reconciler.runtime import Runtime
-from specdecode.reconciler.workload import Source
 
-CONFLICT = "PatchConflict"
+__all__ = [
+    "CONFLICT",
+    "keep_files",
+    "patch_source",
+    "promotion_manager",
+    "with_patch_conflict",
+    "write_promotion",
+]
 
 
 def promotion_manager(runtime: Runtime) -> str:
     """The field manager of the promotion apply: apart from the children's, so the
     source's managedFields show exactly what the promotion set."""
-    return f"{runtime.settings.field_manager}-promotion"
+    return promotion_field_manager(runtime.settings.field_manager)
 
 
 async def patch_source(
@@ -83,29 +89,6 @@ async def patch_source(
     found.patch(None)
 
 
-def with_patch_conflict(
-    old: SpecDecodeRolloutStatus, decision: Decision, now: datetime
-) -> Decision:
-    """`decision`, Degraded=True while the promotion's apply conflicts with the owner
-    (`decision` carries the stored findings: `ownership.carry_findings`)."""
-    findings = decision.status.apply_findings
-    if findings is None or findings.patch_refused is None:
-        return decision
-    conflict = findings.patch_refused
-    if decision.status.phase is not Phase.PROMOTING:  # the refusal is over: forgotten with
-        cleared = findings.model_copy(  # the transition's own write (no write of its own)
-            update={"patch_refused": None, "patch_refused_generation": None}
-        )
-        update = {"apply_findings": None if cleared.is_empty() else cleared}
-        return decision.with_status(decision.status.model_copy(update=update))
-    message = (
-        f"the promotion's server-side apply was refused, not forced: {conflict}; the "
-        "owner applies status.workload.ownerPatch (kubectl specdecode patch <rollout>)"
-    )
-    status = with_degraded(old, decision.status, CONFLICT, message, now)
-    return decision.with_status(status)
-
-
 async def keep_files(
     runtime: Runtime,
     ref: RolloutRef,
@@ -133,3 +116,17 @@ async def keep_files(
     found.promotion_files(foreign)
     if foreign is None:
         runtime.write_echo.promotion_files[ref.key] = workload.owner_patch
+
+
+async def write_promotion(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    source: Source | None,
+    found: Found,
+) -> None:
+    """The apply's promotion step: the source's args (`patch_source`), then the promotion
+    ConfigMap (`keep_files`)."""
+    await patch_source(runtime, ref.key, spec, status, source, found)
+    await keep_files(runtime, ref, spec, status, found)

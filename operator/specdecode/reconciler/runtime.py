@@ -37,8 +37,8 @@ from specdecode.adapters.metrics import (
     UnknownRunningRequests,
     make_metric_source,
 )
+from specdecode.adapters.process_caches import GuardReads, LoadPodCache, WriteEcho
 from specdecode.adapters.telemetry import OperatorMetrics
-from specdecode.reconciler.caches import GuardReads, LoadPodCache, WriteEcho
 from specdecode.reconciler.wakeups import Wakeups
 from specdecode.settings import OperatorSettings
 
@@ -48,7 +48,7 @@ class Runtime:
     """Clients, caches and per-rollout locks of one operator process.
 
     No decision lives here: every value a decision reads is in the rollout's status or
-    re-derived from the cluster; the caches (`reconciler.caches`) only save requests.
+    re-derived from the cluster; the caches (`adapters.process_caches`) only save requests.
 
     `http` carries the operator's own small requests: load-pod reports and endpoint
     updates, and one `GET /version` per engine pod. Never inference traffic: the shadow
@@ -74,11 +74,11 @@ class Runtime:
     """The watched children, pods and routes (kopf's indexes, attached by the handlers)."""
     wakeups: Wakeups = field(default_factory=Wakeups)
     write_echo: WriteEcho = field(default_factory=WriteEcho)
-    """Our own writes the watch has not echoed yet (`reconciler.caches`)."""
+    """Our own writes the watch has not echoed yet (`adapters.process_caches`)."""
     load_cache: LoadPodCache = field(default_factory=LoadPodCache)
-    """The load token and the endpoints each load pod uses (`reconciler.caches`)."""
+    """The load token and the endpoints each load pod uses (`adapters.process_caches`)."""
     guard_reads: GuardReads = field(default_factory=GuardReads)
-    """The drift guard's latest look read (`reconciler.caches`)."""
+    """The drift guard's latest look read (`adapters.process_caches`)."""
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     # The vLLM release each ready engine pod reported on GET /version, asked once per pod:
     # the one request the operator sends an engine (reconciler/engine_version.py).

@@ -11,7 +11,8 @@ and a proxy in the path). The route's single RequestMirror filter toward the spl
 Service is `reconciler.mirror`'s (or the user's own). A look reads the splitter pod of the current
 stage run once per side, in the load pods' report protocol, and combines each side's
 blocks as it would a one-shard load pod's (`domain.load_window`): the gates judge the
-same statistics as under Prompts traffic.
+same statistics as under Prompts traffic (`reconciler.splitter_reports`, observe's
+side; this module is the apply's).
 """
 
 from __future__ import annotations
@@ -22,39 +23,30 @@ from collections.abc import Sequence
 from specdecode.adapters.kube.cache import JsonObject, named
 from specdecode.adapters.kube.children import delete_children, stale_objects
 from specdecode.adapters.kube.endpoints import ready_engine_endpoints
-from specdecode.adapters.kube.load_pods import LoadPod, observed_splitter_pods
-from specdecode.adapters.kube.load_token import LoadTokenError, ensure_load_token
+from specdecode.adapters.kube.findings import Found
+from specdecode.adapters.kube.load_pods import current_pods, observed_splitter_pods
+from specdecode.adapters.kube.load_token import (
+    LoadTokenError,
+    ensure_load_token,
+    known_load_token,
+)
 from specdecode.adapters.kube.owned import apply_children, owner_uids
 from specdecode.adapters.load.pods import SIDES
-from specdecode.adapters.load.reports import ReportUnavailable, fetch_report, push_endpoints
+from specdecode.adapters.load.reports import push_endpoints
 from specdecode.adapters.load.splitter import (
     SPLITTER_ROLE,
     render_splitter,
     render_splitter_service,
     splitter_name,
+    uses_splitter,
 )
 from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
-from specdecode.domain.load_report import ReportError
-from specdecode.domain.load_window import side_window
-from specdecode.domain.observations import ChildRole, LatencySamples, MetricError
-from specdecode.reconciler.load import current_pods, known_token
-from specdecode.reconciler.ownership import Found
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.splitter_reports import observe_splitter_pods, read_splitter_windows
 
-SPLITTER_SOURCE = "shadow splitter"
-
-
-def uses_splitter(spec: SpecDecodeRolloutSpec | None) -> bool:
-    """Mirror traffic paired and timed by the operator's splitter."""
-    return spec is not None and spec.analysis.traffic.splitter_mirror
-
-
-def observe_splitter_pods(runtime: Runtime, namespace: str, rollout: str) -> list[LoadPod]:
-    """The rollout's splitter pods, from the watched cache."""
-    pods = runtime.cluster.rollout_pods(namespace, rollout, SPLITTER_ROLE)
-    return observed_splitter_pods(pods)
+__all__ = ["observe_splitter_pods", "read_splitter_windows", "sync_splitter", "uses_splitter"]
 
 
 async def sync_splitter(
@@ -65,7 +57,7 @@ async def sync_splitter(
     found: Found | None = None,
 ) -> None:
     """Make the rollout's splitter exactly the one `plan` wants (none when it wants none);
-    what stands in its way goes to `found` (`reconciler.ownership`)."""
+    what stands in its way goes to `found` (`adapters.kube.findings`)."""
     found = found if found is not None else Found()
     name = splitter_name(owner.name)
     deployments = runtime.cluster.rollout_deployments(owner.namespace, owner.name)
@@ -128,7 +120,9 @@ async def _push_endpoints(
     splitter echoes none, so it is pushed again; engine pods coming and going are watch
     events that wake the rollout, so no timer is needed."""
     key = f"{owner.namespace}/{owner.name}"
-    pods = observe_splitter_pods(runtime, owner.namespace, owner.name)
+    pods = observed_splitter_pods(
+        runtime.cluster.rollout_pods(owner.namespace, owner.name, SPLITTER_ROLE)
+    )
     running = [p for p in current_pods(pods, plan) if p.report_url]
     echoed = runtime.load_cache.splitter_endpoints.setdefault(key, {})
     for gone in [name for name in echoed if name.split("/")[0] not in {p.name for p in running}]:
@@ -136,7 +130,11 @@ async def _push_endpoints(
     if not running:
         return
     engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
-    token = await known_token(runtime, key, owner.uid, found)
+    token = None
+    try:
+        token = await known_load_token(runtime.kube, runtime.load_cache.tokens, key, owner.uid)
+    except LoadTokenError as error:  # swapped for another object's since the pod began
+        found.load_token(str(error))
     for pod in running:
         for side in SIDES:
             urls = tuple(ready_engine_endpoints(engines, side, spec.engine.port))
@@ -145,47 +143,3 @@ async def _push_endpoints(
                 continue
             if await push_endpoints(runtime.http, pod.report_url, list(urls), token, side.value):
                 echoed[slot] = urls
-
-
-async def read_splitter_windows(
-    runtime: Runtime,
-    rollout: str,
-    plan: TrafficPlan,
-    pods: Sequence[LoadPod],
-    since: float,
-    now: float,
-    uid: str = "",
-) -> tuple[LatencySamples | MetricError | None, LatencySamples | MetricError | None]:
-    """(baseline, candidate) windows of the stage run from its splitter's reports
-    (`rollout`: "namespace/name"; `uid`: the owner of its token)."""
-    current = current_pods(pods, plan)
-    token = await known_token(runtime, rollout, uid) if current else None
-    echoed = runtime.load_cache.splitter_endpoints.setdefault(rollout, {})
-    windows = await asyncio.gather(
-        *(_side(runtime, side, current, since, now, token, echoed) for side in SIDES)
-    )
-    return windows[0], windows[1]
-
-
-async def _side(
-    runtime: Runtime,
-    side: ChildRole,
-    pods: Sequence[LoadPod],
-    since: float,
-    now: float,
-    token: str | None,
-    echoed: dict[str, tuple[str, ...]],
-) -> LatencySamples | MetricError | None:
-    pod = next((pod for pod in pods if pod.report_url is not None), None)
-    if pod is None or pod.report_url is None:
-        return None  # not running yet: nothing measured, not an incomplete window
-    try:
-        report = await fetch_report(runtime.http, pod.report_url, since, token, side.value)
-        if report.endpoints is not None:
-            echoed[f"{pod.name}/{side.value}"] = report.endpoints
-    except ReportUnavailable as why:
-        return side_window(side.value, [], [f"splitter {pod.name} did not answer ({why})"],
-                           since, now)  # fmt: skip
-    except ReportError as error:
-        return MetricError(SPLITTER_SOURCE, f"splitter {pod.name}: {error}")
-    return side_window(side.value, [report], [], since, now)

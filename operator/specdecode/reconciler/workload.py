@@ -7,41 +7,23 @@ source's vLLM container (`resolve`, the one place; a source that cannot be read 
 not state them leaves no spec: `source_spec.decide_unresolved`). A source that does not
 match the values given (model, image or port), or cannot be judged, makes the rollout
 Degraded (`WorkloadUnavailable`, naming what differs), a condition over the phase as for
-other problems found outside the state machine; no shadow is rendered from it, so an
-analysis that cannot start runs into its progress deadline.
+other problems found outside the state machine (`domain.pass_decision`); no shadow is
+rendered from it, so an analysis that cannot start runs into its progress deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from specdecode.adapters.kube.workload import owns_args, read_source
 from specdecode.adapters.source_facts import source_facts
-from specdecode.adapters.workload_source import observe_source
+from specdecode.adapters.workload_source import Source, observe_source, production_deployment
 from specdecode.api import SpecDecodeRolloutSpec, WrittenRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
-from specdecode.domain.decision import Decision
-from specdecode.domain.degraded import with_degraded
-from specdecode.domain.source import SourceObservation
-from specdecode.domain.source_spec import UNAVAILABLE, resolve_spec
+from specdecode.domain.source_spec import resolve_spec
 from specdecode.reconciler.runtime import Runtime
 
-
-@dataclass(frozen=True)
-class Source:
-    """The source as observed, and its pod template (what shadows are copies of)."""
-
-    observation: SourceObservation
-    template: Mapping[str, Any]
-    generation: int = 0
-
-    @property
-    def judged(self) -> bool:
-        """Whether it can be judged (no problem found)."""
-        return self.observation.problem is None
+__all__ = ["Resolved", "Source", "production_deployment", "read_source", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -78,19 +60,3 @@ async def resolve(
     )
     generation = int(((deployment or {}).get("metadata") or {}).get("generation") or 0)
     return Resolved(spec, Source(observed, template, generation=generation), source_name=name)
-
-
-def production_deployment(rollout: str, spec: SpecDecodeRolloutSpec) -> str:
-    """The Deployment production runs as: the source, else the rollout's own `<name>`."""
-    return spec.workload_ref.name if spec.workload_ref is not None else rollout
-
-
-def with_source_problem(
-    runtime: Runtime, old: SpecDecodeRolloutStatus, decision: Decision, source: Source | None
-) -> Decision:
-    """`decision`, Degraded=True while the source cannot be judged."""
-    if source is None or source.judged:
-        return decision
-    message = f"{source.observation.problem}; no shadow is rendered until it can be judged"
-    status = with_degraded(old, decision.status, UNAVAILABLE, message, runtime.clock.now())
-    return decision.with_status(status)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from specdecode.adapters.kube.mirror_wanted import splitter_service, wanted_mirrors
 from specdecode.adapters.kube.route_mirrors import (
     MIRRORS_ANNOTATION,
     MirrorWanted,
@@ -16,7 +17,7 @@ from specdecode.adapters.kube.route_mirrors import (
 )
 from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision, DesiredChildren, TrafficPlan
-from specdecode.reconciler.mirror import wanted_mirrors, with_mirror_status
+from specdecode.domain.pass_decision import with_mirror_status
 
 pytestmark = pytest.mark.unit
 
@@ -270,16 +271,23 @@ def test_status_names_the_splitter_service_and_the_route_we_write() -> None:
     """status.mirror: the name an adopted Deployment's owner mirrors to, read from the
     rollout; the route only when the spec names one; nothing without the splitter."""
     decision = Decision(status=SpecDecodeRolloutStatus(), children=DesiredChildren(None))
-    own = with_mirror_status("llama", spec_with({"source": "Mirror"}), decision).status.mirror
+    own = with_mirror_status(
+        splitter_service("llama"), spec_with({"source": "Mirror"}), decision
+    ).status.mirror
     assert own == MirrorStatus(splitter_service="llama-splitter:8080", http_route=None)
     routed = with_mirror_status(
-        "llama", spec_with({"source": "Mirror", "httpRoute": "llm"}), decision
+        splitter_service("llama"), spec_with({"source": "Mirror", "httpRoute": "llm"}), decision
     ).status.mirror
     assert routed is not None and routed.http_route == "llm"
-    prompts = with_mirror_status("llama", spec_with({}), decision)
+    prompts = with_mirror_status(splitter_service("llama"), spec_with({}), decision)
     assert prompts is decision and prompts.status.mirror is None
-    was_mirror = with_mirror_status("llama", spec_with({"source": "Mirror"}), decision)
-    assert with_mirror_status("llama", spec_with({}), was_mirror).status.mirror is None
+    was_mirror = with_mirror_status(
+        splitter_service("llama"), spec_with({"source": "Mirror"}), decision
+    )
+    assert (
+        with_mirror_status(splitter_service("llama"), spec_with({}), was_mirror).status.mirror
+        is None
+    )
 
 
 def test_a_users_own_splitter_mirror_on_the_named_route_is_refused_not_taken_over() -> None:

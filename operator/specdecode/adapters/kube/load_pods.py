@@ -15,9 +15,16 @@ from typing import Any, cast
 from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
-from specdecode.adapters.load.pods import LOAD_ROLE, PLAN_LABEL, SHARD_LABEL, SIDE_LABEL
+from specdecode.adapters.load.pods import (
+    LOAD_ROLE,
+    PLAN_LABEL,
+    SHARD_LABEL,
+    SIDE_LABEL,
+    plan_hash,
+)
 from specdecode.adapters.load.splitter import SPLITTER_ROLE
 from specdecode.adapters.render import ROLE_LABEL
+from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import REPORT_PORT
 
 
@@ -97,3 +104,9 @@ def delete_pod(clients: KubeClients, namespace: str, name: str) -> None:
     except ApiException as error:
         if error.status != 404:
             raise
+
+
+def current_pods(pods: Sequence[LoadPod], plan: TrafficPlan) -> list[LoadPod]:
+    """The pods (load pods or the splitter) of `plan` that are not being deleted."""
+    hashed = plan_hash(plan)
+    return [pod for pod in pods if pod.plan == hashed and not pod.deleting]

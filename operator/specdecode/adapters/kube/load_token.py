@@ -7,6 +7,7 @@ a Secret of that name the rollout does not own is never used. More: docs/interna
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import secrets
 from typing import Any, cast
@@ -67,4 +68,19 @@ def ensure_load_token(clients: KubeClients, owner: Owner) -> str:
         if raced is None:
             raise
         return raced
+    return token
+
+
+async def known_load_token(
+    clients: KubeClients, tokens: dict[str, str], rollout: str, uid: str
+) -> str | None:
+    """The rollout's ("namespace/name") load token: from `tokens` (the process' cache),
+    else read once and kept there; None while it has none (its pods, if any, predate
+    tokens and require none). `LoadTokenError`: a Secret of that name is not the rollout's."""
+    token = tokens.get(rollout)
+    if token is None and uid:
+        namespace, name = rollout.split("/", 1)
+        token = await asyncio.to_thread(read_load_token, clients, namespace, name, uid)
+        if token is not None:
+            tokens[rollout] = token
     return token

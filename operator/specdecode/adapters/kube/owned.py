@@ -2,8 +2,9 @@
 
 Why: the watched cache holds only labelled objects, so a user's object named like a child
 looks absent, and applying over it would take it over (and garbage-collect it with the
-rollout). An object is applied only when it carries our ownerReference; anybody else's is
-returned (`ForeignObject`) for the rollout to report. More: docs/internals.md.
+rollout). An object is applied only when it carries our ownerReference (a name the cache
+lacks is first tried with a dry-run create); anybody else's is returned (`ForeignObject`)
+for the rollout to report (`adapters.kube.findings`). More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.api.traffic import TrafficSpec
-from specdecode.domain.prompts import PromptSourceError
+from specdecode.domain.prompts import PromptSourceError, SamplingDefaults, parse_jsonl
 
 
 def read_prompt_text(clients: KubeClients, namespace: str, traffic: TrafficSpec) -> str | None:
@@ -51,3 +51,15 @@ def _read(
     if key not in data:
         raise PromptSourceError(f"{what} has no key {key}")
     return data[key]
+
+
+def prompt_set_problem(clients: KubeClients, namespace: str, traffic: TrafficSpec) -> str | None:
+    """Why the prompt set cannot be replayed (read and parsed as the load pods will), or None."""
+    try:
+        text = read_prompt_text(clients, namespace, traffic)
+        if text is not None:
+            sampling = SamplingDefaults(temperature=traffic.temperature, top_p=traffic.top_p)
+            parse_jsonl(text, traffic.max_tokens, sampling)
+    except PromptSourceError as error:
+        return f"prompt set unusable: {error}"
+    return None

@@ -8,14 +8,37 @@ user's newer action is never swallowed. More: docs/internals.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
+from specdecode.adapters.render import Owner
 from specdecode.api import ACTION_ANNOTATION, GROUP, PLURAL, VERSION
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.api.status_budget import within_budget
+
+
+@dataclass(frozen=True)
+class RolloutRef:
+    """The identity of the rollout being reconciled, and the version it was read at."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        """ "namespace/name", the key of per-rollout runtime state."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def owner(self) -> Owner:
+        """The owner of the rollout's children and load pods."""
+        return Owner(self.name, self.namespace, self.uid)
 
 
 class StaleRollout(Exception):

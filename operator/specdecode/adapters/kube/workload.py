@@ -19,6 +19,12 @@ from specdecode.adapters.kube.tunings import apply_config_map, delete_config_map
 from specdecode.adapters.render import Owner
 
 
+def promotion_field_manager(field_manager: str) -> str:
+    """The field manager of the Patch promotion's apply, beside the children's (the
+    operator's `field_manager`): the source's managedFields show what the promotion set."""
+    return f"{field_manager}-promotion"
+
+
 def read_source(
     clients: KubeClients, namespace: str, name: str
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

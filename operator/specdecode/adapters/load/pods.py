@@ -19,7 +19,7 @@ from specdecode.adapters.render import (
     render_template,
     template_environment,
 )
-from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
 from specdecode.domain import load_flags
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import REPORT_PORT
@@ -221,3 +221,8 @@ def _cpu_times(quantity: str, times: int) -> str:
     """A CPU quantity multiplied by the processes a pod runs, in millicores."""
     millis = float(quantity[:-1]) if quantity.endswith("m") else float(quantity) * 1000
     return f"{round(millis * times)}m"
+
+
+def uses_load_pods(spec: SpecDecodeRolloutSpec | None) -> bool:
+    """Only Prompts traffic is sent by load pods (Mirror traffic is the gateway's)."""
+    return spec is not None and spec.analysis.traffic.source is TrafficSourceType.PROMPTS

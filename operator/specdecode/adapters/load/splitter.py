@@ -112,3 +112,8 @@ def render_splitter(
         },
     )
     return [deployment, render_splitter_service(owner)]
+
+
+def uses_splitter(spec: SpecDecodeRolloutSpec | None) -> bool:
+    """Mirror traffic paired and timed by the operator's splitter."""
+    return spec is not None and spec.analysis.traffic.splitter_mirror

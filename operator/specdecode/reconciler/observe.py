@@ -1,0 +1,193 @@
+"""Observe: one read of everything a reconcile's decision needs, into one `Snapshot`.
+
+The spec is parsed (an invalid one is a `Seen` with the problem, never an exception loop)
+and resolved: a `workloadRef`'s source states the `model` and `engine` left out
+(`reconciler.workload`). Then, once each: children, pods and routes from the watched
+cache (`runtime.cluster`), the load pods and a due look's windows (`reconciler.load`,
+or the splitter's, `reconciler.splitter_reports`), the stage's engine metrics
+(`reconciler.stage_reads`), production's for the drift guard (`reconciler.guard`), the
+engines' vLLM releases and whether Prometheus scrapes them. The snapshot is immutable;
+the decision reads nothing else (`domain.pass_decision`), and the apply writes from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from specdecode.adapters.kube.children import observe_children
+from specdecode.adapters.kube.mirror_wanted import (
+    current_routes,
+    mirror_route_problem,
+    splitter_service,
+)
+from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout
+from specdecode.adapters.kube.workload import promotion_field_manager
+from specdecode.adapters.load.splitter import uses_splitter
+from specdecode.adapters.workload_source import Source
+from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
+from specdecode.api.status import SpecDecodeRolloutStatus, StageStatus
+from specdecode.domain.analyzing import observations_needed
+from specdecode.domain.effects import traffic_plan
+from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS
+from specdecode.domain.observations import ChildRole, Observations, StageObservations
+from specdecode.domain.pass_decision import Seen
+from specdecode.domain.stages import evaluation_due
+from specdecode.reconciler.engine_metrics import observe_engine_scrape
+from specdecode.reconciler.engine_version import observe_engine_versions
+from specdecode.reconciler.guard import observe_production
+from specdecode.reconciler.load import LoadSeen, observe_load
+from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.splitter_reports import splitter_windows
+from specdecode.reconciler.stage_reads import read_stage_metrics
+from specdecode.reconciler.workload import resolve
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One reconcile's view: what the decision reads (`seen`), and what the apply needs
+    beside the decision: the rollout, the action annotation to consume, whether this is
+    its first reconcile (no status yet), and the source its shadows copy."""
+
+    ref: RolloutRef
+    now: datetime
+    seen: Seen
+    action: str | None = None
+    first: bool = False
+    source: Source | None = None
+
+
+def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
+    """The stored status, or a fresh one if absent or unreadable (e.g. an older schema)."""
+    try:
+        return SpecDecodeRolloutStatus.model_validate(dict(raw or {}))
+    except ValidationError:
+        return SpecDecodeRolloutStatus()
+
+
+def validation_message(error: ValidationError) -> str:
+    """Pydantic's errors as one line per field, with the spec's camelCase paths."""
+    lines = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"])
+        lines.append(f"spec.{path}: {item['msg']}")
+    return "; ".join(lines)[:1000]
+
+
+async def observe(
+    runtime: Runtime,
+    ref: RolloutRef,
+    raw_spec: Mapping[str, Any],
+    raw_status: Mapping[str, Any] | None,
+    annotations: Mapping[str, str],
+) -> Snapshot:
+    """Everything one reconcile of the rollout decides on, read once; `StaleRollout` for a
+    copy older than our own last status write (the watch has not delivered it yet)."""
+    if runtime.write_echo.is_stale(ref.key, ref.resource_version):
+        raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
+    now = runtime.clock.now()
+    status = parse_status(raw_status)
+    try:
+        written = WrittenRolloutSpec.model_validate(dict(raw_spec))
+    except ValidationError as error:
+        runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
+        problem = validation_message(error)
+        return Snapshot(ref, now, Seen(status, ref.generation, problem=problem))
+    manager = promotion_field_manager(runtime.settings.field_manager)
+    resolved = await resolve(runtime, ref.namespace, ref.name, written, manager)
+    if resolved.spec is None:  # model or engine left to a source that does not state them
+        runtime.engine_series_memory.forget(ref.key)
+        source_name = None if written.workload_ref is None else resolved.source_name
+        seen = Seen(status, ref.generation, problem=resolved.problem, source_name=source_name)
+        return Snapshot(ref, now, seen)
+    spec, source = resolved.spec, resolved.source
+    action = annotations.get(ACTION_ANNOTATION)
+    children = observe_children(
+        runtime.cluster.rollout_deployments(ref.namespace, ref.name),
+        runtime.cluster.rollout_pods(ref.namespace, ref.name),
+    )
+    if source is not None:  # production is the source (workloadRef), not a child of ours
+        children[ChildRole.PRODUCTION] = source.observation.state
+    routes = await current_routes(runtime.cluster, runtime.kube, ref.namespace, spec)
+
+    stage, load = await _observe_look(runtime, ref, spec, status, now)
+    production_acceptance, production_latency = await observe_production(
+        runtime, ref, spec, status, now
+    )
+    observations = Observations(
+        generation=ref.generation,
+        children=children,
+        action=action,
+        stage=stage,
+        traffic_error=load.problem or mirror_route_problem(routes, ref.name, spec),
+        production_acceptance=production_acceptance,
+        production_latency=production_latency,
+        source=None if source is None else source.observation,
+        prompts_digest=load.prompts_digest,
+    )
+    seen = Seen(
+        status,
+        ref.generation,
+        spec,
+        observations,
+        splitter_service=splitter_service(ref.name),
+        running_versions=await observe_engine_versions(runtime, ref, spec),
+        engine_scrape=await observe_engine_scrape(runtime, ref, spec),
+        source_problem=None if source is None or source.judged else source.observation.problem,
+    )
+    return Snapshot(ref, now, seen, action, not raw_status, source)
+
+
+async def _observe_look(
+    runtime: Runtime,
+    ref: RolloutRef,
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
+) -> tuple[StageObservations | None, LoadSeen]:
+    """The due look's measurements (None: no look is due) and the load pods' part."""
+    index, stage_status = status.current_stage_index, _due_stage(runtime, spec, status, now)
+    since = stage_status.measure_from if stage_status is not None else None
+    needs = (
+        observations_needed(spec, index) if since is not None and index is not None else frozenset()
+    )
+    plan = traffic_plan(spec, status)
+    look = None  # (plan, since, now) when the due look reads the load pods' or splitter's
+    if since is not None and plan is not None and needs & LOAD_REPORT_NEEDS:
+        look = (plan, since.timestamp(), now.timestamp())
+    load = await observe_load(runtime, ref, spec, status, look)
+    windows = load.windows
+    if look is not None and uses_splitter(spec):
+        windows = await splitter_windows(runtime, ref, *look)
+    stage = None
+    if stage_status is not None and since is not None:
+        metrics = await read_stage_metrics(runtime, ref, spec, since, needs)
+        stage = StageObservations(
+            stage_name=stage_status.name,
+            candidate_acceptance=metrics.acceptance,
+            baseline_latency=windows[0],
+            candidate_latency=windows[1],
+            server_step_itl=metrics.server_step_itl,
+            engine_outcomes=metrics.engine_outcomes,
+        )
+    return stage, load
+
+
+def _due_stage(
+    runtime: Runtime, spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+) -> StageStatus | None:
+    """The running stage when a look of it is due now (its measuring window has begun and
+    its interval has passed), else None: ask neither Prometheus nor the load pods."""
+    index = status.current_stage_index
+    if index is None or index >= len(status.stages) or index >= len(spec.analysis.stages):
+        return None
+    stage_status = status.stages[index]
+    if stage_status.measure_from is None or stage_status.measure_from.timestamp() > now.timestamp():
+        return None
+    if not evaluation_due(stage_status, spec.analysis.interval_seconds, runtime.clock.now()):
+        return None
+    return stage_status
