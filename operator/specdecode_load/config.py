@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from specdecode.domain import load_flags
-from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.domain.prompts import (
     WORKLOADS,
     PromptSourceError,
@@ -24,8 +22,8 @@ from specdecode.domain.prompts import (
     parse_jsonl,
 )
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
+from specdecode_load.report_server import add_report_flags, parse_report_server
 
-BIND_HOST_ENV = "SPECDECODE_BIND_HOST"
 TRAFFIC = "from the CRD's traffic."  # the owner of each flag that has no default here
 
 
@@ -101,15 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--drain-seconds", type=float, default=load_flags.DRAIN_SECONDS, help="in-flight wait"
     )
-    listen = f"{load_flags.LISTEN_HOST}:{load_flags.REPORT_PORT}"
-    p.add_argument("--listen", default=listen, help=f"HOST:PORT ({BIND_HOST_ENV} sets HOST)")
-    p.add_argument("--stage", help="echoed in the report")
-    p.add_argument("--plan", help="echoed in the report")
-    p.add_argument(
-        "--allow-no-token",
-        action="store_true",
-        help=f"serve every route to anyone when ${TOKEN_ENV} is empty (local runs only)",
-    )
+    add_report_flags(p, "every route")
     return p
 
 
@@ -134,19 +124,7 @@ def parse_config(argv: list[str] | None = None) -> LoadConfig:
         positive(name.replace("_", "-"), getattr(args, name), allow_zero=True)
     if not 0 <= args.shard < args.shards:
         parser.error(f"--shard must be in [0, --shards), got {args.shard} of {args.shards}")
-    host, _, port = args.listen.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        parser.error(f"--listen must be HOST:PORT, got {args.listen!r}")
-    host = os.environ.get(BIND_HOST_ENV) or host
-    token = os.environ.get(TOKEN_ENV) or None
-    if token is None and not args.allow_no_token:
-        # Fail closed: without the rollout's token anyone who reaches the pod could read
-        # its report and push it endpoints to load.
-        parser.error(
-            f"${TOKEN_ENV} is empty: the report and endpoint routes would be open to anyone "
-            "(the operator sets it from the rollout's load-token Secret; --allow-no-token "
-            "for a local run)"
-        )
+    server = parse_report_server(parser, args)
     try:
         endpoints = tuple(parse_endpoint(url) for url in args.endpoint)
         sampling = SamplingDefaults(temperature=args.temperature, top_p=args.top_p)
@@ -187,9 +165,9 @@ def parse_config(argv: list[str] | None = None) -> LoadConfig:
         state_dir=args.state_dir,
         restart_warmup_seconds=args.restart_warmup_seconds,
         drain_seconds=args.drain_seconds,
-        listen_host=host,
-        listen_port=int(port),
+        listen_host=server.host,
+        listen_port=server.port,
         stage=args.stage,
         plan=args.plan,
-        token=token,
+        token=server.token,
     )

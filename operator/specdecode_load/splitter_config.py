@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from dataclasses import dataclass, field
 
 from specdecode.domain import load_flags
-from specdecode.domain.load_report import TOKEN_ENV
-from specdecode_load.config import BIND_HOST_ENV
 from specdecode_load.pool import Endpoint, EndpointError, parse_endpoint
+from specdecode_load.report_server import add_report_flags, parse_report_server
 
 SIDES = load_flags.SPLITTER_SIDES
 
@@ -59,18 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--block-seconds", type=float, required=True)
     p.add_argument("--max-blocks", type=int, default=load_flags.MAX_BLOCKS)
     p.add_argument("--drain-seconds", type=float, default=load_flags.DRAIN_SECONDS)
-    listen = f"{load_flags.LISTEN_HOST}:{load_flags.REPORT_PORT}"
-    p.add_argument("--listen", default=listen, help=f"HOST:PORT ({BIND_HOST_ENV} sets HOST)")
     p.add_argument(
         "--mirror-port", type=int, default=load_flags.MIRROR_PORT, help="mirrored requests"
     )
-    p.add_argument("--stage", help="echoed in the report")
-    p.add_argument("--plan", help="echoed in the report")
-    p.add_argument(
-        "--allow-no-token",
-        action="store_true",
-        help=f"serve the report routes to anyone when ${TOKEN_ENV} is empty (local runs only)",
-    )
+    add_report_flags(p, "the report routes")
     return p
 
 
@@ -84,17 +74,9 @@ def parse_splitter_config(argv: list[str]) -> SplitterConfig:
             parser.error(f"--{name.replace('_', '-')} must be a finite number > 0, got {value}")
     if not math.isfinite(args.drain_seconds) or args.drain_seconds < 0:
         parser.error(f"--drain-seconds must be a finite number >= 0, got {args.drain_seconds}")
-    host, _, port = args.listen.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        parser.error(f"--listen must be HOST:PORT, got {args.listen!r}")
+    server = parse_report_server(parser, args)
     if not 0 <= args.mirror_port < 65536:
         parser.error(f"--mirror-port must be a port, got {args.mirror_port}")
-    token = os.environ.get(TOKEN_ENV) or None
-    if token is None and not args.allow_no_token:
-        parser.error(
-            f"${TOKEN_ENV} is empty: the report and endpoint routes would be open to anyone "
-            "(--allow-no-token for a local run)"
-        )
     try:
         endpoints = {s: tuple(parse_endpoint(u) for u in getattr(args, s)) for s in SIDES}
     except EndpointError as error:
@@ -106,10 +88,10 @@ def parse_splitter_config(argv: list[str]) -> SplitterConfig:
         block_seconds=args.block_seconds,
         max_blocks=args.max_blocks,
         drain_seconds=args.drain_seconds,
-        listen_host=os.environ.get(BIND_HOST_ENV) or host,
-        listen_port=int(port),
+        listen_host=server.host,
+        listen_port=server.port,
         mirror_port=args.mirror_port,
         stage=args.stage,
         plan=args.plan,
-        token=token,
+        token=server.token,
     )

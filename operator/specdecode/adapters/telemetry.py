@@ -37,6 +37,8 @@ DRIFTING_PHASES = frozenset({Phase.PROMOTED, Phase.DEGRADED})
 REANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})
 # the gates that compare the two sides' client timings, so can refuse a saturated look
 CLIENT_COMPARED = frozenset({GateType.TAIL_LATENCY, GateType.SPEEDUP})
+# Every per-rollout series is labelled by these first.
+ROLLOUT_LABELS = ("namespace", "rollout")
 
 
 class OperatorMetrics:
@@ -44,87 +46,78 @@ class OperatorMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        labels = ["namespace", "rollout"]
-        self.phase = Gauge(
-            "specdecode_rollout_phase",
-            "1 for the rollout's current phase.",
-            [*labels, "phase"],
-            registry=self.registry,
+        self.phase = self._rollout_gauge(
+            "specdecode_rollout_phase", "1 for the rollout's current phase.", "phase"
         )
-        self.gate_verdict = Gauge(
+        self.gate_verdict = self._rollout_gauge(
             "specdecode_gate_verdict",
             "1 for each gate's latest verdict.",
-            [*labels, "stage", "gate", "verdict"],
-            registry=self.registry,
+            "stage",
+            "gate",
+            "verdict",
         )
-        self.alpha = Gauge(
+        self.alpha = self._rollout_gauge(
             "specdecode_alpha",
             "Candidate draft acceptance rate (point estimate and bounds).",
-            [*labels, "stage", "bound"],
-            registry=self.registry,
+            "stage",
+            "bound",
         )
-        self.itl = Gauge(
+        self.itl = self._rollout_gauge(
             "specdecode_itl_quantile_seconds",
             "Client-side ITL quantile per engine.",
-            [*labels, "stage", "role"],
-            registry=self.registry,
+            "stage",
+            "role",
         )
-        self.load_delay = Gauge(
+        self.load_delay = self._rollout_gauge(
             "specdecode_load_client_delay_p99_seconds",
             "P99 of the shadow-load clients' own timestamp delay (worst side) at the last look.",
-            [*labels, "stage"],
-            registry=self.registry,
+            "stage",
         )
-        self.load_requests = Gauge(
+        self.load_requests = self._rollout_gauge(
             "specdecode_load_window_requests",
             "Shadow requests finished in the stage's measuring window, both sides.",
-            [*labels, "stage"],
-            registry=self.registry,
+            "stage",
         )
         # What SpecDecodeLoadSaturated reads: the TailLatency and Speedup gates refuse a look
         # whose load client lagged or fell behind an open-loop rate (status says so in the
         # gate's reason); 0 for a side that did not.
-        self.load_saturated = Gauge(
+        self.load_saturated = self._rollout_gauge(
             "specdecode_load_saturated",
             "1 when the stage's last TailLatency or Speedup look was Inconclusive because this "
             "side's shadow-load client delayed its own timestamps or fell behind the stage's "
             "request rate (shadow load saturated), else 0.",
-            [*labels, "stage", "role"],
-            registry=self.registry,
+            "stage",
+            "role",
         )
-        self.drifted = Gauge(
+        self.drifted = self._rollout_gauge(
             "specdecode_drifted",
             "1 while production runs a config whose acceptance the drift guard found below "
             "its threshold, or whose server-side step-ITL tail it found past its line (the "
             "Drifted condition's reason says which).",
-            labels,
-            registry=self.registry,
         )
-        self.production_alpha = Gauge(
+        self.production_alpha = self._rollout_gauge(
             "specdecode_production_alpha",
             "Production's draft acceptance rate at the drift guard's latest look with data "
             "(bound: value, lower, upper, threshold).",
-            [*labels, "bound"],
-            registry=self.registry,
+            "bound",
         )
         self.rollbacks = Counter(
             "specdecode_rollbacks",
             "Analyses that ended in RolledBack.",
-            [*labels, "reason"],
+            [*ROLLOUT_LABELS, "reason"],
             registry=self.registry,
         )
         # What SpecDecodeRolledBack reads: a counter born at 1 is invisible to increase(),
         # and "absent 15 minutes ago" also holds after any scrape gap; a timestamp is neither.
-        self.last_rollback = Gauge(
+        self.last_rollback = self._rollout_gauge(
             "specdecode_last_rollback_timestamp_seconds",
             "When the rollout last rolled back (unix seconds), by reason.",
-            [*labels, "reason"],
-            registry=self.registry,
+            "reason",
         )
         self.analysis_duration = Histogram(
             "specdecode_analysis_duration_seconds",
             "From analysis start to verdict.",
-            [*labels, "verdict"],
+            [*ROLLOUT_LABELS, "verdict"],
             buckets=ANALYSIS_BUCKETS,
             registry=self.registry,
         )
@@ -154,6 +147,10 @@ class OperatorMetrics:
         )
         self.tunings = TuningMetrics(self.registry)
         self.traffic = TrafficMetrics(self.registry)
+
+    def _rollout_gauge(self, name: str, documentation: str, *labels: str) -> Gauge:
+        """A gauge per rollout on this registry: labelled ROLLOUT_LABELS, then `labels`."""
+        return Gauge(name, documentation, [*ROLLOUT_LABELS, *labels], registry=self.registry)
 
     def tuning_reported(
         self, namespace: str, name: str, report: TuningReport, status: SpecDecodeTuningStatus

@@ -176,18 +176,26 @@ class SpecDecodeRolloutSpec(WrittenRolloutSpec):
     engine: EngineSpec = Field(description="Engine image, resources and environment.")
 
 
-class SpecDecodeRollout(KubeModel):
-    """The resource as a whole, for code that reads objects from the API server."""
+class SpecDecodeObject(KubeModel):
+    """What both resources share as read from the API server: the group's apiVersion, and
+    a name that fits what is named after it (`ROOT_RULES`: a rollout's children, a
+    tuning's trials and the rollout `apply: true` starts)."""
 
     api_version: str = Field(default=API_VERSION, alias="apiVersion")
-    kind: str = Field(default=KIND)
+    kind: str
     metadata: dict[str, object] = Field(default_factory=dict)
-    spec: WrittenRolloutSpec
-    status: SpecDecodeRolloutStatus = Field(default_factory=SpecDecodeRolloutStatus)
 
     @field_validator("metadata")
     @classmethod
-    def _name_fits_children(cls, metadata: dict[str, object]) -> dict[str, object]:
+    def _name_fits_what_is_named_after_it(cls, metadata: dict[str, object]) -> dict[str, object]:
         if isinstance(metadata.get("name"), str):  # unset: generateName, or not yet created
             ROOT_RULES.enforce({"metadata": metadata})
         return metadata
+
+
+class SpecDecodeRollout(SpecDecodeObject):
+    """The resource as a whole, for code that reads objects from the API server."""
+
+    kind: str = Field(default=KIND)
+    spec: WrittenRolloutSpec
+    status: SpecDecodeRolloutStatus = Field(default_factory=SpecDecodeRolloutStatus)

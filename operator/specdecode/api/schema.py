@@ -40,22 +40,13 @@ KEY_ORDER = (
     "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-validations",
 )
-COPIED_KEYS = frozenset(
-    {
-        "description",
-        "type",
-        "format",
-        "enum",
-        "default",
-        "minimum",
-        "maximum",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minItems",
-        "maxItems",
-    }
-)
+# Keys copied from pydantic's schema as they are: the scalar ones of KEY_ORDER (up to
+# `required`), but the exclusive bounds, which JSON Schema 2020-12 writes as numbers and
+# OpenAPI v3 (the CRD's dialect) as booleans beside minimum/maximum (`_node` converts them).
+COPIED_KEYS = frozenset(KEY_ORDER[: KEY_ORDER.index("required")]) - {
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+}
 
 
 def _integer_safe_minimum(out: Schema) -> None:

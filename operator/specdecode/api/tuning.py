@@ -11,15 +11,13 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from specdecode.api.base import KubeModel, optional
 from specdecode.api.gate_spec import GATE_DEFAULTS
 from specdecode.api.rollout import (
-    GROUP,
-    ROOT_RULES,
     SPEC_RULES,
-    VERSION,
+    SpecDecodeObject,
     SpecDecodeRolloutSpec,
 )
 from specdecode.api.speculative import SpeculativeConfig
@@ -41,7 +39,6 @@ KIND = "SpecDecodeTuning"
 PLURAL = "specdecodetunings"
 SINGULAR = "specdecodetuning"
 SHORT_NAMES = ("sdt",)
-API_VERSION = f"{GROUP}/{VERSION}"
 
 MAX_LADDER = 12
 DEFAULT_LADDER = (1, 4, 16, 64)
@@ -227,23 +224,12 @@ def _search_space_problems(spec: SpecDecodeTuningSpec) -> list[str]:
     return problems
 
 
-class SpecDecodeTuning(KubeModel):
+class SpecDecodeTuning(SpecDecodeObject):
     """The resource as a whole, for code that reads objects from the API server."""
 
-    api_version: str = Field(default=API_VERSION, alias="apiVersion")
     kind: str = Field(default=KIND)
-    metadata: dict[str, object] = Field(default_factory=dict)
     spec: SpecDecodeTuningSpec
     status: SpecDecodeTuningStatus = Field(default_factory=SpecDecodeTuningStatus)
-
-    @field_validator("metadata")
-    @classmethod
-    def _name_fits_what_it_starts(cls, metadata: dict[str, object]) -> dict[str, object]:
-        """The rollout's name rule: trials are named after the tuning, and `apply: true`
-        starts a SpecDecodeRollout of the same name."""
-        if isinstance(metadata.get("name"), str):
-            ROOT_RULES.enforce({"metadata": metadata})
-        return metadata
 
 
 __all__ = [

@@ -133,7 +133,7 @@ async def test_one_instant_query_of_the_gauge_by_namespace_and_pod(
 
     def custom_query(query: str, **kwargs: Any) -> list[dict[str, Any]]:
         asked.append(query)
-        assert kwargs == {"timeout": 7.0}
+        assert kwargs == {"params": None, "timeout": 7.0}  # params=None: the client's default
         return [
             {"metric": {"pod": PODS[0], "model_name": "a"}, "value": [0, "0"]},
             {"metric": {"pod": PODS[0], "model_name": "b"}, "value": [0, "1"]},

@@ -41,8 +41,9 @@ from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.domain.load_sizing import LoadShape
 from specdecode.domain.observations import ChildRole
 from specdecode.domain.prompts import SamplingDefaults, ShadowRequest, builtin_prompts, parse_jsonl
-from specdecode_load.config import BIND_HOST_ENV, LoadConfig, build_parser, parse_config
+from specdecode_load.config import LoadConfig, build_parser, parse_config
 from specdecode_load.pool import parse_endpoint
+from specdecode_load.report_server import BIND_HOST_ENV
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,9 @@ on every request, as Kubernetes rotates projected ServiceAccount tokens in place
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import requests
 from prometheus_api_client import PrometheusConnect
@@ -58,3 +60,19 @@ class PrometheusReader:
         self.url = url
         self._timeout = timeout_seconds
         self._client = PrometheusConnect(url=url, session=prometheus_session(access))
+
+    def _instant(self, promql: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """An instant query's answer (`params`: `time` and the like), within the timeout."""
+        rows: list[dict[str, Any]] = self._client.custom_query(
+            promql, params=params, timeout=self._timeout
+        )
+        return rows
+
+    def _range(
+        self, promql: str, start: datetime, end: datetime, step_seconds: int
+    ) -> list[dict[str, Any]]:
+        """A range query's matrix over [start, end] every `step_seconds`, within the timeout."""
+        rows: list[dict[str, Any]] = self._client.custom_query_range(
+            promql, start_time=start, end_time=end, step=f"{step_seconds}s", timeout=self._timeout
+        )
+        return rows

@@ -89,15 +89,7 @@ class PrometheusAcceptanceBlocks(PrometheusReader):
     ) -> tuple[AcceptanceBlock, ...]:
         first = start + timedelta(seconds=seconds)
         drafts, accepted = (
-            by_time(
-                self._client.custom_query_range(
-                    block_query(metric, engine, seconds),
-                    start_time=first,
-                    end_time=end,
-                    step=f"{seconds}s",
-                    timeout=self._timeout,
-                )
-            )
+            by_time(self._range(block_query(metric, engine, seconds), first, end, seconds))
             for metric in (DRAFT_TOKENS, ACCEPTED)
         )
         return join_blocks(drafts, accepted)

@@ -89,17 +89,11 @@ class PrometheusRequestOutcomes(PrometheusReader):
     ) -> EngineOutcomes:
         at = {"time": f"{end.timestamp():.3f}"}
         return parse_outcomes(
-            self._query(outcomes_query(engine, seconds), at),
-            self._query(resets_query(engine, seconds), at),
-            self._query(in_flight_query(engine), at),
-            self._query(in_flight_query(engine), {"time": f"{start.timestamp():.3f}"}),
+            self._instant(outcomes_query(engine, seconds), at),
+            self._instant(resets_query(engine, seconds), at),
+            self._instant(in_flight_query(engine), at),
+            self._instant(in_flight_query(engine), {"time": f"{start.timestamp():.3f}"}),
         )
-
-    def _query(self, promql: str, params: dict[str, str]) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._client.custom_query(
-            promql, params=params, timeout=self._timeout
-        )
-        return result
 
 
 class UnknownRequestOutcomes:

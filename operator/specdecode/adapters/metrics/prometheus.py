@@ -147,8 +147,8 @@ class PrometheusMetrics(PrometheusReader):
 
     def _step_histogram(self, engine: EngineSelector, seconds: int, end: datetime) -> StepHistogram:
         at = {"time": f"{end.timestamp():.3f}"}
-        rows = self._query(step_histogram_query(engine, seconds), at)
-        steps = parse_step_count(self._query(step_count_query(engine, seconds), at))
+        rows = self._instant(step_histogram_query(engine, seconds), at)
+        steps = parse_step_count(self._instant(step_count_query(engine, seconds), at))
         return parse_step_histogram(rows, steps)
 
     def _query_all(
@@ -167,7 +167,7 @@ class PrometheusMetrics(PrometheusReader):
         lengths = window_query(REQUEST_LENGTH_BUCKETS, engine, seconds, by="le")
         return AcceptanceCounts(
             requests=requests or 0.0,
-            longest_request_tokens=longest_request_edge(self._query(lengths, at)),
+            longest_request_tokens=longest_request_edge(self._instant(lengths, at)),
             drafts=drafts or 0.0,
             draft_tokens=draft_tokens or 0.0,
             accepted_tokens=accepted or 0.0,
@@ -175,15 +175,9 @@ class PrometheusMetrics(PrometheusReader):
             drafts_scraped=drafts is not None and draft_tokens is not None,
         )
 
-    def _query(self, promql: str, params: dict[str, str]) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._client.custom_query(
-            promql, params=params, timeout=self._timeout
-        )
-        return result
-
     def _sample(self, promql: str, params: dict[str, str]) -> float | None:
         """The query's one value; None when no series answered or it is NaN (unknown)."""
-        rows = self._query(promql, params)
+        rows = self._instant(promql, params)
         if not rows:
             return None
         value = float(rows[0]["value"][1])
@@ -191,7 +185,7 @@ class PrometheusMetrics(PrometheusReader):
 
     def _by_position(self, promql: str, params: dict[str, str]) -> tuple[float, ...]:
         values: dict[int, float] = {}
-        for row in self._query(promql, params):
+        for row in self._instant(promql, params):
             position = int(row["metric"].get("position", "-1"))
             value = float(row["value"][1])
             if position >= 0 and not math.isnan(value):

@@ -76,14 +76,9 @@ class PrometheusRunningRequests(PrometheusReader):
     def _histogram(
         self, engine: EngineSelector, start: datetime, end: datetime
     ) -> dict[int, float]:
-        rows: list[dict[str, Any]] = self._client.custom_query_range(
-            running_query(engine),
-            start_time=start,
-            end_time=end,
-            step=f"{step_seconds(start, end)}s",
-            timeout=self._timeout,
+        return parse_running(
+            self._range(running_query(engine), start, end, step_seconds(start, end))
         )
-        return parse_running(rows)
 
 
 class UnknownRunningRequests:

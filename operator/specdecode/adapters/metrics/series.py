@@ -43,17 +43,13 @@ class PrometheusEngineSeries(PrometheusReader):
     async def engine_series_count(self) -> int | MetricError:
         """How many engine series Prometheus holds in all (the start-up line)."""
         try:
-            rows = await asyncio.to_thread(self._query, f"count({ENGINE_GAUGE})")
+            rows = await asyncio.to_thread(self._instant, f"count({ENGINE_GAUGE})")
             return int(float(rows[0]["value"][1])) if rows else 0
         except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
             return MetricError(source=f"prometheus {self.url}", message=why(error))
 
     def _ask(self, promql: str) -> frozenset[str]:
-        return scraped_pods(self._query(promql))
-
-    def _query(self, promql: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self._client.custom_query(promql, timeout=self._timeout)
-        return rows
+        return scraped_pods(self._instant(promql))
 
 
 class UnknownEngineSeries:

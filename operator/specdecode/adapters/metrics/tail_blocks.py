@@ -62,14 +62,10 @@ class PrometheusTailBlocks(PrometheusReader):
     def _blocks(
         self, engine: EngineSelector, start: datetime, end: datetime, seconds: int
     ) -> tuple[StepHistogram, ...]:
-        rows = self._client.custom_query_range(
-            tail_block_query(engine, seconds),
-            start_time=start + timedelta(seconds=seconds),
-            end_time=end,
-            step=f"{seconds}s",
-            timeout=self._timeout,
+        first = start + timedelta(seconds=seconds)
+        return histograms_by_time(
+            self._range(tail_block_query(engine, seconds), first, end, seconds)
         )
-        return histograms_by_time(rows)
 
 
 class NoTailBlocks:
