@@ -1,20 +1,10 @@
 """What one operator process remembers between reconciles: caches, each re-derivable.
 
-Nothing here decides: every decision reads the rollout's status or the observed cluster
-(issue 35 item 2). A restarted process starts with these empty and reaches the same
-decisions; what it costs is a request or two, named per cache below.
-
-- `WriteEcho`: our own writes the watch has not delivered yet. A copy of a rollout at a
-  version our status write replaced is stale; a tuning this process finished is not
-  finished again from a copy still showing Running; the promotion ConfigMap is not
-  re-applied with the patch it holds. After a restart kopf LISTs, so no copy predates
-  the new process's writes; the ConfigMap is applied once more (an idempotent apply).
-- `LoadPodCache`: the load token (the Secret, read once after a restart) and the engine
-  endpoints each load pod or splitter side uses (their reports echo them; after a
-  restart a pod without a known echo is compared with its start-up arguments).
-- `GuardReads`: the drift guard's latest look read, so a reconcile between looks asks
-  Prometheus nothing. After a restart the latest look is read once more, evaluated at
-  its own instant: the same data, the same verdict, nothing written when nothing changed.
+Why: nothing here decides; every decision reads the rollout's status or the observed cluster
+(issue 35 item 2), so a restarted process starts with these empty and reaches the same
+decisions at the cost of a request or two: `WriteEcho` (our writes the watch has not
+delivered yet), `LoadPodCache` (the load token, the endpoints each load pod echoes) and
+`GuardReads` (the drift guard's latest look read). More: docs/internals.md.
 """
 
 from __future__ import annotations

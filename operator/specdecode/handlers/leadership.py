@@ -1,28 +1,10 @@
 """Running kopf only while this replica holds the Lease (two replicas, one working).
 
-A standby replica runs no kopf at all: no watches, no finalizers, no writes. It answers
-its liveness probe and polls the Lease. The leader runs `kopf.operator` and renews the
-Lease in the background. On SIGTERM (an upgrade, a node drain) kopf stops gracefully: each
-rollout's loop finishes its reconcile, then the Lease is released and the standby takes
-over within one poll. Analyses keep running meanwhile: the shadow load runs in its own
-pods and status holds everything else, so the new leader continues where the old one
-stopped.
-
-Fencing: a standby takes an unrenewed Lease no earlier than `lease_duration_seconds`
-after the holder sent its last successful renewal (it measures from when it first saw
-that record, which is later). So the leader fences itself before that instant, with
-`lease_renew_seconds` to spare (`fence_at`): once no renewal has succeeded by then (taken
-over, API errors, or a renewal hanging on a hung API server: every Lease request has a
-deadline, and waiting for one ends at the fence anyway) it closes the `Fence` of its API
-clients, so no request leaves the process any more, even from a reconcile under way,
-cancels kopf (every reconcile loop) without the graceful wait, and exits non-zero (the
-kubelet restarts it as a standby). A renewal that still lands late is refused by its
-resourceVersion once the standby has written the Lease. Every other request of the
-operator's clients ends within `lease_renew_seconds` of leaving the process: the API
-server's own deadline travels with it (`settings.OperatorSettings.fencing_problem` refuses
-settings that would let one outlive the margin). kopf's own requests carry only a client
-deadline of the same length (kopf builds its URLs itself): the server's default deadline
-bounds when one of those sent just before the fence may land.
+Why: a standby runs no kopf at all (no watches, no writes), so two replicas never both act.
+On SIGTERM the leader stops gracefully and releases the Lease; analyses keep running in
+their own pods. Once no renewal has succeeded by `fence_at` (before a standby may take the
+Lease), the leader closes its clients' `Fence`, cancels kopf and exits non-zero, so no
+request of a deposed leader lands late. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The reconcile loop every watched kind shares: reconcile, then sleep until woken or due.
 
-A kopf daemon per object runs `reconcile_loop`: it reconciles at once, then waits until a
-watch event wakes its key (`Wakeups`) or the delay the last reconcile asked for has passed,
-and stops when kopf stops the daemon (deletion or shutdown), after the reconcile in
-progress has finished. Rollouts and tunings differ only in what one pass does.
-
-Two things the loop does for kopf's sake:
-- kopf starts a new object's daemon in the same pass that adds its finalizer (and, for an
-  object some `on.delete` handler matches, before it writes its change-tracking
-  annotation). The daemon's first copy predates those writes: a reconcile of it would have
-  its guarded status write refused (409) and start over. The loop lets that copy go once;
-  the write's watch event refreshes the copy and wakes the loop.
-- An object's in-memory state is forgotten when kopf stops its daemon because the object
-  is being deleted: before kopf removes its finalizer, so a new object of the same name
-  cannot have started meanwhile. (No `on.delete` handler does it: any such handler makes
-  kopf write the change-tracking annotation after every creation.)
+Why one loop: rollouts and tunings differ only in what one pass does. A kopf daemon per
+object reconciles, then waits for a watch event (`Wakeups`) or the delay the pass asked
+for. It lets a new object's first, pre-finalizer copy go once (its status write would be
+refused) and forgets the object's state when kopf stops its daemon for a deletion.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

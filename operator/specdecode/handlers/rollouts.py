@@ -1,15 +1,9 @@
 """kopf handlers for SpecDecodeRollout: one reconcile loop per rollout, woken by events.
 
-Each rollout gets a kopf daemon that reconciles, then sleeps until something wakes it or
-its next reconcile is due: any change of the rollout itself (spec, or an annotation such
-as `specdecode.io/action`, which therefore acts at once), of its children and pods, or of
-an HTTPRoute in its namespace (see `watches`). While time drives the phase (a stage
-needs looks, a deadline runs) it is due at the analysis clock; otherwise only at the slow
-resync. The daemon's `body` is kopf's live copy, refreshed by every watch event.
-
-Errors never end the loop: an API error or a stale copy of the rollout is logged and the
-loop tries again later (a stale copy is superseded by the watch event of our own write,
-which wakes the loop anyway).
+Why: a change of the rollout (so `specdecode.io/action` acts at once), its children, pods
+or a namespace's HTTPRoute wakes the loop (`watches`); otherwise it is due at the analysis
+clock while time drives the phase, else at the slow resync. Errors never end the loop: an
+API error or a stale copy is logged and tried again later. More: docs/internals.md.
 """
 
 from __future__ import annotations

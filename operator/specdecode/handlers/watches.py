@@ -1,18 +1,10 @@
 """Watches of what rollouts own or read: indexes (the cache) and wake-ups (the triggers).
 
-One kopf watch per kind feeds two handlers: an index that keeps a snapshot of every
-object under its rollout's key (`cache.ClusterView` reads it), and an event handler that
-wakes the rollout's reconcile loop. Deployments, Services and Pods are watched with the
-server-side label selector `specdecode.io/rollout`, so the operator never receives the
-rest of the cluster's pods; HTTPRoutes (the user's, unlabelled) are indexed per namespace.
-kopf fills every index from an initial LIST before any other handler runs, so a reconcile
-never mistakes "not listed yet" for "absent".
-
-Readers: `runtime.cluster.rollout_pods(namespace, rollout, component=...)` and the other
-`ClusterView` methods. Pods of any component (engines, shadow-load) are indexed.
-
-Every handler here is async on purpose: kopf runs sync handlers in worker threads, and the
-wake-up flags are asyncio objects that only the event loop may touch.
+Why: one kopf watch per kind feeds an index (`cache.ClusterView` reads it, so observing costs
+no request) and a handler that wakes the rollout's loop. Owned kinds are watched with the
+label selector `specdecode.io/rollout`; kopf LISTs before any handler runs, so "not listed
+yet" is never "absent". Handlers are async: the wake-up flags are asyncio objects.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,40 +1,10 @@
 """Applying a decision: the one path every decision takes, the invalid-spec one included.
 
-Order, for exactly one Event per transition and no other effect of a stale copy:
-1. the transition's Events, named by the status it starts from (`adapters.kube.events`);
-2. the status, guarded by the resourceVersion it was computed from: the commit point.
-   Refused (409): the Events this attempt created are withdrawn, nothing else runs;
-3. children, route mirrors and the action annotation, each written only where the watched
-   cache shows it differs, so an idle rollout sends no request at all.
-Each step is idempotent; a reconcile stopped between two of them is completed by the next.
-One exception to the order: a rollout's first reconcile (no status stored yet) applies its
-children before step 1 (`apply_decision`), so a new rollout's Deployments do not wait
-for two writes. No earlier status exists for them to contradict; the one stale case is a
-spec edited while that first reconcile runs: its children are rendered from the older spec,
-its status write is refused (409), and the next reconcile re-renders them from the new one.
-
-Why Events before the status, case by case:
-- A copy older than our own write: `runtime.write_echo` refuses it in `observe` before
-  anything is sent.
-- Killed (or a request failed) after the Events, before the write: nothing is committed.
-  The next reconcile (after a restart: from kopf's fresh LIST) reads the same status,
-  computes the transition again under the same names, is refused (AlreadyExists) and
-  writes the status: one Event. (Status first lost that Event: at most once.)
-- 409, the rollout changed only in metadata (kopf's annotations, the action annotation)
-  or spec: this attempt's Events are withdrawn; the retry starts from the same status,
-  so the same transition creates them again (one Event, seen coming, going and coming
-  back by a watcher), and a different decision announces its own instead.
-- 409, the status itself changed (a hand edit; a leader that lost its Lease finishing a
-  request): this transition is never written from here; withdrawn, and the writer that
-  won announced its own transition before writing it.
-- A write failing otherwise (timeout, 5xx) may have landed: nothing is withdrawn. If it
-  landed, a repeat from the old copy is refused twice (AlreadyExists, then 409).
-- Leader hand-over: the standby watches nothing until it holds the Lease, then LISTs:
-  as a restart. A transition the old leader posted but did not write is a kill's repeat.
-What is left: a kill after the Events, before the write, whose repeat decides otherwise
-(a gate look seeing newer samples), or between a 409 and the withdrawal, leaves an Event
-of a transition never written; two writers deciding one transition at once (which the
-Lease excludes) could withdraw the winner's. Each needs a kill inside one API request.
+Why this order (one Event per transition, no effect of a stale copy): the transition's
+Events; the status, guarded by its resourceVersion (the commit point: a 409 withdraws this
+attempt's Events and stops); then children, route mirrors and the action annotation, each
+written only where the cache differs. Each step is idempotent; a new rollout's children go
+first. The case-by-case reasoning and what is left: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Read production's counters and step-ITL histogram for the drift guard's look, when due.
 
-Why here and not in `reconcile`: the guard is the one read a steady (Promoted) rollout
-makes, and it must stay small: nothing at all while the guard has nothing to judge
-(disabled, plain decoding, any other phase, before the first look), else one range query
-per counter, and one for the step-ITL buckets while the latency half has a reference
-figure to judge against (`guard.latency`), for the latest look of the grid
-(`domain.drift.GuardGrid`), evaluated at that look's instant and not at `now`, and each
-look is judged once (`runtime.guard_reads.judged`): a reconcile that a watch event causes
-between looks asks nothing, and a look is never judged again on data that arrived later
-(which would spend error the boundary did not budget); a failed latency read skips that
-look for the latency half (a skipped look spends no error). A window too short for
-four-scrape blocks is said once in the log.
-The look's numbers also go to the `specdecode_production_alpha` gauge (a gauge, not a
-status write).
+Why here and not in `reconcile`: it is the one read a steady (Promoted) rollout makes, so it
+stays small: nothing while the guard has nothing to judge, else one range query per counter
+(and the step-ITL buckets while `guard.latency` has a reference) for the grid's latest look,
+at that look's instant, each look judged once (`runtime.guard_reads`). The figures also go
+to the `specdecode_production_alpha` gauge. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Prompts traffic, observed: the rollout's load pods, their prompt set, a look's windows.
 
-The operator sends no inference traffic itself: load pods do (`reconciler.load_sync`
-keeps them as the decision says). Observe reads here, once per reconcile
-(`observe_load`): the load pods from the watched cache, why the prompt set cannot be
-replayed while no pod runs yet, the prompt set's content hash during an analysis (its
-evidence), and, when a look is due, each side's window: every pod of the run is asked for
-its blocks since the window began and they are combined per side (`domain.load_window`).
-Nothing is kept between reconciles but the pods' echo of the endpoints they use: a
-restarted operator finds the same pods, and they kept measuring while it was away.
+Why: load pods, not the operator, send the traffic (`reconciler.load_sync`); observe reads
+here once per reconcile (`observe_load`): the pods from the watched cache, the prompt set's
+hash during an analysis, and each side's window when a look is due (`domain.load_window`).
+Only the pods' endpoint echo is kept, so a restarted operator finds the same pods measuring.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

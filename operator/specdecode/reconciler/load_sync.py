@@ -1,14 +1,10 @@
 """Prompts traffic, applied: the stage run's load pods, kept as the decision says.
 
-For the stage run the domain plans (`TrafficPlan`), each side gets its load pods
-(rendered in `adapters.load.pods`); any other load pod of the rollout (an earlier stage,
-a re-run, an ended analysis) is deleted. Load pods send to the engines' pod addresses,
-read from the watched pod cache (`adapters.kube.endpoints`): a pod being created gets the
-current ones; a running pod is pushed a side's list when it differs from the one its
-reports echo (`reconciler.load` keeps the echo). An engine pod becoming Ready, or going,
-is a watch event that wakes the rollout; only a pod that does not echo (an older load
-image) is pushed again on a timer, since nothing else would tell that its container
-restarted with its start-up list.
+Why: each side of the planned stage run (`TrafficPlan`) gets its load pods
+(`adapters.load.pods`), any other load pod of the rollout is deleted. They send to engine
+pod addresses from the watched cache; a running pod is pushed a side's list only when its
+reports echo another (`reconciler.load`), since an engine pod coming or going wakes the
+rollout anyway. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Mirror traffic: keeps the user's HTTPRoute carrying our RequestMirror filters, or none.
 
-A declarative effect of the decision, like the children: while the domain plans shadow
-traffic for a stage of a Mirror rollout, the route's rules toward production mirror
-`mirrorPercent` of live requests to the splitter's Service (Splitter pairing,
-`reconciler.splitter`), or to the baseline and the candidate Services (ServerSide); at any
-other time (no stage running, promotion, rollback, a spec switched to Prompts, the rollout
-deleted) none of ours remain on any route of the namespace. Without `httpRoute` (always so
-with a workloadRef) the operator writes no route: the user mirrors to the splitter's
-Service themselves, and that filter is theirs (ours are only on routes we marked,
-`adapters.kube.route_mirrors`). Checked on every reconcile, so an edit or a GitOps sync
-that drops or changes our filters is repaired; a route edit wakes the namespace's
-rollouts. Which mirrors are wanted: `adapters.kube.mirror_wanted`, read by observe too.
+Why declarative, like the children: while a stage of a Mirror rollout runs, routes toward
+production mirror `mirrorPercent` to the splitter (`reconciler.splitter`) or to both
+Services; at any other time none of ours remain. Checked every reconcile, so an edit or a
+GitOps sync that drops them is repaired. Without `httpRoute` no route is written.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Observe: one read of everything a reconcile's decision needs, into one `Snapshot`.
 
-The spec is parsed (an invalid one is a `Seen` with the problem, never an exception loop)
-and resolved: a `workloadRef`'s source states the `model` and `engine` left out
-(`reconciler.workload`). Then, once each: children, pods and routes from the watched
-cache (`runtime.cluster`), the load pods and a due look's windows (`reconciler.load`,
-or the splitter's, `reconciler.splitter_reports`), the stage's engine metrics
-(`reconciler.stage_reads`), production's for the drift guard (`reconciler.guard`), the
-engines' vLLM releases and whether Prometheus scrapes them. The snapshot is immutable;
-the decision reads nothing else (`domain.pass_decision`), and the apply writes from it.
+Why: the decision reads nothing else (`domain.pass_decision`), so it stays pure. The spec is
+parsed (an invalid one is a `Seen` with the problem) and resolved (`reconciler.workload`);
+then, once each: the watched cache, the load pods' or splitter's windows, stage and guard
+metrics, the engines' releases. The snapshot is immutable. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The Patch promotion strategy: the operator applies the passed config to the source itself.
 
-While Promoting, and until the source's template runs the candidate, one server-side apply
-of the vLLM container's args (the source's own, every speculative setting replaced by the
-candidate's; `domain.adoption.owner_patch` is the same change) under the operator's
-promotion field manager, never forced. A conflict (another manager owns the args, as
-`kubectl apply` or Argo CD does when the owner wrote them) is kept with the source's
-generation in `status.applyFindings` (so a restart does not re-send it) and shown as
-Degraded `PatchConflict` naming that manager; the rollout then waits for the owner
-(AwaitingOwner) and is not re-sent until the source changes. An
-analysis that ends without a promotion (the deadline, an abort, a spec change) while the
-source still holds our apply returns it to the stable config: the args re-applied with it,
-or, when nothing of the owner's was in args, the apply withdrawn (server-side apply of
-nothing under that manager removes exactly the fields it set).
+Why a non-forced server-side apply of the vLLM container's args under our own field
+manager: another manager's ownership shows as a conflict, kept in `status.applyFindings`
+(not re-sent until the source changes) and shown as Degraded `PatchConflict`; the rollout
+then awaits the owner. An analysis ending without a promotion returns our apply to the
+stable config, or withdraws it. More: docs/internals.md.
 """
 
 from __future__ import annotations

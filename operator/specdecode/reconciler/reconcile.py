@@ -1,18 +1,11 @@
 """One reconcile of one rollout: one pass of observe, decide, act.
 
-1. observe (`reconciler.observe`): refuse a copy older than our own last write
-   (`StaleRollout`, before anything is sent), parse and resolve the spec, then read once everything
-   the decision needs into an immutable `Snapshot` (the watched cache for children, pods
-   and routes; the load pods', the splitter's and Prometheus' measurements when a look is
-   due; the engines' releases); the adapters are called only here and in 3;
-2. decide (`domain.pass_decision.decide_pass`): a pure function of what was seen and the
-   clock, returning the next status, the Events and the children, traffic and
-   annotations the rollout should have;
-3. act (`reconciler.apply.apply_decision`): Events, the status guarded by the
-   resourceVersion it was computed from, then children, the promotion, load pods, the
-   splitter, the findings and route mirrors, each written only where the cache shows it
-   differs, and the action annotation consumed.
-Each step is idempotent, so a reconcile interrupted anywhere is simply run again.
+1. observe (`reconciler.observe`): refuse a stale copy, read once into a `Snapshot`;
+2. decide (`domain.pass_decision.decide_pass`): a pure function of it and the clock;
+3. act (`reconciler.apply.apply_decision`): Events, the guarded status, then each effect
+   only where the cache differs.
+Why: each step is idempotent, so an interrupted reconcile is simply run again.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Mirror traffic with Splitter pairing: the stage run's splitter, kept and read per look.
 
-While the domain plans shadow traffic for a stage of such a rollout, the rollout owns one
-splitter Deployment (`adapters.load.splitter`); at any other time (no stage running, the
-analysis ended, the spec switched to Prompts or ServerSide, the spec unreadable) it is
-deleted. Its Service `<rollout>-splitter` lives as long as the spec asks for Splitter
-pairing: a user who mirrors to it themselves (an adopted Deployment's owner) points at a
-name that does not come and go with the stages. The splitter sends to the engines' pod
-addresses, pushed per side like the load pods' (a Service's address would need cluster DNS
-and a proxy in the path). The route's single RequestMirror filter toward the splitter's
-Service is `reconciler.mirror`'s (or the user's own). A look reads the splitter pod of the current
-stage run once per side, in the load pods' report protocol, and combines each side's
-blocks as it would a one-shard load pod's (`domain.load_window`): the gates judge the
-same statistics as under Prompts traffic (`reconciler.splitter_reports`, observe's
-side; this module is the apply's).
+Why: while a stage runs the rollout owns one splitter Deployment (`adapters.load.splitter`),
+deleted at any other time; its Service lives as long as the spec asks for Splitter pairing,
+so a user's own mirror points at a stable name. It is pushed engine pod addresses like the
+load pods, and read per look in their report protocol, so the gates judge the same
+statistics as under Prompts traffic. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """One reconcile of one SpecDecodeTuning: resume the run, advance its round, report.
 
-1. parse the spec (an invalid one is Failed with the reason, and its trials are removed);
-2. resume the progress from the report ConfigMap's `state.json` (a new generation starts
-   afresh: a changed spec is a new question);
-3. advance the round (`domain.tuning.rounds`): engines of the round's cells, their load
-   pods once both are Ready, each look when due (measured by `domain.tuning.measure`);
-   when every cell of the round has looked, plan the next round, pausing cells that are
-   not in it (their engines go; their blocks stay in the trial's blocks ConfigMap);
-4. write the state, the report (JSON, Markdown, SVG) and the bounded status, each only
-   when it changed; when done: remove every trial, and with `apply: true` start the gated
-   rollout of the winner.
-Every step is idempotent: a reconcile stopped anywhere is completed by the next one.
+Parse the spec (invalid: Failed, trials removed), resume from the report ConfigMap's
+`state.json` (a new generation starts afresh), advance the round (`domain.tuning.rounds`),
+then write state, report and status where changed; when done, remove the trials and, with
+`apply: true`, start the gated rollout of the winner. Why: every step is idempotent, so a
+reconcile stopped anywhere is completed by the next. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The source of a `workloadRef` rollout: read it, say when it cannot be judged.
 
-Read every reconcile (a GET and a Service LIST, `adapters.kube.workload`): its template
-and config decide the baseline, and its pods running the passed config decide Verified.
-First it completes the spec: `model` and `engine` the user left out are read from the
-source's vLLM container (`resolve`, the one place; a source that cannot be read or does
-not state them leaves no spec: `source_spec.decide_unresolved`). A source that does not
-match the values given (model, image or port), or cannot be judged, makes the rollout
-Degraded (`WorkloadUnavailable`, naming what differs), a condition over the phase as for
-other problems found outside the state machine (`domain.pass_decision`); no shadow is
-rendered from it, so an analysis that cannot start runs into its progress deadline.
+Why every reconcile: the source's template and config decide the baseline, its pods
+Verified. `resolve` (the one place) fills `model` and `engine` from its vLLM container; a
+source that differs from the values given, or cannot be judged, makes the rollout Degraded
+(`WorkloadUnavailable`, naming what differs) and no shadow is rendered from it.
+More: docs/internals.md.
 """
 
 from __future__ import annotations
