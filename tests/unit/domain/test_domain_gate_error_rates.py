@@ -133,6 +133,8 @@ def _latency_runs(ratio: float, seed: int, trials: int, **source: object) -> lis
     ]
 
 
+# 40-110 s alone; past the default 300 s when the machine is shared (seen three times).
+@pytest.mark.timeout(900)
 def test_step_shared_latency_at_threshold_is_rarely_promoted_or_rolled_back() -> None:
     # 32 requests record each step (10 % jitter each, 1-3 tokens per chunk): the case where
     # the replaced rule erred most (benchmarks/gates.py, the table in docs/gates.md).
@@ -175,6 +177,8 @@ def _busy_runs(ratio: float, seed: int, trials: int, batch: int) -> list[StageRu
     return _latency_runs(ratio, seed, trials, rate=BUSY_STEPS * batch, **source)
 
 
+# 40-110 s alone; past the default 300 s when the machine is shared (seen three times).
+@pytest.mark.timeout(900)
 def test_step_shared_latency_at_a_busy_step_rate_is_rarely_promoted_or_rolled_back() -> None:
     # The realistic step rate (the benchmark's batch rows): 8 requests share each of 31
     # steps/s; the correction must hold here too, not only at 2 steps/s.
