@@ -135,4 +135,7 @@ def offer_text(offer: SpeculativeConfig | None, analyse: bool) -> str:
         if analyse
         else "set status.scheduleOffer as spec.speculative to have it analysed"
     )
-    return f"; offered: {SCHEDULE} {entries}, speculating only where it passed: {how}"
+    return (
+        f"; offered: {SCHEDULE} {entries}, speculating only up to the lower stage's "
+        f"concurrency: {how}"
+    )

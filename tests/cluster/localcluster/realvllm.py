@@ -99,8 +99,12 @@ def apply_model_volume(cluster: LocalCluster, namespace: str, models: Path) -> N
     if found and found != str(models):
         # A PersistentVolume's source is immutable: models made by another version of
         # make_models.py (a rerun after an upgrade) need the claim and the volume anew.
-        cluster.kubectl("delete", "pvc", CLAIM, "-n", namespace, "--ignore-not-found", "--wait")
-        cluster.kubectl("delete", "pv", name, "--ignore-not-found", "--wait", check=True)
+        # (the previous rollout was deleted first; a claim still mounted elsewhere fails here)
+        for kind, more in (("pvc", ["-n", namespace]), ("pv", [])):
+            target = CLAIM if kind == "pvc" else name
+            cluster.kubectl(
+                "delete", kind, target, *more, "--ignore-not-found", "--timeout=120s", check=True
+            )
     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": [volume, claim]})
     cluster.kubectl("apply", "-f", "-", input=body, check=True)
 
@@ -187,7 +191,7 @@ def rollout(
 
 def demo_rollout() -> dict[str, Any]:
     """`make demo SCENARIO=real`: the simulator demo's two stages on the real engine, with a
-    candidate whose draft agrees with its target on every token but costs 8x its depth
+    candidate whose draft agrees with its target on ~99 % of tokens but costs 8x its depth
     (`draft-heavy`): acceptance passes (~1 by construction), and the speedup gate must fail
     it, as it would a draft too large for its target on a GPU. With the draft identical to
     the target instead (as deep as it), speculation on a CPU sits near 1x: 3 of 4 runs ended
