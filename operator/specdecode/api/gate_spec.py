@@ -4,13 +4,10 @@ Each gate type's wire facts are one row of `GATE_KINDS` (the fields it may set, 
 defaults, its minimum data); the field descriptions (hence `kubectl explain`), `GATE_RULES`
 and `GateSpec.setting` derive from it. How a gate judges is its `domain.gates` module's;
 whether it judges and certifies a stage is `certify`'s.
-Why type-specific fields stay unset rather than defaulted in the schema: the API server
-would write a default into every gate, and a field set on a type it does not apply to is
-rejected. Fail closed: every threshold is bounded (schema minimum/maximum, the earliest
-error, naming the field) to where the gate can still fail on a result an SRE would refuse;
-each bound's reason is in its field's description. dryRun gates have the same bounds: one
-range per field is simpler to explain than two, and a dry run reports the measured value
-whatever its threshold.
+Type-specific fields stay unset in the schema (a default would be written into every gate,
+and a field set on a type it does not apply to is rejected). Every threshold is bounded to
+where the gate can still fail on a result an SRE would refuse (the reason is in each
+field's description); dryRun gates have the same bounds.
 """
 
 from __future__ import annotations
