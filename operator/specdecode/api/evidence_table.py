@@ -34,22 +34,6 @@ class Evidence:
     admitted: bool = True
 
 
-# What each gate type computes from what it reads (the same under either source).
-_D = GATE_DEFAULTS
-STATISTIC: dict[GateType, str] = {
-    GateType.ACCEPTANCE: "alpha = accepted / draft tokens, for fixed-k model drafts "
-    f"(minAlpha {_D['min_alpha']})",
-    GateType.ACCEPTED_LENGTH: "tokens per step, 1 + accepted / drafts, for ngram and suffix "
-    f"(minAcceptedLength {_D['min_accepted_length']})",
-    GateType.TAIL_LATENCY: "candidate / baseline quantile of the gap between streamed chunks "
-    f"(quantile {_D['quantile']}, tolerance {_D['tolerance']})",
-    GateType.SPEEDUP: "baseline / candidate median time per output token "
-    f"(minSpeedup {_D['min_speedup']})",
-    GateType.ERROR_RATE: "candidate minus baseline failed share of the same requests "
-    f"(maxErrorRate {_D['max_error_rate']})",
-}
-
-
 def _samples(gate_type: GateType, unit: str) -> str:
     return f"minSamples {unit} (default {MIN_SAMPLES_DEFAULTS[gate_type]})"
 

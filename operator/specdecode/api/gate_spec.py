@@ -1,20 +1,18 @@
 """`spec.analysis.stages[].gates[]`: what a gate measures, its threshold, how sure it must be.
 
-Which fields each gate type may set (`GATE_FIELDS`), their defaults (`GATE_DEFAULTS`, the
-one place they are defined: the field descriptions, hence `kubectl explain`, quote them and
-the domain reads them through `GateSpec.setting`) live here too; `GATE_RULES` are written
-once from them. Whether a gate judges and certifies a stage is `certify`'s.
-Why type-specific fields stay unset rather than defaulted in the schema: the API server
-would write a default into every gate, and a field set on a type it does not apply to is
-rejected. Fail closed: every threshold is bounded (schema minimum/maximum, the earliest
-error, naming the field) to where the gate can still fail on a result an SRE would refuse;
-each bound's reason is in its field's description. dryRun gates have the same bounds: one
-range per field is simpler to explain than two, and a dry run reports the measured value
-whatever its threshold.
+Each gate type's wire facts are one row of `GATE_KINDS` (the fields it may set, their
+defaults, its minimum data); the field descriptions (hence `kubectl explain`), `GATE_RULES`
+and `GateSpec.setting` derive from it. How a gate judges is its `domain.gates` module's;
+whether it judges and certifies a stage is `certify`'s.
+Type-specific fields stay unset in the schema (a default would be written into every gate,
+and a field set on a type it does not apply to is rejected). Every threshold is bounded to
+where the gate can still fail on a result an SRE would refuse (the reason is in each
+field's description); dryRun gates have the same bounds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -40,7 +38,25 @@ LabelName = Annotated[
 ]
 
 
-# The defaults of the type-specific fields: the one place they are defined.
+@dataclass(frozen=True)
+class GateKind:
+    """What the wire knows of one gate type, written once: the type-specific settings it may
+    carry with their defaults, and the units its minSamples counts with their default.
+
+    Why one row per type: which fields a type may set (`GATE_RULES`, hence the CRD's CEL),
+    their defaults (quoted by the field descriptions, applied by `GateSpec.setting`) and the
+    minimum data all derive from it; the gate's statistic lives in its domain module
+    (`domain.gates`), which the API cannot import.
+    """
+
+    settings: dict[str, object]  # field -> default
+    min_samples: int  # what a verdict needs before it may be trusted
+    unit: str  # what minSamples counts: REQUESTS or BLOCKS
+
+
+REQUESTS, BLOCKS = "requests", "blocks"
+
+# The type-specific fields and their defaults: the one place they are defined.
 # Thresholds from the calibration study the simulator reproduces (8B on L40S, chat and code,
 # concurrency 10): fixed-k heads at alpha >= 0.37 gained >= 40 %, at alpha <= 0.19 at most
 # 8 %, so 0.2 is where a head stops paying (the 0.55 in circulation rolls back EAGLE-3 on
@@ -53,27 +69,30 @@ LabelName = Annotated[
 # pass; a P99 stall 1.5x the baseline's fails. At 32 streams on GB10 EAGLE-3 k=2 on chat
 # measured 1.27x (passes) and k=3 1.40x: at the line, undecided. Not PerToken: on the
 # study's prompts it stayed at 0.89-1.05x while the P99 chunk gap grew 1.1-1.6x.
-GATE_DEFAULTS: dict[str, object] = {
-    "min_alpha": 0.2,
-    "min_draft_tokens": 1000,
-    "min_accepted_length": 1.3,
-    "quantile": 0.99,
-    "tolerance": 0.4,
-    "itl_definition": ItlDefinition.PER_CHUNK,
-    "speedup_metric": SpeedupMetric.TIME_PER_OUTPUT_TOKEN,
-    "min_speedup": 1.0,
+GATE_KINDS: dict[GateType, GateKind] = {
+    GateType.ACCEPTANCE: GateKind(
+        {"min_alpha": 0.2, "min_draft_tokens": 1000},
+        30,
+        REQUESTS,  # clusters of the bound
+    ),
+    GateType.ACCEPTED_LENGTH: GateKind({"min_accepted_length": 1.3}, 30, REQUESTS),
+    GateType.TAIL_LATENCY: GateKind(
+        {"quantile": 0.99, "tolerance": 0.4, "itl_definition": ItlDefinition.PER_CHUNK},
+        20,  # time blocks per side (loadGenerator.blockSeconds each)
+        BLOCKS,
+    ),
+    GateType.SPEEDUP: GateKind(
+        {"speedup_metric": SpeedupMetric.TIME_PER_OUTPUT_TOKEN, "min_speedup": 1.0}, 20, BLOCKS
+    ),
     # The candidate's failed share minus the baseline's, at the bound: proving <= 0.01 takes
     # ~600-900 clean requests per side at a look's error, 0.02 takes ~300-450.
-    "max_error_rate": 0.02,
+    GateType.ERROR_RATE: GateKind({"max_error_rate": 0.02}, 20, REQUESTS),
 }
-# min_samples differs by type: what a verdict needs before it may be trusted.
-MIN_SAMPLES_DEFAULTS: dict[GateType, int] = {
-    GateType.ACCEPTANCE: 30,  # finished requests (the clusters of the bound)
-    GateType.ACCEPTED_LENGTH: 30,  # finished requests
-    GateType.TAIL_LATENCY: 20,  # time blocks per side (loadGenerator.blockSeconds each)
-    GateType.SPEEDUP: 20,  # time blocks per side
-    GateType.ERROR_RATE: 20,  # requests
+# Derived views: the defaults by field, and the minimum by type.
+GATE_DEFAULTS: dict[str, object] = {
+    field: default for kind in GATE_KINDS.values() for field, default in kind.settings.items()
 }
+MIN_SAMPLES_DEFAULTS: dict[GateType, int] = {t: kind.min_samples for t, kind in GATE_KINDS.items()}
 
 
 def _default(field: str) -> str:
@@ -84,8 +103,8 @@ def _default(field: str) -> str:
 def _min_samples_description() -> str:
     """The minSamples description, quoting MIN_SAMPLES_DEFAULTS rather than retyping it."""
     d = MIN_SAMPLES_DEFAULTS
-    requests = (GateType.ACCEPTANCE, GateType.ACCEPTED_LENGTH, GateType.ERROR_RATE)
-    blocks = (GateType.TAIL_LATENCY, GateType.SPEEDUP)
+    requests = [t for t, kind in GATE_KINDS.items() if kind.unit == REQUESTS]
+    blocks = [t for t, kind in GATE_KINDS.items() if kind.unit == BLOCKS]
     return (
         f"Independent units needed before a verdict: finished requests "
         f"({', '.join(t.value for t in requests)}; default "
@@ -219,11 +238,7 @@ class GateSpec(KubeModel):
 
 # The type-specific fields each gate type may set; GATE_RULES are generated from this table.
 GATE_FIELDS: dict[GateType, frozenset[str]] = {
-    GateType.ACCEPTANCE: frozenset({"min_alpha", "min_draft_tokens", "min_samples"}),
-    GateType.ACCEPTED_LENGTH: frozenset({"min_accepted_length", "min_samples"}),
-    GateType.TAIL_LATENCY: frozenset({"quantile", "tolerance", "itl_definition", "min_samples"}),
-    GateType.SPEEDUP: frozenset({"speedup_metric", "min_speedup", "min_samples"}),
-    GateType.ERROR_RATE: frozenset({"max_error_rate", "min_samples"}),
+    gate_type: frozenset({*kind.settings, "min_samples"}) for gate_type, kind in GATE_KINDS.items()
 }
 
 

@@ -10,16 +10,13 @@ that would have decided either way. Nothing here changes a verdict.
 
 from __future__ import annotations
 
+from specdecode.domain.gates import measure_for, registered_types
 from specdecode.vocabulary import GateType
 
 # Which way each gate type's limit points: a lower limit (the estimate must reach it) or an
-# upper one (it must stay under it). Written once; `test_close_call` checks every type.
+# upper one (it must stay under it). Each gate's module says it (`higher_is_better`).
 HIGHER_IS_BETTER: dict[GateType, bool] = {
-    GateType.ACCEPTANCE: True,
-    GateType.ACCEPTED_LENGTH: True,
-    GateType.SPEEDUP: True,
-    GateType.TAIL_LATENCY: False,
-    GateType.ERROR_RATE: False,
+    gate_type: measure_for(gate_type).higher_is_better for gate_type in registered_types()
 }
 
 

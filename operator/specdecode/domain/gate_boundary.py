@@ -19,13 +19,13 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel
 
 from specdecode.api.certify import JUDGED, Certification
-from specdecode.api.gate_spec import GATE_DEFAULTS, MIN_SAMPLES_DEFAULTS, GateSpec
+from specdecode.api.gate_spec import GATE_DEFAULTS, GATE_FIELDS, MIN_SAMPLES_DEFAULTS, GateSpec
 from specdecode.api.status import MAX_LOOKS_KEPT, GateLook, GateResult
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates import LookPlan, error_at_look, measure
 from specdecode.domain.observations import StageObservations
-from specdecode.vocabulary import GateType, GateVerdict
+from specdecode.vocabulary import GateVerdict
 
 _PARAM_TYPES = get_type_hints(GateParams)
 # GateParams fields GateSpec does not have as such: computed from it by `_derived`.
@@ -118,16 +118,17 @@ def evaluate_gate(
 def _identity(params: GateParams) -> dict[str, Any]:
     """The GateParams fields GateResult also has (name, type, flags), by name.
 
-    The ITL definition is shown only on a TailLatency gate (others have the default).
+    A type-specific setting (the ITL definition) is shown only on a gate whose type has it
+    (`GATE_FIELDS`); the others hold only its default, which would mislead.
     """
-    carried = {
+    own = GATE_FIELDS[params.type]
+    return {
         field.name: getattr(params, field.name)
+        if field.name in own or field.name not in GATE_DEFAULTS
+        else None
         for field in fields(GateParams)
         if field.name in GateResult.model_fields
     }
-    if params.type is not GateType.TAIL_LATENCY:
-        carried["itl_definition"] = None
-    return carried
 
 
 def _with_look(

@@ -3,9 +3,9 @@
 Why not `GateSpec`: the gates and the statistics must not import the wire schema (an
 import-linter contract holds them to it), so a second API version changes one conversion
 (`domain.gate_boundary.gate_params`), not every measure. The fields are a subset of
-GateSpec's, by name, with the defaults applied there (GATE_DEFAULTS and
-MIN_SAMPLES_DEFAULTS stay defined once, in `api.gate_spec`); the boundary fills them from
-`dataclasses.fields`, so a field is listed here and in the model, never copied by hand.
+GateSpec's, by name, with the defaults applied there (defined once, `api.gate_spec.GATE_KINDS`);
+the boundary fills them from `dataclasses.fields`, so a field is listed here and in the
+model, never copied by hand.
 """
 
 from __future__ import annotations

@@ -48,11 +48,14 @@ from specdecode.domain.gates import (  # noqa: F401 (each registers its gate typ
     speedup,
     tail_latency,
 )
-from specdecode.domain.gates.registry import Look, Need, measure_for
-from specdecode.domain.observations import ServerStepHistograms, StageObservations
+from specdecode.domain.gates.registry import Look, Need
+
+# Re-exported: importing them from here guarantees every gate above is registered.
+from specdecode.domain.gates.registry import measure_for as measure_for
+from specdecode.domain.gates.registry import registered_types as registered_types
+from specdecode.domain.observations import StageObservations
 from specdecode.domain.sequential import critical_values, nominal_error, spent
-from specdecode.domain.step_histogram import histogram_quantile
-from specdecode.vocabulary import GateType, GateVerdict
+from specdecode.vocabulary import GateVerdict
 
 MIN_LOOK_ERROR = 1e-12
 
@@ -114,30 +117,17 @@ def error_at_look(
 def measure(
     gate: GateParams, observations: StageObservations | None, plan: LookPlan, error: float
 ) -> Measurement:
-    """Look once at `error`: the registered measure of the gate's type, with the server's
-    cross-check beside a TailLatency gate's numbers; no observations is no data."""
+    """Look once at `error`: the registered measure of the gate's type, with the engines'
+    cross-check beside its numbers (`GateMeasure.server_cross_check`); no observations is
+    no data."""
     if observations is None:
         return Measurement(GateVerdict.INCONCLUSIVE, "no data for this stage yet")
     look = Look(error, plan.method, plan.mirror, plan.may_not_draft, plan.unsent)
-    found = measure_for(gate.type).measure(gate, observations, look)
+    gate_measure = measure_for(gate.type)
+    found = gate_measure.measure(gate, observations, look)
     if found.verdict is GateVerdict.ERROR:
         return found
-    server_baseline, server_candidate = _server_cross_check(gate, observations)
+    server_baseline, server_candidate = gate_measure.server_cross_check(gate, observations)
     return dataclasses.replace(
         found, server_baseline_value=server_baseline, server_candidate_value=server_candidate
     )
-
-
-def _server_cross_check(
-    gate: GateParams, observations: StageObservations
-) -> tuple[float | None, float | None]:
-    """vLLM's step-ITL quantiles (interpolated, as Prometheus does) at a TailLatency gate's q.
-
-    Reported next to every TailLatency gate's numbers: the client's exact timings and the
-    server's histogram should tell the same story; a ServerStep gate is judged on the latter.
-    """
-    server = observations.server_step_itl
-    if gate.type is not GateType.TAIL_LATENCY or not isinstance(server, ServerStepHistograms):
-        return None, None
-    q = gate.quantile
-    return histogram_quantile(server.baseline, q), histogram_quantile(server.candidate, q)

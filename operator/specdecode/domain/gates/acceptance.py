@@ -46,7 +46,7 @@ from specdecode.domain.gate_measures import (
 from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.no_drafts import no_drafts
-from specdecode.domain.gates.registry import Look, Need, register
+from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
 from specdecode.domain.observations import (
     AcceptanceCounts,
     AcceptedMoments,
@@ -192,9 +192,11 @@ def counters_interval(counts: AcceptanceCounts, error: float) -> Interval | None
     )
 
 
-class CountersGate:
+class CountersGate(GateMeasure):
     """What the gates judged on the candidate's acceptance counters read (Acceptance,
     AcceptedLength): one set, so neither can come to miss what the other's bound uses."""
+
+    higher_is_better = True  # a floor: the draft must be accepted at least this much
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """The candidate's counters, and the load pods' per-request moments for the bound."""
@@ -204,6 +206,9 @@ class CountersGate:
 @register(GateType.ACCEPTANCE)
 class AcceptanceGate(CountersGate):
     """alpha judged on its lower bound against minAlpha."""
+
+    statistic = "alpha = accepted / draft tokens, for fixed-k model drafts"
+    judged_against = ("min_alpha",)
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""

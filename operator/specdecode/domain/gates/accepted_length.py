@@ -46,6 +46,9 @@ from specdecode.vocabulary import GateType, GateVerdict
 class AcceptedLengthGate(CountersGate):
     """Tokens per step judged on its lower bound against minAcceptedLength."""
 
+    statistic = "tokens per step, 1 + accepted / drafts, for ngram and suffix"
+    judged_against = ("min_accepted_length",)
+
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
         threshold = gate.min_accepted_length

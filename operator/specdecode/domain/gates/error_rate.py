@@ -35,7 +35,7 @@ from specdecode.domain.gate_measures import (
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.mirror_outcomes import mirror_counts, unaccounted_requests
-from specdecode.domain.gates.registry import Look, Need, register
+from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
 from specdecode.domain.observations import (
     EngineOutcomePair,
     LatencySamples,
@@ -77,8 +77,12 @@ UNHEALTHY_BASELINE = 0.05
 
 
 @register(GateType.ERROR_RATE)
-class ErrorRateGate:
+class ErrorRateGate(GateMeasure):
     """Pass when the difference's upper bound <= maxErrorRate; fail when its lower exceeds."""
+
+    higher_is_better = False  # a ceiling on the extra failed share
+    statistic = "candidate minus baseline failed share of the same requests"
+    judged_against = ("max_error_rate",)
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """Request outcomes: the load pods' (Prompts), or the engines' counters (Mirror)."""

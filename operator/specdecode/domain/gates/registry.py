@@ -68,7 +68,21 @@ LOAD_REPORT_NEEDS = frozenset(
 
 
 class GateMeasure(Protocol):
-    """How one gate type turns a stage's observations into a verdict with numbers."""
+    """What one gate type is, on the domain side: what it reads, which way its limit points,
+    how it judges. Gate classes subclass it (for the default `server_cross_check`).
+
+    Why all of it here: the shared path (`gate_boundary`, `analyzing`, `close_call`) asks
+    the registered measure instead of branching on the type, so a new gate is its module,
+    its row in `api.gate_spec.GATE_KINDS` (the wire side) and its import in `gates`.
+    """
+
+    # The limit is a floor the estimate must reach (True) or a ceiling (False): how a close
+    # call is worded (`close_call`).
+    higher_is_better: bool
+    # What it computes from what it reads, in the docs' gate table (`tools.gate_table`),
+    # followed there by the defaults of `judged_against`, the settings it is judged on.
+    statistic: str
+    judged_against: tuple[str, ...]
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """The observations `measure` reads for this gate (its settings may matter)."""
@@ -81,6 +95,13 @@ class GateMeasure(Protocol):
         type, so it lives once in `gate_boundary.evaluate_gate`; a measure only measures.
         """
         ...
+
+    def server_cross_check(
+        self, gate: GateParams, seen: StageObservations
+    ) -> tuple[float | None, float | None]:
+        """The engines' own (baseline, candidate) figure for the gate's statistic, reported
+        beside a judged look so the two instruments can be compared; None where none."""
+        return None, None
 
 
 _REGISTRY: dict[GateType, GateMeasure] = {}

@@ -26,7 +26,7 @@ from specdecode.domain.gate_measures import (
     unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates.registry import Look, Need, register
+from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
 from specdecode.domain.gates.tail_latency import log_ratio_interval
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval
@@ -37,8 +37,12 @@ MIN_BLOCKS_EITHER_SIDE = 2  # the median sits in most blocks: no separate tail m
 
 
 @register(GateType.SPEEDUP)
-class SpeedupGate:
+class SpeedupGate(GateMeasure):
     """Pass when the speedup's lower bound >= minSpeedup; fail when its upper bound is below."""
+
+    higher_is_better = True  # a floor on baseline / candidate time per token
+    statistic = "baseline / candidate median time per output token"
+    judged_against = ("min_speedup",)
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """Both sides' client latency blocks (TPOT per request)."""

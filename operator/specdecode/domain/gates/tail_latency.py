@@ -50,12 +50,17 @@ from specdecode.domain.gate_measures import (
     unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates.registry import Look, Need, register
-from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
+from specdecode.domain.observations import (
+    LatencySamples,
+    MetricError,
+    ServerStepHistograms,
+    StageObservations,
+)
 from specdecode.domain.open_requests import stall_bound, with_open_stalls
 from specdecode.domain.sketch import Sketch
 from specdecode.domain.stats import Interval
-from specdecode.domain.step_histogram import measure_server_step_tail
+from specdecode.domain.step_histogram import histogram_quantile, measure_server_step_tail
 from specdecode.vocabulary import GateType, GateVerdict, ItlDefinition
 
 # Blocks holding tail samples a verdict needs: the tail share's spread is estimated from
@@ -119,12 +124,16 @@ def log_ratio_interval(
 
 
 @register(GateType.TAIL_LATENCY)
-class TailLatencyGate:
+class TailLatencyGate(GateMeasure):
     """Pass when the ratio's upper bound <= 1 + tolerance; fail when its lower bound exceeds."""
+
+    higher_is_better = False  # a ceiling on candidate / baseline tail latency
+    statistic = "candidate / baseline quantile of the gap between streamed chunks"
+    judged_against = ("quantile", "tolerance")
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """ServerStep: both step histograms; else the client's blocks, and the histograms
-        for the cross-check reported beside them (`gates._server_cross_check`)."""
+        for the cross-check reported beside them (`server_cross_check`)."""
         if gate.itl_definition is ItlDefinition.SERVER_STEP:
             return frozenset({Need.SERVER_STEP_HISTOGRAMS})
         return frozenset({Need.CLIENT_LATENCY, Need.SERVER_STEP_HISTOGRAMS})
@@ -134,6 +143,21 @@ class TailLatencyGate:
         if gate.itl_definition is ItlDefinition.SERVER_STEP:
             return measure_server_step_tail(gate, seen.server_step_itl, look.error)
         return measure_client_tail(gate, seen.baseline_latency, seen.candidate_latency, look)
+
+    def server_cross_check(
+        self, gate: GateParams, seen: StageObservations
+    ) -> tuple[float | None, float | None]:
+        """vLLM's step-ITL quantiles (interpolated, as Prometheus does) at the gate's q.
+
+        Reported next to every TailLatency gate's numbers: the client's exact timings and the
+        server's histogram should tell the same story; a ServerStep gate is judged on the
+        latter.
+        """
+        server = seen.server_step_itl
+        if not isinstance(server, ServerStepHistograms):
+            return None, None
+        q = gate.quantile
+        return histogram_quantile(server.baseline, q), histogram_quantile(server.candidate, q)
 
 
 def measure_client_tail(

@@ -1,0 +1,98 @@
+"""A gate type is named in its own module, the registry and the API, nowhere else.
+
+Why: what a gate is (its settings, what it reads, how it judges) lives in its module under
+`domain/gates/` (the registry's Protocol) and its wire row in `api/gate_spec.GATE_KINDS`;
+the shared path (`gate_boundary`, `analyzing`, `close_call`, ...) asks the registry. A
+branch on one member (`gate.type is GateType.TAIL_LATENCY`, a table keyed by members, a
+comparison with the type's wire name) elsewhere is a second place a new gate must be added
+to and an old one can be forgotten in. The AST is read, so comments and docstrings that
+name a type do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from specdecode.vocabulary import GateType
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(__file__).resolve().parents[3] / "operator" / "specdecode"
+# Where a gate type may be named by member: the gates and their registry, the wire.
+ALLOWED = ("domain/gates/", "api/", "vocabulary.py")
+# Modules outside this helper's reach that still name members (issue 35 item 4, left):
+# each must go, never grow; a module cleaned of them must leave this list.
+LEFT = frozenset(
+    {
+        "adapters/telemetry.py",  # the alpha and ITL gauges, by type
+        "domain/concurrency_verdict.py",  # which failed gates a lower load could pass
+        "domain/display.py",  # printer columns: latest alpha, latest tail
+        "domain/guarding.py",  # the guard's default Acceptance gate
+        "domain/latency_drift.py",  # the drift guard's default TailLatency gate
+        "domain/tuning/measure.py",  # the tuning's fixed gates
+    }
+)
+_WIRE_NAMES = frozenset(gate_type.value for gate_type in GateType)
+
+
+def type_branches(source: str) -> list[int]:
+    """Lines naming a gate type by member (`GateType.X`) or comparing with its wire name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "GateType"
+            and node.attr.isupper()
+        ):
+            found.append(node.lineno)
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(isinstance(o, ast.Constant) and o.value in _WIRE_NAMES for o in operands):
+                found.append(node.lineno)
+    return sorted(found)
+
+
+def _offenders() -> dict[str, list[int]]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        if name.startswith(ALLOWED):
+            continue
+        if lines := type_branches(path.read_text()):
+            found[name] = lines
+    return found
+
+
+def test_no_gate_type_branch_outside_the_gates_the_registry_and_the_api() -> None:
+    offenders = _offenders()
+    new = {name: lines for name, lines in offenders.items() if name not in LEFT}
+    assert not new, f"per-type branches outside domain/gates and api (lines): {new}"
+    cleaned = LEFT - set(offenders)
+    assert not cleaned, f"no longer branch on a gate type; drop them from LEFT: {cleaned}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "if gate.type is GateType.TAIL_LATENCY:\n    pass\n",
+        "LIMITS = {GateType.SPEEDUP: True}\n",
+        "ok = gate.type == 'ErrorRate'\n",
+        "ok = gate.type in {GateType.ACCEPTANCE}\n",
+    ],
+)
+def test_the_check_catches_a_branch(source: str) -> None:
+    """The control: each shape of a per-type branch is found."""
+    assert type_branches(source) == [1]
+
+
+def test_the_check_ignores_generic_code_and_words() -> None:
+    source = (
+        '"""TailLatency and ErrorRate gates, by GateType.TAIL_LATENCY in prose."""\n'
+        "kind = GATE_KINDS[gate.type]\n"
+        "for gate_type in GateType:\n    pass\n"
+    )
+    assert type_branches(source) == []
