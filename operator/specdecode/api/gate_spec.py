@@ -1,13 +1,10 @@
 """`spec.analysis.stages[].gates[]`: what a gate measures, its threshold, how sure it must be.
 
-Each gate type's wire facts are one row of `GATE_KINDS` (the fields it may set, their
-defaults, its minimum data); the field descriptions (hence `kubectl explain`), `GATE_RULES`
-and `GateSpec.setting` derive from it. How a gate judges is its `domain.gates` module's;
-whether it judges and certifies a stage is `certify`'s.
-Type-specific fields stay unset in the schema (a default would be written into every gate,
-and a field set on a type it does not apply to is rejected). Every threshold is bounded to
-where the gate can still fail on a result an SRE would refuse (the reason is in each
-field's description); dryRun gates have the same bounds.
+Each gate type's wire facts are one row of `GATE_KINDS` (its fields, defaults, minimum
+data); the field descriptions, `GATE_RULES` and `GateSpec.setting` derive from it.
+Type-specific fields stay unset in the schema, and every threshold is bounded to where the
+gate can still fail. How a gate judges is its `domain.gates` module's; whether it judges
+and certifies a stage is `certify`'s. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The Analyzing phase: evaluate the current stage's gates and decide the stage's outcome.
 
-Order of precedence at each look (a failed gate wins over everything, including a pause):
-1. a non-dry-run gate with more Failed looks than `failureLimit`: stage Failed, RolledBack
-   (GateFailed, "<stage>/<gate>: <numbers>");
-2. a non-dry-run gate with more consecutive Errors than `consecutiveErrorLimit`: RolledBack
-   (MetricsUnavailable): a flaky metric backend is never a pass;
-3. every enforced gate's latest look Successful on data, at least one enforced gate, and
-   `minDurationSeconds` measured: stage Successful, then the next stage, or Paused
-   (pauseBeforePromotion) / Promoting. Enforced: not a dry run, not failOnly (a gross
-   check that can fail the stage in 1. but is no evidence for a pass), and judged for this
-   rollout's method and traffic. Fail closed: a stage with no enforced gate never passes
-   (the API server refuses such stages; `passed_on_evidence`);
-4. `maxDurationSeconds` measured and still undecided: stage Inconclusive; more inconclusive
-   stage runs in this analysis than `inconclusiveLimit` rolls back (Inconclusive), else the
-   stage runs again with a fresh window.
-With `analysis.manual`, gates are still measured and reported but not enforced: each stage
-measures for its minimum duration, and the analysis then waits in Paused for an action.
+At each look, in order: a non-dry-run gate past `failureLimit` rolls back (GateFailed; it
+wins over everything, a pause included); too many consecutive Errors roll back
+(MetricsUnavailable: a flaky backend is never a pass); every enforced gate Successful after
+`minDurationSeconds` passes the stage (fail closed: no enforced gate, no pass); undecided at
+`maxDurationSeconds` is Inconclusive, run again up to `inconclusiveLimit`. With
+`analysis.manual` gates are measured, not enforced. More: docs/internals.md.
 """
 
 from __future__ import annotations

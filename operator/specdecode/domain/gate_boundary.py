@@ -1,13 +1,10 @@
 """Where the wire schema meets the gates: GateSpec in, the status' GateResult out.
 
-Why one module: the gates and the statistics (`domain.gates`, `domain.stats`...) import
-nothing from `api`, so a second API version (docs/crd-versioning.md) changes the
-conversions here, not the measures. Both directions go by field name, from the one table
-each side already has: `GateParams` takes GateSpec's fields (defaults applied, from
-`api.gate_spec`), and a `Measurement`'s fields flow into `GateResult` and `GateLook`
-wherever the status model has them; no field is copied by hand. The stage's bookkeeping
-(failures, inconclusives, errors in a row, the bounded look history) is status, so it
-lives here too; the error each look may spend is computed by the gates from that history.
+Why one module: the gates and the statistics import nothing from `api`, so a second API
+version (docs/crd-versioning.md) changes the conversions here, not the measures. Both
+directions go by field name, from the one table each side already has: no field is copied
+by hand. The stage's bookkeeping (failures, inconclusives, errors in a row, the bounded
+look history) is status, so it lives here too. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """docs/gates.md's table of what each gate needs and when it certifies a stage, generated.
 
-Why generated: what a gate reads and whether it may count towards a stage's pass is decided
-once (`api.certify`, reading `api.evidence_table`), what it computes is said once (its
-`domain.gates` module, with the defaults of `api.gate_spec.GATE_KINDS`); a page written by
-hand drifts from them. Each row is a gate type under a traffic source; "certifies" and "skipped
-when" are the kernel's own answers to probes (a default gate of the type, a methods filter
-leaving the rollout's method out, a schedule with k = 0 everywhere), so a change of a clause
-or a row changes the page, and `docgen --check` (make verify-crds, a unit test) fails until
-`make crds` rewrites it. `docgen` splices the table between two markers of docs/gates.md.
+Why generated: what a gate reads and whether it counts towards a pass is decided once
+(`api.certify`), what it computes once (its `domain.gates` module); a page written by hand
+drifts from them. Each row is a gate type under a traffic source, its cells the kernel's
+own answers to probes, so `docgen --check` fails until `make crds` rewrites the table
+between docs/gates.md's two markers. More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,36 +1,11 @@
 """Gate evaluation: one look at a stage's observations yields a `Measurement`.
 
-One module per gate type, each behind the `GateMeasure` Protocol and registered by type
-(`registry`): `acceptance`, `accepted_length`, `tail_latency` (ServerStep in
-`domain.step_histogram`), `speedup`, `error_rate`.
-
-Verdicts, as Argo Rollouts' AnalysisRun names them:
-- Successful: the confidence bound clears the threshold (alpha's lower bound >= minAlpha;
-  the P99 ratio's upper bound <= 1 + tolerance; ...).
-- Failed: the opposite bound is past the threshold (the candidate is worse, confidently).
-- Inconclusive: the interval straddles the threshold, or too little data (unscraped
-  counters are no data, never alpha 0; too few requests or time blocks for a cluster-robust
-  bound; a ServerStep look without the engine-step count). A scraped zero of drafts over
-  the gate's minimum of completed requests is Failed instead (`no_drafts`).
-- Error: a metric source failed (`MetricError`). Never a pass, never a failure; the stage
-  counts consecutive errors against `analysis.consecutiveErrorLimit`.
-Whether a gate is judged at all (its `methods`, the traffic source, the candidate's
-schedule) is `api.certify`'s, decided before a look: a gate it does not judge stays
-Pending with its reason and is not enforced (ErrorRate under Mirror reads the engines' own
-request-outcome counters, `mirror_outcomes`).
-
-Error over repeated looks: each look's bounds are held at the error a group-sequential
-spending function allows at that look's information time (measured / maxDurationSeconds,
-see `domain.sequential`), with the gate's earlier looks of this stage run (kept in status,
-`looks`) as the previous looks: the chance of any wrong verdict over the whole stage stays
-at 1 - confidence per direction, split evenly over the stage's allowed inconclusive re-runs.
-If status lost some looks (more than it keeps), the look spends only its own increment of
-the budget (a Bonferroni bound on the increments), which is always valid.
-
-Pure and schema-free: a gate is its `GateParams`, a look yields a `Measurement`; neither
-imports the wire schema (an import-linter contract holds the gates and the statistics to
-it). `domain.gate_boundary` converts GateSpec into GateParams and a Measurement into the
-status' `GateResult`, with the stage's counters and look history.
+One module per gate type, behind the `GateMeasure` Protocol (`registry`). Verdicts as Argo
+Rollouts names them: Successful when the confidence bound clears the threshold, Failed when
+the opposite bound is past it, Inconclusive in between or on too little data, Error when a
+metric source failed (never a pass). Each look spends a group-sequential share of the error
+(`domain.sequential`). Pure and schema-free: `domain.gate_boundary` converts to and from
+the wire schema. More: docs/internals.md.
 """
 
 from __future__ import annotations

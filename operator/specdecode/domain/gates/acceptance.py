@@ -1,27 +1,11 @@
 """The Acceptance gate: alpha = accepted / draft tokens, for fixed-k model drafts.
 
-alpha is the right proxy when every step drafts the same small k (EAGLE, EAGLE-3, MTP, a
-draft model): tokens per step are then 1 + alpha k and the draft's cost is fixed.
-
-Point estimate: the candidate's own counters in Prometheus (every draft of the window).
-Bound: cluster-robust over requests, from the load pods' streamed chunks. A streamed chunk
-carries one engine step's tokens, so a request's decode chunks n and its tokens beyond one
-per chunk a give r = sum a / sum n accepted tokens per step, with the sandwich variance over
-requests (`clustered.ratio_of_sums`): the correlation of drafts within a prompt is measured,
-not assumed. alpha's standard error is SE(r) / k, with Student's t at requests - 1 degrees
-of freedom. The streamed alpha, r / k, is reported next to the counters' (`streamValue`);
-when they disagree by more than CROSS_CHECK_GAP (a lagging client merges chunks; a proxy
-batches them) the reason says so, and the verdict still rests on the counters.
-No drafts at all is Failed once the counters are scraped at zero over minSamples completed
-requests, else Inconclusive (`no_drafts`, shared with AcceptedLength through
-`judgeable_counts`). Missing or incomplete load data is Inconclusive, never a weaker rule
-(`unjudged_load`):
-with Prompts traffic, no load report, an incomplete one, or fewer per-request moments than
-minSamples requests judges nothing. Only Mirror traffic, which has no load pods at all,
-bounds alpha from the counters alone (`acceptance_bound`: no assumed correlation, each
-request's drafts bounded by the longest request in vLLM's generation-token histogram, and
-Inconclusive naming that series without it), and still needs minSamples finished requests
-by the server's own count.
+With the same small k every step (EAGLE, MTP, a draft model) tokens per step are
+1 + alpha k, so alpha is the proxy. Point estimate: the candidate's counters; bound:
+cluster-robust over requests, from the load pods' streamed chunks (the correlation of drafts
+within a prompt measured, not assumed). Zero drafts is Failed (`no_drafts`); missing load
+data is Inconclusive (`unjudged_load`); only Mirror traffic bounds alpha from the counters
+alone (`acceptance_bound`). More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The AcceptedLength gate: mean tokens per decode step, for variable-length proposals.
 
-ngram and suffix decoding propose as many tokens as their match supports (suffix up to 24),
-so alpha = accepted / proposed falls as proposals grow even when each step yields more:
-suffix decoding on code measured alpha 0.517 with up to 24 proposed tokens, while it is the
-fastest method for code on an 8B model (1.45x). What pays is tokens per step,
-1 + accepted / drafts: the drafting itself costs next to nothing (a CPU lookup).
-
-Judged: tokens per step from the streamed chunks (1 + sum a / sum n over requests, see
-`acceptance`), bounded cluster-robustly over requests with Student's t at requests - 1
-degrees of freedom. vLLM's counters (1 + accepted / drafts) count only steps that proposed a
-draft, so they are reported beside it (`meanAcceptanceLength`), not judged. No drafts at all
-over minSamples completed requests, with the counters scraped at zero, is Failed as for
-Acceptance (`no_drafts`: exactly 1 token per step, below any minAcceptedLength). Missing or
-incomplete load data is Inconclusive (`acceptance.unjudged_load`); only under Mirror traffic
-(no load pods): the counters' alpha bound (no assumed correlation, `acceptance_bound`;
-Inconclusive without the request-length histogram) times proposed tokens per draft, with
-minSamples finished requests by the server's count.
+ngram and suffix decoding propose as many tokens as their match supports, so alpha falls as
+proposals grow even when each step yields more; what pays is tokens per step (the drafting
+costs next to nothing). Judged from the streamed chunks, bounded cluster-robustly over
+requests; vLLM's counters count only drafting steps, so they are reported, not judged. No
+drafts is Failed (`no_drafts`); under Mirror traffic the counters' alpha bound is used.
+More: docs/internals.md.
 """
 
 from __future__ import annotations

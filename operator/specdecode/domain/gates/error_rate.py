@@ -1,24 +1,10 @@
 """The ErrorRate gate: the candidate's failure rate minus the baseline's, Newcombe bounds.
 
-Why against the baseline: both sides replay the same shadow requests, so what a
-speculative config adds is the difference of the two failure proportions; an engine
-image or a prompt that fails on both sides is not the candidate's fault, and a candidate
-that fails where the baseline does not is caught whatever the absolute level.
-
-Statistic: d = failed_c / total_c - failed_b / total_b, with Newcombe's hybrid score
-bounds (his method 10): from each side's one-sided Wilson bounds (l, u) at the look's
-error, lower = d - sqrt((p_c - l_c)^2 + (u_b - p_b)^2) and
-upper = d + sqrt((u_c - p_c)^2 + (p_b - l_b)^2). Pass when upper <= maxErrorRate, fail
-when lower > maxErrorRate. Requests are the unit: a failure is a whole request's outcome.
-Where the outcomes come from depends on the traffic: with Prompts, the load pods
-(`specdecode_load.connection` defines the outcomes; a request still in flight at the window's
-end that is past the request timeout, or silent past the baseline's silence bound, is one
-failed request of its side, `domain.open_requests`: the same bound on both sides, counted
-once, superseded when it ends); with Mirror, which has no responses, vLLM's own
-request-outcome counter of each engine (`mirror_outcomes`: the unit is a mirrored request).
-Requests are sent independently of each other (a failing engine correlates them, which only
-pushes the rate, and a Failed verdict, up). Inconclusive until each side has `minSamples`
-requests.
+Why against the baseline: both sides replay the same shadow requests, so what a speculative
+config adds is the difference of the two failure proportions; what fails on both sides is
+not the candidate's fault. Requests are the unit; outcomes come from the load pods under
+Prompts (a hung request counts as failed, `domain.open_requests`) and from vLLM's own
+counters under Mirror (`mirror_outcomes`). More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,11 @@
 """Mirror's request outcomes: what vLLM's counter can certify, and when it cannot.
 
-Under Mirror traffic the gateway discards the shadows' responses, so the only outcomes
-are each engine's own count, `vllm:request_success_total{finished_reason}` (stop, length,
-repetition: served; error, abort: failed, see `observations.FAILED_REASONS`). The unit is a
-mirrored request, as a load pod's request is under Prompts; both engines get copies of the
-same live requests, so ErrorRate's difference applies unchanged.
-
-What the counter cannot see, and what makes the look Inconclusive instead of "no errors":
-- no series (not exported, relabelled away, not scraped yet): nothing is known;
-- an engine restart in the window (the counter reset): requests in flight when it died
-  and those mirrored while it was down are counted by no reason;
-- requests that never reached the engine (an HTTP error before it: a refusal of the
-  candidate's API server, a pod unreachable): both engines are sent copies of the same
-  live requests, so their arrivals (finished, plus in flight at the window's end, minus in
-  flight at its start) agree up to the mirror's sampling: each RequestMirror filter copies
-  a request with chance p = mirrorPercent / 100 on its own draw, so for N live requests
-  Var(A_b - A_c) = 2 N p (1 - p), estimated as (A_b + A_c)(1 - p), plus the window edges'
-  slack (`increase()` extrapolates each side alone: EDGE_SLACK requests and EDGE_SHARE of
-  the arrivals). A candidate short of the baseline by more than MISSING_Z standard
-  deviations plus that slack lost requests no counter names. At p = 1 (mirrorPercent 100)
-  a loss of a few percent shows within a stage; at p = 0.5 only over thousands of
-  requests, so a short window can miss it (README, Mirror).
-
-What the counter leaves unaccounted never helps a pass (`unaccounted_requests`): the
-candidate's arrivals short of the baseline's (within the slack above: lost ahead of its
-engine, or sampling) and its requests in flight beyond the baseline's at the window's end
-(a hung request stays "running" in vLLM and is counted by no reason). A pass must hold with
-every one of them counted as failed; a failure is judged on the counted outcomes alone.
+Under Mirror traffic the gateway discards the shadows' responses, so the only outcomes are
+each engine's `vllm:request_success_total{finished_reason}`. No series, an engine restart in
+the window, or a candidate whose arrivals fall short of the baseline's beyond the mirror's
+sampling noise is Inconclusive, never "no errors". What the counter leaves unaccounted never
+helps a pass (`unaccounted_requests`: counted as failed for a pass, not for a failure).
+More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,10 @@
 """No drafts over enough completed requests is a finding: the config never speculates here.
 
-Why a finding and not missing data: a candidate whose speculative-decoding counters are
-scraped and stay at zero while it completes request after request is measured, and what
-was measured is that its method proposes nothing on this traffic (n-gram on chat prompts at
-temperature 0.7 made 0 drafts in 240 s while serving 252 requests on the real-vLLM lane).
-Such a config cannot pay: every step is a plain step, so alpha is undefined and tokens per
-step are exactly 1. Saying "no drafts yet" for the whole stage let the clock roll it back as
-Inconclusive, never Failed; this makes it Failed, for every acceptance-type gate (Acceptance
-and AcceptedLength, through their one precondition, `acceptance.judgeable_counts`).
-AcceptedLength would reach the same verdict from the stream (1 token per step, below any
-minAcceptedLength, which is > 1), but only after the counters let it judge.
-
-Only a real zero counts. Still Inconclusive (or Error), as before:
-- the counters' series absent or NaN (`AcceptanceCounts.drafts_scraped` False: no
-  speculative config, relabelled away, not scraped yet) or their read failed (Error);
-- plain decoding (nothing to draft), or the candidate's per-batch-size schedule turning
-  speculation off at the stage's concurrency (k = 0 there: no drafts by design);
-- load data the acceptance bound could not rest on either (`acceptance.unjudged_load`);
-- fewer completed requests than the gate's request minimum (minSamples, the same minimum its
-  bound needs: 30 by default).
-
-Which completed-request count: with Prompts traffic, the load pods' (`AcceptedMoments.
-requests`: the candidate's requests that streamed to the end, counted by the instrument that
-sent them, in a window checked complete), the requests the bound clusters on. Not vLLM's
-`request_success_total`: it also counts aborted requests (a client that gave up may have
-been queued the whole time and had no step to draft in) and is extrapolated by `increase()`.
-Under Mirror traffic there are no load pods, so the engine's own count is all there is; the
-adapter reads only completed requests (`observations.COMPLETED_REASONS`: stop, length,
-repetition), the count the Mirror bound already rests on. Either count includes requests
-whose answer ended after its first token (no decode step to draft in); a prompt set made of
-those would also read as "never speculates", which for that traffic is true.
+Why a finding, not missing data: counters scraped at zero while the candidate completes
+request after request measure that its method proposes nothing on this traffic, so it
+cannot pay; "no drafts yet" let the clock roll it back as Inconclusive, never Failed. Only
+a real zero counts: absent series, plain decoding, k = 0 by schedule, unusable load data or
+fewer than minSamples completed requests stay Inconclusive. More: docs/internals.md.
 """
 
 from __future__ import annotations

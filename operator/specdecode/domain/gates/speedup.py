@@ -1,14 +1,10 @@
 """The Speedup gate: baseline / candidate median time per output token (TPOT).
 
-TPOT is one figure per finished request (its decode time over its tokens), so it already
-weighs a request once however many tokens it had; what is not independent is requests
-that ran together (they shared every step). As for tail latency, the unit is the time
-block a request ended in (neighbouring blocks' covariance added, Newey-West, as in
-`clustered`): the median of each side is estimated over blocks with Woodruff's
-cluster-robust bounds, and the ratio gets MOVER bounds at the look's error
-(see `tail_latency`). Throughput compares per-request token rates (1 / TPOT); the
-median commutes with 1/x, so both metrics share one bound and differ only in wording.
-Under Mirror traffic no response reaches the load pods: the gate is reported, not judged.
+TPOT is one figure per finished request, but requests that ran together shared every step,
+so the unit is the time block a request ended in: each side's median is bounded over blocks
+(Woodruff, Newey-West, as in `clustered`) and the ratio by MOVER (see `tail_latency`).
+Throughput (1 / TPOT) shares the bound: the median commutes with 1/x. Under Mirror traffic
+no response reaches the load pods: reported, not judged. More: docs/internals.md.
 """
 
 from __future__ import annotations

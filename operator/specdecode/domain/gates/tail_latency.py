@@ -1,33 +1,10 @@
 """The TailLatency gate: candidate / baseline q-quantile of the inter-token latency.
 
-Unit of inference: the time block. The load pods report each engine's latencies in blocks of
-`blockSeconds` (`LatencyBlock`, 2 s by default); a block holds whole engine steps (every
-request of a batch records the same step) and whole chunks (a per-token gap is one gap
-weighted by its tokens), while two blocks share at most the step at their common edge. Each
-side's quantile is estimated over the union of blocks with Woodruff's cluster-robust
-standard error (`clustered.block_quantile`): the spread of the tail share between blocks
-measures the dependence instead of assuming none, and the covariance of blocks a few apart
-(Newey-West) covers slow stretches that outlast a block, so the unit of independence is a
-short run of blocks. Treating every sample as independent (the rule this replaced) gave
-8.7 % wrong promotions and 10.0 % wrong rollbacks at the threshold at the simulator's
-measured step dependence, and 44-59 % when steps depend on each other for ~10 steps (batch
-8, 300 stages a row); see `benchmarks/gates.py` and the README's table.
-
-The ratio's bounds combine both sides' Woodruff bounds by MOVER (`log_ratio_interval`): the
-sides are treated as independent (identical shadow requests make them positively
-correlated, which only overstates the error), Student's t at the fewer tail-holding blocks
-- 1 degrees of freedom replaces z, and each side's bounds reach the outer edges of their
-sketch buckets (the 0.5 % resolution only widens). The look's error comes from the
-sequential boundary (`domain.sequential`).
-Needs `minSamples` blocks per side (default 20: 40 s) and MIN_TAIL_BLOCKS blocks holding
-weight above the quantile, else Inconclusive with the counts.
-
-Requests in flight count (`domain.open_requests`): on both sides, an open gap longer than
-the stall bound, (1 + tolerance) x the baseline's quantile, is one more gap of its age in
-the newest block, so a hung request weighs before its timeout ends it.
-ServerStep (vLLM's histogram, Mirror traffic) is judged in `step_histogram`; a look whose
-load client lagged its own timestamps, or fell behind an open-loop stage's request rate, is
-Inconclusive ("shadow load saturated").
+Unit of inference: the `blockSeconds` time block (whole engine steps), since samples of one
+step are not independent. Each side's quantile is bounded over blocks by Woodruff's
+cluster-robust error with Newey-West covariance (`clustered.block_quantile`), the ratio by
+MOVER (`log_ratio_interval`). A hung request's open gap counts (`domain.open_requests`);
+ServerStep is judged in `step_histogram`. More: docs/internals.md.
 """
 
 from __future__ import annotations
