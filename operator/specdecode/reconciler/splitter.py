@@ -25,11 +25,11 @@ from specdecode.adapters.load.splitter import (
     SPLITTER_ROLE,
     render_splitter,
     render_splitter_service,
-    splitter_name,
     uses_splitter,
 )
 from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.domain.child_names import splitter_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.splitter_reports import observe_splitter_pods, read_splitter_windows
