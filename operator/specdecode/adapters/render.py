@@ -19,6 +19,7 @@ import yaml
 from specdecode.adapters import engine_argv_guard, engine_pod
 from specdecode.api.rollout import API_VERSION, KIND, SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.evidence import engine_digest
 from specdecode.domain.observations import ChildRole
@@ -62,11 +63,6 @@ class Owner:
             "controller": True,
             "blockOwnerDeletion": True,
         }
-
-
-def child_name(rollout_name: str, role: ChildRole) -> str:
-    """Production keeps the rollout's name; shadows append their role."""
-    return rollout_name if role is ChildRole.PRODUCTION else f"{rollout_name}-{role.value}"
 
 
 def render_children(

@@ -21,7 +21,6 @@ from specdecode.adapters.render import (
     SERVING_LABEL,
     SPECULATIVE_CONFIG_ANNOTATION,
     Owner,
-    child_name,
     render_template,
     service_context,
     shadow_labels,
@@ -31,6 +30,7 @@ from specdecode.adapters.workload_source import routes
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.adoption import args_running
+from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.observations import ChildRole
 from specdecode.domain.source import SourceObservation

@@ -8,7 +8,7 @@ verdict. More: docs/internals.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from specdecode.domain.load_flags import WARMUP_SECONDS
 from specdecode.domain.load_report import Gap, LoadReport
@@ -67,3 +67,37 @@ def side_window(
         shards=len(reports),
         gaps=notes,
     )
+
+
+def shards_window(
+    side: str, shards: int, read: Mapping[int, LoadReport | str], since: float, now: float
+) -> LatencySamples | None:
+    """A side's window from its `shards` load pods (`read`: each shard's report, or why it
+    has none; a shard not in it has no running load pod).
+
+    A shard without a report makes the window incomplete; no report at all is nothing
+    measured yet (pods starting): None, not an incomplete window.
+    """
+    reports: list[LoadReport] = []
+    missing: list[str] = []
+    for shard in range(shards):
+        found = read.get(shard, f"shard {shard} has no running load pod")
+        if isinstance(found, str):
+            missing.append(found)
+        else:
+            reports.append(found)
+    if not reports:
+        return None
+    return side_window(side, reports, missing, since, now)
+
+
+def splitter_window(
+    side: str, read: LoadReport | str | None, since: float, now: float
+) -> LatencySamples | None:
+    """A side's window from the splitter (`read`: its report, or why it has none; None: no
+    splitter running yet, so nothing measured, not an incomplete window)."""
+    if read is None:
+        return None
+    if isinstance(read, str):
+        return side_window(side, [], [read], since, now)
+    return side_window(side, [read], [], since, now)

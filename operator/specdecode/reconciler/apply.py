@@ -30,6 +30,7 @@ from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.api.status_findings import ApplyFindings
 from specdecode.domain.decision import Decision
+from specdecode.domain.drift import ProductionAcceptance
 from specdecode.reconciler.load_sync import sync_load_pods
 from specdecode.reconciler.mirror import steer_route_mirrors
 from specdecode.reconciler.next_reconcile import WAKE_SLACK_SECONDS, next_reconcile_in
@@ -67,6 +68,7 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
     else:
         version = await commit_status(runtime, ref, old, decision)
         await apply_children_of(runtime, ref, spec, decision, source, found)
+    mark_guard_look(runtime, snapshot)
     if spec is not None:
         await write_promotion(runtime, ref, spec, decision.status, source, found)
     pods = observed_load_pods(runtime.cluster.rollout_pods(ref.namespace, ref.name, LOAD_ROLE))
@@ -79,6 +81,15 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
         await asyncio.to_thread(
             clear_action, runtime.kube, ref.namespace, ref.name, snapshot.action
         )
+
+
+def mark_guard_look(runtime: Runtime, snapshot: Snapshot) -> None:
+    """The drift guard's look this pass read is judged: its status is written (a refused
+    write raised before this), so the next reconcile asks Prometheus nothing for it."""
+    observed = snapshot.seen.observations
+    looked = observed.production_acceptance if observed is not None else None
+    if isinstance(looked, ProductionAcceptance):
+        runtime.guard_reads.judged[snapshot.ref.key] = looked.look_at
 
 
 async def commit_status(

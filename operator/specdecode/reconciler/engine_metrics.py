@@ -12,15 +12,12 @@ from datetime import timedelta
 from specdecode.adapters.engine_series import shadow_engine_pods
 from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
-from specdecode.domain.decision import Decision
 from specdecode.domain.engine_metrics import (
     CHART_VALUE,
     ENGINE_GAUGE,
     reads_engine_metrics,
     settled,
     settles_at,
-    with_metrics_check,
 )
 from specdecode.domain.observations import MetricError
 from specdecode.domain.pass_decision import EngineScrape
@@ -50,25 +47,6 @@ async def observe_engine_scrape(
         return None
     scraped = await memory.scraped(runtime.engine_series, ref.key, ref.namespace, due, now)
     return EngineScrape(ref.namespace, tuple(pods), scraped, grace, now)
-
-
-async def with_engine_metrics_check(
-    runtime: Runtime,
-    ref: RolloutRef,
-    spec: SpecDecodeRolloutSpec,
-    old: SpecDecodeRolloutStatus,
-    decision: Decision,
-) -> Decision:
-    """`decision`, its status with Degraded=True while a shadow engine pod Ready for the
-    grace period has no series in Prometheus (the check alone: observed, then judged)."""
-    scrape = await observe_engine_scrape(runtime, ref, spec)
-    if scrape is None:
-        return decision
-    checked = with_metrics_check(
-        old, decision.status, scrape.namespace, scrape.pods, scrape.scraped, scrape.grace,
-        scrape.at,
-    )  # fmt: skip
-    return decision.with_status(checked)
 
 
 async def log_prometheus_reach(runtime: Runtime) -> None:

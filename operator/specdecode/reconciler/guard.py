@@ -3,8 +3,10 @@
 Why here and not in `reconcile`: it is the one read a steady (Promoted) rollout makes, so it
 stays small: nothing while the guard has nothing to judge, else one range query per counter
 (and the step-ITL buckets while `guard.latency` has a reference) for the grid's latest look,
-at that look's instant, each look judged once (`runtime.guard_reads`). The figures also go
-to the `specdecode_production_alpha` gauge. More: docs/internals.md.
+at that look's instant, each look judged once (`runtime.guard_reads`, marked by
+`reconciler.apply` once the status that records the look is written: a write refused as
+stale leaves the look to be read again). The figures also go to the
+`specdecode_production_alpha` gauge. More: docs/internals.md.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ async def observe_production(
     )
     if isinstance(blocks, MetricError):  # the look is read again: judge neither half now
         return blocks, None
-    runtime.guard_reads.judged[ref.key] = look.at  # judged once: a failed latency read is skipped
+    # judged once (marked by the apply that writes it): a failed latency read is skipped
     observed = ProductionAcceptance(look_at=look.at, blocks=blocks)
     judged = guard_check(spec, status, observed, now)
     if judged is not None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specdecode.adapters.kube.load_pods import LoadPod, current_pods, observed_load_pods
-from specdecode.adapters.kube.load_token import LoadTokenError, known_load_token
+from specdecode.adapters.kube.load_token import usable_load_token
 from specdecode.adapters.kube.prompt_source import prompt_set_problem, read_prompt_text
 from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, uses_load_pods
@@ -115,12 +115,8 @@ async def read_windows(
     """
     current = current_pods(pods, plan)
     echoed = runtime.load_cache.endpoints.setdefault(rollout, {})
-    token = None
-    if current:
-        try:
-            token = await known_load_token(runtime.kube, runtime.load_cache.tokens, rollout, uid)
-        except LoadTokenError:  # an observation does not write: the apply finds it too
-            token = None
+    tokens = runtime.load_cache.tokens
+    token = await usable_load_token(runtime.kube, tokens, rollout, uid) if current else None
     windows = await asyncio.gather(
         *(
             load_pods_side(runtime.http, plan, side, current, since, now, echoed, token)

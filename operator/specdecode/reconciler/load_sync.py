@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from specdecode.adapters.kube.endpoints import ready_engine_endpoints
 from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.kube.load_pods import LoadPod, create_pod, current_pods, delete_pod
-from specdecode.adapters.kube.load_token import LoadTokenError, ensure_load_token, known_load_token
+from specdecode.adapters.kube.load_token import token_for_new_pods, usable_load_token
 from specdecode.adapters.kube.prompt_source import prompt_set_problem
 from specdecode.adapters.load.pods import SIDES, render_load_pods, uses_load_pods
 from specdecode.adapters.load.reports import push_endpoints
@@ -70,22 +70,15 @@ async def sync_load_pods(
             and await asyncio.to_thread(prompt_set_problem, runtime.kube, owner.namespace, traffic)
             is None
         ):
-            if key not in runtime.load_cache.tokens:  # before the first pod: they read it at start
-                try:
-                    made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
-                except LoadTokenError as error:  # another object holds the Secret's name
-                    found.load_token(str(error))
-                    return
-                found.load_token(None)
-                runtime.load_cache.tokens[key] = made
+            tokens = runtime.load_cache.tokens
+            if not await token_for_new_pods(runtime.kube, tokens, owner, found.load_token):
+                return
             for wanted_pod in absent:
                 await asyncio.to_thread(create_pod, runtime.kube, wanted_pod.manifest)
     known = None
-    if running:
-        try:
-            known = await known_load_token(runtime.kube, runtime.load_cache.tokens, key, owner.uid)
-        except LoadTokenError as error:  # swapped for another object's since the pods began
-            found.load_token(str(error))
+    if running:  # the Secret may have been swapped for another object's since they began
+        tokens = runtime.load_cache.tokens
+        known = await usable_load_token(runtime.kube, tokens, key, owner.uid, found.load_token)
     await _push_changed_endpoints(runtime, key, running, endpoints, known)
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 
-from specdecode.adapters.kube.mirror_wanted import current_routes, wanted_mirrors
-from specdecode.adapters.kube.route_mirrors import Routes, sync_route_mirrors
+from specdecode.adapters.kube.mirror_wanted import current_routes
+from specdecode.adapters.kube.route_mirrors import sync_route_mirrors
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.mirror_wanted import wanted_mirrors
+from specdecode.domain.route_mirrors import Routes
 from specdecode.reconciler.runtime import Runtime
 
 __all__ = ["observe_routes", "steer_mirrors", "steer_route_mirrors", "wanted_mirrors"]

@@ -16,11 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from specdecode.adapters.kube.children import observe_children
-from specdecode.adapters.kube.mirror_wanted import (
-    current_routes,
-    mirror_route_problem,
-    splitter_service,
-)
+from specdecode.adapters.kube.mirror_wanted import current_routes
 from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout
 from specdecode.adapters.kube.workload import promotion_field_manager
 from specdecode.adapters.load.splitter import uses_splitter
@@ -30,6 +26,7 @@ from specdecode.api.status import SpecDecodeRolloutStatus, StageStatus
 from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.effects import traffic_plan
 from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS
+from specdecode.domain.mirror_wanted import mirror_route_problem, splitter_service
 from specdecode.domain.observations import ChildRole, Observations, StageObservations
 from specdecode.domain.pass_decision import Seen
 from specdecode.domain.stages import evaluation_due

@@ -17,11 +17,7 @@ from specdecode.adapters.kube.children import delete_children, stale_objects
 from specdecode.adapters.kube.endpoints import ready_engine_endpoints
 from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.kube.load_pods import current_pods, observed_splitter_pods
-from specdecode.adapters.kube.load_token import (
-    LoadTokenError,
-    ensure_load_token,
-    known_load_token,
-)
+from specdecode.adapters.kube.load_token import token_for_new_pods, usable_load_token
 from specdecode.adapters.kube.owned import apply_children, owner_uids
 from specdecode.adapters.load.pods import SIDES
 from specdecode.adapters.load.reports import push_endpoints
@@ -29,11 +25,11 @@ from specdecode.adapters.load.splitter import (
     SPLITTER_ROLE,
     render_splitter,
     render_splitter_service,
-    splitter_name,
     uses_splitter,
 )
 from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.domain.child_names import splitter_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.splitter_reports import observe_splitter_pods, read_splitter_windows
@@ -71,19 +67,13 @@ async def sync_splitter(
         if keep_service:
             await _keep_service(runtime, owner, services, found)
         return
-    key = f"{owner.namespace}/{owner.name}"
     rendered = render_splitter(owner, spec, plan, runtime.settings.load_image)
     observed = [*deployments, *services]
     stale = stale_objects(rendered, observed)
     if stale:
-        if key not in runtime.load_cache.tokens:  # before the pod: it reads the token at start
-            try:
-                made = await asyncio.to_thread(ensure_load_token, runtime.kube, owner)
-            except LoadTokenError as error:  # another object holds the Secret's name
-                found.load_token(str(error))
-                return
-            found.load_token(None)
-            runtime.load_cache.tokens[key] = made
+        tokens = runtime.load_cache.tokens
+        if not await token_for_new_pods(runtime.kube, tokens, owner, found.load_token):
+            return
         manager = runtime.settings.field_manager
         foreign = await apply_children(runtime.kube, stale, manager, observed)
         if foreign:
@@ -122,11 +112,8 @@ async def _push_endpoints(
     if not running:
         return
     engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
-    token = None
-    try:
-        token = await known_load_token(runtime.kube, runtime.load_cache.tokens, key, owner.uid)
-    except LoadTokenError as error:  # swapped for another object's since the pod began
-        found.load_token(str(error))
+    tokens = runtime.load_cache.tokens  # the Secret may be another object's since it began
+    token = await usable_load_token(runtime.kube, tokens, key, owner.uid, found.load_token)
     for pod in running:
         for side in SIDES:
             urls = tuple(ready_engine_endpoints(engines, side, spec.engine.port))

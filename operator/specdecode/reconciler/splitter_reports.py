@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Sequence
 
 from specdecode.adapters.kube.load_pods import LoadPod, current_pods, observed_splitter_pods
-from specdecode.adapters.kube.load_token import LoadTokenError, known_load_token
+from specdecode.adapters.kube.load_token import usable_load_token
 from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.adapters.load.pods import SIDES
 from specdecode.adapters.load.splitter import SPLITTER_ROLE
@@ -48,12 +48,8 @@ async def read_splitter_windows(
     """(baseline, candidate) windows of the stage run from its splitter's reports
     (`rollout`: "namespace/name"; `uid`: the owner of its token)."""
     current = current_pods(pods, plan)
-    token = None
-    if current:
-        try:
-            token = await known_load_token(runtime.kube, runtime.load_cache.tokens, rollout, uid)
-        except LoadTokenError:  # an observation does not write: the apply finds it too
-            token = None
+    tokens = runtime.load_cache.tokens
+    token = await usable_load_token(runtime.kube, tokens, rollout, uid) if current else None
     echoed = runtime.load_cache.splitter_endpoints.setdefault(rollout, {})
     windows = await asyncio.gather(
         *(splitter_side(runtime.http, side, current, since, now, token, echoed) for side in SIDES)

@@ -18,8 +18,8 @@ from typing import TypeVar
 
 from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.adapters.render import child_name
 from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.domain.child_names import child_name
 from specdecode.domain.gates.registry import Need
 from specdecode.domain.observations import (
     AcceptanceCounts,

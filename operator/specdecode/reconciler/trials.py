@@ -33,12 +33,13 @@ from specdecode.adapters.kube.tunings import (
     unpack_blocks,
 )
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.adapters.render import Owner, child_name
+from specdecode.adapters.render import Owner
 from specdecode.adapters.render_trials import render_trial_children, trial_name, trial_owner
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.tuning import KIND as TUNING_KIND
 from specdecode.api.tuning import SpecDecodeTuningSpec
+from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_sizing import size_load
 from specdecode.domain.observations import ChildRole, LatencyBlock, LatencySamples, MetricError

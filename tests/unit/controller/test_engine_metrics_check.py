@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -25,10 +26,12 @@ from controller_fakes import (
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED
-from specdecode.domain.decision import Decision, DesiredChildren
-from specdecode.domain.observations import MetricError
+from specdecode.domain.decision import Decision
+from specdecode.domain.observations import MetricError, Observations
+from specdecode.domain.pass_decision import Seen, decide_pass
 from specdecode.reconciler.apply import WAKE_SLACK_SECONDS, RolloutRef, next_reconcile_in
-from specdecode.reconciler.engine_metrics import log_prometheus_reach, with_engine_metrics_check
+from specdecode.reconciler.engine_metrics import log_prometheus_reach, observe_engine_scrape
+from specdecode.reconciler.runtime import Runtime
 
 pytestmark = pytest.mark.unit
 
@@ -68,11 +71,16 @@ def _pod(name: str, role: str) -> dict[str, Any]:
     }
 
 
-def _decision() -> Decision:
-    status = SpecDecodeRolloutStatus(phase=Phase.ANALYZING)
-    return Decision(
-        status=status, children=DesiredChildren(production=None), wake_at=T0 + timedelta(hours=1)
-    )
+async def _checked(
+    runtime: Runtime, spec: SpecDecodeRolloutSpec, old: SpecDecodeRolloutStatus
+) -> Decision:
+    """Observe the scrape (as `reconciler.observe` does), decide as production does
+    (`decide_pass`); the decision's own next look is set an hour away, so a wake found
+    sooner is the scrape check's."""
+    scrape = await observe_engine_scrape(runtime, REF, spec)
+    seen = Seen(old, 1, spec, Observations(generation=1), engine_scrape=scrape)
+    decision = decide_pass(seen, runtime.clock.now())
+    return replace(decision, wake_at=T0 + timedelta(hours=1))
 
 
 def _degraded(decision: Decision) -> str | None:
@@ -94,7 +102,7 @@ async def test_the_check_waits_for_the_grace_then_asks_once_and_clears_when_seri
 
     async def check(at: float) -> Decision:
         clock.current = T0 + timedelta(seconds=at)
-        return await with_engine_metrics_check(runtime, REF, spec, old, _decision())
+        return await _checked(runtime, spec, old)
 
     early = await check(10)
     assert _degraded(early) is None and source.asked == 0
@@ -122,7 +130,7 @@ async def test_a_zero_grace_turns_the_check_off() -> None:
     cluster.indexes["pods"][(NAMESPACE, NAME)] = [_pod(PODS[0], "baseline")]
     spec = SpecDecodeRolloutSpec.model_validate(raw_spec(EAGLE3))
     clock.current = T0 + timedelta(seconds=100)
-    checked = await with_engine_metrics_check(runtime, REF, spec, old_status(), _decision())
+    checked = await _checked(runtime, spec, old_status())
     assert _degraded(checked) is None and source.asked == 0
     assert runtime.engine_series_memory.next_check(REF.key) is None
 

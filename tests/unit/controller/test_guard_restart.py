@@ -18,10 +18,11 @@ from controller_fakes import EAGLE3, FakeClock, FakeCluster, FakeKube, make_runt
 
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
-from specdecode.domain.drift import AcceptanceBlock
+from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.guarding import guard
 from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.guard import observe_production
+from specdecode.reconciler.reconcile import StaleRollout, reconcile
 from specdecode.reconciler.runtime import Runtime
 
 pytestmark = pytest.mark.unit
@@ -70,7 +71,8 @@ async def test_a_restart_reads_the_latest_look_again_and_decides_the_same() -> N
     now = clock.now()
 
     first, _ = await observe_production(runtime, REF, spec, status, now)
-    assert first is not None and len(blocks.asked) == 1
+    assert isinstance(first, ProductionAcceptance) and len(blocks.asked) == 1
+    runtime.guard_reads.judged[REF.key] = first.look_at  # as the apply marks it once written
     again, _ = await observe_production(runtime, REF, spec, status, now)
     assert again is None and len(blocks.asked) == 1  # between looks: nothing asked
 
@@ -86,3 +88,26 @@ async def test_a_restart_reads_the_latest_look_again_and_decides_the_same() -> N
     written = before.status
     repeat: Any = guard(spec, written, reread, now)
     assert repeat.status == written and repeat.events == ()
+
+
+async def test_a_look_whose_status_write_is_refused_is_read_again() -> None:
+    """The look is judged once its status is written: a write refused as stale (409) leaves
+    it to the next reconcile, which reads it again; written, it is not read again."""
+    clock, blocks = FakeClock(), Blocks()
+    kube = FakeKube()
+    runtime = make_runtime(kube, FakeCluster(), clock)
+    runtime.acceptance_blocks = blocks
+    raw_status = promoted(clock.now()).model_dump(mode="json", by_alias=True, exclude_none=True)
+    kube.current_version = "8"  # the rollout changed after the copy at 7 was read
+    with pytest.raises(StaleRollout):
+        await reconcile(runtime, REF, raw_spec(EAGLE3), raw_status, {})
+    assert len(blocks.asked) == 1 and kube.status is None
+    assert REF.key not in runtime.guard_reads.judged  # refused: not judged
+    fresh = RolloutRef(REF.namespace, REF.name, REF.uid, 1, "8")
+    await reconcile(runtime, fresh, raw_spec(EAGLE3), raw_status, {})
+    assert len(blocks.asked) == 2 and blocks.asked[0] == blocks.asked[1]  # the same look
+    assert kube.status is not None  # written this time: the look is judged
+    assert runtime.guard_reads.judged[REF.key] == blocks.asked[1][1]
+    written = RolloutRef(REF.namespace, REF.name, REF.uid, 1, kube.current_version or "")
+    await reconcile(runtime, written, raw_spec(EAGLE3), kube.status, {})
+    assert len(blocks.asked) == 2  # the same look is not read a third time

@@ -36,7 +36,7 @@ from restart_world import (
 from test_gate_needs import LENGTH_ONLY, _spec
 from test_reconcile import http_route, ref
 
-from specdecode.adapters.render import child_name
+from specdecode.domain.child_names import child_name
 from specdecode.domain.observations import ChildRole
 from specdecode.reconciler import promotion_patch, workload
 from specdecode.reconciler.reconcile import reconcile

@@ -18,7 +18,11 @@ import httpx
 import pytest
 from load_fakes import OWNER, PLAN, SPEC, FakeCore, report, runtime
 
-from specdecode.adapters.kube.load_token import LoadTokenError, ensure_load_token
+from specdecode.adapters.kube.load_token import (
+    LoadTokenError,
+    ensure_load_token,
+    usable_load_token,
+)
 from specdecode.adapters.load.pods import token_secret_name
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision, DesiredChildren
@@ -74,6 +78,20 @@ def test_a_secret_of_that_name_the_rollout_does_not_own_is_never_used() -> None:
     with pytest.raises(LoadTokenError, match="not this rollout's load token"):
         ensure_load_token(SimpleNamespace(core=core), OWNER)  # type: ignore[arg-type]
     assert not any(call.startswith("create") for call in core.calls)
+
+
+async def test_a_token_read_that_finds_a_foreign_secret_reports_why_and_uses_none() -> None:
+    """The apply hears why (its finding); an observation, which does not write, does not."""
+    core = FakeCore()
+    core.secrets[token_secret_name(OWNER.name)] = {
+        "metadata": {"ownerReferences": [{"uid": "somebody-else"}]},
+        "stringData": {"token": "known-to-somebody-else"},
+    }
+    clients: Any = SimpleNamespace(core=core)
+    heard: list[str] = []
+    assert await usable_load_token(clients, {}, ROLLOUT, OWNER.uid, heard.append) is None
+    assert len(heard) == 1 and "not this rollout's load token" in heard[0]
+    assert await usable_load_token(clients, {}, ROLLOUT, OWNER.uid) is None
 
 
 async def test_a_foreign_secret_in_the_tokens_place_makes_the_rollout_degraded() -> None:

@@ -10,11 +10,12 @@ import pytest
 from load_fakes import ENGINE_IPS, OWNER, PLAN, SPEC, FakeCore, engine_pods, report, runtime
 
 from specdecode.adapters.kube.load_pods import observed_splitter_pods
-from specdecode.adapters.kube.route_mirrors import mirror_filter
-from specdecode.adapters.load.splitter import MIRROR_PORT, render_splitter, splitter_name
+from specdecode.adapters.load.splitter import MIRROR_PORT, render_splitter
 from specdecode.api import MirrorPairing, SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.domain.child_names import splitter_name
 from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.domain.observations import LatencySamples, MetricError
+from specdecode.domain.route_mirrors import mirror_filter
 from specdecode.reconciler import splitter as splitter_module
 from specdecode.reconciler.mirror import wanted_mirrors
 from specdecode.reconciler.splitter import read_splitter_windows, sync_splitter

@@ -18,7 +18,8 @@ from kubernetes.utils import parse_quantity
 from specdecode.adapters.kube.cache import JsonObject, labels_of, named
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.kube.owned import owner_uids
-from specdecode.adapters.render import CONFIG_LABEL, EVIDENCE_LABEL, ROLE_LABEL, child_name
+from specdecode.adapters.render import CONFIG_LABEL, EVIDENCE_LABEL, ROLE_LABEL
+from specdecode.domain.child_names import child_name
 from specdecode.domain.observations import ChildRole, ChildState
 
 SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)

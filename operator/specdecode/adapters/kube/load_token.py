@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import secrets
+from collections.abc import Callable
 from typing import Any, cast
 
 from kubernetes.client import ApiException
@@ -84,3 +85,41 @@ async def known_load_token(
         if token is not None:
             tokens[rollout] = token
     return token
+
+
+async def usable_load_token(
+    clients: KubeClients,
+    tokens: dict[str, str],
+    rollout: str,
+    uid: str,
+    report: Callable[[str], None] | None = None,
+) -> str | None:
+    """`known_load_token`, None as well when the Secret is not the rollout's: why goes to
+    `report` (the apply's findings; an observation passes none: it does not write, and the
+    apply finds it too), not up the reconcile."""
+    try:
+        return await known_load_token(clients, tokens, rollout, uid)
+    except LoadTokenError as error:  # swapped for another object's, or never the rollout's
+        if report is not None:
+            report(str(error))
+        return None
+
+
+async def token_for_new_pods(
+    clients: KubeClients, tokens: dict[str, str], owner: Owner, report: Callable[[str | None], None]
+) -> bool:
+    """Whether pods that read the token at start may be created: it is in `tokens` (the
+    process' cache), else made or read once now and kept there. `report` hears what that
+    one read found: why the Secret cannot be used (another object holds its name), or
+    None (it can); with a problem, no pod starts."""
+    key = f"{owner.namespace}/{owner.name}"
+    if key in tokens:
+        return True
+    try:
+        made = await asyncio.to_thread(ensure_load_token, clients, owner)
+    except LoadTokenError as error:
+        report(str(error))
+        return False
+    report(None)
+    tokens[key] = made
+    return True

@@ -14,7 +14,8 @@ from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.api.traffic import TrafficSpec
-from specdecode.domain.prompts import PromptSourceError, SamplingDefaults, parse_jsonl
+from specdecode.domain.prompt_set import prompt_text_problem, unusable
+from specdecode.domain.prompts import PromptSourceError
 
 
 def read_prompt_text(clients: KubeClients, namespace: str, traffic: TrafficSpec) -> str | None:
@@ -54,12 +55,10 @@ def _read(
 
 
 def prompt_set_problem(clients: KubeClients, namespace: str, traffic: TrafficSpec) -> str | None:
-    """Why the prompt set cannot be replayed (read and parsed as the load pods will), or None."""
+    """Why the prompt set cannot be replayed, or None: read here, judged by the domain's
+    rule (`domain.prompt_set`, parsed as the load pods will)."""
     try:
         text = read_prompt_text(clients, namespace, traffic)
-        if text is not None:
-            sampling = SamplingDefaults(temperature=traffic.temperature, top_p=traffic.top_p)
-            parse_jsonl(text, traffic.max_tokens, sampling)
     except PromptSourceError as error:
-        return f"prompt set unusable: {error}"
-    return None
+        return unusable(error)
+    return prompt_text_problem(text, traffic)

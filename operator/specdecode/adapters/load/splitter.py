@@ -25,6 +25,7 @@ from specdecode.adapters.render import (
 )
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain import load_flags
+from specdecode.domain.child_names import splitter_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import REPORT_PORT
 from specdecode.domain.load_report import TOKEN_ENV
@@ -32,11 +33,6 @@ from specdecode.domain.load_report import TOKEN_ENV
 SPLITTER_ROLE = "shadow-splitter"
 MIRROR_PORT = load_flags.MIRROR_PORT  # the mirror's target, the splitter's Service port
 SPLITTER_MEMORY = "512Mi"
-
-
-def splitter_name(rollout: str) -> str:
-    """`<rollout>-splitter`: the Deployment's and the Service's name."""
-    return f"{rollout}-splitter"
 
 
 def _args(spec: SpecDecodeRolloutSpec, plan: TrafficPlan) -> list[str]:

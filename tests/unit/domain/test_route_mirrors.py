@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from specdecode.adapters.kube.mirror_wanted import splitter_service, wanted_mirrors
-from specdecode.adapters.kube.route_mirrors import (
+from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.domain.decision import Decision, DesiredChildren, TrafficPlan
+from specdecode.domain.mirror_wanted import mirror_route_problem, splitter_service, wanted_mirrors
+from specdecode.domain.pass_decision import with_mirror_status
+from specdecode.domain.route_mirrors import (
     MIRRORS_ANNOTATION,
     MirrorWanted,
     filters_patch,
     mirror_filter,
     route_problem,
 )
-from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
-from specdecode.domain.decision import Decision, DesiredChildren, TrafficPlan
-from specdecode.domain.pass_decision import with_mirror_status
 
 pytestmark = pytest.mark.unit
 
@@ -301,3 +301,15 @@ def test_a_users_own_splitter_mirror_on_the_named_route_is_refused_not_taken_ove
         route("llm", to("llama")), filters_patch(route("llm", to("llama")), splitter_wanted())
     )
     assert route_problem([ours], splitter_wanted()) is None  # control: the filter we marked
+
+
+def test_a_mirror_rollouts_route_problem_names_the_source_and_a_prompt_rollout_has_none() -> None:
+    spec = spec_with({"source": "Mirror", "mirrorPairing": "ServerSide", "httpRoute": "llm"})
+    assert mirror_route_problem([], "llama", spec) == (
+        "traffic source Mirror: HTTPRoute llm does not exist in the rollout's namespace"
+    )
+    assert mirror_route_problem([route("llm", to("llama"))], "llama", spec) is None
+    assert mirror_route_problem("no Gateway API", "llama", spec) == (
+        "traffic source Mirror: no Gateway API"
+    )
+    assert mirror_route_problem([], "llama", spec_with({})) is None

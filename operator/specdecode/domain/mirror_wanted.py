@@ -1,0 +1,66 @@
+"""Which RequestMirror filters a rollout wants on its HTTPRoute, and whether the route it
+names can carry them: one rule that observe (`mirror_route_problem`) and act (make the
+routes carry exactly the wanted mirrors, `reconciler.mirror`) both read.
+
+Pure: the routes come from the watched cache or one LIST (`adapters.kube.mirror_wanted`).
+"""
+
+from __future__ import annotations
+
+from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.domain.child_names import child_name, splitter_name
+from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.load_flags import MIRROR_PORT
+from specdecode.domain.observations import ChildRole
+from specdecode.domain.route_mirrors import MirrorWanted, Routes, route_problem
+
+SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
+
+
+def wanted_mirrors(
+    rollout: str, spec: SpecDecodeRolloutSpec | None, plan: TrafficPlan | None
+) -> MirrorWanted:
+    """The mirrors a rollout wants now during a Mirror stage: one toward the splitter's
+    Service (Splitter pairing) or one toward each shadow (ServerSide); else none.
+
+    `spec` None (an unreadable spec, a deleted rollout) wants none anywhere.
+    """
+    shadows = tuple(child_name(rollout, role) for role in SHADOW_ROLES)
+    splitter = splitter_name(rollout)
+    none_wanted = MirrorWanted(
+        route=None,
+        production_service=child_name(rollout, ChildRole.PRODUCTION),
+        own_services=frozenset(shadows),
+        rollout=rollout,
+        # a mirror toward the splitter is ours only where we wrote it (a marked route):
+        # elsewhere it is the user's own (an adopted Deployment's owner, no httpRoute)
+        marked_services=frozenset((splitter,)),
+    )
+    if spec is None or spec.analysis.traffic.source is not TrafficSourceType.MIRROR:
+        return none_wanted
+    traffic = spec.analysis.traffic
+    if traffic.server_side_mirror:
+        services, port = shadows, spec.engine.port
+    else:  # one mirror toward the splitter, which sends each request to both shadows
+        services, port = (splitter,), MIRROR_PORT
+    return MirrorWanted(
+        route=traffic.http_route,
+        production_service=none_wanted.production_service,
+        own_services=none_wanted.own_services,
+        rollout=rollout,
+        marked_services=none_wanted.marked_services,
+        services=services if plan is not None else (),
+        port=port,
+        percent=traffic.mirror_percent,
+    )
+
+
+def mirror_route_problem(routes: Routes, rollout: str, spec: SpecDecodeRolloutSpec) -> str | None:
+    """Why a Mirror rollout's route cannot carry mirrors (None: it can, or not Mirror)."""
+    problem = route_problem(routes, wanted_mirrors(rollout, spec, None))
+    return f"traffic source Mirror: {problem}" if problem else None
+
+
+def splitter_service(rollout: str) -> str:
+    """The splitter's Service as a user mirrors to it ("name:port", `status.mirror`)."""
+    return f"{splitter_name(rollout)}:{MIRROR_PORT}"
