@@ -74,9 +74,9 @@ def parse_splitter_config(argv: list[str]) -> SplitterConfig:
             parser.error(f"--{name.replace('_', '-')} must be a finite number > 0, got {value}")
     if not math.isfinite(args.drain_seconds) or args.drain_seconds < 0:
         parser.error(f"--drain-seconds must be a finite number >= 0, got {args.drain_seconds}")
-    server = parse_report_server(parser, args)
     if not 0 <= args.mirror_port < 65536:
         parser.error(f"--mirror-port must be a port, got {args.mirror_port}")
+    server = parse_report_server(parser, args)
     try:
         endpoints = {s: tuple(parse_endpoint(u) for u in getattr(args, s)) for s in SIDES}
     except EndpointError as error:

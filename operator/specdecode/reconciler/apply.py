@@ -65,10 +65,11 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
     if snapshot.first:
         await apply_children_of(runtime, ref, spec, decision, source, found)
         version = await commit_status(runtime, ref, old, decision)
+        mark_guard_look(runtime, snapshot)
     else:
         version = await commit_status(runtime, ref, old, decision)
+        mark_guard_look(runtime, snapshot)  # before any child write that could raise
         await apply_children_of(runtime, ref, spec, decision, source, found)
-    mark_guard_look(runtime, snapshot)
     if spec is not None:
         await write_promotion(runtime, ref, spec, decision.status, source, found)
     pods = observed_load_pods(runtime.cluster.rollout_pods(ref.namespace, ref.name, LOAD_ROLE))

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from controller_fakes import EAGLE3, FakeClock, FakeCluster, FakeKube, make_runtime, raw_spec
+from kubernetes.client import ApiException
 
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
@@ -111,3 +112,22 @@ async def test_a_look_whose_status_write_is_refused_is_read_again() -> None:
     written = RolloutRef(REF.namespace, REF.name, REF.uid, 1, kube.current_version or "")
     await reconcile(runtime, written, raw_spec(EAGLE3), kube.status, {})
     assert len(blocks.asked) == 2  # the same look is not read a third time
+
+
+async def test_a_look_whose_status_is_written_stays_judged_when_a_child_write_fails() -> None:
+    """Written, the look is judged even if a child's apply then fails (a 5xx, a webhook's
+    422): otherwise every reconcile while the apply keeps failing would read it again."""
+    clock, blocks = FakeClock(), Blocks()
+    kube = FakeKube()
+    runtime = make_runtime(kube, FakeCluster(), clock)
+    runtime.acceptance_blocks = blocks
+    raw_status = promoted(clock.now()).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ApiException(status=500, reason="apply refused")
+
+    kube.server_side_apply = refuse  # type: ignore[method-assign]
+    with pytest.raises(ApiException):
+        await reconcile(runtime, REF, raw_spec(EAGLE3), raw_status, {})
+    assert kube.status is not None and len(blocks.asked) == 1
+    assert runtime.guard_reads.judged[REF.key] == blocks.asked[0][1]

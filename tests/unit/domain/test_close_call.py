@@ -32,6 +32,14 @@ STRADDLING = Interval(value=1.391, lower=1.369, upper=1.401, samples=400)
 
 def test_every_gate_type_says_which_way_its_limit_points() -> None:
     assert set(HIGHER_IS_BETTER) == set(registered_types()) == set(GateType)
+    # Each direction stated here too: the table is built from the gates' own modules.
+    assert HIGHER_IS_BETTER == {
+        GateType.ACCEPTANCE: True,
+        GateType.ACCEPTED_LENGTH: True,
+        GateType.SPEEDUP: True,
+        GateType.TAIL_LATENCY: False,
+        GateType.ERROR_RATE: False,
+    }
 
 
 def test_an_undecided_look_on_enough_data_straddling_its_limit_is_a_close_call() -> None:
