@@ -54,22 +54,23 @@ def lower_pass(
     if not failing or here is None or analysis.traffic.source is TrafficSourceType.MIRROR:
         return None
     passed = [
-        (spec.concurrency, spec.name)
-        for spec, status in zip(analysis.stages[:index], stages[:index], strict=False)
+        (spec.concurrency, spec.name, position)
+        for position, (spec, status) in enumerate(
+            zip(analysis.stages[:index], stages[:index], strict=False)
+        )
         if spec.concurrency is not None
         and spec.concurrency < here
         and status.phase is StagePhase.SUCCESSFUL
     ]
     if not passed:
         return None
-    concurrency, name = max(passed)
+    concurrency, name, position = max(passed)
     what = " and ".join(
         dict.fromkeys(
             "the tail" if gate.type is GateType.TAIL_LATENCY else "the speedup" for gate in failing
         )
     )
-    lower = stages[[spec.name for spec in analysis.stages].index(name)]
-    return LowerPass(name, concurrency, here, what, _passed_each_type(lower, failing))
+    return LowerPass(name, concurrency, here, what, _passed_each_type(stages[position], failing))
 
 
 def _passed_each_type(stage: StageStatus, failing: Sequence[GateResult]) -> bool:

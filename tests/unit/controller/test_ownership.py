@@ -15,8 +15,8 @@ from controller_fakes import NAME, NAMESPACE, UID, FakeCluster, FakeKube, make_r
 
 from specdecode.adapters.kube.children import shadows_to_delete
 from specdecode.api.status import ConditionStatus
+from specdecode.domain.apply_findings import NOT_OWNED
 from specdecode.domain.decision import Decision
-from specdecode.reconciler.ownership import NOT_OWNED
 from specdecode.reconciler.reconcile import RolloutRef, next_reconcile_in, reconcile
 
 pytestmark = pytest.mark.unit

@@ -1,7 +1,7 @@
 """A restart at every reconcile changes nothing: the same statuses, the same Events, once.
 
 Issue 35 item 2: every value a decision reads lives in the rollout's status or is observed
-from the cluster; the operator's memory (`reconciler.caches`) only saves requests. Here one
+from the cluster; the operator's memory (`adapters.process_caches`) only saves requests. Here one
 scripted analysis (a look every 15 s, two stages passing on the engines' counters and
 histograms and the load pods' reports, then the promotion) is driven twice through
 `reconcile` on the controller fakes: by one long-lived runtime, and by a fresh runtime at
@@ -123,7 +123,7 @@ ROLLOUTS = {
 
 def _promotion_files(write: str) -> bool:
     """Whether `write` is an apply of the promotion ConfigMap: the one write a restart
-    repeats (`reconciler.caches.WriteEcho`: applied once more per process, the same)."""
+    repeats (`adapters.process_caches.WriteEcho`: applied once more per process, the same)."""
     method, args, _ = json.loads(write)
     return (
         method in ("apply", "apply-unforced") and args[0]["metadata"]["name"] == f"{NAME}-promotion"

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from load_fakes import OWNER, PLAN, SPEC, FakeCore, report, runtime
 
+from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.kube.load_token import (
     LoadTokenError,
     ensure_load_token,
@@ -25,10 +26,10 @@ from specdecode.adapters.kube.load_token import (
 )
 from specdecode.adapters.load.pods import token_secret_name
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.domain.apply_findings import with_foreign_children
 from specdecode.domain.decision import Decision, DesiredChildren
 from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.reconciler.load import observe_load_pods, read_windows, sync_load_pods
-from specdecode.reconciler.ownership import Found, with_foreign_children
 from specdecode_load import httpserver
 
 pytestmark = pytest.mark.unit

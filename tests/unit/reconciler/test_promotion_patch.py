@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from specdecode.adapters.kube.findings import Found
+from specdecode.adapters.process_caches import WriteEcho
 from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.observations import ChildState
 from specdecode.domain.source import SourceObservation
 from specdecode.reconciler import promotion_patch
-from specdecode.reconciler.caches import WriteEcho
-from specdecode.reconciler.ownership import Found
 from specdecode.reconciler.promotion_patch import with_patch_conflict
 from specdecode.reconciler.workload import Source
 
