@@ -12,7 +12,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from specdecode.adapters.traffic_metrics import TrafficMetrics
 from specdecode.adapters.tuning_metrics import TuningMetrics
-from specdecode.api.gate_spec import GateType
 from specdecode.api.status import (
     GateResult,
     GateVerdict,
@@ -23,6 +22,7 @@ from specdecode.api.status import (
 from specdecode.api.tuning_status import SpecDecodeTuningStatus
 from specdecode.domain.drift import DriftCheck
 from specdecode.domain.gate_measures import SATURATION_SIDES
+from specdecode.domain.gates import Headline, is_headline, measure_for
 from specdecode.domain.gates.tail_latency import saturated_side
 from specdecode.domain.tuning.report import TuningReport
 
@@ -35,8 +35,6 @@ DECIDED_PHASES = frozenset({Phase.PROMOTING, Phase.PROMOTED, Phase.ROLLED_BACK})
 # Phases in which production runs the config a drift was found on.
 DRIFTING_PHASES = frozenset({Phase.PROMOTED, Phase.DEGRADED})
 REANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})
-# the gates that compare the two sides' client timings, so can refuse a saturated look
-CLIENT_COMPARED = frozenset({GateType.TAIL_LATENCY, GateType.SPEEDUP})
 # Every per-rollout series is labelled by these first.
 ROLLOUT_LABELS = ("namespace", "rollout")
 
@@ -273,7 +271,7 @@ class OperatorMetrics:
         """Per side, whether the stage's TailLatency or Speedup look refused its load client
         (lagging timestamps, or an open-loop sender behind its rate); only for a stage
         with such a gate: no other gate compares the two sides' client timings."""
-        tail = [gate for gate in gates if gate.type in CLIENT_COMPARED]
+        tail = [gate for gate in gates if measure_for(gate.type).compares_client_timings]
         if not tail:
             return
         saturated = {
@@ -285,7 +283,7 @@ class OperatorMetrics:
             )
 
     def _gate_values(self, namespace: str, rollout: str, stage: str, gate: GateResult) -> None:
-        if gate.type is GateType.ACCEPTANCE:
+        if is_headline(gate.type, Headline.ALPHA):
             for bound, value in (
                 ("value", gate.value),
                 ("lower", gate.lower_bound),
@@ -293,7 +291,7 @@ class OperatorMetrics:
             ):
                 if value is not None:
                     self.alpha.labels(namespace, rollout, stage, bound).set(value)
-        elif gate.type is GateType.TAIL_LATENCY:
+        elif is_headline(gate.type, Headline.TAIL):
             for role, value in (
                 ("baseline", gate.baseline_value),
                 ("candidate", gate.candidate_value),

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specdecode.api.analysis import AnalysisSpec
-from specdecode.api.gate_spec import GateType
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import SCHEDULE
@@ -21,10 +20,15 @@ from specdecode.api.status import GateResult, GateVerdict, StagePhase, StageStat
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.vllm_versions import effective_version, field_exists
+from specdecode.domain.gates import measure_for
 from specdecode.domain.tuning.recommend import schedule
 from specdecode.domain.tuning.report import DEFAULT_MAX_BATCH
 
-LATENCY_GATES = frozenset({GateType.TAIL_LATENCY, GateType.SPEEDUP})
+
+def _load_phrase(gate: GateResult) -> str | None:
+    """How the verdict names a failed gate's figure, None when a lower load could not pass
+    it (its measure's `load_phrase`: the latency gates)."""
+    return measure_for(gate.type).load_phrase
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ def lower_pass(
     Only for Prompts-traffic stages with a closed-loop concurrency (open-loop or Mirror
     stages have no concurrency to compare) and only when a latency gate failed.
     """
-    failing = [gate for gate in failed if gate.type in LATENCY_GATES]
+    failing = [gate for gate in failed if _load_phrase(gate) is not None]
     here = analysis.stages[index].concurrency
     if not failing or here is None or analysis.traffic.source is TrafficSourceType.MIRROR:
         return None
@@ -65,11 +69,7 @@ def lower_pass(
     if not passed:
         return None
     concurrency, name, position = max(passed)
-    what = " and ".join(
-        dict.fromkeys(
-            "the tail" if gate.type is GateType.TAIL_LATENCY else "the speedup" for gate in failing
-        )
-    )
+    what = " and ".join(dict.fromkeys(str(_load_phrase(gate)) for gate in failing))
     return LowerPass(name, concurrency, here, what, _passed_each_type(stages[position], failing))
 
 

@@ -7,17 +7,22 @@ look); itlRatio: "1.04<=1.10" (candidate/baseline quantile ratio against 1 + tol
 
 from __future__ import annotations
 
-from specdecode.api.gate_spec import GateType
 from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
 from specdecode.domain.gate_measures import relation
+from specdecode.domain.gates import Headline, is_headline, measure_for
 
 
-def _latest(status: SpecDecodeRolloutStatus, gate_type: GateType) -> GateResult | None:
-    """The most recent result with a value for a gate type, over every stage."""
+def _latest(status: SpecDecodeRolloutStatus, headline: Headline) -> GateResult | None:
+    """The most recent result with a value of the gate type whose results are `headline`,
+    over every stage."""
     found: GateResult | None = None
     for stage in status.stages:
         for gate in stage.gates:
-            if gate.type is not gate_type or gate.value is None or gate.measured_at is None:
+            if (
+                not is_headline(gate.type, headline)
+                or gate.value is None
+                or gate.measured_at is None
+            ):
                 continue
             if found is None or found.measured_at is None or gate.measured_at >= found.measured_at:
                 found = gate
@@ -26,7 +31,7 @@ def _latest(status: SpecDecodeRolloutStatus, gate_type: GateType) -> GateResult 
 
 def alpha_column(status: SpecDecodeRolloutStatus) -> str | None:
     """Latest alpha with its bounds, or None before the first measurement."""
-    gate = _latest(status, GateType.ACCEPTANCE)
+    gate = _latest(status, Headline.ALPHA)
     if gate is None or gate.value is None:
         return None
     if gate.lower_bound is None or gate.upper_bound is None:
@@ -36,12 +41,12 @@ def alpha_column(status: SpecDecodeRolloutStatus) -> str | None:
 
 def itl_ratio_column(status: SpecDecodeRolloutStatus) -> str | None:
     """Latest tail-latency ratio against its threshold, or None before the first one."""
-    gate = _latest(status, GateType.TAIL_LATENCY)
+    gate = _latest(status, Headline.TAIL)
     if gate is None or gate.value is None:
         return None
     if gate.threshold is None:
         return f"{gate.value:.2f}"
-    compared = relation(gate.verdict, higher_is_better=False)
+    compared = relation(gate.verdict, measure_for(gate.type).higher_is_better)
     return f"{gate.value:.2f}{compared}{gate.threshold:.2f}"
 
 

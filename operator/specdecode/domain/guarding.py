@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.gate_spec import GateSpec, GateType
+from specdecode.api.gate_spec import GateSpec
 from specdecode.api.guard import DriftAction, DriftKind, DriftStatus
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
@@ -23,6 +23,7 @@ from specdecode.domain.drift import (
     ProductionAcceptance,
     check_drift,
 )
+from specdecode.domain.gates import Headline, headline_type, is_headline
 from specdecode.domain.guard_findings import (
     Finding,
     acceptance_finding,
@@ -34,7 +35,8 @@ from specdecode.domain.observations import MetricError
 from specdecode.domain.transitions import Step, describe, enter, start_analysis
 
 DRIFTED = "Drifted"  # the Event's and the rollback's reason
-DEFAULT_GATE = GateSpec(name="acceptance", type=GateType.ACCEPTANCE)  # the defaults
+# The gate whose results are the alpha headline (Acceptance), with its defaults.
+DEFAULT_GATE = GateSpec(name="acceptance", type=headline_type(Headline.ALPHA))
 
 
 def guard_grid(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -> GuardGrid | None:
@@ -53,7 +55,7 @@ def judged_against(spec: SpecDecodeRolloutSpec) -> tuple[float, float, float]:
         gate
         for stage in spec.analysis.stages
         for gate in stage.gates
-        if gate.type is GateType.ACCEPTANCE and not gate.dry_run
+        if is_headline(gate.type, Headline.ALPHA) and not gate.dry_run
     ]
     gate = max(gates or [DEFAULT_GATE], key=lambda g: g.number("min_alpha"))
     return gate.number("min_alpha"), 1.0 - gate.confidence, gate.number("min_draft_tokens")

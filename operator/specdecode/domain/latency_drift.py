@@ -13,14 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from specdecode.api.gate_spec import GateSpec, GateType
+from specdecode.api.gate_spec import GateSpec
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, block_ratio
+from specdecode.domain.gates import Headline, headline_type, is_headline
 from specdecode.domain.observations import StepHistogram
 
 MIN_TAIL_EXPECTED = 20.0  # observations above the edge expected at the allowed share
-DEFAULT_TAIL_GATE = GateSpec(name="p99-itl", type=GateType.TAIL_LATENCY)
+# The gate whose results are the tail headline (TailLatency), with its defaults.
+DEFAULT_TAIL_GATE = GateSpec(name="p99-itl", type=headline_type(Headline.TAIL))
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def latency_reference(
     for stage in reversed(status.stages):
         for result in stage.gates:
             figure = result.server_candidate_value
-            if result.type is not GateType.TAIL_LATENCY or result.dry_run:
+            if not is_headline(result.type, Headline.TAIL) or result.dry_run:
                 continue
             if figure is None or not figure > 0 or math.isinf(figure):
                 continue
@@ -103,7 +105,7 @@ def _gate_spec(spec: SpecDecodeRolloutSpec, stage: str, gate: str) -> GateSpec:
     for candidate in spec.analysis.stages:
         if candidate.name == stage:
             for found in candidate.gates:
-                if found.name == gate and found.type is GateType.TAIL_LATENCY:
+                if found.name == gate and is_headline(found.type, Headline.TAIL):
                     return found
     return DEFAULT_TAIL_GATE
 

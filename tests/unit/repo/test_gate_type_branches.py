@@ -23,18 +23,6 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[3] / "operator" / "specdecode"
 # Where a gate type may be named by member: the gates and their registry, the wire.
 ALLOWED = ("domain/gates/", "api/", "vocabulary.py")
-# Modules outside this helper's reach that still name members (issue 35 item 4, left):
-# each must go, never grow; a module cleaned of them must leave this list.
-LEFT = frozenset(
-    {
-        "adapters/telemetry.py",  # the alpha and ITL gauges, by type
-        "domain/concurrency_verdict.py",  # which failed gates a lower load could pass
-        "domain/display.py",  # printer columns: latest alpha, latest tail
-        "domain/guarding.py",  # the guard's default Acceptance gate
-        "domain/latency_drift.py",  # the drift guard's default TailLatency gate
-        "domain/tuning/measure.py",  # the tuning's fixed gates
-    }
-)
 _WIRE_NAMES = frozenset(gate_type.value for gate_type in GateType)
 
 
@@ -69,10 +57,7 @@ def _offenders() -> dict[str, list[int]]:
 
 def test_no_gate_type_branch_outside_the_gates_the_registry_and_the_api() -> None:
     offenders = _offenders()
-    new = {name: lines for name, lines in offenders.items() if name not in LEFT}
-    assert not new, f"per-type branches outside domain/gates and api (lines): {new}"
-    cleaned = LEFT - set(offenders)
-    assert not cleaned, f"no longer branch on a gate type; drop them from LEFT: {cleaned}"
+    assert not offenders, f"per-type branches outside domain/gates and api (lines): {offenders}"
 
 
 @pytest.mark.parametrize(

@@ -23,11 +23,16 @@ from specdecode.domain.gates import (  # noqa: F401 (each registers its gate typ
     speedup,
     tail_latency,
 )
-from specdecode.domain.gates.registry import Look, Need
 
 # Re-exported: importing them from here guarantees every gate above is registered.
+from specdecode.domain.gates.registry import Headline as Headline
+from specdecode.domain.gates.registry import Look, Need
+from specdecode.domain.gates.registry import TuningFigure as TuningFigure
+from specdecode.domain.gates.registry import headline_type as headline_type
+from specdecode.domain.gates.registry import is_headline as is_headline
 from specdecode.domain.gates.registry import measure_for as measure_for
 from specdecode.domain.gates.registry import registered_types as registered_types
+from specdecode.domain.gates.registry import tuning_type as tuning_type
 from specdecode.domain.observations import StageObservations
 from specdecode.domain.sequential import critical_values, nominal_error, spent
 from specdecode.vocabulary import GateVerdict

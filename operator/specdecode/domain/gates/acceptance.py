@@ -30,7 +30,14 @@ from specdecode.domain.gate_measures import (
 from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.no_drafts import no_drafts
-from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
+from specdecode.domain.gates.registry import (
+    GateMeasure,
+    Headline,
+    Look,
+    Need,
+    TuningFigure,
+    register,
+)
 from specdecode.domain.observations import (
     AcceptanceCounts,
     AcceptedMoments,
@@ -193,6 +200,8 @@ class AcceptanceGate(CountersGate):
 
     statistic = "alpha = accepted / draft tokens, for fixed-k model drafts"
     judged_against = ("min_alpha",)
+    headline = Headline.ALPHA
+    tuning_figure = TuningFigure.ALPHA
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""

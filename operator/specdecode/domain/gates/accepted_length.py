@@ -26,7 +26,7 @@ from specdecode.domain.gates.acceptance import (
     streamed_moments,
     unbounded_on_counters,
 )
-from specdecode.domain.gates.registry import Look, register
+from specdecode.domain.gates.registry import Look, TuningFigure, register
 from specdecode.domain.observations import StageObservations
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateType, GateVerdict
@@ -38,6 +38,7 @@ class AcceptedLengthGate(CountersGate):
 
     statistic = "tokens per step, 1 + accepted / drafts, for ngram and suffix"
     judged_against = ("min_accepted_length",)
+    tuning_figure = TuningFigure.ACCEPTED_LENGTH
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""

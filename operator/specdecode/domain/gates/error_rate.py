@@ -21,7 +21,7 @@ from specdecode.domain.gate_measures import (
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.mirror_outcomes import mirror_counts, unaccounted_requests
-from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
+from specdecode.domain.gates.registry import GateMeasure, Look, Need, TuningFigure, register
 from specdecode.domain.observations import (
     EngineOutcomePair,
     LatencySamples,
@@ -69,6 +69,7 @@ class ErrorRateGate(GateMeasure):
     higher_is_better = False  # a ceiling on the extra failed share
     statistic = "candidate minus baseline failed share of the same requests"
     judged_against = ("max_error_rate",)
+    tuning_figure = TuningFigure.ERRORS
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """Request outcomes: the load pods' (Prompts), or the engines' counters (Mirror)."""

@@ -61,6 +61,32 @@ class Need(StrEnum):
     SERVER_STEP_HISTOGRAMS = "ServerStepHistograms"
 
 
+class Headline(StrEnum):
+    """Which of the rollout's headline figures a gate's results are, for the code that shows
+    or guards them without naming a gate type.
+
+    ALPHA: the `alpha` printer column, the `specdecode_alpha` gauge (value and bounds) and
+    the figure the guard's acceptance half holds production to (`domain.guarding`).
+    TAIL: the `itlRatio` printer column, the ITL gauge (each side's quantile) and the gate
+    whose server-side figure the guard's latency half holds production to
+    (`domain.latency_drift`). At most one gate type per headline (`register` refuses two).
+    """
+
+    ALPHA = "alpha"
+    TAIL = "tail"
+
+
+class TuningFigure(StrEnum):
+    """Which of a tuning cell's figures a gate measures (`domain.tuning.measure`): a tuning
+    recommends what a rollout would promote, so it measures with the same gate modules."""
+
+    SPEEDUP = "speedup"
+    TAIL = "tail"
+    ERRORS = "errors"
+    ALPHA = "alpha"
+    ACCEPTED_LENGTH = "accepted_length"
+
+
 # The needs the load pods' report answers (one read gives all three).
 LOAD_REPORT_NEEDS = frozenset(
     {Need.CLIENT_LATENCY, Need.PER_REQUEST_MOMENTS, Need.REQUEST_OUTCOMES}
@@ -83,6 +109,16 @@ class GateMeasure(Protocol):
     # followed there by the defaults of `judged_against`, the settings it is judged on.
     statistic: str
     judged_against: tuple[str, ...]
+    # Roles elsewhere in the operator, declared here so no module outside the gates branches
+    # on a type: the headline figure its results are (`Headline`), whether it compares the
+    # two sides' client timings (so a saturated load client makes it refuse a look: the
+    # `specdecode_load_saturated` gauge), how the concurrency verdict names its figure when
+    # it fails above a stage that passed (None: a lower load could not pass it), and the
+    # tuning cell's figure it measures.
+    headline: Headline | None = None
+    compares_client_timings: bool = False
+    load_phrase: str | None = None
+    tuning_figure: TuningFigure | None = None
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """The observations `measure` reads for this gate (its settings may matter)."""
@@ -113,6 +149,10 @@ def register(gate_type: GateType) -> Callable[[type[GateMeasure]], type[GateMeas
     def add(cls: type[GateMeasure]) -> type[GateMeasure]:
         if gate_type in _REGISTRY:
             raise ValueError(f"gate type {gate_type} registered twice")
+        for role in ("headline", "tuning_figure"):
+            mine = getattr(cls, role)
+            if mine is not None and any(getattr(m, role) == mine for m in _REGISTRY.values()):
+                raise ValueError(f"{role} {mine} claimed by two gate types")
         _REGISTRY[gate_type] = cls()
         return cls
 
@@ -127,3 +167,18 @@ def measure_for(gate_type: GateType) -> GateMeasure:
 def registered_types() -> frozenset[GateType]:
     """Gate types with a measure."""
     return frozenset(_REGISTRY)
+
+
+def headline_type(headline: Headline) -> GateType:
+    """The gate type whose results are `headline` (for a default gate of that role)."""
+    return next(t for t, m in _REGISTRY.items() if m.headline is headline)
+
+
+def tuning_type(figure: TuningFigure) -> GateType:
+    """The gate type a tuning measures `figure` with."""
+    return next(t for t, m in _REGISTRY.items() if m.tuning_figure is figure)
+
+
+def is_headline(gate_type: GateType, headline: Headline) -> bool:
+    """Whether results of `gate_type` are `headline`."""
+    return measure_for(gate_type).headline is headline

@@ -22,7 +22,7 @@ from specdecode.domain.gate_measures import (
     unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
+from specdecode.domain.gates.registry import GateMeasure, Look, Need, TuningFigure, register
 from specdecode.domain.gates.tail_latency import log_ratio_interval
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval
@@ -39,6 +39,9 @@ class SpeedupGate(GateMeasure):
     higher_is_better = True  # a floor on baseline / candidate time per token
     statistic = "baseline / candidate median time per output token"
     judged_against = ("min_speedup",)
+    compares_client_timings = True
+    load_phrase = "the speedup"
+    tuning_figure = TuningFigure.SPEEDUP
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """Both sides' client latency blocks (TPOT per request)."""

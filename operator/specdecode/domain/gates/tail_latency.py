@@ -27,7 +27,14 @@ from specdecode.domain.gate_measures import (
     unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates.registry import GateMeasure, Look, Need, register
+from specdecode.domain.gates.registry import (
+    GateMeasure,
+    Headline,
+    Look,
+    Need,
+    TuningFigure,
+    register,
+)
 from specdecode.domain.observations import (
     LatencySamples,
     MetricError,
@@ -107,6 +114,10 @@ class TailLatencyGate(GateMeasure):
     higher_is_better = False  # a ceiling on candidate / baseline tail latency
     statistic = "candidate / baseline quantile of the gap between streamed chunks"
     judged_against = ("quantile", "tolerance")
+    headline = Headline.TAIL
+    compares_client_timings = True
+    load_phrase = "the tail"
+    tuning_figure = TuningFigure.TAIL
 
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """ServerStep: both step histograms; else the client's blocks, and the histograms

@@ -12,8 +12,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-import specdecode.domain.gates  # noqa: F401  (registers every gate measure)
-from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
+from specdecode.api.gate_spec import GateSpec, ItlDefinition
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import GateVerdict
 from specdecode.domain.gate_boundary import gate_params
@@ -22,7 +21,8 @@ from specdecode.domain.gate_measures import (
     Measurement,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates.registry import Look, measure_for
+from specdecode.domain.gates import TuningFigure, measure_for, tuning_type
+from specdecode.domain.gates.registry import Look
 from specdecode.domain.observations import (
     AcceptanceCounts,
     LatencySamples,
@@ -59,7 +59,9 @@ def look_error(z: float) -> float:
     return 0.0 if math.isinf(z) else 1.0 - NormalDist().cdf(z)
 
 
-def _gate(gate_type: GateType, **settings: object) -> GateParams:
+def _gate(figure: TuningFigure, **settings: object) -> GateParams:
+    """The gate a tuning measures `figure` with (the type declaring it, `tuning_figure`)."""
+    gate_type = tuning_type(figure)
     return gate_params(
         GateSpec.model_validate(
             {
@@ -72,12 +74,12 @@ def _gate(gate_type: GateType, **settings: object) -> GateParams:
     )
 
 
-SPEEDUP = _gate(GateType.SPEEDUP)
+SPEEDUP = _gate(TuningFigure.SPEEDUP)
 TAIL_QUANTILE = 0.99
-TAIL = _gate(GateType.TAIL_LATENCY, quantile=TAIL_QUANTILE, itl_definition=ItlDefinition.PER_CHUNK)
-ERRORS = _gate(GateType.ERROR_RATE)
-ALPHA = _gate(GateType.ACCEPTANCE, min_draft_tokens=1)
-TOKENS_PER_STEP = _gate(GateType.ACCEPTED_LENGTH)
+TAIL = _gate(TuningFigure.TAIL, quantile=TAIL_QUANTILE, itl_definition=ItlDefinition.PER_CHUNK)
+ERRORS = _gate(TuningFigure.ERRORS)
+ALPHA = _gate(TuningFigure.ALPHA, min_draft_tokens=1)
+TOKENS_PER_STEP = _gate(TuningFigure.ACCEPTED_LENGTH)
 
 
 def _interval(measurement: Measurement) -> Interval | None:
@@ -127,8 +129,8 @@ def measure_cell(window: TrialWindow, z: float, method: SpeculativeMethod) -> Ce
         required[name] = interval
     alpha = None
     if method in FIXED_K_METHODS:
-        alpha = _interval(measure_for(GateType.ACCEPTANCE).measure(ALPHA, seen, look))
-    length = _interval(measure_for(GateType.ACCEPTED_LENGTH).measure(TOKENS_PER_STEP, seen, look))
+        alpha = _interval(measure_for(ALPHA.type).measure(ALPHA, seen, look))
+    length = _interval(measure_for(TOKENS_PER_STEP.type).measure(TOKENS_PER_STEP, seen, look))
     speedup = required["speedup"]
     return CellMeasurement(
         objective=speedup,  # both objectives rank on this one bound (module docstring)
