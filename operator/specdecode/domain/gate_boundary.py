@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import fields
 from datetime import datetime
-from typing import Any, get_type_hints
+from typing import Any
 
 from pydantic import BaseModel
 
 from specdecode.api.certify import JUDGED, Certification
-from specdecode.api.gate_spec import GATE_DEFAULTS, GATE_FIELDS, MIN_SAMPLES_DEFAULTS, GateSpec
+from specdecode.api.gate_spec import GATE_KINDS, MIN_SAMPLES_DEFAULTS, GateSpec
 from specdecode.api.status import MAX_LOOKS_KEPT, GateLook, GateResult
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
@@ -24,16 +24,15 @@ from specdecode.domain.gates import LookPlan, error_at_look, measure
 from specdecode.domain.observations import StageObservations
 from specdecode.vocabulary import GateVerdict
 
-_PARAM_TYPES = get_type_hints(GateParams)
 # GateParams fields GateSpec does not have as such: computed from it by `_derived`.
-_DERIVED = frozenset({"methods", "default_min_samples"})
+_DERIVED = frozenset({"methods", "default_min_samples", "settings"})
 
 
 def gate_params(gate: GateSpec) -> GateParams:
     """The gate's parameters, by GateParams' field names, defaults applied."""
     return GateParams(
         **{
-            field.name: _setting(gate, field.name)
+            field.name: getattr(gate, field.name)
             for field in fields(GateParams)
             if field.name not in _DERIVED
         },
@@ -41,17 +40,17 @@ def gate_params(gate: GateSpec) -> GateParams:
     )
 
 
-def _setting(gate: GateSpec, name: str) -> Any:
-    """A field as set, a type-specific one else its default (`GATE_DEFAULTS`)."""
-    if name not in GATE_DEFAULTS:
-        return getattr(gate, name)
-    return gate.number(name) if _PARAM_TYPES[name] is float else gate.setting(name)
+def _setting(gate: GateSpec, name: str, default: object) -> object:
+    """A type-specific field as set, else its default; a float where the default is one."""
+    return gate.number(name) if isinstance(default, float) else gate.setting(name)
 
 
 def _derived(gate: GateSpec) -> dict[str, Any]:
+    own = GATE_KINDS[gate.type].settings
     return {
         "methods": tuple(str(method) for method in gate.methods or ()),
         "default_min_samples": MIN_SAMPLES_DEFAULTS[gate.type],
+        "settings": tuple((name, _setting(gate, name, d)) for name, d in own.items()),
     }
 
 
@@ -113,18 +112,13 @@ def evaluate_gate(
 
 
 def _identity(params: GateParams) -> dict[str, Any]:
-    """The GateParams fields GateResult also has (name, type, flags), by name.
-
-    A type-specific setting (the ITL definition) is shown only on a gate whose type has it
-    (`GATE_FIELDS`); the others hold only its default, which would mislead.
-    """
-    own = GATE_FIELDS[params.type]
+    """The GateParams fields and own settings GateResult also has (name, type, flags, the
+    ITL definition), by name: a setting shows only on a gate whose type has it."""
+    shared = {field.name: getattr(params, field.name) for field in fields(GateParams)}
     return {
-        field.name: getattr(params, field.name)
-        if field.name in own or field.name not in GATE_DEFAULTS
-        else None
-        for field in fields(GateParams)
-        if field.name in GateResult.model_fields
+        name: value
+        for name, value in (*shared.items(), *params.settings)
+        if name in GateResult.model_fields
     }
 
 

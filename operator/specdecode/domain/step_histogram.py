@@ -167,8 +167,8 @@ def measure_server_step_tail(
     the per-side minimum (minSamples), count effective samples (`effective_samples`): steps.
     A side without its engine-step count judges nothing (`unknown_steps`).
     """
-    q = gate.quantile
-    threshold = 1.0 + gate.tolerance
+    q = gate.number("quantile")
+    threshold = 1.0 + gate.number("tolerance")
     if isinstance(histograms, MetricError):
         return metric_error(histograms)
     if histograms is None:

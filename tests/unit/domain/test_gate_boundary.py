@@ -13,7 +13,7 @@ import pytest
 
 from specdecode.api import GateSpec, GateType, ItlDefinition
 from specdecode.api.certify import StageContext, certify
-from specdecode.api.gate_spec import GATE_DEFAULTS, GATE_FIELDS
+from specdecode.api.gate_spec import GATE_KINDS
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import GateResult
 from specdecode.api.traffic import TrafficSourceType
@@ -23,23 +23,26 @@ from specdecode.domain.gate_params import GateParams
 
 pytestmark = pytest.mark.unit
 
-DERIVED = {"default_min_samples"}
+DERIVED = {"default_min_samples", "settings"}
 
 
 def test_every_param_is_a_gate_spec_field_by_name() -> None:
-    """One field table: a parameter is GateSpec's field of that name, or said to be derived."""
+    """One field table: a parameter is GateSpec's field of that name, or said to be derived;
+    a type's own settings are its GATE_KINDS row, GateSpec fields too."""
     names = {field.name for field in fields(GateParams)}
     assert names - DERIVED <= set(GateSpec.model_fields)
-    # Every type-specific setting a gate type may set reaches the measures.
-    assert frozenset().union(*GATE_FIELDS.values()) <= names
+    for kind in GATE_KINDS.values():
+        assert set(kind.settings) <= set(GateSpec.model_fields) - names
 
 
 @pytest.mark.parametrize("gate_type", list(GateType))
 def test_defaults_are_the_specs_own(gate_type: GateType) -> None:
+    """Every type-specific setting the type may set reaches its measure, and only those."""
     spec = GateSpec(name="g", type=gate_type)
     params = gate_params(spec)
-    for name in GATE_DEFAULTS:
-        assert getattr(params, name) == spec.setting(name), name
+    assert [name for name, _ in params.settings] == list(GATE_KINDS[gate_type].settings)
+    for name in GATE_KINDS[gate_type].settings:
+        assert params.setting(name) == spec.setting(name), name
     assert params.min_samples is None
     assert params.effective_min_samples == spec.effective_min_samples
     assert (params.name, params.type, params.confidence) == ("g", gate_type, 0.95)
@@ -55,8 +58,10 @@ def test_set_values_win_and_numbers_are_floats() -> None:
         dry_run=True,
     )
     params = gate_params(spec)
-    assert params.tolerance == 1.0 and isinstance(params.tolerance, float)
-    assert params.itl_definition is ItlDefinition.PER_TOKEN
+    assert params.number("tolerance") == 1.0 and isinstance(params.setting("tolerance"), float)
+    assert params.choice("itl_definition", ItlDefinition) is ItlDefinition.PER_TOKEN
+    with pytest.raises(KeyError):  # another type's setting is not this gate's
+        params.setting("min_alpha")
     assert (params.min_samples, params.effective_min_samples, params.dry_run) == (7, 7, True)
 
 

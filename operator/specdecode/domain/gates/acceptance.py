@@ -205,7 +205,7 @@ class AcceptanceGate(CountersGate):
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """alpha from the counters, bounded over requests (see the module docstring)."""
-        threshold = gate.min_alpha
+        threshold = gate.number("min_alpha")
         counts = judgeable_counts(seen, look, threshold, "alpha", gate.effective_min_samples)
         if isinstance(counts, Measurement):
             return counts
@@ -241,7 +241,7 @@ class AcceptanceGate(CountersGate):
         units: int,
         basis: str,
     ) -> Measurement:
-        needed_tokens = gate.min_draft_tokens
+        needed_tokens = gate.count("min_draft_tokens")
         needed_requests = gate.effective_min_samples
         numbers = f"alpha {interval.value:.3f} [{interval.lower:.3f}, {interval.upper:.3f}]"
         verdict = judge_at_least(interval, threshold)

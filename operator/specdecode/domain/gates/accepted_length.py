@@ -42,7 +42,7 @@ class AcceptedLengthGate(CountersGate):
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """1 + accepted / drafts from the counters, bounded over requests."""
-        threshold = gate.min_accepted_length
+        threshold = gate.number("min_accepted_length")
         needed = gate.effective_min_samples
         counts = judgeable_counts(seen, look, threshold, "tokens per step", needed)
         if isinstance(counts, Measurement):

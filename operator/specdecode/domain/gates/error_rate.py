@@ -77,7 +77,7 @@ class ErrorRateGate(GateMeasure):
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Candidate minus baseline failure proportion over the same shadow requests."""
-        threshold = gate.max_error_rate
+        threshold = gate.number("max_error_rate")
         if look.mirror:
             return _judge_mirror(gate, seen, look)
         candidate, baseline = seen.candidate_latency, seen.baseline_latency
@@ -109,7 +109,7 @@ def _judge_load(
 def _judge_mirror(gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
     """Mirror: the engines' counts, where a pass must hold with every request the counters
     leave unaccounted counted as failed (`mirror_outcomes.unaccounted_requests`)."""
-    found = mirror_counts(seen, gate.max_error_rate)
+    found = mirror_counts(seen, gate.number("max_error_rate"))
     if isinstance(found, Measurement):
         return found
     unit = "mirrored requests (engine counts)"
@@ -139,7 +139,7 @@ def judge_counts(
     unit: str,
 ) -> Measurement:
     """The verdict on each side's (failed, total) requests (see the module docstring)."""
-    threshold = gate.max_error_rate
+    threshold = gate.number("max_error_rate")
     (c_failed, c_total), (b_failed, b_total) = candidate, baseline
     needed = gate.effective_min_samples
     interval = failure_difference((c_failed, c_total), (b_failed, b_total), look.error)

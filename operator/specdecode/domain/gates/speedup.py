@@ -26,7 +26,7 @@ from specdecode.domain.gates.registry import GateMeasure, Look, Need, TuningFigu
 from specdecode.domain.gates.tail_latency import log_ratio_interval
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval
-from specdecode.vocabulary import GateType, GateVerdict
+from specdecode.vocabulary import GateType, GateVerdict, SpeedupMetric
 
 MEDIAN = 0.5
 MIN_BLOCKS_EITHER_SIDE = 2  # the median sits in most blocks: no separate tail minimum
@@ -50,7 +50,7 @@ class SpeedupGate(GateMeasure):
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Median TPOT ratio over time blocks of both sides, unless a side was offered less
         than an open-loop stage's rate (`unequal_load`)."""
-        threshold = gate.min_speedup
+        threshold = gate.number("min_speedup")
         baseline, candidate = seen.baseline_latency, seen.candidate_latency
         for side in (baseline, candidate):
             if isinstance(side, MetricError):
@@ -65,7 +65,7 @@ def _tpot_speedup(
     gate: GateParams, baseline: LatencySamples, candidate: LatencySamples, look: Look
 ) -> Measurement:
     """The speedup's bounds and verdict from both sides' per-block median TPOT."""
-    threshold = gate.min_speedup
+    threshold = gate.number("min_speedup")
     if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
         return unjudged
     if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
@@ -102,7 +102,7 @@ def _tpot_speedup(
         samples=requests,
     )
     verdict = judge_at_least(speedup, threshold)
-    metric = gate.speedup_metric
+    metric = gate.choice("speedup_metric", SpeedupMetric)
     reason = (
         f"{metric.value} speedup {speedup.value:.3f} [{speedup.lower:.3f}, "
         f"{speedup.upper:.3f}] vs {threshold:.2f} over {requests} requests per side in "

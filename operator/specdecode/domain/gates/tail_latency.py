@@ -122,13 +122,13 @@ class TailLatencyGate(GateMeasure):
     def needs(self, gate: GateParams) -> frozenset[Need]:
         """ServerStep: both step histograms; else the client's blocks, and the histograms
         for the cross-check reported beside them (`server_cross_check`)."""
-        if gate.itl_definition is ItlDefinition.SERVER_STEP:
+        if gate.choice("itl_definition", ItlDefinition) is ItlDefinition.SERVER_STEP:
             return frozenset({Need.SERVER_STEP_HISTOGRAMS})
         return frozenset({Need.CLIENT_LATENCY, Need.SERVER_STEP_HISTOGRAMS})
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
         """Dispatch ServerStep to the histogram gate; else the block-robust client ratio."""
-        if gate.itl_definition is ItlDefinition.SERVER_STEP:
+        if gate.choice("itl_definition", ItlDefinition) is ItlDefinition.SERVER_STEP:
             return measure_server_step_tail(gate, seen.server_step_itl, look.error)
         return measure_client_tail(gate, seen.baseline_latency, seen.candidate_latency, look)
 
@@ -144,7 +144,7 @@ class TailLatencyGate(GateMeasure):
         server = seen.server_step_itl
         if not isinstance(server, ServerStepHistograms):
             return None, None
-        q = gate.quantile
+        q = gate.number("quantile")
         return histogram_quantile(server.baseline, q), histogram_quantile(server.candidate, q)
 
 
@@ -168,8 +168,8 @@ def _client_tail(
     candidate: LatencySamples | MetricError | None,
     look: Look,
 ) -> Measurement:
-    q = gate.quantile
-    threshold = 1.0 + gate.tolerance
+    q = gate.number("quantile")
+    threshold = 1.0 + gate.number("tolerance")
     for side in (baseline, candidate):
         if isinstance(side, MetricError):
             return metric_error(side)
@@ -179,10 +179,10 @@ def _client_tail(
         return unjudged
     if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
         return unjudged
-    definition = gate.itl_definition
+    definition = gate.choice("itl_definition", ItlDefinition)
     label = f"P{q * 100:g} {definition.value} ITL"
     open_note = ""
-    if (bound := stall_bound(baseline, definition, q, gate.tolerance)) is not None:
+    if (bound := stall_bound(baseline, definition, q, gate.number("tolerance"))) is not None:
         baseline, base_open = with_open_stalls(baseline, bound)
         candidate, cand_open = with_open_stalls(candidate, bound)
         if base_open or cand_open:
