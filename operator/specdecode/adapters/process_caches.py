@@ -9,7 +9,7 @@ delivered yet), `LoadPodCache` (the load token, the endpoints each load pod echo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,8 +22,9 @@ class WriteEcho:
     """Per rollout, the resourceVersions our last status writes replaced."""
     finished_tunings: dict[str, int] = field(default_factory=dict)
     """Per tuning, the generation this process finished (Succeeded or Failed)."""
-    promotion_files: dict[str, str] = field(default_factory=dict)
-    """Per rollout, the owner's patch its promotion ConfigMap was last written with."""
+    promotion_files: dict[str, Mapping[str, str] | None] = field(default_factory=dict)
+    """Per rollout, the data its promotion ConfigMap holds in the cluster, as last read
+    (`reconciler.observe`, once per process) or written (None: none of ours there)."""
 
     def replaced(self, key: str, versions: Iterable[str]) -> None:
         """Our status write replaced these versions of the rollout: copies at them are stale."""

@@ -8,9 +8,11 @@ metrics, the engines' releases. The snapshot is immutable. More: docs/internals.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,7 +20,7 @@ from pydantic import ValidationError
 from specdecode.adapters.kube.children import observe_children
 from specdecode.adapters.kube.mirror_wanted import current_routes
 from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout
-from specdecode.adapters.kube.workload import promotion_field_manager
+from specdecode.adapters.kube.workload import promotion_field_manager, read_promotion_files
 from specdecode.adapters.load.splitter import uses_splitter
 from specdecode.adapters.workload_source import Source
 from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
@@ -52,6 +54,8 @@ class Snapshot:
     action: str | None = None
     first: bool = False
     source: Source | None = None
+    promotion_files: Mapping[str, str] | None = None
+    """The data of the rollout's promotion ConfigMap in the cluster (None: none of ours)."""
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -132,7 +136,23 @@ async def observe(
         engine_scrape=await observe_engine_scrape(runtime, ref, spec),
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
-    return Snapshot(ref, now, seen, action, not raw_status, source)
+    files = await _promotion_files(runtime, ref, written.workload_ref is not None, status)
+    return Snapshot(ref, now, seen, action, not raw_status, source, files)
+
+
+async def _promotion_files(
+    runtime: Runtime, ref: RolloutRef, adopted: bool, status: SpecDecodeRolloutStatus
+) -> Mapping[str, str] | None:
+    """What the rollout's promotion ConfigMap holds: from the cluster, once per process
+    (a restarted one then deletes a stale one as the previous would have), else as this
+    process last read or wrote it. Only an adopted rollout (or one that was) has one."""
+    known = runtime.write_echo.promotion_files
+    if ref.key not in known:
+        if not adopted and status.workload is None:
+            return None
+        data = await asyncio.to_thread(read_promotion_files, runtime.kube, ref.owner)
+        known[ref.key] = None if data is None else MappingProxyType(data)
+    return known[ref.key]
 
 
 async def _observe_look(
