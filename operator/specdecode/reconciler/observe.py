@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from specdecode.adapters.frozen import frozen
 from specdecode.adapters.kube.children import observe_children
 from specdecode.adapters.kube.mirror_wanted import current_routes
 from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout
@@ -82,8 +83,20 @@ async def observe(
     raw_status: Mapping[str, Any] | None,
     annotations: Mapping[str, str],
 ) -> Snapshot:
-    """Everything one reconcile of the rollout decides on, read once; `StaleRollout` for a
-    copy older than our own last status write (the watch has not delivered it yet)."""
+    """Everything one reconcile of the rollout decides on, read once and frozen all the way
+    down (`adapters.frozen`); `StaleRollout` for a copy older than our own last status
+    write (the watch has not delivered it yet)."""
+    return frozen(await _read(runtime, ref, raw_spec, raw_status, annotations))
+
+
+async def _read(
+    runtime: Runtime,
+    ref: RolloutRef,
+    raw_spec: Mapping[str, Any],
+    raw_status: Mapping[str, Any] | None,
+    annotations: Mapping[str, str],
+) -> Snapshot:
+    """The snapshot, before it is frozen."""
     if runtime.write_echo.is_stale(ref.key, ref.resource_version):
         raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
     now = runtime.clock.now()
