@@ -25,8 +25,7 @@ from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.pass_decision import decide_pass
 from specdecode.domain.sketch import Sketch
 from specdecode.reconciler import reconcile as reconcile_module
-from specdecode.reconciler.observe import observe
-from specdecode.reconciler.observe import Snapshot
+from specdecode.reconciler.observe import Snapshot, observe
 
 pytestmark = pytest.mark.unit
 
