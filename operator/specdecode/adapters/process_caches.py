@@ -3,8 +3,9 @@
 Why: nothing here decides; every decision reads the rollout's status or the observed cluster
 (issue 35 item 2), so a restarted process starts with these empty and reaches the same
 decisions at the cost of a request or two: `WriteEcho` (our writes the watch has not
-delivered yet), `LoadPodCache` (the load token, the endpoints each load pod echoes) and
-`GuardReads` (the drift guard's latest look read). More: docs/internals.md.
+delivered yet; the promotion ConfigMap's content, read back once per process),
+`LoadPodCache` (the load token, the endpoints each load pod echoes) and `GuardReads` (the
+drift guard's latest look read). More: docs/internals.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,21 @@
 """A restart at every reconcile changes nothing: the same statuses, the same Events, once.
 
 Issue 35 item 2: every value a decision reads lives in the rollout's status or is observed
-from the cluster; the operator's memory (`adapters.process_caches`) only saves requests. Here one
-scripted analysis (a look every 15 s, two stages passing on the engines' counters and
-histograms and the load pods' reports, then the promotion) is driven twice through
+from the cluster; the operator's memory (`adapters.process_caches`) only saves requests.
+Here one scripted analysis (a look every 15 s, two stages passing on the engines' counters
+and histograms and the load pods' reports, then the promotion) is driven twice through
 `reconcile` on the controller fakes: by one long-lived runtime, and by a fresh runtime at
-every reconcile that reads only what the API server stores (a restarted process after
-kopf's LIST). Both must write the same status after every step, post the same Events
-exactly once and send the same writes (a restart re-applies the promotion ConfigMap, the
-same; nothing else). Rollouts: Mirror traffic, an Owned one on the operator's own prompts
-(load pods), adopted ones (`workloadRef`) under GitOps (the owner commits the passed
+every reconcile that reads only what the API server stores (a restarted process after kopf's
+LIST). Both must write the same status after every step, post the same Events exactly once
+and send the same writes (the promotion ConfigMap too: a restarted process reads it back
+rather than applying it again). Rollouts: Mirror traffic, an Owned one on the operator's own
+prompts (load pods), adopted ones (`workloadRef`) under GitOps (the owner commits the passed
 config) and Patch (the operator's apply of the args is refused until the owner edits the
 source: a refusal is not re-sent at the generation it was refused at), and two with an
 object in the way (a user's Service named like a child, a user's ConfigMap named like the
-promotion files) whose findings used to live in memory."""
+promotion files) whose findings used to live in memory, and an adopted one on live traffic
+mirrored through the splitter. A restart between the promotion ConfigMap's write and a spec
+edit still deletes it once stale."""
 
 from __future__ import annotations
 
