@@ -3,13 +3,14 @@
 Why: nothing here decides; every decision reads the rollout's status or the observed cluster
 (issue 35 item 2), so a restarted process starts with these empty and reaches the same
 decisions at the cost of a request or two: `WriteEcho` (our writes the watch has not
-delivered yet), `LoadPodCache` (the load token, the endpoints each load pod echoes) and
-`GuardReads` (the drift guard's latest look read). More: docs/internals.md.
+delivered yet; the promotion ConfigMap's content, read back once per process),
+`LoadPodCache` (the load token, the endpoints each load pod echoes) and `GuardReads` (the
+drift guard's latest look read). More: docs/internals.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,8 +23,9 @@ class WriteEcho:
     """Per rollout, the resourceVersions our last status writes replaced."""
     finished_tunings: dict[str, int] = field(default_factory=dict)
     """Per tuning, the generation this process finished (Succeeded or Failed)."""
-    promotion_files: dict[str, str] = field(default_factory=dict)
-    """Per rollout, the owner's patch its promotion ConfigMap was last written with."""
+    promotion_files: dict[str, Mapping[str, str] | None] = field(default_factory=dict)
+    """Per rollout, the data its promotion ConfigMap holds in the cluster, as last read
+    (`reconciler.observe`, once per process) or written (None: none of ours there)."""
 
     def replaced(self, key: str, versions: Iterable[str]) -> None:
         """Our status write replaced these versions of the rollout: copies at them are stale."""

@@ -41,9 +41,10 @@ def bucket_value(index: int) -> float:
     return 2.0 * GAMMA**index / (GAMMA + 1.0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Sketch:
-    """Bucket counts (integers: samples, or tokens for a weighted series)."""
+    """Bucket counts (integers: samples, or tokens for a weighted series). Frozen: `add`
+    and `merge` change the counts, never rebind them (a snapshot freezes those too)."""
 
     counts: dict[int, int] = field(default_factory=dict)
 

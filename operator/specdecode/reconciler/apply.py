@@ -71,7 +71,9 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
         mark_guard_look(runtime, snapshot)  # before any child write that could raise
         await apply_children_of(runtime, ref, spec, decision, source, found)
     if spec is not None:
-        await write_promotion(runtime, ref, spec, decision.status, source, found)
+        await write_promotion(
+            runtime, ref, spec, decision.status, source, snapshot.promotion_files, found
+        )
     pods = observed_load_pods(runtime.cluster.rollout_pods(ref.namespace, ref.name, LOAD_ROLE))
     await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods, found)
     await sync_splitter(runtime, ref.owner, spec, decision.traffic, found)

@@ -8,17 +8,20 @@ metrics, the engines' releases. The snapshot is immutable. More: docs/internals.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
 
+from specdecode.adapters.frozen import frozen
 from specdecode.adapters.kube.children import observe_children
 from specdecode.adapters.kube.mirror_wanted import current_routes
 from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout
-from specdecode.adapters.kube.workload import promotion_field_manager
+from specdecode.adapters.kube.workload import promotion_field_manager, read_promotion_files
 from specdecode.adapters.load.splitter import uses_splitter
 from specdecode.adapters.workload_source import Source
 from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
@@ -52,6 +55,8 @@ class Snapshot:
     action: str | None = None
     first: bool = False
     source: Source | None = None
+    promotion_files: Mapping[str, str] | None = None
+    """The data of the rollout's promotion ConfigMap in the cluster (None: none of ours)."""
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -78,8 +83,20 @@ async def observe(
     raw_status: Mapping[str, Any] | None,
     annotations: Mapping[str, str],
 ) -> Snapshot:
-    """Everything one reconcile of the rollout decides on, read once; `StaleRollout` for a
-    copy older than our own last status write (the watch has not delivered it yet)."""
+    """Everything one reconcile of the rollout decides on, read once and frozen all the way
+    down (`adapters.frozen`); `StaleRollout` for a copy older than our own last status
+    write (the watch has not delivered it yet)."""
+    return frozen(await _read(runtime, ref, raw_spec, raw_status, annotations))
+
+
+async def _read(
+    runtime: Runtime,
+    ref: RolloutRef,
+    raw_spec: Mapping[str, Any],
+    raw_status: Mapping[str, Any] | None,
+    annotations: Mapping[str, str],
+) -> Snapshot:
+    """The snapshot, before it is frozen."""
     if runtime.write_echo.is_stale(ref.key, ref.resource_version):
         raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
     now = runtime.clock.now()
@@ -132,7 +149,23 @@ async def observe(
         engine_scrape=await observe_engine_scrape(runtime, ref, spec),
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
-    return Snapshot(ref, now, seen, action, not raw_status, source)
+    files = await _promotion_files(runtime, ref, written.workload_ref is not None, status)
+    return Snapshot(ref, now, seen, action, not raw_status, source, files)
+
+
+async def _promotion_files(
+    runtime: Runtime, ref: RolloutRef, adopted: bool, status: SpecDecodeRolloutStatus
+) -> Mapping[str, str] | None:
+    """What the rollout's promotion ConfigMap holds: from the cluster, once per process
+    (a restarted one then deletes a stale one as the previous would have), else as this
+    process last read or wrote it. Only an adopted rollout (or one that was) has one."""
+    known = runtime.write_echo.promotion_files
+    if ref.key not in known:
+        if not adopted and status.workload is None:
+            return None
+        data = await asyncio.to_thread(read_promotion_files, runtime.kube, ref.owner)
+        known[ref.key] = None if data is None else MappingProxyType(data)
+    return known[ref.key]
 
 
 async def _observe_look(

@@ -10,6 +10,8 @@ stable config, or withdraws it. More: docs/internals.md.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.kube.rollouts import RolloutRef
@@ -87,28 +89,31 @@ async def keep_files(
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
+    standing: Mapping[str, str] | None,
     found: Found,
 ) -> None:
     """The passed config's change, also as the ConfigMap `<rollout>-promotion` (for tools
-    that read ConfigMaps): written once per patch and operator process, never over an
-    object of that name the rollout does not own (Degraded ChildNotOwned, as for children),
-    and deleted once its patch no longer stands (written by this process: after a restart
-    a stale one stays until the next promotion replaces it, or the rollout goes)."""
+    that read ConfigMaps): written when what `standing` (ours in the cluster, as observed)
+    holds differs, never over an object of that name the rollout does not own (Degraded
+    ChildNotOwned, as for children), and deleted once its patch no longer stands, also by
+    a process that did not write it (observe reads the cluster's copy)."""
     workload = status.workload
+    known = runtime.write_echo.promotion_files
     if spec.strategy is PromotionStrategy.OWNED or workload is None or not workload.owner_patch:
-        if runtime.write_echo.promotion_files.pop(ref.key, None) is not None:  # ours, and stale now
+        if standing is not None:  # ours, and stale now
             await asyncio.to_thread(drop_promotion_files, runtime.kube, ref.owner)
+            known[ref.key] = None
         found.promotion_files(None)
         return
-    if runtime.write_echo.promotion_files.get(ref.key) == workload.owner_patch:
-        return
     files = owner_patch_files(workload.source, ref.namespace, workload.owner_patch)
+    if standing is not None and dict(standing) == files:
+        return
     foreign = await asyncio.to_thread(
         keep_promotion_files, runtime.kube, ref.owner, files, promotion_manager(runtime)
     )
     found.promotion_files(foreign)
     if foreign is None:
-        runtime.write_echo.promotion_files[ref.key] = workload.owner_patch
+        known[ref.key] = MappingProxyType(files)
 
 
 async def write_promotion(
@@ -117,9 +122,10 @@ async def write_promotion(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     source: Source | None,
+    standing: Mapping[str, str] | None,
     found: Found,
 ) -> None:
     """The apply's promotion step: the source's args (`patch_source`), then the promotion
-    ConfigMap (`keep_files`)."""
+    ConfigMap (`keep_files`; `standing`: what the cluster holds of ours)."""
     await patch_source(runtime, ref.key, spec, status, source, found)
-    await keep_files(runtime, ref, spec, status, found)
+    await keep_files(runtime, ref, spec, status, standing, found)

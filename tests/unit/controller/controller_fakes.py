@@ -148,6 +148,8 @@ class FakeKube:
             return self._read_uncached(
                 "Deployment" if method.startswith("apps") else "Service", args[0]
             )
+        if method == "core.delete_namespaced_config_map":
+            self.applied_config_maps.pop(args[0], None)
         if method == "core.delete_namespaced_event" and self.events.pop(args[0], None) is None:
             raise ApiException(status=404, reason="NotFound")
         return {}

@@ -9,6 +9,7 @@ operator's memory: a fresh runtime at every reconcile reads the same.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from datetime import datetime
 from typing import Any
@@ -20,10 +21,11 @@ from test_gate_needs import NGRAM, SERVER_TAIL, STAGE, CountingSources, _spec
 
 from specdecode.adapters.kube.cache import rollout_key
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api import SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.domain.adoption import args_running
 from specdecode.domain.load_report import LoadReport, report_to_wire
 from specdecode.domain.observations import (
+    AcceptedMoments,
     EngineOutcomes,
     LatencyBlock,
     MetricError,
@@ -117,7 +119,7 @@ class AdoptedSource:
         if step != OWNER_EDITS_AT:
             return
         phase = (status or {}).get("phase")
-        assert phase == "Promoting", f"the script expects Promoting at step {step}: {phase}"
+        assert phase == "Promoting", f"the script expects Promoting at step {step}: {status}"
         if self.applied:  # Patch: refused so far; the owner releases the args (an edit)
             self.owner_holds_args = False
         else:
@@ -134,7 +136,11 @@ def echo_writes(kube: FakeKube, cluster: FakeCluster, since: int) -> None:
     stored as the API server returns them, load pods created shown Running (an address,
     Ready), whatever was deleted gone from the cache."""
     for method, args, _ in kube.calls[since:]:
-        if "apply" in method and args[0]["kind"] in ("Deployment", "Service"):
+        if "apply" in method and args[0]["metadata"]["name"].endswith("-splitter"):
+            cluster.store(args[0])
+            if args[0]["kind"] == "Deployment":  # its ReplicaSet's pod, Running and Ready
+                _run_splitter_pod(cluster, args[0])
+        elif "apply" in method and args[0]["kind"] in ("Deployment", "Service"):
             cluster.store(args[0])
         elif method == "core.create_namespaced_pod":
             pod = copy.deepcopy(args[1])
@@ -152,11 +158,44 @@ def echo_writes(kube: FakeKube, cluster: FakeCluster, since: int) -> None:
                 bucket[:] = [o for o in bucket if o["metadata"]["name"] != args[0]]
 
 
+SPLITTER_IP = "10.3.0.1"
+
+
+def _run_splitter_pod(cluster: FakeCluster, deployment: dict[str, Any]) -> None:
+    """The splitter Deployment's pod as the watch shows it once running (one per plan)."""
+    template = copy.deepcopy(deployment["spec"]["template"])
+    plan = template["metadata"]["labels"].get("specdecode.io/load-plan", "")
+    name = f"{deployment['metadata']['name']}-{plan}"
+    metadata = {
+        **template["metadata"],
+        "name": name,
+        "namespace": deployment["metadata"]["namespace"],
+    }
+    ready = {"podIP": SPLITTER_IP, "conditions": [{"type": "Ready", "status": "True"}]}
+    pod = {"metadata": metadata, "spec": template["spec"], "status": ready}
+    bucket = cluster.indexes["pods"][rollout_key(pod)]
+    bucket[:] = [
+        *(
+            o
+            for o in bucket
+            if not o["metadata"]["name"].startswith(deployment["metadata"]["name"])
+        ),
+        pod,
+    ]
+
+
 _DELETES = {
     "delete_namespaced_deployment": "deployments",
     "delete_namespaced_service": "services",
     "delete_namespaced_pod": "pods",
 }
+
+
+# 1000 requests of 20 decode steps, 2 draft tokens accepted per step on average (the
+# counters' 3 tokens per step): the per-request acceptance the splitter's streams show.
+ACCEPTED = functools.reduce(
+    AcceptedMoments.plus, [AcceptedMoments.one(20, 40 + (i % 2) * 4 - 2) for i in range(1000)]
+)
 
 
 def load_pods_answering() -> httpx.AsyncClient:
@@ -169,10 +208,17 @@ def load_pods_answering() -> httpx.AsyncClient:
             return httpx.Response(204)
         assert request.url.path == "/v1/report", request.url
         since = float(request.url.params["since"])
-        side = "baseline" if request.url.host.startswith("10.1.0.") else "candidate"
+        side = request.url.params.get("side")  # the splitter measures both sides
+        if side is None:
+            side = "baseline" if request.url.host.startswith("10.1.0.") else "candidate"
         sketch = Sketch.of([0.02] * 50)
         block = LatencyBlock(
-            start=since, seconds=2.0, per_chunk_itl=sketch, chunks=50, requests_ok=1000
+            start=since,
+            seconds=2.0,
+            per_chunk_itl=sketch,
+            chunks=50,
+            requests_ok=1000,
+            accepted=ACCEPTED,
         )
         report = LoadReport(side, 0, 1, 0.0, 0, 2.0, 5, 50, False, blocks=(block,))
         return httpx.Response(200, json=report_to_wire(report))
@@ -192,3 +238,17 @@ def prompts_spec() -> dict[str, Any]:
 
 
 SERVER_STEP_TAIL = {**SERVER_TAIL, "itlDefinition": "ServerStep"}
+
+
+def adopted_mirror_spec() -> dict[str, Any]:
+    """An adopted Deployment (`chat`) judged on live traffic mirrored through the splitter
+    (the owner's route mirrors to it; no route of ours): one stage of the engines' counters,
+    then one of their step-ITL tail and request outcomes, promoted by GitOps."""
+    spec = _spec([{"name": "alpha", "type": "Acceptance"}], mirror=True)
+    spec["analysis"]["traffic"] = {"source": "Mirror"}  # Splitter pairing, its default
+    tail = spec["analysis"]["stages"][1]
+    tail["gates"] = [SERVER_STEP_TAIL, *(g for g in tail["gates"] if g["type"] == "ErrorRate")]
+    adopted = adopted_spec(spec, "GitOps")
+    parsed = WrittenRolloutSpec.model_validate(adopted)
+    dumped: dict[str, Any] = parsed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped

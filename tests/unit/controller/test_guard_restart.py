@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from controller_fakes import EAGLE3, FakeClock, FakeCluster, FakeKube, make_runtime, raw_spec
 from kubernetes.client import ApiException
+from restart_world import echo_writes
 
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
@@ -131,3 +132,65 @@ async def test_a_look_whose_status_is_written_stays_judged_when_a_child_write_fa
         await reconcile(runtime, REF, raw_spec(EAGLE3), raw_status, {})
     assert kube.status is not None and len(blocks.asked) == 1
     assert runtime.guard_reads.judged[REF.key] == blocks.asked[0][1]
+
+
+class DriftingBlocks(Blocks):
+    """Production's counters: on target for the first 15 minutes after the promotion,
+    then far below it (a drift that the guard's later looks find)."""
+
+    def __init__(self, promoted_at: datetime) -> None:
+        super().__init__()
+        self.drifts_from = promoted_at + timedelta(seconds=900)
+
+    async def acceptance_blocks(
+        self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
+    ) -> tuple[AcceptanceBlock, ...]:
+        self.asked.append((start, end))
+        blocks = []
+        for index in range(int((end - start).total_seconds()) // block_seconds):
+            at = start + timedelta(seconds=(index + 1) * block_seconds)
+            accepted = 300.0 if at > self.drifts_from else 2400.0
+            blocks.append(AcceptanceBlock(draft_tokens=3000.0, accepted_tokens=accepted))
+        return tuple(blocks)
+
+
+async def _guard_for_an_hour(restart: bool) -> tuple[list[Any], list[str], int]:
+    """A Promoted rollout reconciled every 100 s for an hour (looks every 300 s), by one
+    process or by a fresh one at every reconcile: the statuses written, the Events, and
+    how many looks were read from Prometheus."""
+    clock, kube, cluster = FakeClock(), FakeKube(), FakeCluster()
+    promoted_at = clock.now() - timedelta(seconds=600)
+    blocks = DriftingBlocks(promoted_at)
+    status: Any = promoted(clock.now()).model_copy(update={"phase_since": promoted_at})
+    raw_status = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    kube.current_version = "7"
+    kube.status = raw_status
+    runtime = make_runtime(kube, cluster, clock)
+    statuses = []
+    for _ in range(36):
+        if restart:
+            runtime = make_runtime(kube, cluster, clock)
+        runtime.acceptance_blocks = blocks
+        ref = RolloutRef(REF.namespace, REF.name, REF.uid, 1, kube.current_version or "")
+        sent = len(kube.calls)
+        await reconcile(runtime, ref, raw_spec(EAGLE3), kube.status, {})
+        echo_writes(kube, cluster, sent)  # production, as the watch then shows it
+        statuses.append(kube.status)
+        clock.advance(100)
+    return statuses, kube.event_reasons(), len(blocks.asked)
+
+
+async def test_a_restart_at_every_reconcile_of_a_guarded_rollout_changes_nothing() -> None:
+    """Through `reconcile`: the guard's looks, read again by a process restarted at every
+    reconcile (`GuardReads` is empty each time), write the same statuses and post the same
+    Events, once; only Prometheus is asked more. What decides lives in status: the look a
+    process already judged is judged again at its own instant to the same status."""
+    kept, kept_events, kept_reads = await _guard_for_an_hour(False)
+    restarted, restarted_events, restarted_reads = await _guard_for_an_hour(True)
+    assert any((s.get("drift") or {}) for s in kept), "the scripted counters drift"
+    assert len({repr(s) for s in kept}) >= 3  # the looks changed status on the way
+    assert restarted == kept
+    assert restarted_events == kept_events and len(set(kept_events)) == len(kept_events)
+    assert kept_events == ["Drifted"]  # announced once, by whichever process judged it
+    assert kept_reads == 12  # one read per look (an hour of looks 300 s apart)
+    assert restarted_reads == 36  # a restarted process reads the latest look again

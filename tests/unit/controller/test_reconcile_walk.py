@@ -74,7 +74,9 @@ class Walk:
         return profiled
 
 
-@pytest.mark.parametrize("name", ["mirror", "owned-prompts", "adopted-gitops", "adopted-patch"])
+@pytest.mark.parametrize(
+    "name", ["mirror", "owned-prompts", "adopted-gitops", "adopted-patch", "adopted-mirror"]
+)
 async def test_a_reconcile_enters_no_reconciler_module_more_often_than_measured(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,22 +1,25 @@
 """A restart at every reconcile changes nothing: the same statuses, the same Events, once.
 
 Issue 35 item 2: every value a decision reads lives in the rollout's status or is observed
-from the cluster; the operator's memory (`adapters.process_caches`) only saves requests. Here one
-scripted analysis (a look every 15 s, two stages passing on the engines' counters and
-histograms and the load pods' reports, then the promotion) is driven twice through
+from the cluster; the operator's memory (`adapters.process_caches`) only saves requests.
+Here one scripted analysis (a look every 15 s, two stages passing on the engines' counters
+and histograms and the load pods' reports, then the promotion) is driven twice through
 `reconcile` on the controller fakes: by one long-lived runtime, and by a fresh runtime at
-every reconcile that reads only what the API server stores (a restarted process after
-kopf's LIST). Both must write the same status after every step, post the same Events
-exactly once and send the same writes (a restart re-applies the promotion ConfigMap, the
-same; nothing else). Rollouts: Mirror traffic, an Owned one on the operator's own prompts
-(load pods), adopted ones (`workloadRef`) under GitOps (the owner commits the passed
+every reconcile that reads only what the API server stores (a restarted process after kopf's
+LIST). Both must write the same status after every step, post the same Events exactly once
+and send the same writes (the promotion ConfigMap too: a restarted process reads it back
+rather than applying it again). Rollouts: Mirror traffic, an Owned one on the operator's own
+prompts (load pods), adopted ones (`workloadRef`) under GitOps (the owner commits the passed
 config) and Patch (the operator's apply of the args is refused until the owner edits the
 source: a refusal is not re-sent at the generation it was refused at), and two with an
 object in the way (a user's Service named like a child, a user's ConfigMap named like the
-promotion files) whose findings used to live in memory."""
+promotion files) whose findings used to live in memory, and an adopted one on live traffic
+mirrored through the splitter. A restart between the promotion ConfigMap's write and a spec
+edit still deletes it once stale."""
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
 from collections.abc import Callable
@@ -28,6 +31,7 @@ from controller_fakes import NAME, NAMESPACE, FakeClock, FakeCluster, FakeKube, 
 from restart_world import (
     AdoptedSource,
     Evidence,
+    adopted_mirror_spec,
     adopted_spec,
     echo_writes,
     load_pods_answering,
@@ -45,6 +49,7 @@ from specdecode.reconciler.runtime import Runtime
 pytestmark = pytest.mark.unit
 
 STEPS = 24  # Deploying, Analyzing's looks (15 s apart) through both stages, and after
+EDITED_STEPS = 3  # after a spec edit: a new analysis begins
 
 
 @dataclass
@@ -70,8 +75,13 @@ class Rollout:
 
 
 async def _drive(
-    restart: bool, rollout: Rollout, monkeypatch: pytest.MonkeyPatch
+    restart: bool | Callable[[int], bool],
+    rollout: Rollout,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: dict[str, Any] | None = None,
 ) -> tuple[Run, AdoptedSource | None]:
+    """`rollout` driven STEPS looks (restarted before each step `restart` names), then,
+    with `edit`, its spec edited (generation 2) and driven EDITED_STEPS more."""
     kube, cluster, clock = FakeKube(), FakeCluster(), FakeClock()
     monkeypatch.setattr(secrets, "token_urlsafe", lambda size: "the-load-token")  # two runs alike
     if rollout.in_the_way is not None:
@@ -91,13 +101,15 @@ async def _drive(
 
     runtime = fresh()
     statuses: list[Any] = []
-    for step in range(STEPS):
-        if restart:
+    for step in range(STEPS if edit is None else STEPS + EDITED_STEPS):
+        if restart is True or (callable(restart) and restart(step)):
             runtime = fresh()
         if source is not None:
             source.owner_acts(step, kube.status)
         sent = len(kube.calls)
-        await reconcile(runtime, ref(kube.current_version or "1"), rollout.spec, kube.status, {})
+        spec, generation = (rollout.spec, 1) if step < STEPS or edit is None else (edit, 2)
+        version = kube.current_version or "1"
+        await reconcile(runtime, ref(version, generation), spec, kube.status, {})
         echo_writes(kube, cluster, sent)
         statuses.append(kube.status)
         clock.advance(15)
@@ -118,21 +130,20 @@ ROLLOUTS = {
         GITOPS, AdoptedSource, load_pods=True, in_the_way=USERS_CONFIG_MAP, shows="ChildNotOwned"
     ),
     "adopted-patch": Rollout(PATCH, AdoptedSource, load_pods=True, shows="PatchConflict"),
+    "adopted-mirror": Rollout(
+        adopted_mirror_spec(), AdoptedSource, load_pods=True, shows="AwaitingOwner"
+    ),
 }
 
 
-def _promotion_files(write: str) -> bool:
-    """Whether `write` is an apply of the promotion ConfigMap: the one write a restart
-    repeats (`adapters.process_caches.WriteEcho`: applied once more per process, the same)."""
-    method, args, _ = json.loads(write)
-    return (
-        method in ("apply", "apply-unforced") and args[0]["metadata"]["name"] == f"{NAME}-promotion"
-    )
-
-
-def _files_written(writes: list[str]) -> set[str]:
-    """The contents the promotion ConfigMap was applied with."""
-    return {json.dumps(json.loads(w)[1][0]["data"]) for w in writes if _promotion_files(w)}
+def _sent(writes: list[str], kind: str, name: str) -> list[str]:
+    """The applies of the object `kind`/`name` among `writes`."""
+    return [
+        w
+        for w in writes
+        if "apply" in json.loads(w)[0]
+        and (json.loads(w)[1][0]["kind"], json.loads(w)[1][0]["metadata"]["name"]) == (kind, name)
+    ]
 
 
 @pytest.mark.parametrize("name", list(ROLLOUTS))
@@ -148,18 +159,53 @@ async def test_a_restart_at_every_reconcile_writes_and_announces_the_same(
     assert restarted.statuses == kept.statuses
     assert restarted.events == kept.events
     assert len(set(kept.events)) == len(kept.events)  # each Event once
-    others = [[w for w in run.writes if not _promotion_files(w)] for run in (kept, restarted)]
-    assert others[1] == others[0]  # every other write the same, in the same order
-    assert _files_written(restarted.writes) == _files_written(kept.writes)
-    repeated = len(restarted.writes) - len(kept.writes)
+    # Every write the same, in the same order: the promotion ConfigMap too (a restarted
+    # process reads the cluster's copy instead of applying it once more).
+    assert restarted.writes == kept.writes
     shown = {c["reason"] for s in kept.statuses for c in s["conditions"] if c["status"] == "True"}
     assert rollout.shows in shown, shown
     if name == "adopted-patch":  # refused at generation 1, sent again only at 2
         for source in (kept_source, restarted_source):
             assert source is not None and source.applied == [(1, True), (2, False)]
-    # The caches only save requests: a restart costs a few reads (or repeats), never a
-    # different write. (Printed: how many, measured.)
-    print(
-        f"{name}: requests kept {kept.requests}, restarted at every look "
-        f"{restarted.requests} ({repeated} promotion ConfigMap applies repeated)"
-    )
+    if name == "adopted-mirror":  # judged through the splitter (its reports carry the
+        # per-request acceptance the alpha gate needs), the owner's route mirroring to it
+        assert _sent(kept.writes, "Deployment", f"{NAME}-splitter")
+        assert kept.statuses[-1]["mirror"] == {
+            "splitterService": f"{NAME}-splitter:8080",
+            "httpRoute": None,
+        }
+    # The caches only save requests: a restart costs a few reads, never a different write.
+    # (Printed: how many, measured.)
+    print(f"{name}: requests kept {kept.requests}, restarted at every look {restarted.requests}")
+
+
+def _deletes(kube_writes: list[str], name: str) -> list[str]:
+    """The deletes of the ConfigMap `name` among `kube_writes`."""
+    return [
+        w
+        for w in kube_writes
+        if json.loads(w)[0] == "core.delete_namespaced_config_map" and json.loads(w)[1][0] == name
+    ]
+
+
+@pytest.mark.parametrize(
+    "restarts",
+    [lambda step: False, lambda step: step == STEPS, lambda step: True],
+    ids=["kept", "restarted-before-the-edit", "restarted-at-every-look"],
+)
+async def test_a_restarted_operator_deletes_the_promotion_files_its_predecessor_wrote(
+    restarts: Callable[[int], bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The promotion ConfigMap is written once Promoting and goes stale when the spec is
+    edited (a new analysis: no patch stands). A process restarted between the write and
+    the edit deletes it as the one that wrote it would: what stands is read from the
+    cluster, not remembered (it was kept, forever, by a restarted process before)."""
+    rollout = ROLLOUTS["adopted-gitops"]
+    edited = copy.deepcopy(rollout.spec)
+    edited["speculative"]["num_speculative_tokens"] = 3
+    run, _ = await _drive(restarts, rollout, monkeypatch, edit=edited)
+    name = f"{NAME}-promotion"
+    assert len(_sent(run.writes, "ConfigMap", name)) == 1  # written once, at Promoting
+    assert run.statuses[STEPS - 1]["phase"] == "Promoted"
+    assert run.statuses[-1]["phase"] != "Promoted"  # the edit began a new analysis
+    assert len(_deletes(run.writes, name)) == 1  # ... and the stale files went, once

@@ -172,14 +172,15 @@ def test_the_promotion_files_are_written_once_per_patch_and_never_over_a_foreign
     done = status(Phase.PROMOTING).model_copy(
         update={"workload": WorkloadStatus(source="Deployment/chat", owner_patch=patch)}
     )
-    for _ in range(3):
-        asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done, Found()))
+    for _ in range(3):  # what observe hands in: the cluster's copy as this process knows it
+        standing = runtime.write_echo.promotion_files.get(ref.key)
+        asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done, standing, Found()))
     assert len(written) == 1 and written[0]["strategic-merge-patch.json"] == patch
     assert "kustomize-patch.yaml" in written[0]
     foreign[0] = ForeignObject("ConfigMap", "ns", "r-promotion")
     runtime.write_echo.promotion_files.clear()
     found = Found()
-    asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done, found))
+    asyncio.run(promotion_patch.keep_files(runtime, ref, SPEC, done, None, found))
     findings = found.merged(None)
     assert findings is not None and findings.not_owned_promotion_files is not None
     assert "ConfigMap ns/r-promotion already exists" in findings.not_owned_promotion_files

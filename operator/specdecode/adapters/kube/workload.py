@@ -136,6 +136,24 @@ def keep_promotion_files(
     return None
 
 
+def read_promotion_files(clients: KubeClients, owner: Owner) -> dict[str, str] | None:
+    """The data of the rollout's promotion ConfigMap as the cluster holds it; None when
+    there is none the rollout owns (absent, or another's): what a restarted process wrote
+    before, re-derived from the cluster rather than remembered."""
+    try:
+        found = clients.core.read_namespaced_config_map(
+            promotion_files_name(owner.name), owner.namespace
+        )
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        return None
+    refs = (found.metadata.owner_references if found.metadata else None) or []
+    if owner.uid not in {str(ref.uid) for ref in refs}:
+        return None
+    return dict(found.data or {})
+
+
 def drop_promotion_files(clients: KubeClients, owner: Owner) -> None:
     """Delete the promotion ConfigMap once its patch no longer stands (a new analysis)."""
     delete_config_map(clients, owner.namespace, promotion_files_name(owner.name))
