@@ -11,20 +11,8 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from specdecode.api import rules as r
 from specdecode.api.base import KubeModel, optional
-from specdecode.api.rules import (
-    Binary,
-    Expr,
-    Has,
-    Not,
-    Ref,
-    Rule,
-    RuleSet,
-    all_of,
-    at,
-    implies,
-    lit,
-)
 
 
 class ConfigMapKeyRef(KubeModel):
@@ -266,24 +254,24 @@ PROMPTS_ONLY_FIELDS = (
 )
 
 
-def _source_is(source: TrafficSourceType) -> Expr:
-    return Binary("==", at("source"), lit(source.value))
+def _source_is(source: TrafficSourceType) -> r.Expr:
+    return r.Binary("==", r.at("source"), r.lit(source.value))
 
 
-def server_side_mirror(traffic: Ref) -> Expr:
+def server_side_mirror(traffic: r.Ref) -> r.Expr:
     """Whether the traffic at `traffic` (wire form) is Mirror with ServerSide pairing
     (an unset mirrorPairing is the default, Splitter)."""
-    return all_of(
-        Binary("==", traffic["source"], lit(TrafficSourceType.MIRROR.value)),
-        Has(traffic["mirrorPairing"]),
-        Binary("==", traffic["mirrorPairing"], lit(MirrorPairing.SERVER_SIDE.value)),
+    return r.all_of(
+        r.Binary("==", traffic["source"], r.lit(TrafficSourceType.MIRROR.value)),
+        r.Has(traffic["mirrorPairing"]),
+        r.Binary("==", traffic["mirrorPairing"], r.lit(MirrorPairing.SERVER_SIDE.value)),
     )
 
 
-def _prompts_only(field: str) -> Rule:
+def _prompts_only(field: str) -> r.Rule:
     wire = to_camel(field)
-    return Rule(
-        implies(_source_is(TrafficSourceType.MIRROR), Not(Has(at(wire)))),
+    return r.Rule(
+        r.implies(_source_is(TrafficSourceType.MIRROR), r.Not(r.Has(r.at(wire)))),
         f"traffic: {wire} applies only to source Prompts (Mirror traffic is live; "
         "mirrorPercent bounds its cost)",
         f".{wire}",
@@ -293,32 +281,34 @@ def _prompts_only(field: str) -> Rule:
 
 # Which fields each source needs or forbids, written once (`rules`): TrafficSpec enforces
 # them and the CRD carries them as CEL.
-TRAFFIC_RULES = RuleSet(
+TRAFFIC_RULES = r.RuleSet(
     (
-        Rule(
-            Not(all_of(Has(at("configMapRef")), Has(at("secretRef")))),
+        r.Rule(
+            r.Not(r.all_of(r.Has(r.at("configMapRef")), r.Has(r.at("secretRef")))),
             "traffic: set at most one of configMapRef and secretRef",
             ".secretRef",
             "FieldValueForbidden",
         ),
-        Rule(
-            implies(server_side_mirror(Ref("self")), Has(at("httpRoute"))),
+        r.Rule(
+            r.implies(server_side_mirror(r.Ref("self")), r.Has(r.at("httpRoute"))),
             "traffic: source Mirror with mirrorPairing ServerSide needs httpRoute (a "
             "RequestMirror filter per shadow is the only way its requests arrive)",
             ".httpRoute",
             "FieldValueRequired",
         ),
-        Rule(
-            implies(_source_is(TrafficSourceType.PROMPTS), Not(Has(at("httpRoute")))),
+        r.Rule(
+            r.implies(_source_is(TrafficSourceType.PROMPTS), r.Not(r.Has(r.at("httpRoute")))),
             "traffic: httpRoute applies only to source Mirror",
             ".httpRoute",
             "FieldValueForbidden",
         ),
         *(_prompts_only(field) for field in PROMPTS_ONLY_FIELDS),
-        Rule(
-            implies(
-                Has(at("splitter")),
-                all_of(_source_is(TrafficSourceType.MIRROR), Not(server_side_mirror(Ref("self")))),
+        r.Rule(
+            r.implies(
+                r.Has(r.at("splitter")),
+                r.all_of(
+                    _source_is(TrafficSourceType.MIRROR), r.Not(server_side_mirror(r.Ref("self")))
+                ),
             ),
             "traffic: splitter applies only to source Mirror with mirrorPairing Splitter",
             ".splitter",
