@@ -127,7 +127,7 @@ def _mirror_needs_some(gate_kind: Callable[[r.Ref], r.Expr], message: str) -> r.
 STAGE_RULES = r.RuleSet(
     (
         r.Rule(
-            r.Not(r.all_of(r.Has(r.at("concurrency")), r.Has(r.at("requestRate")))),
+            r.not_both("concurrency", "requestRate"),
             "stage: set exactly one of concurrency or requestRate",
             ".concurrency",
         ),

@@ -21,7 +21,7 @@ from specdecode.api.adoption import (
 )
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel, RuledModel, optional, section
 from specdecode.api.guard import GuardSpec
 from specdecode.api.schedule_reach import SCHEDULE_REACH_RULES
 from specdecode.api.speculative import SpeculativeConfig
@@ -79,8 +79,10 @@ ROOT_RULES = r.RuleSet(
 )
 
 
-class WrittenRolloutSpec(KubeModel):
+class WrittenRolloutSpec(RuledModel):
     """The desired state as written: a model on a GPU pool, and the speculative config."""
+
+    cross_field_rules = (ADOPTION_RULES, SPEC_JUDGED_RULES, SCHEDULE_REACH_RULES)
 
     # With a `workloadRef`, `model` and `engine` may be left out: they are read from the
     # source's vLLM container into `SpecDecodeRolloutSpec`, the resolved spec.
@@ -89,26 +91,19 @@ class WrittenRolloutSpec(KubeModel):
         "The target model. Required without a workloadRef; with one, read from "
         "the source's vLLM container when absent (and checked against it when given)."
     )
-    gpu_pool: GpuPoolSpec = Field(
-        default_factory=GpuPoolSpec, description="GPU nodes and GPUs per replica."
-    )
+    gpu_pool: GpuPoolSpec = section(GpuPoolSpec, "GPU nodes and GPUs per replica.")
     engine: EngineSpec | None = optional(
         "Engine image, resources and environment. Required without a "
         "workloadRef; with one, its image, release and port are read from the source's vLLM "
         "container when absent (and checked against it when given)."
     )
-    serving: ServingSpec = Field(
-        default_factory=ServingSpec, description="Production Deployment size."
-    )
+    serving: ServingSpec = section(ServingSpec, "Production Deployment size.")
     speculative: SpeculativeConfig | None = optional(
         "vLLM --speculative-config to roll out; empty means plain decoding."
     )
-    analysis: AnalysisSpec = Field(
-        default_factory=AnalysisSpec, description="Shadow traffic, stages and gates."
-    )
-    guard: GuardSpec = Field(
-        default_factory=GuardSpec,
-        description="After promotion: production's acceptance keeps being judged (drift).",
+    analysis: AnalysisSpec = section(AnalysisSpec, "Shadow traffic, stages and gates.")
+    guard: GuardSpec = section(
+        GuardSpec, "After promotion: production's acceptance keeps being judged (drift)."
     )
     workload_ref: WorkloadRef | None = optional(
         "Judge this Deployment, owned by another tool (Argo CD, Flux, Helm), "
@@ -116,9 +111,7 @@ class WrittenRolloutSpec(KubeModel):
         "never written to under GitOps. model and engine are read from its vLLM container "
         "when absent, and must match it when given."
     )
-    promotion: PromotionSpec = Field(
-        default_factory=PromotionSpec, description="How a passed config reaches production."
-    )
+    promotion: PromotionSpec = section(PromotionSpec, "How a passed config reaches production.")
 
     @property
     def strategy(self) -> PromotionStrategy:
@@ -127,21 +120,6 @@ class WrittenRolloutSpec(KubeModel):
 
     # The release and draft rules: on the written spec only where model and engine are given.
     _spec_rules: ClassVar[r.RuleSet] = WRITTEN_SPEC_RULES
-
-    @model_validator(mode="after")
-    def _adoption_is_consistent(self) -> Self:
-        ADOPTION_RULES.enforce(self.to_wire())
-        return self
-
-    @model_validator(mode="after")
-    def _every_stage_can_judge(self) -> Self:
-        SPEC_JUDGED_RULES.enforce(self.to_wire())
-        return self
-
-    @model_validator(mode="after")
-    def _some_stage_reaches_the_schedule(self) -> Self:
-        SCHEDULE_REACH_RULES.enforce(self.to_wire())
-        return self
 
     @model_validator(mode="after")
     def _speculative_fits_release_and_target(self) -> Self:
