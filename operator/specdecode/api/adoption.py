@@ -14,21 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from specdecode.api import rules as r
 from specdecode.api.base import KubeModel
-from specdecode.api.rules import (
-    Binary,
-    Expr,
-    Has,
-    Not,
-    Ref,
-    Rule,
-    RuleSet,
-    all_of,
-    at,
-    every,
-    implies,
-    lit,
-)
 from specdecode.api.traffic import server_side_mirror
 
 
@@ -78,55 +65,55 @@ class PromotionSpec(KubeModel):
     )
 
 
-def _strategy_is(strategy: PromotionStrategy) -> Expr:
-    return all_of(
-        Has(at("promotion")),
-        Has(at("promotion.strategy")),
-        Binary("==", at("promotion.strategy"), lit(strategy.value)),
+def _strategy_is(strategy: PromotionStrategy) -> r.Expr:
+    return r.all_of(
+        r.Has(r.at("promotion")),
+        r.Has(r.at("promotion.strategy")),
+        r.Binary("==", r.at("promotion.strategy"), r.lit(strategy.value)),
     )
 
 
-_ADOPTED = Has(at("workloadRef"))
-_STAGE = Ref("s")
+_ADOPTED = r.Has(r.at("workloadRef"))
+_STAGE = r.Ref("s")
 # Written once: the spec's model validator enforces them and the CRD carries them as CEL.
-ADOPTION_RULES = RuleSet(
+ADOPTION_RULES = r.RuleSet(
     (
-        Rule(
-            implies(Not(_ADOPTED), Has(at("model"))),
+        r.Rule(
+            r.implies(r.Not(_ADOPTED), r.Has(r.at("model"))),
             "model is required without a workloadRef (with one it is read from the source's "
             "vLLM container)",
             ".model",
             "FieldValueRequired",
         ),
-        Rule(
-            implies(Not(_ADOPTED), Has(at("engine"))),
+        r.Rule(
+            r.implies(r.Not(_ADOPTED), r.Has(r.at("engine"))),
             "engine is required without a workloadRef (with one its image, release and port "
             "are read from the source's vLLM container)",
             ".engine",
             "FieldValueRequired",
         ),
-        Rule(
-            implies(_ADOPTED, Not(_strategy_is(PromotionStrategy.OWNED))),
+        r.Rule(
+            r.implies(_ADOPTED, r.Not(_strategy_is(PromotionStrategy.OWNED))),
             "promotion.strategy Owned cannot promote a workloadRef: the source belongs to "
             "another tool (use GitOps)",
             ".promotion.strategy",
         ),
-        Rule(
-            implies(_strategy_is(PromotionStrategy.GITOPS), _ADOPTED),
+        r.Rule(
+            r.implies(_strategy_is(PromotionStrategy.GITOPS), _ADOPTED),
             "promotion.strategy GitOps needs a workloadRef (the object its owner changes)",
             ".promotion.strategy",
             "FieldValueRequired",
         ),
-        Rule(
-            implies(_strategy_is(PromotionStrategy.PATCH), _ADOPTED),
+        r.Rule(
+            r.implies(_strategy_is(PromotionStrategy.PATCH), _ADOPTED),
             "promotion.strategy Patch needs a workloadRef (the object it patches)",
             ".promotion.strategy",
             "FieldValueRequired",
         ),
-        Rule(
-            implies(
-                all_of(_ADOPTED, Has(at("guard")), Has(at("guard.onDrift"))),
-                Binary("==", at("guard.onDrift"), lit("Alert")),
+        r.Rule(
+            r.implies(
+                r.all_of(_ADOPTED, r.Has(r.at("guard")), r.Has(r.at("guard.onDrift"))),
+                r.Binary("==", r.at("guard.onDrift"), r.lit("Alert")),
             ),
             "workloadRef: guard.onDrift Rollback or Reanalyze would have to change the source, "
             "which its owner does (use Alert)",
@@ -137,28 +124,28 @@ ADOPTION_RULES = RuleSet(
         # route, mesh or proxy they keep in Git. The operator writes no route it does not
         # own, so it may not be told one, and ServerSide pairing (a mirror per shadow on
         # the route, written by the operator) stays refused.
-        Rule(
-            implies(_ADOPTED, Not(Has(at("analysis.traffic.httpRoute")))),
+        r.Rule(
+            r.implies(_ADOPTED, r.Not(r.Has(r.at("analysis.traffic.httpRoute")))),
             "workloadRef: analysis.traffic.httpRoute is refused (the source's routes belong "
             "to its owner and the operator writes none of them): leave it unset and mirror "
             "to Service <rollout name>-splitter port 8080 from your own route, mesh or proxy",
             ".analysis.traffic.httpRoute",
             "FieldValueForbidden",
         ),
-        Rule(
-            implies(_ADOPTED, Not(server_side_mirror(at("analysis.traffic")))),
+        r.Rule(
+            r.implies(_ADOPTED, r.Not(server_side_mirror(r.at("analysis.traffic")))),
             "workloadRef: Mirror with mirrorPairing ServerSide needs a mirror per shadow "
             "written on the source's route, which belongs to its owner; use Splitter (the "
             "default) and mirror to Service <rollout name>-splitter port 8080 yourself",
             ".analysis.traffic.mirrorPairing",
         ),
-        Rule(
-            implies(
+        r.Rule(
+            r.implies(
                 _ADOPTED,
-                every(
-                    at("analysis.stages"),
+                r.every(
+                    r.at("analysis.stages"),
                     "s",
-                    Not(all_of(Has(_STAGE["liveCanary"]), _STAGE["liveCanary"])),
+                    r.Not(r.all_of(r.Has(_STAGE["liveCanary"]), _STAGE["liveCanary"])),
                 ),
             ),
             "workloadRef: analysis.stages with liveCanary would put shadows behind the source's "

@@ -13,7 +13,7 @@ from enum import StrEnum
 from pydantic import Field, model_validator
 
 from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel, RuledModel, optional, section
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, LabelName, PlainDecoding
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 from specdecode.api.traffic import TrafficSpec
@@ -46,8 +46,10 @@ class ScheduleFallback(StrEnum):
     ANALYZE = "Analyze"
 
 
-class StageSpec(KubeModel):
+class StageSpec(RuledModel):
     """One analysis stage: a load shape held long enough for its gates to decide."""
+
+    cross_field_rules = (STAGE_RULES,)
 
     name: LabelName = Field(description="Stage name, unique within the rollout.")
     concurrency: int | None = optional(
@@ -78,8 +80,7 @@ class StageSpec(KubeModel):
     )
 
     @model_validator(mode="after")
-    def _one_load_shape(self) -> StageSpec:
-        STAGE_RULES.enforce(self.to_wire())
+    def _gate_names_unique(self) -> StageSpec:
         names = [gate.name for gate in self.gates]
         if len(names) != len(set(names)):
             raise ValueError(f"stage {self.name}: gates: names must be unique")
@@ -139,7 +140,7 @@ def default_stages() -> list[StageSpec]:
 class AnalysisSpec(KubeModel):
     """How a candidate config is judged before it reaches production."""
 
-    traffic: TrafficSpec = Field(default_factory=TrafficSpec, description="Shadow traffic.")
+    traffic: TrafficSpec = section(TrafficSpec, "Shadow traffic.")
     stages: list[StageSpec] = Field(
         default_factory=default_stages,
         min_length=1,

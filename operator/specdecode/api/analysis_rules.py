@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from specdecode.api import rules as r
 from specdecode.api.certify import (
     SPEC,
     admitted_under,
@@ -20,23 +21,6 @@ from specdecode.api.certify import (
     judged_by_source,
 )
 from specdecode.api.gate_spec import GateType
-from specdecode.api.rules import (
-    Binary,
-    Expr,
-    Has,
-    Not,
-    Ref,
-    Rule,
-    RuleSet,
-    all_of,
-    any_of,
-    at,
-    double,
-    every,
-    implies,
-    lit,
-    some,
-)
 from specdecode.api.traffic import TrafficSourceType, server_side_mirror
 
 MIRROR_GATES_MESSAGE = (
@@ -73,29 +57,31 @@ MIRROR_NOTHING_JUDGED_MESSAGE = (
 )
 
 
-def not_manual(analysis: Ref) -> Expr:
+def not_manual(analysis: r.Ref) -> r.Expr:
     """The analysis enforces its gates (`manual` unset or false)."""
-    return any_of(Not(Has(analysis["manual"])), Binary("==", analysis["manual"], lit(False)))
+    return r.any_of(
+        r.Not(r.Has(analysis["manual"])), r.Binary("==", analysis["manual"], r.lit(False))
+    )
 
 
-def enforced_gate_of(gate_type: GateType, gate: Ref) -> Expr:
+def enforced_gate_of(gate_type: GateType, gate: r.Ref) -> r.Expr:
     """Whether the gate at `gate` (wire form) is an enforced `gate_type` gate judged for
     every method (`certify`'s clauses 2, 5 and 6).
 
     Why every method: a `methods` filter that leaves out the rollout's method makes the gate
     "not applicable", and this rule lives on the analysis, which does not see the method.
     """
-    return all_of(
-        Binary("==", gate["type"], lit(gate_type.value)), enforced(gate), for_every_method(gate)
+    return r.all_of(
+        r.Binary("==", gate["type"], r.lit(gate_type.value)), enforced(gate), for_every_method(gate)
     )
 
 
-def enforced_tail_gate(gate: Ref) -> Expr:
+def enforced_tail_gate(gate: r.Ref) -> r.Expr:
     """Whether the gate at `gate` is an enforced TailLatency gate for every method."""
     return enforced_gate_of(GateType.TAIL_LATENCY, gate)
 
 
-def enforced_error_gate(gate: Ref) -> Expr:
+def enforced_error_gate(gate: r.Ref) -> r.Expr:
     """Whether the gate at `gate` is an enforced ErrorRate gate for every method."""
     return enforced_gate_of(GateType.ERROR_RATE, gate)
 
@@ -107,30 +93,30 @@ TIMEOUT_MESSAGE = (
 )
 
 
-def timeout_within_stages(analysis: Ref) -> Expr:
+def timeout_within_stages(analysis: r.Ref) -> r.Expr:
     """Whether the request timeout of the operator's own requests (load pods', the
     splitter's) is below every stage's minimum duration (ServerSide Mirror traffic sends
     no request of the operator's: no timeout applies)."""
-    return implies(
-        Not(server_side_mirror(analysis["traffic"])),
-        every(
+    return r.implies(
+        r.Not(server_side_mirror(analysis["traffic"])),
+        r.every(
             analysis["stages"],
             "s",
-            Binary(
+            r.Binary(
                 "<",
-                double(analysis["traffic"]["requestTimeoutSeconds"]),
-                double(Ref("s")["minDurationSeconds"]),
+                r.double(analysis["traffic"]["requestTimeoutSeconds"]),
+                r.double(r.Ref("s")["minDurationSeconds"]),
             ),
         ),
     )
 
 
-def _mirror_needs_some(gate_kind: Callable[[Ref], Expr], message: str) -> Rule:
+def _mirror_needs_some(gate_kind: Callable[[r.Ref], r.Expr], message: str) -> r.Rule:
     """An enforced (not manual) Mirror analysis has, in some stage, a gate of `gate_kind`."""
-    return Rule(
-        implies(
-            all_of(not_manual(Ref("self")), server_side_mirror(at("traffic"))),
-            some(at("stages"), "s", some(Ref("s")["gates"], "g", gate_kind(Ref("g")))),
+    return r.Rule(
+        r.implies(
+            r.all_of(not_manual(r.Ref("self")), server_side_mirror(r.at("traffic"))),
+            r.some(r.at("stages"), "s", r.some(r.Ref("s")["gates"], "g", gate_kind(r.Ref("g")))),
         ),
         message,
         ".stages",
@@ -138,15 +124,15 @@ def _mirror_needs_some(gate_kind: Callable[[Ref], Expr], message: str) -> Rule:
     )
 
 
-STAGE_RULES = RuleSet(
+STAGE_RULES = r.RuleSet(
     (
-        Rule(
-            Not(all_of(Has(at("concurrency")), Has(at("requestRate")))),
+        r.Rule(
+            r.not_both("concurrency", "requestRate"),
             "stage: set exactly one of concurrency or requestRate",
             ".concurrency",
         ),
-        Rule(
-            Binary(">=", at("maxDurationSeconds"), at("minDurationSeconds")),
+        r.Rule(
+            r.Binary(">=", r.at("maxDurationSeconds"), r.at("minDurationSeconds")),
             "stage: maxDurationSeconds must be >= minDurationSeconds",
             ".maxDurationSeconds",
         ),
@@ -155,29 +141,29 @@ STAGE_RULES = RuleSet(
 
 _MIRROR_T = TrafficSourceType.MIRROR
 _MIRROR = _MIRROR_T.value
-_STAGE, _GATE = Ref("s"), Ref("g")
-ANALYSIS_RULES = RuleSet(
+_STAGE, _GATE = r.Ref("s"), r.Ref("g")
+ANALYSIS_RULES = r.RuleSet(
     (
-        Rule(
-            implies(
-                Binary("!=", at("traffic.source"), lit(_MIRROR)),
-                every(
-                    at("stages"),
+        r.Rule(
+            r.implies(
+                r.Binary("!=", r.at("traffic.source"), r.lit(_MIRROR)),
+                r.every(
+                    r.at("stages"),
                     "s",
-                    any_of(Has(_STAGE["concurrency"]), Has(_STAGE["requestRate"])),
+                    r.any_of(r.Has(_STAGE["concurrency"]), r.Has(_STAGE["requestRate"])),
                 ),
             ),
             "stage: set exactly one of concurrency or requestRate (the load of Prompts traffic)",
             ".stages",
             "FieldValueRequired",
         ),
-        Rule(
-            implies(
-                server_side_mirror(at("traffic")),
-                every(
-                    at("stages"),
+        r.Rule(
+            r.implies(
+                server_side_mirror(r.at("traffic")),
+                r.every(
+                    r.at("stages"),
                     "s",
-                    every(_STAGE["gates"], "g", admitted_under(_GATE, TrafficSourceType.MIRROR)),
+                    r.every(_STAGE["gates"], "g", admitted_under(_GATE, TrafficSourceType.MIRROR)),
                 ),
             ),
             MIRROR_GATES_MESSAGE,
@@ -192,31 +178,33 @@ ANALYSIS_RULES = RuleSet(
         _mirror_needs_some(enforced_error_gate, MIRROR_ERRORS_MESSAGE),
         # Fail closed: a stage that can never judge anything is refused, with the reason.
         # Whether a gate applies to the rollout's method is a rule on the spec (`rollout`).
-        Rule(
-            implies(
-                not_manual(Ref("self")),
-                every(at("stages"), "s", some(_STAGE["gates"], "g", enforced(_GATE))),
+        r.Rule(
+            r.implies(
+                not_manual(r.Ref("self")),
+                r.every(r.at("stages"), "s", r.some(_STAGE["gates"], "g", enforced(_GATE))),
             ),
             NOTHING_ENFORCED_MESSAGE,
             ".stages",
         ),
-        Rule(
-            implies(
-                all_of(not_manual(Ref("self")), server_side_mirror(at("traffic"))),
-                every(
-                    at("stages"),
+        r.Rule(
+            r.implies(
+                r.all_of(not_manual(r.Ref("self")), server_side_mirror(r.at("traffic"))),
+                r.every(
+                    r.at("stages"),
                     "s",
-                    some(
+                    r.some(
                         _STAGE["gates"],
                         "g",
-                        all_of(enforced(_GATE), judged_by(_GATE, _MIRROR_T)),
+                        r.all_of(enforced(_GATE), judged_by(_GATE, _MIRROR_T)),
                     ),
                 ),
             ),
             MIRROR_NOTHING_JUDGED_MESSAGE,
             ".stages",
         ),
-        Rule(timeout_within_stages(Ref("self")), TIMEOUT_MESSAGE, ".traffic.requestTimeoutSeconds"),
+        r.Rule(
+            timeout_within_stages(r.Ref("self")), TIMEOUT_MESSAGE, ".traffic.requestTimeoutSeconds"
+        ),
     )
 )
 
@@ -229,18 +217,18 @@ NOTHING_APPLIES_MESSAGE = (
 
 
 # On the rollout's spec (`self` is the spec: the method and the stages meet there).
-SPEC_JUDGED_RULES = RuleSet(
+SPEC_JUDGED_RULES = r.RuleSet(
     (
-        Rule(
-            implies(
-                all_of(Has(at("analysis")), not_manual(at("analysis"))),
-                every(
-                    at("analysis.stages"),
+        r.Rule(
+            r.implies(
+                r.all_of(r.Has(r.at("analysis")), not_manual(r.at("analysis"))),
+                r.every(
+                    r.at("analysis.stages"),
                     "s",
-                    some(
+                    r.some(
                         _STAGE["gates"],
                         "g",
-                        all_of(
+                        r.all_of(
                             enforced(_GATE),
                             applies_to_method(_GATE, SPEC),
                             judged_by_source(_GATE, SPEC),

@@ -7,10 +7,12 @@ CRD generated from them and the objects the operator parses can never disagree.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+from specdecode.api.rules import RuleSet
 
 
 class KubeModel(BaseModel):
@@ -32,6 +34,20 @@ class KubeModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class RuledModel(KubeModel):
+    """A KubeModel with cross-field rules (`rules`): the same RuleSets the CRD carries as
+    CEL (`validations.RULES`), enforced on parsing, in order, by one validator."""
+
+    cross_field_rules: ClassVar[tuple[RuleSet, ...]] = ()
+
+    @model_validator(mode="after")
+    def _cross_field_rules_hold(self) -> Self:
+        wire = self.to_wire()
+        for rules in self.cross_field_rules:
+            rules.enforce(wire)
+        return self
+
+
 class VerbatimModel(BaseModel):
     """A model whose field names are another program's (vLLM's JSON keys), kept verbatim."""
 
@@ -48,3 +64,13 @@ def optional(description: str, **constraints: Any) -> Any:
     model reads as its names, types and descriptions. The schema is that of
     `Field(default=None, description=..., **constraints)`, to the byte."""
     return Field(default=None, description=description, **constraints)
+
+
+Section = TypeVar("Section", bound=BaseModel)
+
+
+def section(model: type[Section], description: str) -> Any:
+    """A nested model that may be left out, meaning all its defaults (`gpuPool`, `budget`):
+    spelt once like `optional`. The schema is that of
+    `Field(default_factory=model, description=...)`, to the byte."""
+    return Field(default_factory=model, description=description)

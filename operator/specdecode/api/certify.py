@@ -13,21 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specdecode.api import rules as r
 from specdecode.api.evidence_table import EVIDENCE
 from specdecode.api.gate_spec import NO_PASS_FLAGS, GateSpec, GateType
-from specdecode.api.rules import (
-    Binary,
-    Expr,
-    Has,
-    Not,
-    Ref,
-    all_of,
-    any_of,
-    at,
-    implies,
-    lit,
-    size,
-)
 from specdecode.api.rules.expressions import truth
 from specdecode.api.schedule_reach import off_through
 from specdecode.api.speculative_rules import SCHEDULE
@@ -48,40 +36,40 @@ class Where:
     rules); `certify` evaluates the clauses with `SPEC` on a spec-shaped dict.
     """
 
-    traffic: Ref
-    speculative: Ref
+    traffic: r.Ref
+    speculative: r.Ref
 
-    def reads(self, source: TrafficSourceType) -> Expr:
+    def reads(self, source: TrafficSourceType) -> r.Expr:
         """Whether the stage's evidence is `source`'s row: Mirror's is the engines' own
         metrics (ServerSide pairing); Mirror through the splitter is paired client-side
         evidence, read like replayed Prompts."""
         server_side = server_side_mirror(self.traffic)
-        return server_side if source is TrafficSourceType.MIRROR else Not(server_side)
+        return server_side if source is TrafficSourceType.MIRROR else r.Not(server_side)
 
     @property
-    def method(self) -> Ref:
+    def method(self) -> r.Ref:
         return self.speculative["method"]
 
     @property
-    def schedule(self) -> Ref:
+    def schedule(self) -> r.Ref:
         return self.speculative[SCHEDULE]
 
 
-SPEC = Where(traffic=at("analysis.traffic"), speculative=at("speculative"))
+SPEC = Where(traffic=r.at("analysis.traffic"), speculative=r.at("speculative"))
 
 
-def admitted_under(gate: Ref, source: TrafficSourceType) -> Expr:
+def admitted_under(gate: r.Ref, source: TrafficSourceType) -> r.Expr:
     """Clause 1 for one source: the gate is one `source` can read (`EVIDENCE`)."""
     rows = {gate_type: EVIDENCE[gate_type, source] for gate_type in GateType}
     # Judged types first, then those kept but not judged (the CRD's order since Mirror's rules).
     order = sorted(GateType, key=lambda t: not rows[t].judged)
     anywhere = [t.value for t in order if rows[t].admitted and rows[t].itl is None]
     restricted = [
-        all_of(
-            Binary("==", gate["type"], lit(t.value)),
-            any_of(
-                Not(Has(gate["itlDefinition"])),
-                Binary("==", gate["itlDefinition"], lit(row.itl[0].value)),
+        r.all_of(
+            r.Binary("==", gate["type"], r.lit(t.value)),
+            r.any_of(
+                r.Not(r.Has(gate["itlDefinition"])),
+                r.Binary("==", gate["itlDefinition"], r.lit(row.itl[0].value)),
             ),
         )
         for t, row in rows.items()
@@ -89,68 +77,72 @@ def admitted_under(gate: Ref, source: TrafficSourceType) -> Expr:
     ]
     everything = len(anywhere) == len(GateType)
     if everything:
-        return lit(True)
-    return any_of(Binary("in", gate["type"], lit(anywhere)), *restricted)
+        return r.lit(True)
+    return r.any_of(r.Binary("in", gate["type"], r.lit(anywhere)), *restricted)
 
 
-def judged_by(gate: Ref, source: TrafficSourceType) -> Expr:
+def judged_by(gate: r.Ref, source: TrafficSourceType) -> r.Expr:
     """Clause 3 for one source: its row judges the gate's type."""
     unjudged = [t.value for t in GateType if not EVIDENCE[t, source].judged]
-    return Not(Binary("in", gate["type"], lit(unjudged))) if unjudged else lit(True)
+    return r.Not(r.Binary("in", gate["type"], r.lit(unjudged))) if unjudged else r.lit(True)
 
 
-def judged_by_source(gate: Ref, where: Where) -> Expr:
+def judged_by_source(gate: r.Ref, where: Where) -> r.Expr:
     """Clause 3 with the source read from the object."""
-    return all_of(
+    return r.all_of(
         *(
-            any_of(Not(where.reads(source)), judged_by(gate, source))
+            r.any_of(r.Not(where.reads(source)), judged_by(gate, source))
             for source in TrafficSourceType
             if any(not EVIDENCE[t, source].judged for t in GateType)
         )
     )
 
 
-def _no_filter(gate: Ref) -> tuple[Expr, Expr]:
-    return Not(Has(gate["methods"])), Binary("==", size(gate["methods"]), lit(0))
+def _no_filter(gate: r.Ref) -> tuple[r.Expr, r.Expr]:
+    return r.Not(r.Has(gate["methods"])), r.Binary("==", r.size(gate["methods"]), r.lit(0))
 
 
-def for_every_method(gate: Ref) -> Expr:
+def for_every_method(gate: r.Ref) -> r.Expr:
     """No `methods` filter: judged whatever the rollout's method (clause 2 without one)."""
-    return any_of(*_no_filter(gate))
+    return r.any_of(*_no_filter(gate))
 
 
-def applies_to_method(gate: Ref, where: Where) -> Expr:
+def applies_to_method(gate: r.Ref, where: Where) -> r.Expr:
     """Clause 2: `methods` is empty or names the method (`none`: speculative unset)."""
-    return any_of(
+    return r.any_of(
         *_no_filter(gate),
-        all_of(Has(where.speculative), Binary("in", where.method, gate["methods"])),
-        all_of(Not(Has(where.speculative)), Binary("in", lit(NO_SPECULATION), gate["methods"])),
+        r.all_of(r.Has(where.speculative), r.Binary("in", where.method, gate["methods"])),
+        r.all_of(
+            r.Not(r.Has(where.speculative)), r.Binary("in", r.lit(NO_SPECULATION), gate["methods"])
+        ),
     )
 
 
-def schedule_allows(gate: Ref, stage: Ref, where: Where) -> Expr:
+def schedule_allows(gate: r.Ref, stage: r.Ref, where: Where) -> r.Expr:
     """Clause 4: not a Speedup gate asking a gain at a stage the schedule never speculates at."""
-    asks_gain = any_of(Not(Has(gate["minSpeedup"])), Binary(">=", gate["minSpeedup"], lit(1.0)))
-    return Not(
-        all_of(
-            Binary("==", gate["type"], lit(GateType.SPEEDUP.value)),
+    asks_gain = r.any_of(
+        r.Not(r.Has(gate["minSpeedup"])), r.Binary(">=", gate["minSpeedup"], r.lit(1.0))
+    )
+    return r.Not(
+        r.all_of(
+            r.Binary("==", gate["type"], r.lit(GateType.SPEEDUP.value)),
             asks_gain,
-            Has(where.speculative),
-            Has(where.schedule),
-            Has(stage["concurrency"]),
+            r.Has(where.speculative),
+            r.Has(where.schedule),
+            r.Has(stage["concurrency"]),
             off_through(where.schedule, stage["concurrency"]),
         )
     )
 
 
-def not_flagged(gate: Ref, flag: str) -> Expr:
+def not_flagged(gate: r.Ref, flag: str) -> r.Expr:
     """Clauses 5 and 6: the flag (`dryRun`, `failOnly`) unset or false."""
-    return any_of(Not(Has(gate[flag])), Binary("==", gate[flag], lit(False)))
+    return r.any_of(r.Not(r.Has(gate[flag])), r.Binary("==", gate[flag], r.lit(False)))
 
 
-def enforced(gate: Ref) -> Expr:
+def enforced(gate: r.Ref) -> r.Expr:
     """Clauses 5 and 6 together: neither dryRun nor failOnly."""
-    return all_of(*(not_flagged(gate, flag) for flag in NO_PASS_FLAGS))
+    return r.all_of(*(not_flagged(gate, flag) for flag in NO_PASS_FLAGS))
 
 
 @dataclass(frozen=True)
@@ -197,7 +189,7 @@ def evidence_row(traffic: TrafficSpec) -> TrafficSourceType:
 
 
 Says = Callable[[GateSpec, StageContext], str]
-_G, _S = Ref("g"), Ref("s")
+_G, _S = r.Ref("g"), r.Ref("s")
 
 
 def _not_method(gate: GateSpec, stage: StageContext) -> str:
@@ -225,17 +217,17 @@ def _schedule_off(gate: GateSpec, stage: StageContext) -> str:
     )
 
 
-def _admitted_here(gate: Ref, where: Where) -> Expr:
-    return all_of(
+def _admitted_here(gate: r.Ref, where: Where) -> r.Expr:
+    return r.all_of(
         *(
-            implies(where.reads(source), admitted_under(gate, source))
+            r.implies(where.reads(source), admitted_under(gate, source))
             for source in TrafficSourceType
         )
     )
 
 
 # (clause, level it ends, reason when it does not hold); levels: 0 judged, 1 may fail, 2 pass.
-CLAUSES: tuple[tuple[Expr, int, Says], ...] = (
+CLAUSES: tuple[tuple[r.Expr, int, Says], ...] = (
     (_admitted_here(_G, SPEC), 0, _refused),
     (applies_to_method(_G, SPEC), 0, _not_method),
     (judged_by_source(_G, SPEC), 0, _not_source),

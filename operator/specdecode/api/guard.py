@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel, RuledModel, optional
 from specdecode.api.rules import Binary, Rule, RuleSet, at
 
 
@@ -34,8 +34,22 @@ class DriftAction(StrEnum):
     REANALYZE = "Reanalyze"
 
 
-class GuardSpec(KubeModel):
+# Written once (`rules`): GuardSpec enforces them and the CRD carries them as CEL.
+GUARD_RULES = RuleSet(
+    (
+        Rule(
+            Binary("<=", at("intervalSeconds"), at("windowSeconds")),
+            "guard: windowSeconds must be at least intervalSeconds (a window holds a look)",
+            ".windowSeconds",
+        ),
+    )
+)
+
+
+class GuardSpec(RuledModel):
     """How production's acceptance is judged after promotion."""
+
+    cross_field_rules = (GUARD_RULES,)
 
     enabled: bool = Field(
         default=True,
@@ -76,23 +90,6 @@ class GuardSpec(KubeModel):
         "Reanalyze: production falls back to plain decoding and the promoted config is "
         "analysed again against it, with the rollout's stages (re-promoted if it passes).",
     )
-
-    @model_validator(mode="after")
-    def _window_holds_a_look(self) -> GuardSpec:
-        GUARD_RULES.enforce(self.to_wire())
-        return self
-
-
-# Written once (`rules`): GuardSpec enforces them and the CRD carries them as CEL.
-GUARD_RULES = RuleSet(
-    (
-        Rule(
-            Binary("<=", at("intervalSeconds"), at("windowSeconds")),
-            "guard: windowSeconds must be at least intervalSeconds (a window holds a look)",
-            ".windowSeconds",
-        ),
-    )
-)
 
 
 class DriftStatus(KubeModel):

@@ -11,6 +11,7 @@ from typing import ClassVar, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from specdecode.api import rules as r
 from specdecode.api.adoption import (
     ADOPTION_RULES,
     PromotionSpec,
@@ -20,20 +21,8 @@ from specdecode.api.adoption import (
 )
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.analysis_rules import SPEC_JUDGED_RULES
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel, RuledModel, optional, section
 from specdecode.api.guard import GuardSpec
-from specdecode.api.rules import (
-    Binary,
-    Has,
-    Rule,
-    RuleSet,
-    all_of,
-    at,
-    implies,
-    lit,
-    matches,
-    size,
-)
 from specdecode.api.schedule_reach import SCHEDULE_REACH_RULES
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
@@ -59,29 +48,29 @@ MAX_NAME_LENGTH = 53
 NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # Rules that join spec fields: the speculative config against the vLLM release and the
 # target model (written once: `rules`; the CRD renders the same rules as CEL).
-SPEC_RULES = RuleSet((*spec_rules(), *draft_fits_target_rules()))
+SPEC_RULES = r.RuleSet((*spec_rules(), *draft_fits_target_rules()))
 
 
-def _unless_read_from_source(rule: Rule) -> Rule:
+def _unless_read_from_source(rule: r.Rule) -> r.Rule:
     """`rule` as the written spec carries it: a rule that reads `engine` or `model` holds
     while they are absent (a workloadRef's source gives them; the resolved spec, validated
     by the same `SPEC_RULES`, checks them on the values read)."""
     reads = rule.check.cel()
     if "self.engine" not in reads and "self.model" not in reads:
         return rule
-    given = all_of(Has(at("model")), Has(at("engine")))
-    return replace(rule, check=implies(given, rule.check))
+    given = r.all_of(r.Has(r.at("model")), r.Has(r.at("engine")))
+    return replace(rule, check=r.implies(given, rule.check))
 
 
 # The same rules on the spec as written: the CRD carries these, the written model enforces them.
-WRITTEN_SPEC_RULES = RuleSet(tuple(_unless_read_from_source(rule) for rule in SPEC_RULES.rules))
+WRITTEN_SPEC_RULES = r.RuleSet(tuple(_unless_read_from_source(rule) for rule in SPEC_RULES.rules))
 # Rules on the whole object (only these may read `self.metadata.name`), written once.
-ROOT_RULES = RuleSet(
+ROOT_RULES = r.RuleSet(
     (
-        Rule(
-            all_of(
-                Binary("<=", size(at("metadata.name")), lit(MAX_NAME_LENGTH)),
-                matches(at("metadata.name"), NAME_PATTERN.pattern),
+        r.Rule(
+            r.all_of(
+                r.Binary("<=", r.size(r.at("metadata.name")), r.lit(MAX_NAME_LENGTH)),
+                r.matches(r.at("metadata.name"), NAME_PATTERN.pattern),
             ),
             f"metadata.name must be a DNS-1035 label of at most {MAX_NAME_LENGTH} characters "
             "(children append -candidate)",
@@ -90,8 +79,10 @@ ROOT_RULES = RuleSet(
 )
 
 
-class WrittenRolloutSpec(KubeModel):
+class WrittenRolloutSpec(RuledModel):
     """The desired state as written: a model on a GPU pool, and the speculative config."""
+
+    cross_field_rules = (ADOPTION_RULES, SPEC_JUDGED_RULES, SCHEDULE_REACH_RULES)
 
     # With a `workloadRef`, `model` and `engine` may be left out: they are read from the
     # source's vLLM container into `SpecDecodeRolloutSpec`, the resolved spec.
@@ -100,26 +91,19 @@ class WrittenRolloutSpec(KubeModel):
         "The target model. Required without a workloadRef; with one, read from "
         "the source's vLLM container when absent (and checked against it when given)."
     )
-    gpu_pool: GpuPoolSpec = Field(
-        default_factory=GpuPoolSpec, description="GPU nodes and GPUs per replica."
-    )
+    gpu_pool: GpuPoolSpec = section(GpuPoolSpec, "GPU nodes and GPUs per replica.")
     engine: EngineSpec | None = optional(
         "Engine image, resources and environment. Required without a "
         "workloadRef; with one, its image, release and port are read from the source's vLLM "
         "container when absent (and checked against it when given)."
     )
-    serving: ServingSpec = Field(
-        default_factory=ServingSpec, description="Production Deployment size."
-    )
+    serving: ServingSpec = section(ServingSpec, "Production Deployment size.")
     speculative: SpeculativeConfig | None = optional(
         "vLLM --speculative-config to roll out; empty means plain decoding."
     )
-    analysis: AnalysisSpec = Field(
-        default_factory=AnalysisSpec, description="Shadow traffic, stages and gates."
-    )
-    guard: GuardSpec = Field(
-        default_factory=GuardSpec,
-        description="After promotion: production's acceptance keeps being judged (drift).",
+    analysis: AnalysisSpec = section(AnalysisSpec, "Shadow traffic, stages and gates.")
+    guard: GuardSpec = section(
+        GuardSpec, "After promotion: production's acceptance keeps being judged (drift)."
     )
     workload_ref: WorkloadRef | None = optional(
         "Judge this Deployment, owned by another tool (Argo CD, Flux, Helm), "
@@ -127,9 +111,7 @@ class WrittenRolloutSpec(KubeModel):
         "never written to under GitOps. model and engine are read from its vLLM container "
         "when absent, and must match it when given."
     )
-    promotion: PromotionSpec = Field(
-        default_factory=PromotionSpec, description="How a passed config reaches production."
-    )
+    promotion: PromotionSpec = section(PromotionSpec, "How a passed config reaches production.")
 
     @property
     def strategy(self) -> PromotionStrategy:
@@ -137,22 +119,7 @@ class WrittenRolloutSpec(KubeModel):
         return strategy_of(self.workload_ref, self.promotion)
 
     # The release and draft rules: on the written spec only where model and engine are given.
-    _spec_rules: ClassVar[RuleSet] = WRITTEN_SPEC_RULES
-
-    @model_validator(mode="after")
-    def _adoption_is_consistent(self) -> Self:
-        ADOPTION_RULES.enforce(self.to_wire())
-        return self
-
-    @model_validator(mode="after")
-    def _every_stage_can_judge(self) -> Self:
-        SPEC_JUDGED_RULES.enforce(self.to_wire())
-        return self
-
-    @model_validator(mode="after")
-    def _some_stage_reaches_the_schedule(self) -> Self:
-        SCHEDULE_REACH_RULES.enforce(self.to_wire())
-        return self
+    _spec_rules: ClassVar[r.RuleSet] = WRITTEN_SPEC_RULES
 
     @model_validator(mode="after")
     def _speculative_fits_release_and_target(self) -> Self:
@@ -170,7 +137,7 @@ class SpecDecodeRolloutSpec(WrittenRolloutSpec):
     container (`domain.source_spec.resolve_spec`, the one place that fills them in). Built
     by validation, so every rule of the written spec holds for the values read too."""
 
-    _spec_rules: ClassVar[RuleSet] = SPEC_RULES
+    _spec_rules: ClassVar[r.RuleSet] = SPEC_RULES
 
     model: ModelSpec = Field(description="The target model.")
     engine: EngineSpec = Field(description="Engine image, resources and environment.")

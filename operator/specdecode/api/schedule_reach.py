@@ -8,56 +8,45 @@ Rationale in full: docs/internals.md.
 
 from __future__ import annotations
 
-from specdecode.api.rules import (
-    Binary,
-    Expr,
-    Has,
-    Index,
-    Not,
-    Ref,
-    Rule,
-    RuleSet,
-    all_of,
-    any_of,
-    at,
-    every,
-    implies,
-    lit,
-    size,
-    some,
-)
+from specdecode.api import rules as r
 from specdecode.api.rules.expressions import truth
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.speculative_rules import MAX_SCHEDULE_ENTRIES, SCHEDULE
 from specdecode.api.traffic import TrafficSourceType
 
 
-def off_through(schedule: Ref, batch: Expr) -> Expr:
+def off_through(schedule: r.Ref, batch: r.Expr) -> r.Expr:
     """Every batch size from 1 to `batch` lies in a range of `schedule` with k = 0.
 
     Every range starting at or below `batch` has k = 0, each of them starts where the one
     before ended (no gap below `batch`), and one of them holds `batch` itself.
     """
-    entry, i = Ref("e"), Ref("i")
-    previous_end = Index(Index(schedule, Binary("-", i, lit(1))), lit(1))
-    start = Index(Index(schedule, i), lit(0))
-    return all_of(
-        every(
-            schedule, "e", implies(Binary("<=", entry[0], batch), Binary("==", entry[2], lit(0)))
+    entry, i = r.Ref("e"), r.Ref("i")
+    previous_end = r.Index(r.Index(schedule, r.Binary("-", i, r.lit(1))), r.lit(1))
+    start = r.Index(r.Index(schedule, i), r.lit(0))
+    return r.all_of(
+        r.every(
+            schedule,
+            "e",
+            r.implies(r.Binary("<=", entry[0], batch), r.Binary("==", entry[2], r.lit(0))),
         ),
-        every(
-            lit(list(range(1, MAX_SCHEDULE_ENTRIES))),
+        r.every(
+            r.lit(list(range(1, MAX_SCHEDULE_ENTRIES))),
             "i",
-            implies(
-                all_of(Binary("<", i, size(schedule)), Binary("<=", start, batch)),
-                Binary("==", start, Binary("+", previous_end, lit(1))),
+            r.implies(
+                r.all_of(r.Binary("<", i, r.size(schedule)), r.Binary("<=", start, batch)),
+                r.Binary("==", start, r.Binary("+", previous_end, r.lit(1))),
             ),
         ),
-        some(schedule, "e", all_of(Binary("<=", entry[0], batch), Binary("<=", batch, entry[1]))),
+        r.some(
+            schedule,
+            "e",
+            r.all_of(r.Binary("<=", entry[0], batch), r.Binary("<=", batch, entry[1])),
+        ),
     )
 
 
-_OFF_THROUGH = off_through(Ref("schedule"), Ref("batch"))
+_OFF_THROUGH = off_through(r.Ref("schedule"), r.Ref("batch"))
 
 
 def speculation_off_through(config: SpeculativeConfig | None, batch: int | None) -> bool:
@@ -92,22 +81,24 @@ SCHEDULE_REACH_MESSAGE = (
     "requestRate stage"
 )
 
-_STAGE = Ref("s")
+_STAGE = r.Ref("s")
 _MIRROR = TrafficSourceType.MIRROR.value
 # On the rollout's spec (`self` is the spec: the schedule and the stages meet there).
-SCHEDULE_REACH_RULES = RuleSet(
+SCHEDULE_REACH_RULES = r.RuleSet(
     (
-        Rule(
-            implies(
-                all_of(Has(at("speculative")), Has(at(f"speculative.{SCHEDULE}"))),
-                any_of(
-                    Binary("==", at("analysis.traffic.source"), lit(_MIRROR)),
-                    some(
-                        at("analysis.stages"),
+        r.Rule(
+            r.implies(
+                r.all_of(r.Has(r.at("speculative")), r.Has(r.at(f"speculative.{SCHEDULE}"))),
+                r.any_of(
+                    r.Binary("==", r.at("analysis.traffic.source"), r.lit(_MIRROR)),
+                    r.some(
+                        r.at("analysis.stages"),
                         "s",
-                        any_of(
-                            Not(Has(_STAGE["concurrency"])),
-                            Not(off_through(at(f"speculative.{SCHEDULE}"), _STAGE["concurrency"])),
+                        r.any_of(
+                            r.Not(r.Has(_STAGE["concurrency"])),
+                            r.Not(
+                                off_through(r.at(f"speculative.{SCHEDULE}"), _STAGE["concurrency"])
+                            ),
                         ),
                     ),
                 ),

@@ -8,23 +8,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field, model_validator
+from pydantic import Field
 from pydantic.alias_generators import to_camel
 
-from specdecode.api.base import KubeModel, optional
-from specdecode.api.rules import (
-    Binary,
-    Expr,
-    Has,
-    Not,
-    Ref,
-    Rule,
-    RuleSet,
-    all_of,
-    at,
-    implies,
-    lit,
-)
+from specdecode.api import rules as r
+from specdecode.api.base import KubeModel, RuledModel, optional, section
 
 
 class ConfigMapKeyRef(KubeModel):
@@ -144,8 +132,83 @@ class MirrorPairing(StrEnum):
     SERVER_SIDE = "ServerSide"
 
 
-class TrafficSpec(KubeModel):
+# Prompts-source fields without a default: setting one with Mirror traffic is a mistake.
+PROMPTS_ONLY_FIELDS = (
+    "config_map_ref",
+    "secret_ref",
+    "max_requests_per_stage",
+    "max_output_tokens_per_stage",
+)
+
+
+def _source_is(source: TrafficSourceType) -> r.Expr:
+    return r.Binary("==", r.at("source"), r.lit(source.value))
+
+
+def server_side_mirror(traffic: r.Ref) -> r.Expr:
+    """Whether the traffic at `traffic` (wire form) is Mirror with ServerSide pairing
+    (an unset mirrorPairing is the default, Splitter)."""
+    return r.all_of(
+        r.Binary("==", traffic["source"], r.lit(TrafficSourceType.MIRROR.value)),
+        r.Has(traffic["mirrorPairing"]),
+        r.Binary("==", traffic["mirrorPairing"], r.lit(MirrorPairing.SERVER_SIDE.value)),
+    )
+
+
+def _prompts_only(field: str) -> r.Rule:
+    wire = to_camel(field)
+    return r.Rule(
+        r.implies(_source_is(TrafficSourceType.MIRROR), r.Not(r.Has(r.at(wire)))),
+        f"traffic: {wire} applies only to source Prompts (Mirror traffic is live; "
+        "mirrorPercent bounds its cost)",
+        f".{wire}",
+        "FieldValueForbidden",
+    )
+
+
+# Which fields each source needs or forbids, written once (`rules`): TrafficSpec enforces
+# them and the CRD carries them as CEL.
+TRAFFIC_RULES = r.RuleSet(
+    (
+        r.Rule(
+            r.not_both("configMapRef", "secretRef"),
+            "traffic: set at most one of configMapRef and secretRef",
+            ".secretRef",
+            "FieldValueForbidden",
+        ),
+        r.Rule(
+            r.implies(server_side_mirror(r.Ref("self")), r.Has(r.at("httpRoute"))),
+            "traffic: source Mirror with mirrorPairing ServerSide needs httpRoute (a "
+            "RequestMirror filter per shadow is the only way its requests arrive)",
+            ".httpRoute",
+            "FieldValueRequired",
+        ),
+        r.Rule(
+            r.implies(_source_is(TrafficSourceType.PROMPTS), r.Not(r.Has(r.at("httpRoute")))),
+            "traffic: httpRoute applies only to source Mirror",
+            ".httpRoute",
+            "FieldValueForbidden",
+        ),
+        *(_prompts_only(field) for field in PROMPTS_ONLY_FIELDS),
+        r.Rule(
+            r.implies(
+                r.Has(r.at("splitter")),
+                r.all_of(
+                    _source_is(TrafficSourceType.MIRROR), r.Not(server_side_mirror(r.Ref("self")))
+                ),
+            ),
+            "traffic: splitter applies only to source Mirror with mirrorPairing Splitter",
+            ".splitter",
+            "FieldValueForbidden",
+        ),
+    )
+)
+
+
+class TrafficSpec(RuledModel):
     """Shadow traffic: identical requests to baseline and candidate."""
+
+    cross_field_rules = (TRAFFIC_RULES,)
 
     source: TrafficSourceType = Field(
         default=TrafficSourceType.PROMPTS,
@@ -194,9 +257,8 @@ class TrafficSpec(KubeModel):
         description="Shadow cost cap (Prompts source): generated tokens per stage and engine "
         "(seconds are capped by each stage's maxDurationSeconds).",
     )
-    load_generator: LoadGeneratorSpec = Field(
-        default_factory=LoadGeneratorSpec,
-        description="Prompts source: the shadow-load pods that send and time the requests.",
+    load_generator: LoadGeneratorSpec = section(
+        LoadGeneratorSpec, "Prompts source: the shadow-load pods that send and time the requests."
     )
     http_route: str | None = Field(
         default=None,
@@ -250,79 +312,3 @@ class TrafficSpec(KubeModel):
     def splitter_mirror(self) -> bool:
         """Mirror traffic paired and timed by the operator's splitter."""
         return self.source is TrafficSourceType.MIRROR and not self.server_side_mirror
-
-    @model_validator(mode="after")
-    def _source_fields(self) -> TrafficSpec:
-        TRAFFIC_RULES.enforce(self.to_wire())
-        return self
-
-
-# Prompts-source fields without a default: setting one with Mirror traffic is a mistake.
-PROMPTS_ONLY_FIELDS = (
-    "config_map_ref",
-    "secret_ref",
-    "max_requests_per_stage",
-    "max_output_tokens_per_stage",
-)
-
-
-def _source_is(source: TrafficSourceType) -> Expr:
-    return Binary("==", at("source"), lit(source.value))
-
-
-def server_side_mirror(traffic: Ref) -> Expr:
-    """Whether the traffic at `traffic` (wire form) is Mirror with ServerSide pairing
-    (an unset mirrorPairing is the default, Splitter)."""
-    return all_of(
-        Binary("==", traffic["source"], lit(TrafficSourceType.MIRROR.value)),
-        Has(traffic["mirrorPairing"]),
-        Binary("==", traffic["mirrorPairing"], lit(MirrorPairing.SERVER_SIDE.value)),
-    )
-
-
-def _prompts_only(field: str) -> Rule:
-    wire = to_camel(field)
-    return Rule(
-        implies(_source_is(TrafficSourceType.MIRROR), Not(Has(at(wire)))),
-        f"traffic: {wire} applies only to source Prompts (Mirror traffic is live; "
-        "mirrorPercent bounds its cost)",
-        f".{wire}",
-        "FieldValueForbidden",
-    )
-
-
-# Which fields each source needs or forbids, written once (`rules`): TrafficSpec enforces
-# them and the CRD carries them as CEL.
-TRAFFIC_RULES = RuleSet(
-    (
-        Rule(
-            Not(all_of(Has(at("configMapRef")), Has(at("secretRef")))),
-            "traffic: set at most one of configMapRef and secretRef",
-            ".secretRef",
-            "FieldValueForbidden",
-        ),
-        Rule(
-            implies(server_side_mirror(Ref("self")), Has(at("httpRoute"))),
-            "traffic: source Mirror with mirrorPairing ServerSide needs httpRoute (a "
-            "RequestMirror filter per shadow is the only way its requests arrive)",
-            ".httpRoute",
-            "FieldValueRequired",
-        ),
-        Rule(
-            implies(_source_is(TrafficSourceType.PROMPTS), Not(Has(at("httpRoute")))),
-            "traffic: httpRoute applies only to source Mirror",
-            ".httpRoute",
-            "FieldValueForbidden",
-        ),
-        *(_prompts_only(field) for field in PROMPTS_ONLY_FIELDS),
-        Rule(
-            implies(
-                Has(at("splitter")),
-                all_of(_source_is(TrafficSourceType.MIRROR), Not(server_side_mirror(Ref("self")))),
-            ),
-            "traffic: splitter applies only to source Mirror with mirrorPairing Splitter",
-            ".splitter",
-            "FieldValueForbidden",
-        ),
-    )
-)

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel, optional, section
 from specdecode.api.gate_spec import GATE_DEFAULTS
 from specdecode.api.rollout import (
     SPEC_RULES,
@@ -123,13 +123,9 @@ class SpecDecodeTuningSpec(KubeModel):
     """The model, where it runs, the traffic, and the search space to tune over."""
 
     model: ModelSpec = Field(description="The target model.")
-    gpu_pool: GpuPoolSpec = Field(
-        default_factory=GpuPoolSpec, description="GPU nodes and GPUs per replica."
-    )
+    gpu_pool: GpuPoolSpec = section(GpuPoolSpec, "GPU nodes and GPUs per replica.")
     engine: EngineSpec = Field(description="Engine image; its vLLM release checks candidates.")
-    traffic: TrafficSpec = Field(
-        default_factory=TrafficSpec, description="Shadow traffic (Prompts source)."
-    )
+    traffic: TrafficSpec = section(TrafficSpec, "Shadow traffic (Prompts source).")
     search_space: SearchSpace = Field(description="Configs to compare.")
     concurrency_ladder: list[Concurrency] = Field(
         default_factory=lambda: list(DEFAULT_LADDER),
@@ -146,9 +142,9 @@ class SpecDecodeTuningSpec(KubeModel):
         "loads for the one config to roll out (else productionConcurrency, else equal)."
     )
     objective: Objective = Field(default=Objective.MINIMISE_TPOT, description="What wins.")
-    constraints: Constraints = Field(default_factory=Constraints, description="Must-holds.")
-    trial: TrialSpec = Field(default_factory=TrialSpec, description="Trial length and error.")
-    budget: Budget = Field(default_factory=Budget, description="Parallelism and GPU-seconds.")
+    constraints: Constraints = section(Constraints, "Must-holds.")
+    trial: TrialSpec = section(TrialSpec, "Trial length and error.")
+    budget: Budget = section(Budget, "Parallelism and GPU-seconds.")
     apply: bool = Field(
         default=False,
         description="Start a gated SpecDecodeRollout with the winner when done (default: "

@@ -12,25 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specdecode.api import engine_args
+from specdecode.api import rules as r
 from specdecode.api.analysis import default_stages
 from specdecode.api.rollout import SPEC_RULES
-from specdecode.api.rules import (
-    Binary,
-    Cond,
-    Expr,
-    Has,
-    Index,
-    Not,
-    Ref,
-    Rule,
-    RuleSet,
-    at,
-    double,
-    every,
-    implies,
-    lit,
-    size,
-)
 from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.validations import CelRule, extend_definition
 
@@ -52,44 +36,44 @@ TIMEOUT_MESSAGE = (
     "stages' shortest minDurationSeconds (the winner's rollout runs them): a request hung "
     "longer than a stage's minimum would never count against it"
 )
-CANDIDATES = at("searchSpace.candidates")
-_SPECULATIVE = Ref("self", ("speculative",))
+CANDIDATES = r.at("searchSpace.candidates")
+_SPECULATIVE = r.Ref("self", ("speculative",))
 
 
-def _rebind(expr: Expr) -> Expr:
+def _rebind(expr: r.Expr) -> r.Expr:
     """`self.speculative.x` -> `c.x`; `has(self.speculative)` -> true (the loop has one)."""
-    if isinstance(expr, Has) and expr.ref == _SPECULATIVE:
-        return lit(True)
-    if isinstance(expr, Ref):
+    if isinstance(expr, r.Has) and expr.ref == _SPECULATIVE:
+        return r.lit(True)
+    if isinstance(expr, r.Ref):
         if expr.root == "self" and expr.path[:1] == ("speculative",):
-            return Ref("c", expr.path[1:])
+            return r.Ref("c", expr.path[1:])
         return expr
     changes: dict[str, object] = {}
     for field in dataclasses.fields(expr):  # type: ignore[arg-type]
         value = getattr(expr, field.name)
-        if isinstance(value, Expr):
+        if isinstance(value, r.Expr):
             changes[field.name] = _rebind(value)
-        elif isinstance(value, tuple) and value and isinstance(value[0], Expr):
+        elif isinstance(value, tuple) and value and isinstance(value[0], r.Expr):
             changes[field.name] = tuple(_rebind(item) for item in value)
     return dataclasses.replace(expr, **changes)  # type: ignore[type-var]
 
 
-def _per_candidate(rule: Rule) -> Rule:
-    check = implies(Has(CANDIDATES), every(CANDIDATES, "c", _rebind(rule.check)))
-    return Rule(check, f"searchSpace.candidates: {rule.message}", ".searchSpace.candidates")
+def _per_candidate(rule: r.Rule) -> r.Rule:
+    check = r.implies(r.Has(CANDIDATES), r.every(CANDIDATES, "c", _rebind(rule.check)))
+    return r.Rule(check, f"searchSpace.candidates: {rule.message}", ".searchSpace.candidates")
 
 
-def _ladder_ascends() -> Rule:
-    ladder = at("concurrencyLadder")
-    i = Ref("i")
-    following = Binary("+", i, lit(1))
-    return Rule(
-        every(
-            lit(list(range(MAX_LADDER_INDEX - 1))),
+def _ladder_ascends() -> r.Rule:
+    ladder = r.at("concurrencyLadder")
+    i = r.Ref("i")
+    following = r.Binary("+", i, r.lit(1))
+    return r.Rule(
+        r.every(
+            r.lit(list(range(MAX_LADDER_INDEX - 1))),
             "i",
-            implies(
-                Binary("<", following, size(ladder)),
-                Binary("<", Index(ladder, i), Index(ladder, following)),
+            r.implies(
+                r.Binary("<", following, r.size(ladder)),
+                r.Binary("<", r.Index(ladder, i), r.Index(ladder, following)),
             ),
         ),
         LADDER_MESSAGE,
@@ -97,48 +81,54 @@ def _ladder_ascends() -> Rule:
     )
 
 
-def _no_schedule_in_candidates() -> Rule:
-    return Rule(
-        implies(Has(CANDIDATES), every(CANDIDATES, "c", Not(Has(Ref("c", (SCHEDULE,)))))),
+def _no_schedule_in_candidates() -> r.Rule:
+    return r.Rule(
+        r.implies(
+            r.Has(CANDIDATES), r.every(CANDIDATES, "c", r.Not(r.Has(r.Ref("c", (SCHEDULE,)))))
+        ),
         f"searchSpace.candidates: {SCHEDULE} is derived by the tuning, not searched",
         ".searchSpace.candidates",
         "FieldValueForbidden",
     )
 
 
-def _count(ref: Ref) -> Expr:
-    return Cond(Has(ref), size(ref), lit(0))
+def _count(ref: r.Ref) -> r.Expr:
+    return r.Cond(r.Has(ref), r.size(ref), r.lit(0))
 
 
-SEARCH_SPACE_RULES = RuleSet(
+SEARCH_SPACE_RULES = r.RuleSet(
     (
-        Rule(
-            Binary(">=", Binary("+", _count(at("candidates")), _count(at("grids"))), lit(1)),
+        r.Rule(
+            r.Binary(
+                ">=", r.Binary("+", _count(r.at("candidates")), _count(r.at("grids"))), r.lit(1)
+            ),
             "searchSpace: name at least one candidate or grid",
             None,
             "FieldValueRequired",
         ),
     )
 )
-TRIAL_RULES = RuleSet(
+TRIAL_RULES = r.RuleSet(
     (
-        Rule(
-            Binary("<=", at("lookSeconds"), at("maxSeconds")),
+        r.Rule(
+            r.Binary("<=", r.at("lookSeconds"), r.at("maxSeconds")),
             "trial.lookSeconds must be <= trial.maxSeconds",
             ".lookSeconds",
         ),
     )
 )
-SPEC_RULES_TUNING = RuleSet(
+SPEC_RULES_TUNING = r.RuleSet(
     (
-        Rule(
-            Binary("==", at("traffic.source"), lit("Prompts")),
+        r.Rule(
+            r.Binary("==", r.at("traffic.source"), r.lit("Prompts")),
             "traffic.source must be Prompts: a trial sets its own concurrency",
             ".traffic.source",
         ),
-        Rule(
-            Binary(
-                "<", double(at("traffic.requestTimeoutSeconds")), lit(float(SHORTEST_DEFAULT_STAGE))
+        r.Rule(
+            r.Binary(
+                "<",
+                r.double(r.at("traffic.requestTimeoutSeconds")),
+                r.lit(float(SHORTEST_DEFAULT_STAGE)),
             ),
             TIMEOUT_MESSAGE,
             ".traffic.requestTimeoutSeconds",
@@ -168,7 +158,7 @@ def max_num_seqs(extra_args: Sequence[str]) -> int | None:
 
 
 # Rules keyed by the model class name (`$defs`), as `validations.RULES` keys the rollout's.
-TUNING_RULES: dict[str, tuple[Rule | CelRule, ...]] = {
+TUNING_RULES: dict[str, tuple[r.Rule | CelRule, ...]] = {
     "SearchSpace": tuple(SEARCH_SPACE_RULES.rules),
     "TrialSpec": tuple(TRIAL_RULES.rules),
     "SpecDecodeTuningSpec": (

@@ -13,19 +13,8 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from specdecode.api import engine_args, vllm_versions
+from specdecode.api import rules as r
 from specdecode.api.base import KubeModel, optional
-from specdecode.api.rules import (
-    Binary,
-    Has,
-    Not,
-    Ref,
-    Rule,
-    RuleSet,
-    at,
-    implies,
-    matches,
-    some,
-)
 from specdecode.api.version_rules import engine_rules
 
 # One rule per non-free destination of the engine flag table (api/engine_flag_table.py, read
@@ -33,16 +22,16 @@ from specdecode.api.version_rules import engine_rules
 # dotted keys, short options, prefixes) is refused.
 # The models refuse with the same table through `engine_args.reserved_hits`, which names the
 # offending argument; the API server's message names the destination and its flags.
-MODEL_RULES = RuleSet(
+MODEL_RULES = r.RuleSet(
     tuple(
-        Rule(
-            implies(
-                Has(at("extraArgs")),
-                Not(
-                    some(
-                        at("extraArgs"),
+        r.Rule(
+            r.implies(
+                r.Has(r.at("extraArgs")),
+                r.Not(
+                    r.some(
+                        r.at("extraArgs"),
                         "a",
-                        matches(Ref("a"), engine_args.reserved_arg_regex(reserved)),
+                        r.matches(r.Ref("a"), engine_args.reserved_arg_regex(reserved)),
                     )
                 ),
             ),
@@ -55,16 +44,16 @@ MODEL_RULES = RuleSet(
         for reserved in engine_args.RESERVED
     )
 )
-GPU_POOL_RULES = RuleSet(
+GPU_POOL_RULES = r.RuleSet(
     (
-        Rule(
-            Binary("==", at("gpusPerReplica"), at("tensorParallelSize")),
+        r.Rule(
+            r.Binary("==", r.at("gpusPerReplica"), r.at("tensorParallelSize")),
             "gpuPool.gpusPerReplica must equal gpuPool.tensorParallelSize",
             ".gpusPerReplica",
         ),
     )
 )
-ENGINE_RULES = RuleSet(engine_rules())
+ENGINE_RULES = r.RuleSet(engine_rules())
 IMAGE_PATTERN = re.compile(
     r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
@@ -235,7 +224,7 @@ class ServingSpec(KubeModel):
     replicas: int = Field(default=1, ge=0, le=1000, description="Production replicas.")
 
 
-def _raise_violations(rules: RuleSet, model: KubeModel) -> None:
+def _raise_violations(rules: r.RuleSet, model: KubeModel) -> None:
     problems = rules.violations(model.to_wire())
     if problems:
         raise ValueError("; ".join(problems))

@@ -13,6 +13,7 @@ from specdecode.api.rollout import ACTION_ANNOTATION, ACTIONS, SpecDecodeRollout
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.transitions import (
+    NO_STAGE_RUNNING,
     Step,
     analyse_desired_unless_stable,
     describe,
@@ -52,8 +53,7 @@ def _promote(status: SpecDecodeRolloutStatus, now: datetime) -> Step:
         reason,
         message,
         warning=status.phase is not Phase.PAUSED,
-        current_stage=None,
-        current_stage_index=None,
+        **NO_STAGE_RUNNING,
     )
 
 

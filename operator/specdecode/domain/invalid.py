@@ -15,7 +15,7 @@ from datetime import datetime
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren
-from specdecode.domain.transitions import Step, enter
+from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, enter
 
 INVALID_SPEC = "InvalidSpec"
 
@@ -36,8 +36,7 @@ def decide_invalid_spec(
             INVALID_SPEC,
             text,
             warning=True,
-            current_stage=None,
-            current_stage_index=None,
+            **NO_STAGE_RUNNING,
         )
     final = step.status.model_copy(update={"observed_generation": generation})
     production_ready = False  # not observed: Ready is False in Failed anyway

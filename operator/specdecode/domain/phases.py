@@ -19,6 +19,7 @@ from specdecode.domain.evidence import engine_digest
 from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
 from specdecode.domain.transitions import (
+    NO_STAGE_RUNNING,
     Step,
     analyse_desired_unless_stable,
     describe,
@@ -81,8 +82,7 @@ def _traffic_failed(status: SpecDecodeRolloutStatus, error: str, now: datetime) 
         "TrafficSourceInvalid",
         message,
         warning=True,
-        current_stage=None,
-        current_stage_index=None,
+        **NO_STAGE_RUNNING,
     )
 
 

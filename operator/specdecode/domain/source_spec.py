@@ -18,7 +18,7 @@ from specdecode.domain.conditions import DEGRADED, compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren, Event, EventType
 from specdecode.domain.degraded import with_degraded
 from specdecode.domain.source import SourceFacts
-from specdecode.domain.transitions import Step, enter
+from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, enter
 
 UNAVAILABLE = "WorkloadUnavailable"
 # A verdict was reached on a spec that could be resolved then: it stands.
@@ -115,8 +115,7 @@ def decide_unresolved(
             candidate_speculative=None,  # the next analysis starts clean once it is read
             candidate_fingerprint=None,
             stages=[],
-            current_stage=None,
-            current_stage_index=None,
+            **NO_STAGE_RUNNING,
         )
     final = step.status.model_copy(update={"observed_generation": generation})
     final = final.model_copy(

@@ -6,8 +6,10 @@ Every phase change goes through `enter`, so each one sets `phase_since`, `reason
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
@@ -15,6 +17,12 @@ from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Phase, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.stages import fresh_stages
+
+# The status of a phase with no stage running: what every transition out of a stage writes,
+# so a field that names the running stage is cleared everywhere or nowhere.
+NO_STAGE_RUNNING: Mapping[str, Any] = MappingProxyType(
+    {"current_stage": None, "current_stage_index": None}
+)
 
 # Phases in which an analysis (shadows, stages) is under way.
 ANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
@@ -76,8 +84,7 @@ def roll_back(status: SpecDecodeRolloutStatus, now: datetime, reason: str, messa
         message,
         warning=True,
         verdict=Phase.ROLLED_BACK.value,
-        current_stage=None,
-        current_stage_index=None,
+        **NO_STAGE_RUNNING,
     )
 
 
@@ -112,8 +119,7 @@ def start_analysis(
         analysis_fingerprint=None,  # recorded at the end of the reconcile (`machine`)
         evidence=None,
         stages=fresh_stages(spec.analysis),
-        current_stage=None,
-        current_stage_index=None,
+        **NO_STAGE_RUNNING,
         verdict=None,
         alpha=None,
         itl_ratio=None,
@@ -146,8 +152,7 @@ def promoted(status: SpecDecodeRolloutStatus, now: datetime, reason: str, messag
         schedule_offer=None,
         drift=None,
         verdict=Phase.PROMOTED.value,
-        current_stage=None,
-        current_stage_index=None,
+        **NO_STAGE_RUNNING,
     )
 
 
@@ -192,8 +197,7 @@ def analyse_desired_unless_stable(
             analysed_for=None,
             schedule_offer=None,
             stages=[],
-            current_stage=None,
-            current_stage_index=None,
+            **NO_STAGE_RUNNING,
             verdict=None,
             drift=None,
         )

@@ -9,7 +9,6 @@ writes. In `tools`, not `api`: a build step that writes files is no part of the 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from specdecode.api.validations import (
     extend_definition,
     extend_status_definition,
 )
-from specdecode.tools.generated import committed_diff, generator_main
+from specdecode.tools.generated import Generator
 
 CRD_FILE_NAME = f"{rollout.GROUP}_{rollout.PLURAL}.yaml"
 HEADER = (
@@ -253,45 +252,24 @@ def output_paths(repo_root: Path, crd_kind: CrdKind = ROLLOUT_KIND) -> tuple[Pat
     return (repo_copy, repo_root / "charts" / "specdecode-operator" / "crds" / crd_kind.file_name)
 
 
-def drift(repo_root: Path) -> list[str]:
-    """Unified diffs of every output that differs from what the models generate."""
-    diffs = []
-    for crd_kind in KINDS:
-        diffs += _drift_of(repo_root, crd_kind)
-    return diffs
-
-
-def _drift_of(repo_root: Path, crd_kind: CrdKind) -> list[str]:
-    wanted = render_crd_yaml(crd_kind)
-    diffs = []
-    for path in output_paths(repo_root, crd_kind):
-        current = path.read_text() if path.exists() else ""
-        if current != wanted:
-            diffs.append(committed_diff(path, current, wanted))
-    return diffs
-
-
-def write_crds(repo_root: Path) -> None:
-    """Write every CRD where it lives (`output_paths`)."""
+def generated_files(repo_root: Path) -> dict[Path, str]:
+    """Every CRD file (`output_paths`) and the text the models generate for it."""
+    files = {}
     for crd_kind in KINDS:
         text = render_crd_yaml(crd_kind)
-        for path in output_paths(repo_root, crd_kind):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            print(f"wrote {path}")
+        files.update(dict.fromkeys(output_paths(repo_root, crd_kind), text))
+    return files
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: --write regenerates the CRD files, --check exits 1 with a diff when they drifted."""
-    return generator_main(
-        argv,
-        prog="python -m specdecode.tools.crdgen",
-        files="CRD files",
-        write=write_crds,
-        stale=lambda repo_root: "".join(drift(repo_root)),
-        stale_message="CRDs drifted from the models: run `make crds` and commit the result.",
-        current_message="CRDs match the models.",
-    )
+GENERATOR = Generator(
+    prog="python -m specdecode.tools.crdgen",
+    files="CRD files",
+    wanted=generated_files,
+    stale_message="CRDs drifted from the models: run `make crds` and commit the result.",
+    current_message="CRDs match the models.",
+)
+drift = GENERATOR.stale
+main = GENERATOR.main
 
 
 if __name__ == "__main__":

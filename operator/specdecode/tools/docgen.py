@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from specdecode.tools import gate_table
 from specdecode.tools.crdgen import KINDS, CrdKind, open_api_schema
-from specdecode.tools.generated import committed_diff, generator_main
+from specdecode.tools.generated import Generator
 
 PAGE = Path("docs") / "reference.md"
 # Longer defaults (the default stages) are summarised: the CRD and `kubectl explain` hold them.
@@ -169,43 +169,22 @@ def _html_code(code: str) -> str:
     return "<code>" + "".join(f"&#{ord(c)};" if c in "|<>&*_\\[]`" else c for c in code) + "</code>"
 
 
-def _pages(repo_root: Path) -> dict[Path, tuple[str, str]]:
-    """Each generated page: (committed text, generated text)."""
-    reference = repo_root / PAGE
+def generated_pages(repo_root: Path) -> dict[Path, str]:
+    """Each generated page and its text: the reference whole, the gate table spliced into
+    docs/gates.md as committed."""
     gates = (repo_root / gate_table.PAGE).read_text()
-    return {
-        PAGE: (reference.read_text() if reference.exists() else "", render_page()),
-        gate_table.PAGE: (gates, gate_table.spliced(gates)),
-    }
+    return {repo_root / PAGE: render_page(), repo_root / gate_table.PAGE: gate_table.spliced(gates)}
 
 
-def stale(repo_root: Path) -> str:
-    """A unified diff of the committed pages against the generated ones; empty when current."""
-    return "".join(
-        committed_diff(page, current, wanted)
-        for page, (current, wanted) in _pages(repo_root).items()
-        if current != wanted
-    )
-
-
-def write_pages(repo_root: Path) -> None:
-    """Write every generated page."""
-    for page, (_, wanted) in _pages(repo_root).items():
-        (repo_root / page).write_text(wanted)
-        print(f"wrote {repo_root / page}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: --write regenerates the pages, --check exits 1 with a diff when they are stale."""
-    return generator_main(
-        argv,
-        prog="python -m specdecode.tools.docgen",
-        files="generated pages",
-        write=write_pages,
-        stale=stale,
-        stale_message="docs/reference.md or docs/gates.md is stale: run `make crds` and commit.",
-        current_message="docs/reference.md and docs/gates.md's gate table match the models.",
-    )
+GENERATOR = Generator(
+    prog="python -m specdecode.tools.docgen",
+    files="generated pages",
+    wanted=generated_pages,
+    stale_message="docs/reference.md or docs/gates.md is stale: run `make crds` and commit.",
+    current_message="docs/reference.md and docs/gates.md's gate table match the models.",
+)
+stale = GENERATOR.stale
+main = GENERATOR.main
 
 
 if __name__ == "__main__":

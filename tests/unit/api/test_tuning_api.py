@@ -173,7 +173,7 @@ def test_refused_by_models_and_cel(
 
 
 def test_crd_committed_and_rollout_crd_unchanged() -> None:
-    assert drift(REPO_ROOT) == []
+    assert drift(REPO_ROOT) == ""
     crd = custom_resource_definition(TUNING_KIND)
     assert crd["spec"]["names"]["shortNames"] == ["sdt"]
     resource = SpecDecodeTuning.model_validate(as_object(VALID))

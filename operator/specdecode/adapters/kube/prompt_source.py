@@ -9,49 +9,51 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from kubernetes.client import ApiException
 
 from specdecode.adapters.kube.client import KubeClients
-from specdecode.api.traffic import TrafficSpec
+from specdecode.api.traffic import ConfigMapKeyRef, TrafficSpec
 from specdecode.domain.prompt_set import prompt_text_problem, unusable
 from specdecode.domain.prompts import PromptSourceError
 
 
 def read_prompt_text(clients: KubeClients, namespace: str, traffic: TrafficSpec) -> str | None:
     """The JSONL text of the referenced prompt set; None for a built-in set."""
-    if traffic.config_map_ref is not None:
-        ref = traffic.config_map_ref
-        data = _read(
-            f"ConfigMap {namespace}/{ref.name}",
-            ref.key,
-            lambda: clients.core.read_namespaced_config_map(ref.name, namespace).data,
-        )
-        return data if isinstance(data, str) else data.decode()
-    if traffic.secret_ref is not None:
-        secret = traffic.secret_ref
-        encoded = _read(
-            f"Secret {namespace}/{secret.name}",
-            secret.key,
-            lambda: clients.core.read_namespaced_secret(secret.name, namespace).data,
-        )
-        return base64.b64decode(encoded).decode()
+    sources = (
+        ("ConfigMap", traffic.config_map_ref, clients.core.read_namespaced_config_map, _text),
+        ("Secret", traffic.secret_ref, clients.core.read_namespaced_secret, _base64_text),
+    )
+    for kind, ref, read_object, decode in sources:
+        if ref is not None:
+            return decode(_read(f"{kind} {namespace}/{ref.name}", ref, namespace, read_object))
     return None
 
 
+def _text(value: str | bytes) -> str:
+    """A ConfigMap's value as it is."""
+    return value if isinstance(value, str) else value.decode()
+
+
+def _base64_text(value: str | bytes) -> str:
+    """A Secret's value, which the API serves base64-encoded."""
+    return base64.b64decode(value).decode()
+
+
 def _read(
-    what: str, key: str, fetch: Callable[[], Mapping[str, str | bytes] | None]
+    what: str, ref: ConfigMapKeyRef, namespace: str, read_object: Callable[[str, str], Any]
 ) -> str | bytes:
     """One key of a ConfigMap or Secret, or a PromptSourceError that names the object."""
     try:
-        data = fetch() or {}
+        data: Mapping[str, str | bytes] = read_object(ref.name, namespace).data or {}
     except ApiException as error:
         if error.status == 404:
             raise PromptSourceError(f"{what} does not exist") from error
         raise PromptSourceError(f"{what} cannot be read: {error.status} {error.reason}") from error
-    if key not in data:
-        raise PromptSourceError(f"{what} has no key {key}")
-    return data[key]
+    if ref.key not in data:
+        raise PromptSourceError(f"{what} has no key {ref.key}")
+    return data[ref.key]
 
 
 def prompt_set_problem(clients: KubeClients, namespace: str, traffic: TrafficSpec) -> str | None:

@@ -11,7 +11,6 @@ import asyncio
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any, TypeVar
 
 import requests
@@ -24,6 +23,8 @@ from specdecode.adapters.metrics.prometheus import ACCEPTED, DRAFT_TOKENS, MALFO
 from specdecode.adapters.metrics.protocol import EngineSelector
 from specdecode.domain.drift import AcceptanceBlock
 from specdecode.domain.observations import MetricError
+
+COUNTERS = (DRAFT_TOKENS, ACCEPTED)  # in the order `_join_counters` takes them
 
 
 def block_query(metric: str, engine: EngineSelector, seconds: int) -> str:
@@ -59,18 +60,26 @@ Block = TypeVar("Block")
 
 async def whole_blocks(
     reader: PrometheusReader,
-    read: Callable[[datetime, datetime, int], tuple[Block, ...]],
+    queries: tuple[str, ...],
+    join: Callable[..., tuple[Block, ...]],
     start: datetime,
     end: datetime,
     block_seconds: int,
 ) -> tuple[Block, ...] | MetricError:
-    """What every per-block source does around its query: no query for a window shorter
-    than one block (no blocks: no data, never zeros), the blocking client off the event
-    loop, and a failed or malformed answer returned as a MetricError, never raised."""
+    """What every per-block source does around its queries: no query for a window shorter
+    than one block (no blocks: no data, never zeros), one stepped range query per PromQL
+    expression (the first block ends one block after `start`) off the event loop, the
+    answers given to `join` in order, and a failed or malformed answer returned as a
+    MetricError, never raised."""
     if (end - start).total_seconds() < block_seconds:
         return ()
+    first = start + timedelta(seconds=block_seconds)
+
+    def read() -> tuple[Block, ...]:
+        return join(*(reader._range(query, first, end, block_seconds) for query in queries))
+
     try:
-        return await asyncio.to_thread(read, start, end, block_seconds)
+        return await asyncio.to_thread(read)
     except (PrometheusApiClientException, requests.RequestException, *MALFORMED) as error:
         return MetricError(source=f"prometheus {reader.url}", message=why(error))
 
@@ -82,17 +91,14 @@ class PrometheusAcceptanceBlocks(PrometheusReader):
         self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
     ) -> tuple[AcceptanceBlock, ...] | MetricError:
         """The whole blocks of [start, end]; none (empty) when the window holds none."""
-        return await whole_blocks(self, partial(self._blocks, engine), start, end, block_seconds)
+        queries = tuple(block_query(metric, engine, block_seconds) for metric in COUNTERS)
+        return await whole_blocks(self, queries, _join_counters, start, end, block_seconds)
 
-    def _blocks(
-        self, engine: EngineSelector, start: datetime, end: datetime, seconds: int
-    ) -> tuple[AcceptanceBlock, ...]:
-        first = start + timedelta(seconds=seconds)
-        drafts, accepted = (
-            by_time(self._range(block_query(metric, engine, seconds), first, end, seconds))
-            for metric in (DRAFT_TOKENS, ACCEPTED)
-        )
-        return join_blocks(drafts, accepted)
+
+def _join_counters(
+    drafts: list[dict[str, Any]], accepted: list[dict[str, Any]]
+) -> tuple[AcceptanceBlock, ...]:
+    return join_blocks(by_time(drafts), by_time(accepted))
 
 
 class NoAcceptanceBlocks:

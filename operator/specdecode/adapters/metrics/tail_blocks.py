@@ -8,8 +8,7 @@ query). A block without its +Inf bucket is left out, never zeros. More: docs/int
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
-from functools import partial
+from datetime import datetime
 from typing import Any
 
 from specdecode.adapters.metrics.access import PrometheusReader
@@ -57,15 +56,8 @@ class PrometheusTailBlocks(PrometheusReader):
         self, engine: EngineSelector, start: datetime, end: datetime, block_seconds: int
     ) -> tuple[StepHistogram, ...] | MetricError:
         """The whole blocks of [start, end]; none (empty) when the window holds none."""
-        return await whole_blocks(self, partial(self._blocks, engine), start, end, block_seconds)
-
-    def _blocks(
-        self, engine: EngineSelector, start: datetime, end: datetime, seconds: int
-    ) -> tuple[StepHistogram, ...]:
-        first = start + timedelta(seconds=seconds)
-        return histograms_by_time(
-            self._range(tail_block_query(engine, seconds), first, end, seconds)
-        )
+        query = tail_block_query(engine, block_seconds)
+        return await whole_blocks(self, (query,), histograms_by_time, start, end, block_seconds)
 
 
 class NoTailBlocks:

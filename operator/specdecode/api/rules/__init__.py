@@ -32,6 +32,7 @@ from specdecode.api.rules.operators import (
     every,
     implies,
     matches,
+    not_both,
     size,
     some,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "implies",
     "lit",
     "matches",
+    "not_both",
     "size",
     "some",
 ]

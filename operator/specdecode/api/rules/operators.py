@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from specdecode.api.rules.expressions import Env, Expr, Lit, cel_literal, truth
+from specdecode.api.rules.expressions import Env, Expr, Has, Lit, at, cel_literal, truth
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "==": lambda a, b: a == b,
@@ -84,6 +84,12 @@ def all_of(*operands: Expr) -> Expr:
 def any_of(*operands: Expr) -> Expr:
     """Some operand holds (`||`)."""
     return operands[0] if len(operands) == 1 else Logic("||", operands)
+
+
+def not_both(first: str, second: str) -> Expr:
+    """`!(has(self.first) && has(self.second))`: two fields that exclude each other (at
+    most one set)."""
+    return Not(all_of(Has(at(first)), Has(at(second))))
 
 
 def implies(condition: Expr, consequence: Expr) -> Expr:

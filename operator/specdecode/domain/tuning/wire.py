@@ -10,14 +10,16 @@ and the round-tripped report renders byte for byte the same Markdown and SVG.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from specdecode.domain.tuning.recommend import BreakEven, FamilyScore
 from specdecode.domain.tuning.report import Bounds, CellRow, TuningReport, Winner
 
 V = TypeVar("V")
+Flat = TypeVar("Flat", Bounds, CellRow, Winner)
 
 
 class ReportFormatError(ValueError):
@@ -38,7 +40,7 @@ def report_from_json(text: str) -> TuningReport:
 def _report(data: Mapping[str, Any]) -> TuningReport:
     if not isinstance(data, Mapping):
         raise ReportFormatError("not a tuning report: not a JSON object")
-    rows = tuple(_row(r) for r in data["rows"])
+    rows = tuple(_flat(CellRow, r) for r in data["rows"])
     order = list(dict.fromkeys(row.config for row in rows))
     schedule = data["schedule"]
     return TuningReport(
@@ -48,7 +50,7 @@ def _report(data: Mapping[str, Any]) -> TuningReport:
         configs=_ordered({str(k): dict(v) for k, v in data["configs"].items()}, order),
         rows=rows,
         break_even=_ordered({str(k): _break_even(v) for k, v in data["break_even"].items()}, order),
-        winners=tuple(_winner(w) for w in data["winners"]),
+        winners=tuple(_flat(Winner, w) for w in data["winners"]),
         band_weights=tuple(float(w) for w in data["band_weights"]),
         families=tuple(_family(f) for f in data["families"]),
         schedule=None if schedule is None else [[int(x) for x in pair] for pair in schedule],
@@ -71,36 +73,23 @@ def _ordered(mapping: dict[str, V], order: Iterable[str]) -> dict[str, V]:
 
 
 def _bounds(data: Mapping[str, Any] | None) -> Bounds | None:
-    if data is None:
-        return None
-    return Bounds(data["value"], data["lower"], data["upper"])
+    return None if data is None else _flat(Bounds, data)
 
 
-def _row(data: Mapping[str, Any]) -> CellRow:
-    return CellRow(
-        config=str(data["config"]),
-        load=int(data["load"]),
-        seconds=data["seconds"],
-        objective=_bounds(data["objective"]),
-        tpot_speedup=_bounds(data["tpot_speedup"]),
-        throughput_ratio=_bounds(data["throughput_ratio"]),
-        tail_ratio=_bounds(data["tail_ratio"]),
-        alpha=_bounds(data["alpha"]),
-        accepted_length=_bounds(data["accepted_length"]),
-        dropped=bool(data["dropped"]),
-    )
+# How `_flat` reads a field, by its declared type (as `to_json` wrote it).
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "str": str,
+    "int": int,
+    "bool": bool,
+    "float": lambda value: value,
+    "Bounds | None": _bounds,
+}
 
 
-def _winner(data: Mapping[str, Any]) -> Winner:
-    return Winner(
-        low=int(data["low"]),
-        high=int(data["high"]),
-        load=int(data["load"]),
-        config=str(data["config"]),
-        objective=_bounds(data["objective"]),
-        decided=bool(data["decided"]),
-        reason=str(data["reason"]),
-    )
+def _flat(cls: type[Flat], data: Mapping[str, Any]) -> Flat:
+    """A dataclass of scalars and bounds (a row, a winner, a bound), each field read by its
+    declared type: one reader for every flat record of the report."""
+    return cls(**{f.name: _READERS[str(f.type)](data[f.name]) for f in dataclasses.fields(cls)})
 
 
 def _break_even(data: Mapping[str, Any]) -> BreakEven:
