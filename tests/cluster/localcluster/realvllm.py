@@ -216,9 +216,4 @@ def demo_rollout() -> dict[str, Any]:
     ]
     manifest = rollout(speculative, stages)
     manifest["metadata"]["name"] = "llama-8b-real"
-    # The baseline's API server, starved of CPU beside the engine cores, wrote 26-44 % of
-    # its one-token chunks in bursts (two runs, 2026-11-29), which the latency gates refuse
-    # (`domain/bursts.py`). A delta per 4 tokens cuts its per-chunk work fourfold; the
-    # candidate already streams ~4 tokens per step. Both sides' time per token is unchanged.
-    manifest["spec"]["model"]["extraArgs"] += ["--stream-interval", "4"]
     return manifest

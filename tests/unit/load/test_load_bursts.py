@@ -9,6 +9,7 @@ token near 0, so the Speedup gate would pass it, and the check refuses the look 
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import pytest
 from loadtesting import GREEDY, wait_until
@@ -57,7 +58,7 @@ async def both_sides(
             endpoints=(parse_endpoint(f"http://127.0.0.1:{port}"),),
         )  # fmt: skip
         blocks: list[LatencyBlock] = []
-        worker = LoadWorker(spec, lambda block, _, into=blocks: into.append(block))
+        worker = LoadWorker(spec, functools.partial(collect, blocks))
         runs.append((engine, worker, blocks))
         stops.append((server, stepping, asyncio.ensure_future(worker.run(drain_seconds=5.0))))
     try:
@@ -75,6 +76,11 @@ async def both_sides(
             server.close()
     (_, _, base), (candidate_engine, _, cand) = runs
     return base, cand, candidate_engine
+
+
+def collect(into: list[LatencyBlock], block: LatencyBlock, _: object) -> None:
+    """A worker's ship callback: keep the block."""
+    into.append(block)
 
 
 def window(blocks: list[LatencyBlock]) -> LatencySamples:
