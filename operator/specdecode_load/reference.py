@@ -57,6 +57,7 @@ class _Stream:
     per_step: int = 1  # at most this many tokens per step
     steps: int = 0  # decode chunks after the first
     accepted: int = 0  # their tokens beyond one each
+    held: bytes = b""  # chunks made but not yet written (`burst_every`)
 
 
 @dataclass
@@ -78,6 +79,10 @@ class ReferenceEngine:
     requests: list[tuple[int, Fault | None]] = field(default_factory=list)  # (seed, fault)
     tokens_per_step_by_class: dict[str, int] = field(default_factory=dict)
     accepted_truth: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # A server that bursts on purpose: each stream's chunks are held and written
+    # `burst_every` at a time (and at its end) in one write; 0 writes each at its step.
+    # The truth keeps the steps' gaps, stamps included: what a healthy client should see.
+    burst_every: int = 0
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def join(
@@ -110,7 +115,8 @@ class ReferenceEngine:
         self._wake.set()
 
     async def run(self) -> None:
-        """Step forever: one chunk per active stream per step."""
+        """Step forever: one chunk per active stream per step, each step at least its
+        `step_seconds` after the last one's end."""
         step_index = 0
         next_at = time.perf_counter()
         while True:
@@ -118,6 +124,9 @@ class ReferenceEngine:
                 self._wake.clear()
                 await self._wake.wait()
                 next_at = time.perf_counter()
+            # A step late (the loop was busy) is not made up by the next: an engine never
+            # runs two steps at once, and back-to-back writes would be bursts in the truth.
+            next_at = max(next_at, time.perf_counter())
             next_at += self.step_seconds[step_index % len(self.step_seconds)]
             step_index += 1
             await asyncio.sleep(max(next_at - time.perf_counter(), 0.0))
@@ -139,7 +148,12 @@ class ReferenceEngine:
             if finish:
                 final = self._final_chunk(stream)
                 data += _chunked(final) + _chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
-            stream.transport.write(data)
+            stream.held += data
+            fault = stream.fault
+            stops = fault is not None and stream.tokens >= fault.value and not finish
+            if finish or stops or (stream.steps + 1) % max(self.burst_every, 1) == 0:
+                stream.transport.write(stream.held)
+                stream.held = b""
             if stream.last_stamp >= 0:
                 gap = stamp - stream.last_stamp
                 self.truth_chunk.add(gap)
@@ -148,8 +162,7 @@ class ReferenceEngine:
                     self.true_gaps.append(gap)
             stream.last_stamp = stamp
             self.chunks += 1
-            fault = stream.fault
-            if fault is not None and stream.tokens >= fault.value and not finish:
+            if stops and fault is not None:
                 if fault.kind == "cut":
                     stream.transport.close()
                 continue  # cut, or hung: no more chunks for it

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from specdecode.domain.bursts import bursty_delivery
 from specdecode.domain.clustered import block_quantile
 from specdecode.domain.gate_measures import (
     Measurement,
@@ -23,7 +24,7 @@ from specdecode.domain.gate_measures import (
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import GateMeasure, Look, Need, TuningFigure, register
-from specdecode.domain.gates.tail_latency import log_ratio_interval
+from specdecode.domain.gates.tail_latency import log_ratio_interval, saturation
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateType, GateVerdict, SpeedupMetric
@@ -48,8 +49,10 @@ class SpeedupGate(GateMeasure):
         return frozenset({Need.CLIENT_LATENCY})
 
     def measure(self, gate: GateParams, seen: StageObservations, look: Look) -> Measurement:
-        """Median TPOT ratio over time blocks of both sides, unless a side was offered less
-        than an open-loop stage's rate (`unequal_load`)."""
+        """Median TPOT ratio over time blocks of both sides, unless a side's chunks came in
+        bursts or its client's stamps lagged (`bursty_delivery`, `saturation`: a TPOT is
+        then the client's, either way), or it was offered less than the stage's rate
+        (`unequal_load`)."""
         threshold = gate.number("min_speedup")
         baseline, candidate = seen.baseline_latency, seen.candidate_latency
         for side in (baseline, candidate):
@@ -95,6 +98,13 @@ def _tpot_speedup(
             threshold=threshold,
             samples=requests,
         )
+    base_tpot, cand_tpot = math.exp(base.log_value), math.exp(cand.log_value)
+    span = min(base_tpot * _gaps_per_request(baseline), cand_tpot * _gaps_per_request(candidate))
+    refused = bursty_delivery(baseline, candidate, look.unsent) or saturation(
+        baseline, candidate, MEDIAN, span, look.unsent
+    )
+    if refused is not None:
+        return Measurement(GateVerdict.INCONCLUSIVE, refused, threshold=threshold, samples=requests)
     speedup = Interval(
         value=1.0 / slower.value,
         lower=1.0 / slower.upper if slower.upper > 0 else 0.0,
@@ -113,7 +123,15 @@ def _tpot_speedup(
         reason,
         speedup,
         threshold,
-        baseline_value=math.exp(base.log_value),
-        candidate_value=math.exp(cand.log_value),
+        baseline_value=base_tpot,
+        candidate_value=cand_tpot,
         units=min(base.clusters, cand.clusters),
     )
+
+
+def _gaps_per_request(side: LatencySamples) -> float:
+    """A side's mean token gaps per request (tokens - 1): a TPOT times it is the request's
+    first-to-last span, which a timestamp delay shifts (so `saturation` judges against it).
+    """
+    requests = side.requests_ok + side.requests_failed
+    return max(side.output_tokens / requests - 1.0, 1.0) if requests else 1.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+from specdecode.domain.bursts import bursty_delivery
 from specdecode.domain.clustered import BlockQuantile, block_quantile, t_critical
 from specdecode.domain.gate_measures import (
     SATURATED,
@@ -213,6 +214,7 @@ def _client_tail(
         )
     base_q, cand_q = math.exp(base.log_value), math.exp(cand.log_value)
     saturated = saturation(baseline, candidate, q, min(base_q, cand_q), look.unsent)
+    saturated = saturated or bursty_delivery(baseline, candidate, look.unsent)
     if saturated is not None:
         return Measurement(
             GateVerdict.INCONCLUSIVE, saturated, threshold=threshold, samples=ratio.samples
