@@ -85,18 +85,7 @@ async def observe(
 ) -> Snapshot:
     """Everything one reconcile of the rollout decides on, read once and frozen all the way
     down (`adapters.frozen`); `StaleRollout` for a copy older than our own last status
-    write (the watch has not delivered it yet)."""
-    return frozen(await _read(runtime, ref, raw_spec, raw_status, annotations))
-
-
-async def _read(
-    runtime: Runtime,
-    ref: RolloutRef,
-    raw_spec: Mapping[str, Any],
-    raw_status: Mapping[str, Any] | None,
-    annotations: Mapping[str, str],
-) -> Snapshot:
-    """The snapshot, before it is frozen."""
+    write (the watch has not delivered it yet). An invalid spec reads nothing more."""
     if runtime.write_echo.is_stale(ref.key, ref.resource_version):
         raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
     now = runtime.clock.now()
@@ -106,7 +95,22 @@ async def _read(
     except ValidationError as error:
         runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
         problem = validation_message(error)
-        return Snapshot(ref, now, Seen(status, ref.generation, problem=problem))
+        return frozen(Snapshot(ref, now, Seen(status, ref.generation, problem=problem)))
+    first = not raw_status
+    return frozen(await _read_cluster(runtime, ref, written, status, now, annotations, first))
+
+
+async def _read_cluster(
+    runtime: Runtime,
+    ref: RolloutRef,
+    written: WrittenRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
+    annotations: Mapping[str, str],
+    first: bool,
+) -> Snapshot:
+    """What the cluster says of a rollout with a valid spec: its source, children, load,
+    routes, metrics and promotion files (the snapshot, before it is frozen)."""
     manager = promotion_field_manager(runtime.settings.field_manager)
     resolved = await resolve(runtime, ref.namespace, ref.name, written, manager)
     if resolved.spec is None:  # model or engine left to a source that does not state them
@@ -150,7 +154,7 @@ async def _read(
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
     files = await _promotion_files(runtime, ref, written.workload_ref is not None, status)
-    return Snapshot(ref, now, seen, action, not raw_status, source, files)
+    return Snapshot(ref, now, seen, action, first, source, files)
 
 
 async def _promotion_files(
