@@ -95,23 +95,6 @@ def render_children(
     return children
 
 
-def render_engine(
-    templates: jinja2.Environment,
-    owner: Owner,
-    spec: SpecDecodeRolloutSpec,
-    role: ChildRole,
-    config: SpeculativeConfig | None,
-    *,
-    serving: bool,
-) -> dict[str, Any]:
-    """One engine Deployment, its argv checked as vLLM will read it (`engine_argv_guard`):
-    rendering raises rather than emit a baseline that speculates or an engine without stats."""
-    values = deployment_context(owner, spec, role, config, serving=serving)
-    deployment = render_template(templates, "deployment.yaml.j2", values)
-    engine_argv_guard.check_engine_argv(engine_argv_guard.container_args(deployment), role, config)
-    return deployment
-
-
 def common_labels(rollout_name: str, role: ChildRole) -> dict[str, str]:
     """Labels on every child object and pod."""
     return {
@@ -136,7 +119,8 @@ def shadow_labels(rollout_name: str, role: ChildRole, adopted: bool = False) -> 
     return labels
 
 
-def deployment_context(
+def render_engine(
+    templates: jinja2.Environment,
     owner: Owner,
     spec: SpecDecodeRolloutSpec,
     role: ChildRole,
@@ -144,7 +128,8 @@ def deployment_context(
     *,
     serving: bool,
 ) -> dict[str, Any]:
-    """Template values of one engine Deployment."""
+    """One engine Deployment, its argv checked as vLLM will read it (`engine_argv_guard`):
+    rendering raises rather than emit a baseline that speculates or an engine without stats."""
     labels = common_labels(owner.name, role)
     fingerprint = fingerprint_of(config)
     production = role is ChildRole.PRODUCTION
@@ -152,7 +137,7 @@ def deployment_context(
     startup_period, startup_failures = engine_pod.startup_probe_timing(
         spec.engine.startup_timeout_seconds
     )
-    return {
+    values = {
         "name": child_name(owner.name, role),
         "object_namespace": owner.namespace,
         "labels": _sorted(
@@ -189,6 +174,9 @@ def deployment_context(
         "startup_failure_threshold": startup_failures,
         "model_cache": spec.engine.model_cache,
     }
+    deployment = render_template(templates, "deployment.yaml.j2", values)
+    engine_argv_guard.check_engine_argv(engine_argv_guard.container_args(deployment), role, config)
+    return deployment
 
 
 def service_context(owner: Owner, spec: SpecDecodeRolloutSpec, role: ChildRole) -> dict[str, Any]:

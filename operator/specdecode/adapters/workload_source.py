@@ -16,14 +16,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specdecode.adapters.kube.children import SHADOW_ROLES
 from specdecode.adapters.render import ROLLOUT_LABEL, shadow_labels
 from specdecode.adapters.source_facts import DEFAULT_PORT, argv_of, model_tag, vllm_container
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.engine_args import hits_of, last_value, reserved_set_by
 from specdecode.api.engine_flag_classes import FlagClass
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.domain.observations import ChildState
+from specdecode.domain.observations import SHADOW_ROLES, ChildState
 from specdecode.domain.source import SourceObservation
 
 

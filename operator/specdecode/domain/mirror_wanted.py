@@ -11,10 +11,8 @@ from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
 from specdecode.domain.child_names import child_name, splitter_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import MIRROR_PORT
-from specdecode.domain.observations import ChildRole
+from specdecode.domain.observations import SHADOW_ROLES, ChildRole
 from specdecode.domain.route_mirrors import MirrorWanted, Routes, route_problem
-
-SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 
 
 def wanted_mirrors(

@@ -43,6 +43,10 @@ class ChildRole(StrEnum):
     CANDIDATE = "candidate"
 
 
+SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
+"""The two shadows an analysis compares, baseline first (the order of every side pair)."""
+
+
 @dataclass(frozen=True)
 class ChildState:
     """One engine Deployment as the API server reports it."""

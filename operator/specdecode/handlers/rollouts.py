@@ -19,6 +19,7 @@ from specdecode.handlers.loop import awaits_kopf, reconcile_loop, register_loop
 from specdecode.handlers.watches import attach_cluster
 from specdecode.reconciler.mirror import observe_routes, steer_mirrors
 from specdecode.reconciler.reconcile import (
+    RolloutRead,
     RolloutRef,
     StaleRollout,
     next_reconcile_in,
@@ -55,13 +56,14 @@ async def reconcile_once(runtime: Runtime, body: kopf.Body, logger: kopf.Logger)
         generation=int(meta.get("generation") or 0),
         resource_version=str(meta.get("resourceVersion") or ""),
     )
-    spec, status = dict(body.spec), dict(body.get("status") or {})
-    annotations = dict(meta.annotations)
+    rollout = RolloutRead(
+        ref, dict(body.spec), dict(body.get("status") or {}), dict(meta.annotations)
+    )
     started = time.monotonic()
     outcome = "ok"
     try:
         async with runtime.lock(ref.key):
-            decision = await reconcile(runtime, ref, spec, status, annotations)
+            decision = await reconcile(runtime, rollout)
     except StaleRollout as stale:
         outcome = "stale"
         logger.debug("skipped: %s", stale)

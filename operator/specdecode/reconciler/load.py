@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specdecode.adapters.kube.load_pods import LoadPod, current_pods, observed_load_pods
-from specdecode.adapters.kube.load_token import usable_load_token
+from specdecode.adapters.kube.load_pods import LoadPod, observed_load_pods
 from specdecode.adapters.kube.prompt_source import prompt_set_problem, read_prompt_text
 from specdecode.adapters.kube.rollouts import RolloutRef
-from specdecode.adapters.load.pods import LOAD_ROLE, SIDES, uses_load_pods
-from specdecode.adapters.load.windows import LOAD_SOURCE, Window, load_pods_side
+from specdecode.adapters.load.pods import LOAD_ROLE, uses_load_pods
+from specdecode.adapters.load.windows import LOAD_SOURCE, Window
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.effects import traffic_plan
 from specdecode.domain.transitions import ANALYSIS_PHASES
 from specdecode.reconciler.load_sync import sync_load_pods
+from specdecode.reconciler.report_windows import read_windows
 from specdecode.reconciler.runtime import Runtime
 
 __all__ = [
@@ -97,30 +96,3 @@ async def observe_prompts_digest(
         # reconcile aborted on a read that only feeds the fingerprint.
         return None
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()[:10]
-
-
-async def read_windows(
-    runtime: Runtime,
-    rollout: str,
-    plan: TrafficPlan,
-    pods: Sequence[LoadPod],
-    since: float,
-    now: float,
-    uid: str = "",
-) -> tuple[Window, Window]:
-    """(baseline, candidate) windows of the stage run from its load pods' reports.
-
-    Each report's echo of the engine endpoints its pod uses is kept for `sync_load_pods`
-    (`rollout` is the rollout's "namespace/name", `uid` its uid: the owner of its token).
-    """
-    current = current_pods(pods, plan)
-    echoed = runtime.load_cache.endpoints.setdefault(rollout, {})
-    tokens = runtime.load_cache.tokens
-    token = await usable_load_token(runtime.kube, tokens, rollout, uid) if current else None
-    windows = await asyncio.gather(
-        *(
-            load_pods_side(runtime.http, plan, side, current, since, now, echoed, token)
-            for side in SIDES
-        )
-    )
-    return windows[0], windows[1]

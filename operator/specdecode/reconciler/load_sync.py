@@ -18,12 +18,12 @@ from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.kube.load_pods import LoadPod, create_pod, current_pods, delete_pod
 from specdecode.adapters.kube.load_token import token_for_new_pods, usable_load_token
 from specdecode.adapters.kube.prompt_source import prompt_set_problem
-from specdecode.adapters.load.pods import SIDES, render_load_pods, uses_load_pods
+from specdecode.adapters.load.pods import render_load_pods, uses_load_pods
 from specdecode.adapters.load.reports import push_endpoints
 from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
-from specdecode.domain.observations import ChildRole
+from specdecode.domain.observations import SHADOW_ROLES, ChildRole
 from specdecode.reconciler.runtime import Runtime
 
 # How often a load pod whose reports do not echo its endpoints is pushed them again once
@@ -60,7 +60,7 @@ async def sync_load_pods(
     running = current_pods(pods, wanted)
     engines = runtime.cluster.rollout_pods(owner.namespace, owner.name)
     port = spec.engine.port
-    endpoints = {side: ready_engine_endpoints(engines, side, port) for side in SIDES}
+    endpoints = {side: ready_engine_endpoints(engines, side, port) for side in SHADOW_ROLES}
     if len(running) < 2 * wanted.shape.pods_per_side:
         desired = render_load_pods(owner, spec, wanted, endpoints, runtime.settings.load_image)
         absent = [wanted_pod for wanted_pod in desired if wanted_pod.name not in keep]

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from specdecode.adapters.frozen import frozen
 from specdecode.adapters.kube.children import observe_children
 from specdecode.adapters.kube.mirror_wanted import current_routes
-from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout
+from specdecode.adapters.kube.rollouts import RolloutRead, RolloutRef, StaleRollout
 from specdecode.adapters.kube.workload import promotion_field_manager, read_promotion_files
 from specdecode.adapters.load.splitter import uses_splitter
 from specdecode.adapters.workload_source import Source
@@ -76,37 +76,37 @@ def validation_message(error: ValidationError) -> str:
     return "; ".join(lines)[:1000]
 
 
-async def observe(
-    runtime: Runtime,
-    ref: RolloutRef,
-    raw_spec: Mapping[str, Any],
-    raw_status: Mapping[str, Any] | None,
-    annotations: Mapping[str, str],
-) -> Snapshot:
+async def observe(runtime: Runtime, rollout: RolloutRead) -> Snapshot:
     """Everything one reconcile of the rollout decides on, read once and frozen all the way
     down (`adapters.frozen`); `StaleRollout` for a copy older than our own last status
-    write (the watch has not delivered it yet)."""
-    return frozen(await _read(runtime, ref, raw_spec, raw_status, annotations))
-
-
-async def _read(
-    runtime: Runtime,
-    ref: RolloutRef,
-    raw_spec: Mapping[str, Any],
-    raw_status: Mapping[str, Any] | None,
-    annotations: Mapping[str, str],
-) -> Snapshot:
-    """The snapshot, before it is frozen."""
+    write (the watch has not delivered it yet). An invalid spec reads nothing more."""
+    ref = rollout.ref
     if runtime.write_echo.is_stale(ref.key, ref.resource_version):
         raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
     now = runtime.clock.now()
-    status = parse_status(raw_status)
+    status = parse_status(rollout.status)
     try:
-        written = WrittenRolloutSpec.model_validate(dict(raw_spec))
+        written = WrittenRolloutSpec.model_validate(dict(rollout.spec))
     except ValidationError as error:
         runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
         problem = validation_message(error)
-        return Snapshot(ref, now, Seen(status, ref.generation, problem=problem))
+        return frozen(Snapshot(ref, now, Seen(status, ref.generation, problem=problem)))
+    first = not rollout.status
+    action = rollout.annotations.get(ACTION_ANNOTATION)
+    return frozen(await _read_cluster(runtime, ref, written, status, now, action, first))
+
+
+async def _read_cluster(
+    runtime: Runtime,
+    ref: RolloutRef,
+    written: WrittenRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
+    action: str | None,
+    first: bool,
+) -> Snapshot:
+    """What the cluster says of a rollout with a valid spec: its source, children, load,
+    routes, metrics and promotion files (the snapshot, before it is frozen)."""
     manager = promotion_field_manager(runtime.settings.field_manager)
     resolved = await resolve(runtime, ref.namespace, ref.name, written, manager)
     if resolved.spec is None:  # model or engine left to a source that does not state them
@@ -115,7 +115,6 @@ async def _read(
         seen = Seen(status, ref.generation, problem=resolved.problem, source_name=source_name)
         return Snapshot(ref, now, seen)
     spec, source = resolved.spec, resolved.source
-    action = annotations.get(ACTION_ANNOTATION)
     children = observe_children(
         runtime.cluster.rollout_deployments(ref.namespace, ref.name),
         runtime.cluster.rollout_pods(ref.namespace, ref.name),
@@ -150,7 +149,7 @@ async def _read(
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
     files = await _promotion_files(runtime, ref, written.workload_ref is not None, status)
-    return Snapshot(ref, now, seen, action, not raw_status, source, files)
+    return Snapshot(ref, now, seen, action, first, source, files)
 
 
 async def _promotion_files(

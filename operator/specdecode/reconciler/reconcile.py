@@ -10,10 +10,7 @@ More: docs/internals.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from specdecode.adapters.kube.rollouts import RolloutRef, StaleRollout
+from specdecode.adapters.kube.rollouts import RolloutRead, RolloutRef, StaleRollout
 from specdecode.domain.decision import Decision
 from specdecode.domain.pass_decision import decide_pass
 from specdecode.reconciler.apply import apply_decision, next_reconcile_in
@@ -21,6 +18,7 @@ from specdecode.reconciler.observe import observe, parse_status, validation_mess
 from specdecode.reconciler.runtime import Runtime
 
 __all__ = [
+    "RolloutRead",
     "RolloutRef",
     "StaleRollout",
     "next_reconcile_in",
@@ -30,15 +28,9 @@ __all__ = [
 ]
 
 
-async def reconcile(
-    runtime: Runtime,
-    ref: RolloutRef,
-    raw_spec: Mapping[str, Any],
-    raw_status: Mapping[str, Any] | None,
-    annotations: Mapping[str, str],
-) -> Decision:
+async def reconcile(runtime: Runtime, rollout: RolloutRead) -> Decision:
     """Bring the rollout's children, traffic and status in line with its spec."""
-    snapshot = await observe(runtime, ref, raw_spec, raw_status, annotations)
+    snapshot = await observe(runtime, rollout)
     decision = decide_pass(snapshot.seen, snapshot.now)
     await apply_decision(runtime, snapshot, decision)
     return decision

@@ -19,7 +19,6 @@ from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.kube.load_pods import current_pods, observed_splitter_pods
 from specdecode.adapters.kube.load_token import token_for_new_pods, usable_load_token
 from specdecode.adapters.kube.owned import apply_children, owner_uids
-from specdecode.adapters.load.pods import SIDES
 from specdecode.adapters.load.reports import push_endpoints
 from specdecode.adapters.load.splitter import (
     SPLITTER_ROLE,
@@ -31,10 +30,11 @@ from specdecode.adapters.render import Owner
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.child_names import splitter_name
 from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.observations import SHADOW_ROLES
 from specdecode.reconciler.runtime import Runtime
-from specdecode.reconciler.splitter_reports import observe_splitter_pods, read_splitter_windows
+from specdecode.reconciler.splitter_reports import observe_splitter_pods
 
-__all__ = ["observe_splitter_pods", "read_splitter_windows", "sync_splitter", "uses_splitter"]
+__all__ = ["observe_splitter_pods", "sync_splitter", "uses_splitter"]
 
 
 async def sync_splitter(
@@ -115,7 +115,7 @@ async def _push_endpoints(
     tokens = runtime.load_cache.tokens  # the Secret may be another object's since it began
     token = await usable_load_token(runtime.kube, tokens, key, owner.uid, found.load_token)
     for pod in running:
-        for side in SIDES:
+        for side in SHADOW_ROLES:
             urls = tuple(ready_engine_endpoints(engines, side, spec.engine.port))
             slot = f"{pod.name}/{side.value}"
             if echoed.get(slot) == urls or pod.report_url is None:

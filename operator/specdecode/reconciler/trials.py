@@ -42,7 +42,13 @@ from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_sizing import size_load
-from specdecode.domain.observations import ChildRole, LatencyBlock, LatencySamples, MetricError
+from specdecode.domain.observations import (
+    SHADOW_ROLES,
+    ChildRole,
+    LatencyBlock,
+    LatencySamples,
+    MetricError,
+)
 from specdecode.domain.tuning.cells import CellKey
 from specdecode.domain.tuning.measure import TrialWindow
 from specdecode.domain.tuning.progress import RoundCell
@@ -50,7 +56,6 @@ from specdecode.reconciler.load import observe_load_pods, read_windows, sync_loa
 from specdecode.reconciler.runtime import Runtime
 
 BLOCKS_KEY = "blocks.json.gz"
-SIDES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 
 
 @dataclass(frozen=True)
@@ -141,16 +146,16 @@ async def ensure_engines(runtime: Runtime, trial: Trial) -> EngineState:
     states = observe_children(deployments, runtime.cluster.rollout_pods(namespace, trial.name))
     crashed = [
         f"{role.value} engine: {state.crash_reason}"
-        for role in SIDES
+        for role in SHADOW_ROLES
         if (state := states.get(role)) is not None and state.crash_reason
     ]
     waiting = [
         f"{role.value} engine: {state.unschedulable_reason}"
-        for role in SIDES
+        for role in SHADOW_ROLES
         if (state := states.get(role)) is not None and state.unschedulable_reason
     ]
     return EngineState(
-        ready=all(role in states and states[role].ready for role in SIDES),
+        ready=all(role in states and states[role].ready for role in SHADOW_ROLES),
         crashed="; ".join(crashed) or None,
         waiting="; ".join(waiting) or None,
     )
@@ -223,7 +228,7 @@ async def keep_blocks(runtime: Runtime, trial: Trial, window: TrialWindow) -> No
     merged them), so they still count if the plan pauses the cell and resumes it on new
     engines."""
     sides: dict[str, list[LatencyBlock]] = {}
-    for role, side in zip(SIDES, (window.baseline, window.candidate), strict=True):
+    for role, side in zip(SHADOW_ROLES, (window.baseline, window.candidate), strict=True):
         if not isinstance(side, LatencySamples) or side.incomplete:
             return
         sides[role.value] = list(side.blocks)

@@ -17,7 +17,7 @@ from controller_fakes import EAGLE3, NAME, NAMESPACE, UID, FakeCluster, FakeKube
 from specdecode.api import Phase
 from specdecode.domain.decision import Decision
 from specdecode.reconciler import workload
-from specdecode.reconciler.reconcile import RolloutRef, reconcile
+from specdecode.reconciler.reconcile import RolloutRead, RolloutRef, reconcile
 
 pytestmark = pytest.mark.unit
 
@@ -71,7 +71,9 @@ async def test_four_lines_start_an_analysis_on_copies_with_what_the_source_state
 ) -> None:
     kube = FakeKube()
     reads(monkeypatch, SERVING)
-    decision = await reconcile(make_runtime(kube, FakeCluster()), ref(), FOUR_LINES, None, {})
+    decision = await reconcile(
+        make_runtime(kube, FakeCluster()), RolloutRead(ref(), FOUR_LINES, None, {})
+    )
     assert decision.status.phase is Phase.DEPLOYING
     assert decision.children.shadows
     recorded = decision.status.workload
@@ -91,7 +93,7 @@ async def test_a_source_without_a_model_starts_nothing_and_says_what_is_missing(
     kube = FakeKube()
     reads(monkeypatch, NO_MODEL)
     runtime = make_runtime(kube, FakeCluster())
-    decision = await reconcile(runtime, ref(), FOUR_LINES, None, {})
+    decision = await reconcile(runtime, RolloutRead(ref(), FOUR_LINES, None, {}))
     assert decision.status.phase is Phase.PENDING
     assert not decision.children.shadows and decision.traffic is None
     assert decision.status.verdict is None
@@ -107,7 +109,7 @@ async def test_a_source_without_a_model_starts_nothing_and_says_what_is_missing(
     assert decision.status.workload.model is None  # nothing in force that was not read
 
     again = await reconcile(
-        runtime, ref(kube.current_version or "1"), FOUR_LINES, status_of(decision), {}
+        runtime, RolloutRead(ref(kube.current_version or "1"), FOUR_LINES, status_of(decision), {})
     )
     assert again.events == () and again.status.phase is Phase.PENDING  # one Event per problem
 
@@ -118,13 +120,15 @@ async def test_a_source_losing_its_model_mid_analysis_ends_it_without_a_verdict(
     kube, cluster = FakeKube(), FakeCluster()
     runtime = make_runtime(kube, cluster)
     reads(monkeypatch, SERVING)
-    deploying = await reconcile(runtime, ref(), FOUR_LINES, None, {})
+    deploying = await reconcile(runtime, RolloutRead(ref(), FOUR_LINES, None, {}))
     assert deploying.children.shadows
     cluster.store_all([o for o in kube.applied() if o["kind"] in ("Deployment", "Service")])
     kube.calls.clear()
     reads(monkeypatch, NO_MODEL)
     version = kube.current_version or "1"
-    stopped = await reconcile(runtime, ref(version), FOUR_LINES, status_of(deploying), {})
+    stopped = await reconcile(
+        runtime, RolloutRead(ref(version), FOUR_LINES, status_of(deploying), {})
+    )
     assert stopped.status.phase is Phase.PENDING and stopped.status.verdict is None
     assert stopped.status.candidate_fingerprint is None  # a clean analysis once it is read
     deleted = sorted(args[0] for method, args, _ in kube.calls if ".delete" in method)
@@ -132,7 +136,9 @@ async def test_a_source_losing_its_model_mid_analysis_ends_it_without_a_verdict(
 
     reads(monkeypatch, SERVING)
     version = kube.current_version or version
-    restarted = await reconcile(runtime, ref(version), FOUR_LINES, status_of(stopped), {})
+    restarted = await reconcile(
+        runtime, RolloutRead(ref(version), FOUR_LINES, status_of(stopped), {})
+    )
     assert restarted.children.shadows  # the cache still shows ready shadows: Analyzing at once
     assert restarted.status.phase in (Phase.DEPLOYING, Phase.ANALYZING)
     assert "AnalysisStarted" in [e.reason for e in restarted.events]
@@ -140,6 +146,8 @@ async def test_a_source_losing_its_model_mid_analysis_ends_it_without_a_verdict(
 
 async def test_an_absent_source_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     reads(monkeypatch, None)
-    decision = await reconcile(make_runtime(FakeKube(), FakeCluster()), ref(), FOUR_LINES, None, {})
+    decision = await reconcile(
+        make_runtime(FakeKube(), FakeCluster()), RolloutRead(ref(), FOUR_LINES, None, {})
+    )
     assert decision.status.phase is Phase.PENDING
     assert "Deployment/chat not found" in decision.status.message

@@ -27,7 +27,7 @@ from controller_fakes import (
 from kubernetes.client import ApiException
 
 from specdecode.api import Phase
-from specdecode.reconciler.reconcile import RolloutRef, StaleRollout, reconcile
+from specdecode.reconciler.reconcile import RolloutRead, RolloutRef, StaleRollout, reconcile
 
 pytestmark = pytest.mark.unit
 
@@ -44,13 +44,15 @@ async def test_a_death_right_after_the_status_write_has_announced_the_transition
     kube = FakeKube()
     kube.die_at_status_write = "after"
     with pytest.raises(OperatorKilled):
-        await reconcile(make_runtime(kube, FakeCluster()), ref("41"), raw_spec(EAGLE3), None, {})
+        await reconcile(
+            make_runtime(kube, FakeCluster()), RolloutRead(ref("41"), raw_spec(EAGLE3), None, {})
+        )
     assert kube.status is not None and kube.status["phase"] == Phase.DEPLOYING.value
     assert kube.event_reasons() == ["AnalysisStarted"]  # status first: [] (lost)
     kube.die_at_status_write = None
     restarted = make_runtime(kube, FakeCluster())  # its LIST returns the written status
     version = kube.current_version or ""
-    again = await reconcile(restarted, ref(version), raw_spec(EAGLE3), kube.status, {})
+    again = await reconcile(restarted, RolloutRead(ref(version), raw_spec(EAGLE3), kube.status, {}))
     assert again.events == ()  # the transition is not decided again
     assert kube.event_reasons() == ["AnalysisStarted"]
 
@@ -59,11 +61,13 @@ async def test_a_death_right_before_the_status_write_is_repeated_under_the_same_
     kube = FakeKube()
     kube.die_at_status_write = "before"
     with pytest.raises(OperatorKilled):
-        await reconcile(make_runtime(kube, FakeCluster()), ref("41"), raw_spec(EAGLE3), None, {})
+        await reconcile(
+            make_runtime(kube, FakeCluster()), RolloutRead(ref("41"), raw_spec(EAGLE3), None, {})
+        )
     assert kube.status is None
     kube.die_at_status_write = None
     restarted = make_runtime(kube, FakeCluster())
-    decision = await reconcile(restarted, ref("41"), raw_spec(EAGLE3), None, {})
+    decision = await reconcile(restarted, RolloutRead(ref("41"), raw_spec(EAGLE3), None, {}))
     assert [e.reason for e in decision.events] == ["AnalysisStarted"]
     assert kube.status is not None and kube.status["phase"] == Phase.DEPLOYING.value
     assert kube.event_reasons() == ["AnalysisStarted"]
@@ -74,7 +78,9 @@ async def test_a_write_refused_as_stale_withdraws_the_events_it_posted() -> None
     kube = FakeKube()
     kube.current_version = "50"  # the rollout changed after the copy at 41 was read
     with pytest.raises(StaleRollout):
-        await reconcile(make_runtime(kube, FakeCluster()), ref("41"), raw_spec(EAGLE3), None, {})
+        await reconcile(
+            make_runtime(kube, FakeCluster()), RolloutRead(ref("41"), raw_spec(EAGLE3), None, {})
+        )
     assert sent(kube, "create_namespaced_event") == 1  # the control: it was posted
     assert kube.events == {}  # and taken back: its transition was never written
 
@@ -84,8 +90,8 @@ async def test_a_transition_withdrawn_and_decided_again_is_announced_once() -> N
     kube.current_version = "50"  # only metadata changed: the status is the same
     runtime = make_runtime(kube, FakeCluster())
     with pytest.raises(StaleRollout):
-        await reconcile(runtime, ref("41"), raw_spec(EAGLE3), None, {})
-    await reconcile(runtime, ref("50"), raw_spec(EAGLE3), None, {})
+        await reconcile(runtime, RolloutRead(ref("41"), raw_spec(EAGLE3), None, {}))
+    await reconcile(runtime, RolloutRead(ref("50"), raw_spec(EAGLE3), None, {}))
     assert kube.event_reasons() == ["AnalysisStarted"]
 
 
@@ -93,11 +99,15 @@ async def test_a_refused_repeat_keeps_the_event_an_earlier_attempt_created() -> 
     kube = FakeKube()
     kube.die_at_status_write = "before"
     with pytest.raises(OperatorKilled):
-        await reconcile(make_runtime(kube, FakeCluster()), ref("41"), raw_spec(EAGLE3), None, {})
+        await reconcile(
+            make_runtime(kube, FakeCluster()), RolloutRead(ref("41"), raw_spec(EAGLE3), None, {})
+        )
     kube.die_at_status_write = None
     kube.current_version = "42"  # kopf wrote its annotations when the restart found it
     with pytest.raises(StaleRollout):
-        await reconcile(make_runtime(kube, FakeCluster()), ref("41"), raw_spec(EAGLE3), None, {})
+        await reconcile(
+            make_runtime(kube, FakeCluster()), RolloutRead(ref("41"), raw_spec(EAGLE3), None, {})
+        )
     assert sent(kube, "delete_namespaced_event") == 0  # this attempt created nothing
     assert kube.event_reasons() == ["AnalysisStarted"]
 
@@ -106,7 +116,9 @@ async def test_a_write_that_may_have_landed_keeps_its_events() -> None:
     kube = FakeKube()
     kube.fail_status_with = 504  # a timeout: the server may have applied it
     with pytest.raises(ApiException):
-        await reconcile(make_runtime(kube, FakeCluster()), ref("41"), raw_spec(EAGLE3), None, {})
+        await reconcile(
+            make_runtime(kube, FakeCluster()), RolloutRead(ref("41"), raw_spec(EAGLE3), None, {})
+        )
     assert kube.event_reasons() == ["AnalysisStarted"]
     assert sent(kube, "delete_namespaced_event") == 0
 
@@ -123,4 +135,6 @@ async def test_an_event_already_withdrawn_is_not_an_error() -> None:
 
     kube.handle = gone_before_the_delete  # type: ignore[method-assign]
     with pytest.raises(StaleRollout):  # not the delete's 404
-        await reconcile(make_runtime(kube, FakeCluster()), ref("41"), raw_spec(EAGLE3), None, {})
+        await reconcile(
+            make_runtime(kube, FakeCluster()), RolloutRead(ref("41"), raw_spec(EAGLE3), None, {})
+        )

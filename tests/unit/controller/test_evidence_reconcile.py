@@ -26,7 +26,7 @@ from specdecode.adapters.render import EVIDENCE_LABEL, render_children
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.domain.decision import Decision
 from specdecode.domain.evidence import recorded_parts
-from specdecode.reconciler.reconcile import RolloutRef, reconcile
+from specdecode.reconciler.reconcile import RolloutRead, RolloutRef, reconcile
 from specdecode.reconciler.runtime import Runtime
 
 pytestmark = pytest.mark.unit
@@ -59,7 +59,7 @@ class Driver:
         self.runtime.clock.advance(seconds)  # type: ignore[attr-defined]
         version = self.kube.current_version or "1"
         ref = RolloutRef(NAMESPACE, NAME, UID, 1, resource_version=version)
-        decision = await reconcile(self.runtime, ref, spec, self.status, {})
+        decision = await reconcile(self.runtime, RolloutRead(ref, spec, self.status, {}))
         self.status = status_of(decision)
         return decision
 

@@ -19,7 +19,7 @@ from specdecode.adapters.metrics import EngineSelector
 from specdecode.api import Phase, SpecDecodeRolloutSpec, SpeculativeConfig, StagePhase
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import AcceptanceCounts, MetricError, StepHistogram
-from specdecode.reconciler.reconcile import reconcile
+from specdecode.reconciler.reconcile import RolloutRead, reconcile
 from specdecode.reconciler.runtime import Runtime
 
 pytestmark = pytest.mark.unit
@@ -90,18 +90,20 @@ async def _analyze(spec: dict[str, Any], sources: CountingSources) -> Decision:
     runtime: Runtime = make_runtime(kube, cluster, clock)
     runtime.acceptance = sources
     runtime.step_latency = sources
-    decision = await reconcile(runtime, ref("1"), spec, None, {})
+    decision = await reconcile(runtime, RolloutRead(ref("1"), spec, None, {}))
     store_children(cluster, spec, decision.children)
     for _ in range(4):  # Deploying -> Analyzing, then looks
         if decision.status.phase is Phase.ANALYZING and clock.current > _started(decision):
             break
         decision = await reconcile(
-            runtime, ref(kube.current_version or "1"), spec, status_of(decision), {}
+            runtime, RolloutRead(ref(kube.current_version or "1"), spec, status_of(decision), {})
         )
         store_children(cluster, spec, decision.children)
     assert decision.status.phase is Phase.ANALYZING, decision.status
     clock.advance(75)
-    return await reconcile(runtime, ref(kube.current_version or "1"), spec, status_of(decision), {})
+    return await reconcile(
+        runtime, RolloutRead(ref(kube.current_version or "1"), spec, status_of(decision), {})
+    )
 
 
 def _started(decision: Decision) -> datetime:

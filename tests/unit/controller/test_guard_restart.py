@@ -24,7 +24,7 @@ from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.guarding import guard
 from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.guard import observe_production
-from specdecode.reconciler.reconcile import StaleRollout, reconcile
+from specdecode.reconciler.reconcile import RolloutRead, StaleRollout, reconcile
 from specdecode.reconciler.runtime import Runtime
 
 pytestmark = pytest.mark.unit
@@ -102,16 +102,16 @@ async def test_a_look_whose_status_write_is_refused_is_read_again() -> None:
     raw_status = promoted(clock.now()).model_dump(mode="json", by_alias=True, exclude_none=True)
     kube.current_version = "8"  # the rollout changed after the copy at 7 was read
     with pytest.raises(StaleRollout):
-        await reconcile(runtime, REF, raw_spec(EAGLE3), raw_status, {})
+        await reconcile(runtime, RolloutRead(REF, raw_spec(EAGLE3), raw_status, {}))
     assert len(blocks.asked) == 1 and kube.status is None
     assert REF.key not in runtime.guard_reads.judged  # refused: not judged
     fresh = RolloutRef(REF.namespace, REF.name, REF.uid, 1, "8")
-    await reconcile(runtime, fresh, raw_spec(EAGLE3), raw_status, {})
+    await reconcile(runtime, RolloutRead(fresh, raw_spec(EAGLE3), raw_status, {}))
     assert len(blocks.asked) == 2 and blocks.asked[0] == blocks.asked[1]  # the same look
     assert kube.status is not None  # written this time: the look is judged
     assert runtime.guard_reads.judged[REF.key] == blocks.asked[1][1]
     written = RolloutRef(REF.namespace, REF.name, REF.uid, 1, kube.current_version or "")
-    await reconcile(runtime, written, raw_spec(EAGLE3), kube.status, {})
+    await reconcile(runtime, RolloutRead(written, raw_spec(EAGLE3), kube.status, {}))
     assert len(blocks.asked) == 2  # the same look is not read a third time
 
 
@@ -129,7 +129,7 @@ async def test_a_look_whose_status_is_written_stays_judged_when_a_child_write_fa
 
     kube.server_side_apply = refuse  # type: ignore[method-assign]
     with pytest.raises(ApiException):
-        await reconcile(runtime, REF, raw_spec(EAGLE3), raw_status, {})
+        await reconcile(runtime, RolloutRead(REF, raw_spec(EAGLE3), raw_status, {}))
     assert kube.status is not None and len(blocks.asked) == 1
     assert runtime.guard_reads.judged[REF.key] == blocks.asked[0][1]
 
@@ -173,7 +173,7 @@ async def _guard_for_an_hour(restart: bool) -> tuple[list[Any], list[str], int]:
         runtime.acceptance_blocks = blocks
         ref = RolloutRef(REF.namespace, REF.name, REF.uid, 1, kube.current_version or "")
         sent = len(kube.calls)
-        await reconcile(runtime, ref, raw_spec(EAGLE3), kube.status, {})
+        await reconcile(runtime, RolloutRead(ref, raw_spec(EAGLE3), kube.status, {}))
         echo_writes(kube, cluster, sent)  # production, as the watch then shows it
         statuses.append(kube.status)
         clock.advance(100)

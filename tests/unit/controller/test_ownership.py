@@ -17,7 +17,7 @@ from specdecode.adapters.kube.children import shadows_to_delete
 from specdecode.api.status import ConditionStatus
 from specdecode.domain.apply_findings import NOT_OWNED
 from specdecode.domain.decision import Decision
-from specdecode.reconciler.reconcile import RolloutRef, next_reconcile_in, reconcile
+from specdecode.reconciler.reconcile import RolloutRead, RolloutRef, next_reconcile_in, reconcile
 
 pytestmark = pytest.mark.unit
 
@@ -61,7 +61,9 @@ async def test_a_users_service_named_like_production_is_left_alone_and_reported(
 
     async def restarted_reconcile() -> Decision:
         runtime = make_runtime(kube, cluster)  # nothing in memory
-        return await reconcile(runtime, ref(kube.current_version or "1"), spec, kube.status, {})
+        return await reconcile(
+            runtime, RolloutRead(ref(kube.current_version or "1"), spec, kube.status, {})
+        )
 
     await restarted_reconcile()
     assert writes_to(kube, "Service", NAME, "create_namespaced_service") == 1  # a dry run
@@ -98,7 +100,7 @@ async def test_a_child_of_ours_the_cache_has_not_shown_yet_is_applied() -> None:
     kube, cluster = FakeKube(), FakeCluster()
     kube.add_uncached("Service", NAME, owner_uids=(UID,))  # created by us, watch lagging
     runtime = make_runtime(kube, cluster)
-    await reconcile(runtime, ref("1"), raw_spec(None), None, {})
+    await reconcile(runtime, RolloutRead(ref("1"), raw_spec(None), None, {}))
     assert writes_to(kube, "Service", NAME, "apply") == 1
     assert kube.status is not None and kube.status.get("applyFindings") is None
 
@@ -107,13 +109,15 @@ async def test_a_labelled_object_owned_by_another_rollout_is_not_written() -> No
     kube, cluster = FakeKube(), FakeCluster()
     runtime = make_runtime(kube, cluster)
     spec = raw_spec(None)
-    first = await reconcile(runtime, ref("1"), spec, None, {})
+    first = await reconcile(runtime, RolloutRead(ref("1"), spec, None, {}))
     service = next(o for o in kube.applied() if o["kind"] == "Service")
     stored = cluster.store(service)
     stored["metadata"]["ownerReferences"][0]["uid"] = "uid-of-an-older-rollout"
     stored["spec"]["selector"] = {"app": "theirs"}  # differs: stale, yet not ours to fix
     kube.calls.clear()
-    await reconcile(runtime, ref(kube.current_version or "1"), spec, status_of(first), {})
+    await reconcile(
+        runtime, RolloutRead(ref(kube.current_version or "1"), spec, status_of(first), {})
+    )
     assert applies_to(kube, "Service", NAME) == 0
     assert writes_to(kube, "Service", NAME, "create_namespaced_service") == 0  # cache says
     assert kube.status is not None and len(kube.status["applyFindings"]["notOwnedChildren"]) == 1

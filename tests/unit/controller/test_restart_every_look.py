@@ -43,7 +43,7 @@ from test_reconcile import http_route, ref
 from specdecode.domain.child_names import child_name
 from specdecode.domain.observations import ChildRole
 from specdecode.reconciler import promotion_patch, workload
-from specdecode.reconciler.reconcile import reconcile
+from specdecode.reconciler.reconcile import RolloutRead, reconcile
 from specdecode.reconciler.runtime import Runtime
 
 pytestmark = pytest.mark.unit
@@ -109,7 +109,7 @@ async def _drive(
         sent = len(kube.calls)
         spec, generation = (rollout.spec, 1) if step < STEPS or edit is None else (edit, 2)
         version = kube.current_version or "1"
-        await reconcile(runtime, ref(version, generation), spec, kube.status, {})
+        await reconcile(runtime, RolloutRead(ref(version, generation), spec, kube.status, {}))
         echo_writes(kube, cluster, sent)
         statuses.append(kube.status)
         clock.advance(15)

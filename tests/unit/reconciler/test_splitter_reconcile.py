@@ -18,7 +18,8 @@ from specdecode.domain.observations import LatencySamples, MetricError
 from specdecode.domain.route_mirrors import mirror_filter
 from specdecode.reconciler import splitter as splitter_module
 from specdecode.reconciler.mirror import wanted_mirrors
-from specdecode.reconciler.splitter import read_splitter_windows, sync_splitter
+from specdecode.reconciler.report_windows import read_windows
+from specdecode.reconciler.splitter import sync_splitter
 from specdecode_load.splitter_config import parse_splitter_config
 
 pytestmark = pytest.mark.unit
@@ -222,11 +223,16 @@ async def test_each_side_is_read_from_the_splitter_and_garbage_is_an_error() -> 
 
     rt = runtime(core, splitter_answers)
     pods = observed_splitter_pods([running_splitter_pod()])
-    baseline, candidate = await read_splitter_windows(rt, "team-a/llama-8b", PLAN, pods, 0, 200)
+    baseline, candidate = await read_windows(
+        rt, "team-a/llama-8b", PLAN, pods, 0, 200, splitter=True
+    )
     assert sorted(asked) == ["baseline", "candidate"]
     assert isinstance(baseline, LatencySamples) and isinstance(candidate, LatencySamples)
     answer["garbage"] = True
-    baseline, _ = await read_splitter_windows(rt, "team-a/llama-8b", PLAN, pods, 0, 200)
+    baseline, _ = await read_windows(rt, "team-a/llama-8b", PLAN, pods, 0, 200, splitter=True)
     assert isinstance(baseline, MetricError)
     # no splitter pod of this run yet: nothing measured, not an incomplete window
-    assert await read_splitter_windows(rt, "team-a/llama-8b", PLAN, [], 0, 200) == (None, None)
+    assert await read_windows(rt, "team-a/llama-8b", PLAN, [], 0, 200, splitter=True) == (
+        None,
+        None,
+    )

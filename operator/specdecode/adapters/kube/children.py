@@ -20,9 +20,8 @@ from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.kube.owned import owner_uids
 from specdecode.adapters.render import CONFIG_LABEL, EVIDENCE_LABEL, ROLE_LABEL
 from specdecode.domain.child_names import child_name
-from specdecode.domain.observations import ChildRole, ChildState
+from specdecode.domain.observations import SHADOW_ROLES, ChildRole, ChildState
 
-SHADOW_ROLES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 # A line of a crashed engine's log that names the cause: an exception (`ValueError: ...`)
 # or a pydantic validation message (`  Value error, ...`, as vLLM's config classes raise).
 _ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\b|Value error, )")

@@ -8,6 +8,7 @@ user's newer action is never swallowed. More: docs/internals.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,18 @@ class RolloutRef:
     def owner(self) -> Owner:
         """The owner of the rollout's children and load pods."""
         return Owner(self.name, self.namespace, self.uid)
+
+
+@dataclass(frozen=True)
+class RolloutRead:
+    """One version of the rollout as the watch delivered it: its identity (`ref`, with the
+    resourceVersion) and the spec, status and annotations read together, before anything
+    is awaited, so the reconcile decides on one consistent object."""
+
+    ref: RolloutRef
+    spec: Mapping[str, Any]
+    status: Mapping[str, Any] | None
+    annotations: Mapping[str, str]
 
 
 class StaleRollout(Exception):

@@ -24,7 +24,7 @@ from specdecode.domain import load_flags
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import REPORT_PORT
 from specdecode.domain.load_report import TOKEN_ENV
-from specdecode.domain.observations import ChildRole
+from specdecode.domain.observations import SHADOW_ROLES, ChildRole
 
 LOAD_ROLE = "shadow-load"
 SIDE_LABEL = "specdecode.io/side"
@@ -44,7 +44,6 @@ def token_secret_name(rollout: str) -> str:
 STATE_DIR = "/var/run/specdecode-load"
 PROMPTS_DIR = "/etc/specdecode-load/prompts"
 PROMPTS_FILE = "prompts.jsonl"
-SIDES = (ChildRole.BASELINE, ChildRole.CANDIDATE)
 
 
 @dataclass(frozen=True)
@@ -184,7 +183,7 @@ def render_load_pods(
     }
     templates = template_environment()
     pods: list[LoadPodSpec] = []
-    for side in SIDES:
+    for side in SHADOW_ROLES:
         for shard in range(plan.shape.pods_per_side):
             labels = {
                 "app.kubernetes.io/component": LOAD_ROLE,
