@@ -157,25 +157,22 @@ def measure_client_tail(
 ) -> Measurement:
     """Candidate / baseline q-quantile of the load pods' ITL over time blocks, unless a
     side was offered less than an open-loop stage's rate (`unequal_load`)."""
-    measured = _client_tail(gate, baseline, candidate, look)
-    if isinstance(baseline, LatencySamples) and isinstance(candidate, LatencySamples):
-        return unequal_load(measured, baseline, candidate, look.unsent)
-    return measured
-
-
-def _client_tail(
-    gate: GateParams,
-    baseline: LatencySamples | MetricError | None,
-    candidate: LatencySamples | MetricError | None,
-    look: Look,
-) -> Measurement:
-    q = gate.number("quantile")
-    threshold = 1.0 + gate.number("tolerance")
     for side in (baseline, candidate):
         if isinstance(side, MetricError):
             return metric_error(side)
     if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
+        threshold = 1.0 + gate.number("tolerance")
         return Measurement(GateVerdict.INCONCLUSIVE, "no latency samples yet", threshold=threshold)
+    measured = _client_tail(gate, baseline, candidate, look)
+    return unequal_load(measured, baseline, candidate, look.unsent)
+
+
+def _client_tail(
+    gate: GateParams, baseline: LatencySamples, candidate: LatencySamples, look: Look
+) -> Measurement:
+    """The tail ratio's bounds and verdict, both sides' samples in hand."""
+    q = gate.number("quantile")
+    threshold = 1.0 + gate.number("tolerance")
     if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
         return unjudged
     if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
