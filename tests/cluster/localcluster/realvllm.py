@@ -192,8 +192,12 @@ def rollout(
 def demo_rollout() -> dict[str, Any]:
     """`make demo SCENARIO=real`: the simulator demo's two stages on the real engine, with a
     candidate whose draft agrees with its target on ~99 % of tokens but costs 8x its depth
-    (`draft-heavy`): acceptance passes (~1 by construction), and the speedup gate must fail
-    it, as it would a draft too large for its target on a GPU. With the draft identical to
+    (`draft-heavy`): acceptance passes (~1 by construction), and the tail gate must fail it,
+    as it would a draft too large for its target on a GPU. The tail is judged on vLLM's own
+    step histogram (ServerStep): in this cluster the fast baseline's stream reaches the load
+    client in bursts (35-58 % of its chunk gaps under 0.1 ms, even at 0.25 requests/s; 0 % from
+    the same engine outside the cluster), so the client-timed speedup is refused as saturated
+    and shown for what it is (docs/real-vllm.md). With the draft identical to
     the target instead (as deep as it), speculation on a CPU sits near 1x: 3 of 4 runs ended
     undecided (close calls 0.698, 0.923, 0.970 against the limit 1), so it could not show a
     verdict; 16 layers measured 0.58x at 1 stream and 0.34x at 8 against the plain target
@@ -209,7 +213,7 @@ def demo_rollout() -> dict[str, Any]:
             "tail-latency",
             8,
             [
-                {"name": "p99-itl", "type": "TailLatency"},
+                {"name": "p99-itl", "type": "TailLatency", "itlDefinition": "ServerStep"},
                 {"name": "tpot-speedup", "type": "Speedup"},
             ],
         ),
