@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from specdecode.domain.observations import LatencySamples, MetricError
@@ -141,6 +142,26 @@ def relation(verdict: GateVerdict, higher_is_better: bool) -> str:
     """How a judged value stands against its threshold in a reason: passed, failed or `~`."""
     passed, failed = (">=", "<") if higher_is_better else ("<=", ">")
     return {GateVerdict.SUCCESSFUL: passed, GateVerdict.FAILED: failed}.get(verdict, "~")
+
+
+def judge_client_timed(
+    threshold: float,
+    baseline: LatencySamples | MetricError | None,
+    candidate: LatencySamples | MetricError | None,
+    missing: str,
+    judge: Callable[[LatencySamples, LatencySamples], Measurement],
+    unsent: UnsentLimit,
+) -> Measurement:
+    """A client-timed gate's look: refused when a side's read failed (its error) or a side
+    has no samples yet (`missing`), else `judge` on both sides, refused again if a side was
+    offered less than the stage's load (`unequal_load`). One pipeline, so every
+    client-timed gate refuses the same way."""
+    for side in (baseline, candidate):
+        if isinstance(side, MetricError):
+            return metric_error(side)
+    if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
+        return Measurement(GateVerdict.INCONCLUSIVE, missing, threshold=threshold)
+    return unequal_load(judge(baseline, candidate), baseline, candidate, unsent)
 
 
 def judge_at_least(interval: Interval, threshold: float) -> GateVerdict:

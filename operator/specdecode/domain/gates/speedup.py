@@ -17,15 +17,14 @@ from specdecode.domain.gate_measures import (
     Measurement,
     incomplete_window,
     judge_at_least,
+    judge_client_timed,
     judged,
-    metric_error,
     mostly_failed_window,
-    unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import GateMeasure, Look, Need, TuningFigure, register
 from specdecode.domain.gates.tail_latency import log_ratio_interval, saturation
-from specdecode.domain.observations import LatencySamples, MetricError, StageObservations
+from specdecode.domain.observations import LatencySamples, StageObservations
 from specdecode.domain.stats import Interval
 from specdecode.vocabulary import GateType, GateVerdict, SpeedupMetric
 
@@ -53,15 +52,14 @@ class SpeedupGate(GateMeasure):
         bursts or its client's stamps lagged (`bursty_delivery`, `saturation`: a TPOT is
         then the client's, either way), or it was offered less than the stage's rate
         (`unequal_load`)."""
-        threshold = gate.number("min_speedup")
-        baseline, candidate = seen.baseline_latency, seen.candidate_latency
-        for side in (baseline, candidate):
-            if isinstance(side, MetricError):
-                return metric_error(side)
-        if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
-            return Measurement(GateVerdict.INCONCLUSIVE, "no requests yet", threshold=threshold)
-        measured = _tpot_speedup(gate, baseline, candidate, look)
-        return unequal_load(measured, baseline, candidate, look.unsent)
+        return judge_client_timed(
+            gate.number("min_speedup"),
+            seen.baseline_latency,
+            seen.candidate_latency,
+            "no requests yet",
+            lambda base, cand: _tpot_speedup(gate, base, cand, look),
+            look.unsent,
+        )
 
 
 def _tpot_speedup(

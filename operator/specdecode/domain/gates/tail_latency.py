@@ -21,11 +21,10 @@ from specdecode.domain.gate_measures import (
     UnsentLimit,
     incomplete_window,
     judge_at_most,
+    judge_client_timed,
     judged,
-    metric_error,
     mostly_failed_window,
     relation,
-    unequal_load,
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import (
@@ -157,14 +156,14 @@ def measure_client_tail(
 ) -> Measurement:
     """Candidate / baseline q-quantile of the load pods' ITL over time blocks, unless a
     side was offered less than an open-loop stage's rate (`unequal_load`)."""
-    for side in (baseline, candidate):
-        if isinstance(side, MetricError):
-            return metric_error(side)
-    if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
-        threshold = 1.0 + gate.number("tolerance")
-        return Measurement(GateVerdict.INCONCLUSIVE, "no latency samples yet", threshold=threshold)
-    measured = _client_tail(gate, baseline, candidate, look)
-    return unequal_load(measured, baseline, candidate, look.unsent)
+    return judge_client_timed(
+        1.0 + gate.number("tolerance"),
+        baseline,
+        candidate,
+        "no latency samples yet",
+        lambda base, cand: _client_tail(gate, base, cand, look),
+        look.unsent,
+    )
 
 
 def _client_tail(
