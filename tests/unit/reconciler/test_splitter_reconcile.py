@@ -236,3 +236,44 @@ async def test_each_side_is_read_from_the_splitter_and_garbage_is_an_error() -> 
         None,
         None,
     )
+
+
+async def test_a_splitters_echo_is_what_the_next_push_compares_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The endpoints a splitter's report echoes are kept per "<pod>/<side>" for the push:
+    an echo of the right engines stops the push, a stale echo (a restarted splitter that
+    lost them) brings it back, and the load pods' echo map is never written."""
+    pushed: list[tuple[str, tuple[str, ...]]] = []
+    echo = {"baseline": ("http://10.2.0.1:8000",), "candidate": ("http://10.2.0.2:8000",)}
+
+    def splitter_answers(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            side = request.url.params["side"]
+            body = report(side) | {"endpoints": list(echo[side])}
+            return httpx.Response(200, content=json.dumps(body))
+        sent = json.loads(request.content)
+        pushed.append((sent["side"], tuple(sent["urls"])))
+        return httpx.Response(200, content=b"{}")
+
+    rt = runtime(FakeCore(), splitter_answers)
+
+    async def apply(*_: Any) -> list[Any]:
+        return []
+
+    monkeypatch.setattr(splitter_module, "apply_children", apply)
+    splitter_pod = running_splitter_pod()
+    rt.cluster.attach({}, {}, {("team-a", "llama-8b"): [splitter_pod, *engine_pods()]}, {})
+    pods = observed_splitter_pods([splitter_pod])
+    await read_windows(rt, "team-a/llama-8b", PLAN, pods, 0, 200, splitter=True)
+    assert rt.load_cache.splitter_endpoints["team-a/llama-8b"] == {
+        f"{splitter_pod['metadata']['name']}/baseline": echo["baseline"],
+        f"{splitter_pod['metadata']['name']}/candidate": echo["candidate"],
+    }
+    assert "team-a/llama-8b" not in rt.load_cache.endpoints
+    await sync_splitter(rt, OWNER, mirror_spec(), PLAN)
+    assert pushed == []  # it echoed the engines it should use: nothing to push
+    echo["candidate"] = ()  # restarted: it has none
+    await read_windows(rt, "team-a/llama-8b", PLAN, pods, 0, 200, splitter=True)
+    await sync_splitter(rt, OWNER, mirror_spec(), PLAN)
+    assert pushed == [("candidate", ("http://10.2.0.2:8000",))]
