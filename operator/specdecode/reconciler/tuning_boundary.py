@@ -25,7 +25,6 @@ from specdecode.domain.tuning.model import (
     Limits,
     Pace,
     Production,
-    Spend,
     TuningPlan,
 )
 from specdecode.domain.tuning.recommend import SCHEDULE_FIELD
@@ -69,9 +68,9 @@ def plan_of(spec: SpecDecodeTuningSpec) -> TuningPlan:
             trial.tolerance,
             trial.error,
         ),
-        spend=Spend(
-            budget.max_parallel_trials, budget.max_gpu_seconds, spec.gpu_pool.gpus_per_replica
-        ),
+        pairs_at_once=budget.max_parallel_trials,
+        gpu_seconds_budget=budget.max_gpu_seconds,
+        gpus_per_replica=spec.gpu_pool.gpus_per_replica,
         gates=TRIAL_GATES,
         max_batch=max_num_seqs(spec.model.extra_args),
         with_schedule=field_exists(SCHEDULE_FIELD, spec.engine.effective_vllm_version),

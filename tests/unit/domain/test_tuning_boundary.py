@@ -13,7 +13,7 @@ from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.api.tuning_status import SpecDecodeTuningStatus, TuningPhase
 from specdecode.domain.gates import TuningFigure, tuning_type
 from specdecode.domain.tuning.measure import MIN_BLOCKS, TAIL_QUANTILE
-from specdecode.domain.tuning.model import Limits, Pace, Production, Spend
+from specdecode.domain.tuning.model import Limits, Pace, Production
 from specdecode.domain.tuning.report import build_report
 from specdecode.reconciler.tuning_boundary import TRIAL_GATES, plan_of, status_of
 from specdecode.vocabulary import ItlDefinition
@@ -50,7 +50,7 @@ def test_a_wire_spec_becomes_the_plan_it_says() -> None:
     default_error_rate = spec.constraints.max_error_rate  # the gate's default, from api
     assert plan.limits == Limits(1.3, default_error_rate, 0.4)
     assert plan.pace == Pace(20, 40, 400, 0.1, 0.05)
-    assert plan.spend == Spend(3, 90_000, 2)
+    assert (plan.pairs_at_once, plan.gpu_seconds_budget, plan.gpus_per_replica) == (3, 90_000, 2)
     assert plan.max_batch == 128 and plan.with_schedule
     assert plan.production == Production("chat-prod", 7200)
     # Every candidate's wire form reads back as the config it came from, in search order.

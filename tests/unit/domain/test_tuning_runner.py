@@ -18,7 +18,7 @@ from specdecode.domain.stats import Interval
 from specdecode.domain.tuning import rounds
 from specdecode.domain.tuning.cells import CellKey, CellMeasurement
 from specdecode.domain.tuning.measure import TrialWindow, look_error, measure_cell
-from specdecode.domain.tuning.model import Candidate, Limits, Pace, Spend, TuningPlan
+from specdecode.domain.tuning.model import Candidate, Limits, Pace, TuningPlan
 from specdecode.domain.tuning.progress import Progress, from_json, to_json
 from specdecode.domain.tuning.run import TuningRun
 from specdecode.reconciler.tuning_boundary import TRIAL_GATES
@@ -41,7 +41,9 @@ PLAN = TuningPlan(
     objective="MinimiseTPOT",
     limits=Limits(tail_ratio_at_most=1.1, error_rate_at_most=0.01, alpha_at_least=None),
     pace=Pace(warmup_seconds=10, look_seconds=20, max_seconds=60, tie_within=0.05, error=0.05),
-    spend=Spend(pairs_at_once=2, gpu_seconds=200_000, gpus_per_replica=1),
+    pairs_at_once=2,
+    gpu_seconds_budget=200_000,
+    gpus_per_replica=1,
     gates=TRIAL_GATES,
 )
 

@@ -36,15 +36,6 @@ class Pace:
 
 
 @dataclass(frozen=True)
-class Spend:
-    """What the tuning may spend: engine pairs at once, and GPU-seconds in all."""
-
-    pairs_at_once: int
-    gpu_seconds: float
-    gpus_per_replica: int
-
-
-@dataclass(frozen=True)
 class Candidate:
     """One config of the expanded search space, as the report and the measures name it.
 
@@ -67,13 +58,22 @@ class Production:
     deployment: str
     window_seconds: int
 
+    def phrase(self) -> str:
+        """What weighted the bands, in the report's words."""
+        return (
+            f"production's vllm:num_requests_running over {self.window_seconds} s "
+            f"(Deployment {self.deployment})"
+        )
+
 
 @dataclass(frozen=True)
 class TuningPlan:
     """One tuning spec as the domain reads it: what to compare, where, and how surely.
 
-    `max_batch`: the engine's --max-num-seqs (None: not set); `with_schedule`: the release
-    has a per-batch-size k schedule; `gates`: the gate a cell measures each figure with.
+    What it may spend: `pairs_at_once` engine pairs, `gpu_seconds_budget` in all, each
+    engine `gpus_per_replica` GPUs. `max_batch`: the engine's --max-num-seqs (None: not
+    set); `with_schedule`: the release has a per-batch-size k schedule; `gates`: the gate
+    a cell measures each figure with.
     """
 
     candidates: tuple[Candidate, ...]
@@ -81,7 +81,9 @@ class TuningPlan:
     objective: str
     limits: Limits
     pace: Pace
-    spend: Spend
+    pairs_at_once: int
+    gpu_seconds_budget: float
+    gpus_per_replica: int
     gates: Mapping[TuningFigure, GateParams]
     max_batch: int | None = None
     with_schedule: bool = False

@@ -127,10 +127,7 @@ def _weights_source(
         w > 0 and lo <= max(c, 1) <= hi for c, w in (running or {}).items() for lo, hi in ranges
     )
     if counted and plan.production is not None:
-        return (
-            f"production's vllm:num_requests_running over {plan.production.window_seconds} s "
-            f"(Deployment {plan.production.deployment})"
-        )
+        return plan.production.phrase()
     if counted:
         return "production's running-request histogram"
     if plan.production_concurrency is not None:

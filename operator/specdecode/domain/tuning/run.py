@@ -50,15 +50,15 @@ class TuningRun:
 
     def next_round(self) -> Round:
         """The cells to measure next (empty and done when decided or out of budget)."""
-        pace, spend = self.plan.pace, self.plan.spend
+        plan, pace = self.plan, self.plan.pace
         return next_round(
             self.configs,
             self.loads,
             self.cells,
             self.standing(),
-            max_parallel=spend.pairs_at_once,
-            budget_left=spend.gpu_seconds - self.gpu_seconds,
-            gpus_per_replica=spend.gpus_per_replica,
+            max_parallel=plan.pairs_at_once,
+            budget_left=plan.gpu_seconds_budget - self.gpu_seconds,
+            gpus_per_replica=plan.gpus_per_replica,
             warmup=pace.warmup_seconds,
             look=pace.look_seconds,
             max_seconds=pace.max_seconds,
@@ -74,7 +74,7 @@ class TuningRun:
         for key in planned.cells:
             state = self.cells.setdefault(key, CellState(key))
             price = look_cost(
-                state, self.plan.spend.gpus_per_replica, trial.warmup_seconds, trial.look_seconds
+                state, self.plan.gpus_per_replica, trial.warmup_seconds, trial.look_seconds
             )
             state.gpu_seconds += price
             self.gpu_seconds += price
@@ -102,5 +102,5 @@ class TuningRun:
     def exhaustive_gpu_seconds(self) -> float:
         """What running every cell for trial.maxSeconds would cost (the comparison)."""
         trial = self.plan.pace
-        per_cell = 2 * self.plan.spend.gpus_per_replica
+        per_cell = 2 * self.plan.gpus_per_replica
         return self.cell_count * per_cell * (trial.warmup_seconds + trial.max_seconds)
