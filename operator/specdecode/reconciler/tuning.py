@@ -33,11 +33,12 @@ from specdecode.domain.tuning.measure import measure_cell
 from specdecode.domain.tuning.progress import Progress, from_json, to_json
 from specdecode.domain.tuning.render import markdown, svg
 from specdecode.domain.tuning.render import to_json as report_json
-from specdecode.domain.tuning.report import build_report, status_summary
+from specdecode.domain.tuning.report import build_report
 from specdecode.domain.tuning.run import TuningRun
 from specdecode.reconciler import trials
 from specdecode.reconciler.reconcile import validation_message
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.tuning_boundary import plan_of, status_of
 from specdecode.reconciler.tuning_outcome import (
     parse_status,
     running_histogram,
@@ -110,15 +111,16 @@ async def _run(
         read_config_map, runtime.kube, ref.namespace, report_name(ref.name)
     )
     stored = stored or {}
-    progress = from_json(spec, stored.get(STATE_KEY))
+    plan = plan_of(spec)  # the wire spec into the domain's terms, once a reconcile
+    progress = from_json(plan, stored.get(STATE_KEY))
     if progress is None or progress.generation != ref.generation:  # a changed spec: afresh
-        progress = Progress(TuningRun.start(spec), generation=ref.generation)
+        progress = Progress(TuningRun.start(plan), generation=ref.generation)
     now = runtime.clock.now().timestamp()
     failure = await _advance(runtime, ref, spec, progress, now)
     # Production's distribution weights the final report (one range query, not one a look).
     running = await running_histogram(runtime, ref, spec) if progress.finished_at else None
     report = build_report(progress.run, running)
-    summary = status_summary(report, report_name(ref.name))
+    summary = status_of(report, report_name(ref.name))
     done = progress.finished_at is not None
     if failure is not None:
         phase, message = TuningPhase.FAILED, failure
@@ -214,7 +216,8 @@ async def _advance(
         cell = progress.round[key]
         until, resumed = rounds.window_end(progress, key, now), rounds.resumed(progress, key)
         window = await trials.look(runtime, trial, cell, until, resumed)
-        measured = measure_cell(window, cell.critical, trial.config.method)
+        plan = progress.run.plan
+        measured = measure_cell(window, cell.critical, plan.candidate(key.config), plan.gates)
         rounds.record(progress, key, measured, now)
         if not isinstance(measured, str):
             await trials.keep_blocks(runtime, trial, window)

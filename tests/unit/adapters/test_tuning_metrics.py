@@ -10,7 +10,8 @@ import pytest
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.api.tuning_status import SpecDecodeTuningStatus
 from specdecode.domain.tuning.recommend import BreakEven
-from specdecode.domain.tuning.report import Bounds, CellRow, TuningReport, status_summary
+from specdecode.domain.tuning.report import Bounds, CellRow, TuningReport
+from specdecode.reconciler.tuning_boundary import status_of
 
 pytestmark = pytest.mark.unit
 
@@ -62,7 +63,7 @@ def gauge(metrics: OperatorMetrics, name: str, tuning: str = "t") -> float | Non
 
 def test_every_measured_cell_has_its_ratio_and_bounds() -> None:
     metrics = OperatorMetrics()
-    metrics.tuning_reported("ns", "t", FIRST, status_summary(FIRST, "t-report"))
+    metrics.tuning_reported("ns", "t", FIRST, status_of(FIRST, "t-report"))
     found = speedups(metrics)
     assert found[("eagle3 k=3", "1", "value")] == 1.8
     assert found[("eagle3 k=3", "64", "lower")] == pytest.approx(0.85)
@@ -97,9 +98,9 @@ def test_the_gauges_follow_the_status_written_with_the_report() -> None:
 
 def test_cells_no_longer_in_the_report_lose_their_series() -> None:
     metrics = OperatorMetrics()
-    metrics.tuning_reported("ns", "t", FIRST, status_summary(FIRST, None))
+    metrics.tuning_reported("ns", "t", FIRST, status_of(FIRST, None))
     second = dataclasses.replace(FIRST, rows=(row("aaa", 1, 1.7), row("aaa", 16, 1.3)))
-    metrics.tuning_reported("ns", "t", second, status_summary(second, None))
+    metrics.tuning_reported("ns", "t", second, status_of(second, None))
     assert {(label, load) for label, load, _ in speedups(metrics)} == {
         ("eagle3 k=3", "1"),
         ("eagle3 k=3", "16"),
@@ -109,8 +110,8 @@ def test_cells_no_longer_in_the_report_lose_their_series() -> None:
 
 def test_a_deleted_tuning_leaves_no_series_and_others_keep_theirs() -> None:
     metrics = OperatorMetrics()
-    metrics.tuning_reported("ns", "t", FIRST, status_summary(FIRST, None))
-    metrics.tuning_reported("ns", "other", FIRST, status_summary(FIRST, None))
+    metrics.tuning_reported("ns", "t", FIRST, status_of(FIRST, None))
+    metrics.tuning_reported("ns", "other", FIRST, status_of(FIRST, None))
     metrics.tuning_forgotten("ns", "t")
     tuning_series = [
         sample.labels
@@ -120,5 +121,5 @@ def test_a_deleted_tuning_leaves_no_series_and_others_keep_theirs() -> None:
     ]
     assert tuning_series and all(labels["tuning"] == "other" for labels in tuning_series)
     assert len(speedups(metrics, "other")) == 9
-    metrics.tuning_reported("ns", "t", FIRST, status_summary(FIRST, None))  # recreated
+    metrics.tuning_reported("ns", "t", FIRST, status_of(FIRST, None))  # recreated
     assert len(speedups(metrics)) == 9

@@ -19,6 +19,7 @@ from specdecode.domain.tuning.progress import Progress, to_json
 from specdecode.domain.tuning.run import TuningRun
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.tuning import STATE_KEY, TuningRef, reconcile_tuning
+from specdecode.reconciler.tuning_boundary import plan_of
 
 pytestmark = pytest.mark.unit
 
@@ -165,7 +166,7 @@ def test_a_crash_looping_engine_fails_the_tuning_and_removes_every_trial() -> No
 def test_a_finished_tuning_starts_the_winners_rollout_once() -> None:
     kube, _, runtime = setup()
     spec = {**SPEC, "apply": True}
-    progress = Progress(TuningRun.start(SpecDecodeTuningSpec.model_validate(spec)))
+    progress = Progress(TuningRun.start(plan_of(SpecDecodeTuningSpec.model_validate(spec))))
     progress.finished_at, progress.generation = 1.0, REF.generation
     kube.config_maps["tune-report"] = {"data": {STATE_KEY: to_json(progress)}}
     status = {"phase": "Running", "observedGeneration": 1}
@@ -204,7 +205,7 @@ def test_an_unschedulable_engine_is_waited_for_not_failed() -> None:
 def finished_with_apply(kube: TuningKube) -> dict[str, Any]:
     """A tuning spec with `apply: true` whose stored progress says the run is done."""
     spec = {**SPEC, "apply": True}
-    progress = Progress(TuningRun.start(SpecDecodeTuningSpec.model_validate(spec)))
+    progress = Progress(TuningRun.start(plan_of(SpecDecodeTuningSpec.model_validate(spec))))
     progress.finished_at, progress.generation = 1.0, REF.generation
     kube.config_maps["tune-report"] = {"data": {STATE_KEY: to_json(progress)}}
     return spec
@@ -238,7 +239,7 @@ def test_apply_replaces_the_speculative_config_of_an_existing_rollout_whole() ->
     kube.rollouts_created = 1  # the rollout this tuning started exists: create gets 409
     kube.existing_annotations = {STARTED_BY: REF.owner.uid}
     spec = {**SPEC, "apply": True}
-    progress = Progress(TuningRun.start(SpecDecodeTuningSpec.model_validate(spec)))
+    progress = Progress(TuningRun.start(plan_of(SpecDecodeTuningSpec.model_validate(spec))))
     progress.finished_at, progress.generation = 1.0, REF.generation
     kube.config_maps["tune-report"] = {"data": {STATE_KEY: to_json(progress)}}
     run(runtime, spec, {"phase": "Running", "observedGeneration": 1})

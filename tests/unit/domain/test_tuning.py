@@ -18,7 +18,8 @@ from specdecode.api.tuning_status import MAX_BANDS, SpecDecodeTuningStatus
 from specdecode.domain.tuning.cells import NONE, CellKey, CellState, look_critical
 from specdecode.domain.tuning.recommend import band_weights, bands, break_even
 from specdecode.domain.tuning.render import markdown, sparklines, svg, to_json
-from specdecode.domain.tuning.report import build_report, status_summary
+from specdecode.domain.tuning.report import build_report
+from specdecode.reconciler.tuning_boundary import status_of
 
 pytestmark = pytest.mark.unit
 
@@ -83,7 +84,7 @@ def test_a_config_worse_everywhere_is_dropped_early_and_the_best_never() -> None
         worst, best = run.configs[2], run.configs[0]
         worst_seconds = max(run.cells[CellKey(worst, load)].seconds for load in run.loads)
         dropped_early += (
-            worst in standing.dropped and worst_seconds <= 2 * run.spec.trial.look_seconds
+            worst in standing.dropped and worst_seconds <= 2 * run.plan.pace.look_seconds
         )
         best_dropped += best in standing.dropped
     assert dropped_early >= 57
@@ -200,6 +201,6 @@ def test_report_renders_every_form() -> None:
     assert len([e for e in root if e.tag.endswith("polyline")]) == len(sim.run.configs)
     decoded = json.loads(to_json(report))
     assert decoded["loads"] == list(sim.run.loads)
-    status = status_summary(report, "t-report")
+    status = status_of(report, "t-report")
     assert len(status.winners) <= MAX_BANDS
     SpecDecodeTuningStatus.model_validate(status.to_wire())

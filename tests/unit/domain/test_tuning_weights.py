@@ -13,6 +13,7 @@ from tuning_sim import SimulatedTuning
 
 from specdecode.domain.tuning.render import markdown, to_json
 from specdecode.domain.tuning.report import build_report
+from specdecode.reconciler.tuning_boundary import plan_of
 
 pytestmark = pytest.mark.unit
 
@@ -31,7 +32,8 @@ def crossing_run(seed: int, **spec: object) -> SimulatedTuning:
     sim = synthetic(seed, CROSSING, **BEFORE_SCHEDULES, **spec)
     if production is not None:
         wire = {**sim.spec.to_wire(), "productionConcurrency": production}
-        sim.spec = sim.run.spec = type(sim.spec).model_validate(wire)
+        sim.spec = type(sim.spec).model_validate(wire)
+        sim.run.plan = plan_of(sim.spec)
     sim.finish()
     return sim
 

@@ -32,6 +32,7 @@ from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import NONE, CellKey, CellMeasurement, log_interval
 from specdecode.domain.tuning.run import TuningRun
+from specdecode.reconciler.tuning_boundary import plan_of
 from specdecode_sim.acceptance import AcceptanceModel, expected_tokens_for_curve, head_key
 from specdecode_sim.draft import draft_seconds
 from specdecode_sim.profiles import HARDWARE, MODELS
@@ -148,7 +149,7 @@ class SimulatedTuning:
     paired: bool = True  # hand the domain each look's log standard error (paired bounds)
 
     def __post_init__(self) -> None:
-        self.run = TuningRun.start(self.spec)
+        self.run = TuningRun.start(plan_of(self.spec))
         self.truth, self.tail_truth, self.accepted = {}, {}, {}
         for config in self.spec.configs():
             tokens, _ = tokens_and_verified(self.scenario, config)

@@ -16,10 +16,11 @@ from kubernetes.client import ApiException
 
 from specdecode.domain.tuning.recommend import BreakEven, FamilyScore
 from specdecode.domain.tuning.render import markdown, sparklines, svg, to_json
-from specdecode.domain.tuning.report import Bounds, CellRow, TuningReport, Winner, status_summary
+from specdecode.domain.tuning.report import Bounds, CellRow, TuningReport, Winner
 from specdecode.domain.tuning.wire import report_from_json
 from specdecode.kubectl_common import PluginError, Target
 from specdecode.kubectl_plugin import execute, parse_args
+from specdecode.reconciler.tuning_boundary import status_of
 
 pytestmark = pytest.mark.unit
 
@@ -77,7 +78,7 @@ REPORT = TuningReport(
 def tuning(
     name: str, namespace: str = "serving", report: TuningReport | None = REPORT
 ) -> dict[str, Any]:
-    status = status_summary(report, f"{name}-report").to_wire() if report is not None else None
+    status = status_of(report, f"{name}-report").to_wire() if report is not None else None
     return {
         "apiVersion": "specdecode.io/v1alpha1",
         "kind": "SpecDecodeTuning",

@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from specdecode.api.tuning import Constraints
 from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import NONE, CellKey, CellState, exact
 from specdecode.domain.tuning.compare import Gaps
+from specdecode.domain.tuning.model import Limits
 
 
 @dataclass(frozen=True)
@@ -44,16 +44,16 @@ class Standing:
         return next(v for v in self.loads if v.load == load)
 
 
-def infeasible(state: CellState, constraints: Constraints) -> str | None:
+def infeasible(state: CellState, limits: Limits) -> str | None:
     """Why a cell surely breaks a constraint, or None."""
     seen = state.measurement
     if seen is None:
         return None
-    if seen.tail_ratio.lower > constraints.max_tail_ratio:
-        return f"P99 tail ratio >= {seen.tail_ratio.lower:.2f} > {constraints.max_tail_ratio}"
-    if seen.error_rate.lower > constraints.max_error_rate:
-        return f"error rate >= {seen.error_rate.lower:.3f} > {constraints.max_error_rate}"
-    floor = constraints.min_alpha
+    if seen.tail_ratio.lower > limits.tail_ratio_at_most:
+        return f"P99 tail ratio >= {seen.tail_ratio.lower:.2f} > {limits.tail_ratio_at_most}"
+    if seen.error_rate.lower > limits.error_rate_at_most:
+        return f"error rate >= {seen.error_rate.lower:.3f} > {limits.error_rate_at_most}"
+    floor = limits.alpha_at_least
     if floor is not None and seen.alpha is not None and seen.alpha.upper < floor:
         return f"alpha <= {seen.alpha.upper:.2f} < {floor}"
     return None
@@ -66,22 +66,22 @@ def _objective(state: CellState) -> Interval:
     return seen.objective if seen is not None else Interval(math.nan, 0.0, math.inf, 0)
 
 
-def confirmed(state: CellState, constraints: Constraints) -> bool:
+def confirmed(state: CellState, limits: Limits) -> bool:
     """Whether a cell surely meets every constraint (plain decoding always does)."""
     if state.key.config == NONE:
         return True
     seen = state.measurement
     if seen is None:
         return False
-    floor = constraints.min_alpha
+    floor = limits.alpha_at_least
     return (
-        seen.tail_ratio.upper <= constraints.max_tail_ratio
-        and seen.error_rate.upper <= constraints.max_error_rate
+        seen.tail_ratio.upper <= limits.tail_ratio_at_most
+        and seen.error_rate.upper <= limits.error_rate_at_most
         and (floor is None or seen.alpha is None or seen.alpha.lower >= floor)
     )
 
 
-def plausible(state: CellState, constraints: Constraints) -> bool:
+def plausible(state: CellState, limits: Limits) -> bool:
     """Whether a cell's point estimates meet the constraints (how an undecided load ends)."""
     seen = state.measurement
     if state.key.config == NONE:
@@ -89,8 +89,8 @@ def plausible(state: CellState, constraints: Constraints) -> bool:
     if seen is None:
         return False
     return (
-        seen.tail_ratio.value <= constraints.max_tail_ratio
-        and seen.error_rate.value <= constraints.max_error_rate
+        seen.tail_ratio.value <= limits.tail_ratio_at_most
+        and seen.error_rate.value <= limits.error_rate_at_most
     )
 
 
@@ -98,7 +98,7 @@ def judge(
     configs: Sequence[str],
     loads: Sequence[int],
     cells: Mapping[CellKey, CellState],
-    constraints: Constraints,
+    limits: Limits,
     tolerance: float,
     max_seconds: float,
 ) -> Standing:
@@ -113,17 +113,17 @@ def judge(
     for load in loads:
         states = {c: cells.get(CellKey(c, load), CellState(CellKey(c, load))) for c in configs}
         states[NONE] = CellState(CellKey(NONE, load))
-        feasible = {c: s for c, s in states.items() if infeasible(s, constraints) is None}
+        feasible = {c: s for c, s in states.items() if infeasible(s, limits) is None}
         retired |= {CellKey(c, load) for c in states if c not in feasible}
         gaps = Gaps(feasible)
-        sure = [c for c, s in feasible.items() if confirmed(s, constraints)]
+        sure = [c for c, s in feasible.items() if confirmed(s, limits)]
         survivors = {
             c: s
             for c, s in feasible.items()
             if not any(gaps.upper(c, d) < 0 for d in sure if d != c)
         }
         retired |= {CellKey(c, load) for c in feasible if c not in survivors}
-        verdicts.append(_verdict(load, survivors, gaps, constraints, tolerance, max_seconds))
+        verdicts.append(_verdict(load, survivors, gaps, limits, tolerance, max_seconds))
     dropped = frozenset(c for c in configs if all(CellKey(c, load) in retired for load in loads))
     return Standing(tuple(verdicts), dropped, frozenset(retired))
 
@@ -132,18 +132,18 @@ def _verdict(
     load: int,
     survivors: Mapping[str, CellState],
     gaps: Gaps,
-    constraints: Constraints,
+    limits: Limits,
     tolerance: float,
     max_seconds: float,
 ) -> LoadVerdict:
-    candidates = {c: s for c, s in survivors.items() if plausible(s, constraints)}
+    candidates = {c: s for c, s in survivors.items() if plausible(s, limits)}
     leader = max(candidates, key=lambda c: (_objective(candidates[c]).value, c == NONE))
     lead = _objective(candidates[leader])
     unmeasured = any(c != NONE and s.measurement is None for c, s in survivors.items())
     within = math.log1p(tolerance)
     settled = tuple(sorted(c for c in survivors if c != leader and gaps.upper(c, leader) <= within))
     separated = len(settled) == len(survivors) - 1
-    sure = confirmed(survivors[leader], constraints)
+    sure = confirmed(survivors[leader], limits)
     exhausted = all(
         s.seconds >= max_seconds for c, s in survivors.items() if c not in (NONE, *settled)
     )

@@ -9,19 +9,16 @@ measured" with the reason. Per figure: docs/internals.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from specdecode.api.gate_spec import GateSpec, ItlDefinition
-from specdecode.api.speculative import SpeculativeMethod
-from specdecode.api.status import GateVerdict
-from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import (
     SATURATED,  # a lagging client's refusal
     Measurement,
 )
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates import TuningFigure, measure_for, tuning_type
+from specdecode.domain.gates import TuningFigure, measure_for
 from specdecode.domain.gates.registry import Look
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -31,18 +28,19 @@ from specdecode.domain.observations import (
 )
 from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import CellMeasurement
+from specdecode.domain.tuning.model import Candidate
+from specdecode.vocabulary import GateVerdict, ItlDefinition
 
 # Blocks per side before a figure is bounded: fewer than a rollout's 20, because a trial's
 # looks are short and Student's t at few blocks already widens the bound for it.
 MIN_BLOCKS = 4
-FIXED_K_METHODS = frozenset(
-    {
-        SpeculativeMethod.EAGLE,
-        SpeculativeMethod.EAGLE3,
-        SpeculativeMethod.MTP,
-        SpeculativeMethod.DRAFT_MODEL,
-    }
-)
+TAIL_QUANTILE = 0.99
+# Each figure's gate settings beyond its type's defaults (`reconciler.tuning_boundary`
+# makes the gates from them, at MIN_BLOCKS, into `TuningPlan.gates`).
+GATE_SETTINGS: Mapping[TuningFigure, Mapping[str, object]] = {
+    TuningFigure.TAIL: {"quantile": TAIL_QUANTILE, "itl_definition": ItlDefinition.PER_CHUNK},
+    TuningFigure.ALPHA: {"min_draft_tokens": 1},
+}
 
 
 @dataclass(frozen=True)
@@ -57,29 +55,6 @@ class TrialWindow:
 def look_error(z: float) -> float:
     """The one-sided error of a bound at critical value z."""
     return 0.0 if math.isinf(z) else 1.0 - NormalDist().cdf(z)
-
-
-def _gate(figure: TuningFigure, **settings: object) -> GateParams:
-    """The gate a tuning measures `figure` with (the type declaring it, `tuning_figure`)."""
-    gate_type = tuning_type(figure)
-    return gate_params(
-        GateSpec.model_validate(
-            {
-                "name": gate_type.value.lower(),
-                "type": gate_type,
-                "min_samples": MIN_BLOCKS,
-                **settings,
-            }
-        )
-    )
-
-
-SPEEDUP = _gate(TuningFigure.SPEEDUP)
-TAIL_QUANTILE = 0.99
-TAIL = _gate(TuningFigure.TAIL, quantile=TAIL_QUANTILE, itl_definition=ItlDefinition.PER_CHUNK)
-ERRORS = _gate(TuningFigure.ERRORS)
-ALPHA = _gate(TuningFigure.ALPHA, min_draft_tokens=1)
-TOKENS_PER_STEP = _gate(TuningFigure.ACCEPTED_LENGTH)
 
 
 def _interval(measurement: Measurement) -> Interval | None:
@@ -109,28 +84,41 @@ def _unbounded_tail(window: TrialWindow) -> Interval | None:
     return Interval(ratio, 0.0, math.inf, min(base.total, cand.total))
 
 
-def measure_cell(window: TrialWindow, z: float, method: SpeculativeMethod) -> CellMeasurement | str:
-    """The cell's figures at critical value z, or why this look cannot bound them yet."""
+def measure_cell(
+    window: TrialWindow,
+    z: float,
+    candidate: Candidate,
+    gates: Mapping[TuningFigure, GateParams],
+) -> CellMeasurement | str:
+    """The cell's figures at critical value z, or why this look cannot bound them yet;
+    `gates` are the plan's (`TuningPlan.gates`), one a figure."""
     seen = StageObservations(
         stage_name="trial",
         candidate_acceptance=window.acceptance,
         baseline_latency=window.baseline,
         candidate_latency=window.candidate,
     )
-    look = Look(error=look_error(z), method=method)
+    look = Look(error=look_error(z), method=candidate.method)
+
+    def measured_by(figure: TuningFigure) -> Measurement:
+        gate = gates[figure]
+        return measure_for(gate.type).measure(gate, seen, look)
+
     required = {}
-    for name, gate in (("speedup", SPEEDUP), ("tail", TAIL), ("errors", ERRORS)):
-        measured = measure_for(gate.type).measure(gate, seen, look)
+    for figure in (TuningFigure.SPEEDUP, TuningFigure.TAIL, TuningFigure.ERRORS):
+        name = figure.value
+        measured = measured_by(figure)
         interval = _interval(measured)
-        if interval is None and gate is TAIL and not measured.reason.startswith(SATURATED):
+        tail = figure is TuningFigure.TAIL
+        if interval is None and tail and not measured.reason.startswith(SATURATED):
             interval = _unbounded_tail(window)
         if interval is None:
             return f"{name}: {measured.reason}"
         required[name] = interval
     alpha = None
-    if method in FIXED_K_METHODS:
-        alpha = _interval(measure_for(ALPHA.type).measure(ALPHA, seen, look))
-    length = _interval(measure_for(TOKENS_PER_STEP.type).measure(TOKENS_PER_STEP, seen, look))
+    if candidate.fixed_k:
+        alpha = _interval(measured_by(TuningFigure.ALPHA))
+    length = _interval(measured_by(TuningFigure.ACCEPTED_LENGTH))
     speedup = required["speedup"]
     return CellMeasurement(
         objective=speedup,  # both objectives rank on this one bound (module docstring)
@@ -143,4 +131,4 @@ def measure_cell(window: TrialWindow, z: float, method: SpeculativeMethod) -> Ce
     )
 
 
-__all__ = ["MIN_BLOCKS", "TrialWindow", "look_error", "measure_cell"]
+__all__ = ["GATE_SETTINGS", "MIN_BLOCKS", "TrialWindow", "look_error", "measure_cell"]

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import CellKey, CellMeasurement, CellState
+from specdecode.domain.tuning.model import TuningPlan
 from specdecode.domain.tuning.run import TuningRun
 
 FORMAT = 2  # 2: per-look critical values and measurements (bounds intersected over looks)
@@ -159,8 +159,8 @@ def to_json(progress: Progress) -> str:
     return json.dumps(document, sort_keys=True, allow_nan=True)
 
 
-def from_json(spec: SpecDecodeTuningSpec, text: str | None) -> Progress | None:
-    """The progress stored for `spec`, or None when there is none or it is unreadable
+def from_json(plan: TuningPlan, text: str | None) -> Progress | None:
+    """The progress stored for `plan`, or None when there is none or it is unreadable
     (another format, or a search space that no longer matches: the run starts again)."""
     if not text:
         return None
@@ -168,7 +168,7 @@ def from_json(spec: SpecDecodeTuningSpec, text: str | None) -> Progress | None:
         document = json.loads(text)
         if document.get("format") != FORMAT:
             return None
-        run = TuningRun.start(spec)
+        run = TuningRun.start(plan)
         known = set(run.configs)
         for name, raw in document["cells"].items():
             key = _from_key(name)

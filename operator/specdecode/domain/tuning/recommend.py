@@ -12,10 +12,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from specdecode.api.speculative import SpeculativeConfig
-from specdecode.api.tuning import Constraints
 from specdecode.domain.tuning.cells import NONE, CellKey, CellState
 from specdecode.domain.tuning.elimination import infeasible, plausible
+from specdecode.domain.tuning.model import Candidate, Limits
+
+K_FIELD = "num_speculative_tokens"
+SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
 
 
 @dataclass(frozen=True)
@@ -85,11 +87,10 @@ def band_weights(
     return [1.0 / len(loads)] * len(loads)
 
 
-def family_of(config: SpeculativeConfig) -> str:
+def family_of(config: Candidate) -> str:
     """A config without its k: the configs one k schedule can switch between."""
-    wire = config.to_wire()
-    wire.pop("num_speculative_tokens", None)
-    return ",".join(f"{key}={wire[key]}" for key in sorted(wire))
+    wire = config.wire
+    return ",".join(f"{key}={wire[key]}" for key in sorted(wire) if key != K_FIELD)
 
 
 @dataclass(frozen=True)
@@ -103,17 +104,17 @@ class FamilyScore:
 
 
 def score_families(
-    configs: Sequence[SpeculativeConfig],
+    configs: Sequence[Candidate],
     loads: Sequence[int],
     cells: Mapping[CellKey, CellState],
     weights: Sequence[float],
-    constraints: Constraints,
+    limits: Limits,
 ) -> list[FamilyScore]:
     """Every family's schedule and score, best first. A config counts at a load at its
     point estimate when it may meet the constraints there (not surely infeasible, point
     estimates within them); dropped configs count too: losing to another family somewhere
     does not make them a family's worst k."""
-    by_family: dict[str, list[SpeculativeConfig]] = {}
+    by_family: dict[str, list[Candidate]] = {}
     for config in configs:
         by_family.setdefault(family_of(config), []).append(config)
     scores = []
@@ -121,16 +122,10 @@ def score_families(
         best: list[tuple[str, int, float]] = []
         singles: dict[str, list[float]] = {}
         for load in loads:
-            ratios = {
-                c.fingerprint(): _point(cells, c.fingerprint(), load, constraints) for c in members
-            }
-            top = max(members, key=lambda c: ratios[c.fingerprint()])
-            value = ratios[top.fingerprint()]
-            best.append(
-                (top.fingerprint(), top.num_speculative_tokens, value)
-                if value > 1.0
-                else (NONE, 0, 1.0)
-            )
+            ratios = {c.fingerprint: _point(cells, c.fingerprint, load, limits) for c in members}
+            top = max(members, key=lambda c: ratios[c.fingerprint])
+            value = ratios[top.fingerprint]
+            best.append((top.fingerprint, top.k, value) if value > 1.0 else (NONE, 0, 1.0))
             for fingerprint, ratio in ratios.items():
                 singles.setdefault(fingerprint, []).append(ratio)
         score = sum(w * ratio for w, (_, _, ratio) in zip(weights, best, strict=True))
@@ -145,13 +140,11 @@ def score_families(
     return sorted(scores, key=lambda s: -s.score)
 
 
-def _point(
-    cells: Mapping[CellKey, CellState], config: str, load: int, constraints: Constraints
-) -> float:
+def _point(cells: Mapping[CellKey, CellState], config: str, load: int, limits: Limits) -> float:
     state = cells.get(CellKey(config, load))
     if state is None or state.measurement is None:
         return 0.0  # never measured: it cannot be recommended there
-    if infeasible(state, constraints) is not None or not plausible(state, constraints):
+    if infeasible(state, limits) is not None or not plausible(state, limits):
         return 0.0
     return state.measurement.objective.value
 
@@ -171,21 +164,20 @@ def schedule(
 
 def rollout_patch(
     family: FamilyScore,
-    configs: Sequence[SpeculativeConfig],
+    configs: Sequence[Candidate],
     ranges: Sequence[tuple[int, int]],
     with_schedule: bool,
 ) -> dict[str, object]:
-    """A merge patch for a SpecDecodeRollout's spec: the recommended `speculative`."""
-    by_print = {c.fingerprint(): c for c in configs}
+    """A merge patch for a SpecDecodeRollout's spec: the recommended `speculative` (its
+    keys as vLLM reads them; `tuning_boundary`'s test checks the wire model accepts it)."""
+    by_print = {c.fingerprint: c for c in configs}
     if not with_schedule:
         chosen = by_print[family.single[0]]
-        return {"spec": {"speculative": chosen.to_wire()}}
+        return {"spec": {"speculative": dict(chosen.wire)}}
     entries = schedule(family.best, ranges)
     top_k = max(k for _, _, k in entries)
     if top_k == 0:
         return {"spec": {"speculative": None}}
     template = next(by_print[f] for f, _, _ in family.best if f != NONE)
-    wire = template.to_wire()
-    wire["num_speculative_tokens"] = top_k
-    wire["num_speculative_tokens_per_batch_size"] = entries
-    return {"spec": {"speculative": SpeculativeConfig.model_validate(wire).to_wire()}}
+    wire = {**template.wire, K_FIELD: top_k, SCHEDULE_FIELD: entries}
+    return {"spec": {"speculative": wire}}

@@ -1,8 +1,8 @@
 """The tuning's report: one typed structure, built once from a run, rendered elsewhere.
 
-`render` turns it into JSON and Markdown (the report ConfigMap's two keys; the reconciler
-that writes the ConfigMap is not built yet), sparklines and SVG; `status_summary` keeps
-only the bounded part for status, so the resource stays small whatever the search space.
+`render` turns it into JSON and Markdown (the report ConfigMap's two keys), sparklines and
+SVG; `reconciler.tuning_boundary.status_of` keeps only the bounded part for status, so the
+resource stays small whatever the search space.
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from specdecode.api.tuning import SpecDecodeTuningSpec
-from specdecode.api.tuning_rules import max_num_seqs
-from specdecode.api.tuning_status import BandWinner, SpecDecodeTuningStatus, TuningPhase
-from specdecode.api.vllm_versions import field_exists
 from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import CellKey
+from specdecode.domain.tuning.model import TuningPlan
 from specdecode.domain.tuning.recommend import (
+    SCHEDULE_FIELD,
     BreakEven,
     FamilyScore,
     band_weights,
@@ -30,7 +28,6 @@ from specdecode.domain.tuning.recommend import (
 from specdecode.domain.tuning.run import TuningRun
 
 DEFAULT_MAX_BATCH = 4096  # the last band's end when --max-num-seqs is not set
-SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
 
 
 @dataclass(frozen=True)
@@ -123,21 +120,18 @@ def _recommendation(patch: Mapping[str, object]) -> str:
 
 
 def _weights_source(
-    spec: SpecDecodeTuningSpec, ranges: list[tuple[int, int]], running: Mapping[int, float] | None
+    plan: TuningPlan, ranges: list[tuple[int, int]], running: Mapping[int, float] | None
 ) -> str:
     """What `band_weights` went by: the first of these that says anything about the bands."""
     counted = any(
         w > 0 and lo <= max(c, 1) <= hi for c, w in (running or {}).items() for lo, hi in ranges
     )
-    if counted and spec.production is not None:
-        return (
-            f"production's vllm:num_requests_running over {spec.production.window_seconds} s "
-            f"(Deployment {spec.production.deployment})"
-        )
+    if counted and plan.production is not None:
+        return plan.production.phrase()
     if counted:
         return "production's running-request histogram"
-    if spec.production_concurrency is not None:
-        return f"productionConcurrency {spec.production_concurrency}"
+    if plan.production_concurrency is not None:
+        return f"productionConcurrency {plan.production_concurrency}"
     return "nothing known (equal per band)"
 
 
@@ -146,21 +140,21 @@ def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> 
     (concurrency -> share of time), which weights the loads for the one config to roll out.
     The report names what weighted them and what equal weights would have recommended, so a
     reader sees whether the choice rests on the distribution."""
-    spec = run.spec
-    configs = spec.configs()
+    plan = run.plan
+    configs = plan.candidates
     loads = run.loads
     standing = run.standing()
-    max_batch = max_num_seqs(spec.model.extra_args) or DEFAULT_MAX_BATCH
+    max_batch = plan.max_batch or DEFAULT_MAX_BATCH
     ranges = bands(loads, max_batch)
-    weights = band_weights(loads, max_batch, running, spec.production_concurrency)
-    families = score_families(configs, loads, run.cells, weights, spec.constraints)
-    with_schedule = field_exists(SCHEDULE_FIELD, spec.engine.effective_vllm_version)
+    weights = band_weights(loads, max_batch, running, plan.production_concurrency)
+    families = score_families(configs, loads, run.cells, weights, plan.limits)
+    with_schedule = plan.with_schedule
     patch = rollout_patch(families[0], configs, ranges, with_schedule)
     equal = [1.0 / len(loads)] * len(loads)
-    uniform = score_families(configs, loads, run.cells, equal, spec.constraints)[0]
+    uniform = score_families(configs, loads, run.cells, equal, plan.limits)[0]
     rows = []
     for config in configs:
-        fingerprint = config.fingerprint()
+        fingerprint = config.fingerprint
         for load in loads:
             state = run.cells.get(CellKey(fingerprint, load))
             m = state.measurement if state is not None else None
@@ -183,14 +177,12 @@ def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> 
         for (lo, hi), v in zip(ranges, standing.loads, strict=True)
     )
     return TuningReport(
-        objective=spec.objective.value,
+        objective=plan.objective,
         loads=loads,
-        labels={c.fingerprint(): _label(c.to_wire()) for c in configs},
-        configs={c.fingerprint(): c.to_wire() for c in configs},
+        labels={c.fingerprint: _label(c.wire) for c in configs},
+        configs={c.fingerprint: dict(c.wire) for c in configs},
         rows=tuple(rows),
-        break_even={
-            c.fingerprint(): break_even(c.fingerprint(), loads, run.cells) for c in configs
-        },
+        break_even={c.fingerprint: break_even(c.fingerprint, loads, run.cells) for c in configs},
         winners=winners,
         band_weights=tuple(round(w, 4) for w in weights),
         families=tuple(families),
@@ -201,33 +193,9 @@ def build_report(run: TuningRun, running: Mapping[int, float] | None = None) -> 
         looks=run.looks,
         dropped=tuple(sorted(standing.dropped)),
         done=run.next_round().done,
-        weights_source=_weights_source(spec, ranges, running),
+        weights_source=_weights_source(plan, ranges, running),
         recommendation=_recommendation(patch),
         uniform_recommendation=_recommendation(
             rollout_patch(uniform, configs, ranges, with_schedule)
         ),
-    )
-
-
-def status_summary(report: TuningReport, config_map: str | None) -> SpecDecodeTuningStatus:
-    """The bounded status a tuning writes (winners, schedule, counters, the ConfigMap)."""
-    winners = [
-        BandWinner(
-            min_concurrency=w.low,
-            max_concurrency=w.high,
-            config=w.config,
-            speedup="" if w.objective is None else w.objective.text(),
-        )
-        for w in report.winners
-    ]
-    return SpecDecodeTuningStatus(
-        phase=TuningPhase.SUCCEEDED if report.done else TuningPhase.RUNNING,
-        message="every load decided or the budget spent" if report.done else "trials running",
-        configs=len(report.configs),
-        configs_left=len(report.configs) - len(report.dropped),
-        trials_run=report.looks,
-        gpu_seconds=report.gpu_seconds,
-        winners=winners,
-        schedule=report.schedule or [],
-        report_config_map=config_map,
     )

@@ -39,7 +39,7 @@ def start_round(progress: Progress, now: float) -> RoundStart:
         progress.finished_at = progress.finished_at or now
         return RoundStart(True, planned.reason, tuple(previous))
     critical = run.begin_look(planned)
-    look = run.spec.trial.look_seconds
+    look = run.plan.pace.look_seconds
     cells: dict[CellKey, RoundCell] = {}
     for key in planned.cells:
         before = previous.get(key)
@@ -65,13 +65,13 @@ def engines_ready(progress: Progress, key: CellKey, now: float) -> None:
     cell = progress.round[key]
     if cell.load_from is None:
         cell.load_from = now
-        cell.measure_from = now + progress.run.spec.trial.warmup_seconds
+        cell.measure_from = now + progress.run.plan.pace.warmup_seconds
         cell.note = ""
 
 
 def due(progress: Progress, now: float) -> list[CellKey]:
     """Cells whose look may be taken now."""
-    look = progress.run.spec.trial.look_seconds
+    look = progress.run.plan.pace.look_seconds
     return [
         key
         for key, cell in progress.round.items()
@@ -87,7 +87,7 @@ def record(progress: Progress, key: CellKey, measured: CellMeasurement | str, no
         cell.recorded, cell.note = True, ""
         return
     cell.note = measured
-    look = progress.run.spec.trial.look_seconds
+    look = progress.run.plan.pace.look_seconds
     at = cell.look_due(look)
     if at is not None and now >= at + look:
         cell.recorded = True
@@ -99,14 +99,14 @@ def record(progress: Progress, key: CellKey, measured: CellMeasurement | str, no
 def window_end(progress: Progress, key: CellKey, now: float) -> float:
     """Where a look's window ends: its due time, never later (the sequential boundary
     counts the measured time a look was charged for, not what a waiting round adds)."""
-    due_at = progress.round[key].look_due(progress.run.spec.trial.look_seconds)
+    due_at = progress.round[key].look_due(progress.run.plan.pace.look_seconds)
     return now if due_at is None else min(now, due_at)
 
 
 def resumed(progress: Progress, key: CellKey) -> bool:
     """Whether the cell measured in an earlier run too (its stored blocks then count)."""
     cell, state = progress.round[key], progress.run.cells[key]
-    return state.seconds > cell.run_seconds + progress.run.spec.trial.look_seconds
+    return state.seconds > cell.run_seconds + progress.run.plan.pace.look_seconds
 
 
 def next_wake(progress: Progress, now: float) -> float | None:
@@ -116,7 +116,7 @@ def next_wake(progress: Progress, now: float) -> float | None:
     """
     if progress.round and progress.round_done():
         return 0.0  # the round just ended: plan the next one now
-    look = progress.run.spec.trial.look_seconds
+    look = progress.run.plan.pace.look_seconds
     times = []
     for cell in progress.round.values():
         if cell.recorded:

@@ -10,63 +10,63 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.domain.tuning.cells import CellKey, CellMeasurement, CellState, look_critical
 from specdecode.domain.tuning.elimination import Standing, judge
+from specdecode.domain.tuning.model import TuningPlan
 from specdecode.domain.tuning.plan import Round, look_cost, next_round
 
 
 @dataclass
 class TuningRun:
-    """Cells measured so far for one spec, by config fingerprint (search-space order)."""
+    """Cells measured so far for one plan, by config fingerprint (search-space order)."""
 
-    spec: SpecDecodeTuningSpec
+    plan: TuningPlan
     configs: tuple[str, ...]
     cells: dict[CellKey, CellState] = field(default_factory=dict)
     gpu_seconds: float = 0.0
     looks: int = 0
 
     @classmethod
-    def start(cls, spec: SpecDecodeTuningSpec) -> TuningRun:
-        """A run over the spec's expanded search space and ladder."""
-        return cls(spec, tuple(c.fingerprint() for c in spec.configs()))
+    def start(cls, plan: TuningPlan) -> TuningRun:
+        """A run over the plan's search space and ladder."""
+        return cls(plan, tuple(c.fingerprint for c in plan.candidates))
 
     @property
     def loads(self) -> tuple[int, ...]:
         """The ladder, production concurrency merged in."""
-        return tuple(self.spec.loads())
+        return self.plan.loads
 
     def standing(self) -> Standing:
         """Elimination over the looks so far."""
-        trial = self.spec.trial
+        pace = self.plan.pace
         return judge(
             self.configs,
             self.loads,
             self.cells,
-            self.spec.constraints,
-            trial.tolerance,
-            trial.max_seconds,
+            self.plan.limits,
+            pace.tie_within,
+            pace.max_seconds,
         )
 
     def next_round(self) -> Round:
         """The cells to measure next (empty and done when decided or out of budget)."""
-        trial, budget = self.spec.trial, self.spec.budget
+        plan, pace = self.plan, self.plan.pace
         return next_round(
             self.configs,
             self.loads,
             self.cells,
             self.standing(),
-            max_parallel=budget.max_parallel_trials,
-            budget_left=budget.max_gpu_seconds - self.gpu_seconds,
-            gpus_per_replica=self.spec.gpu_pool.gpus_per_replica,
-            warmup=trial.warmup_seconds,
-            look=trial.look_seconds,
-            max_seconds=trial.max_seconds,
+            max_parallel=plan.pairs_at_once,
+            budget_left=plan.gpu_seconds_budget - self.gpu_seconds,
+            gpus_per_replica=plan.gpus_per_replica,
+            warmup=pace.warmup_seconds,
+            look=pace.look_seconds,
+            max_seconds=pace.max_seconds,
         )
 
     def begin_look(self, planned: Round) -> dict[CellKey, float]:
         """Charge a round and return each cell's critical value for its coming look."""
-        trial = self.spec.trial
+        trial = self.plan.pace
         critical = {}
         for key, state in self.cells.items():
             if key not in planned.cells:
@@ -74,7 +74,7 @@ class TuningRun:
         for key in planned.cells:
             state = self.cells.setdefault(key, CellState(key))
             price = look_cost(
-                state, self.spec.gpu_pool.gpus_per_replica, trial.warmup_seconds, trial.look_seconds
+                state, self.plan.gpus_per_replica, trial.warmup_seconds, trial.look_seconds
             )
             state.gpu_seconds += price
             self.gpu_seconds += price
@@ -101,6 +101,6 @@ class TuningRun:
 
     def exhaustive_gpu_seconds(self) -> float:
         """What running every cell for trial.maxSeconds would cost (the comparison)."""
-        trial = self.spec.trial
-        per_cell = 2 * self.spec.gpu_pool.gpus_per_replica
+        trial = self.plan.pace
+        per_cell = 2 * self.plan.gpus_per_replica
         return self.cell_count * per_cell * (trial.warmup_seconds + trial.max_seconds)
