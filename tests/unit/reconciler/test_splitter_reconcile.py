@@ -245,7 +245,10 @@ async def test_a_splitters_echo_is_what_the_next_push_compares_with(
     an echo of the right engines stops the push, a stale echo (a restarted splitter that
     lost them) brings it back, and the load pods' echo map is never written."""
     pushed: list[tuple[str, tuple[str, ...]]] = []
-    echo = {"baseline": ("http://10.2.0.1:8000",), "candidate": ("http://10.2.0.2:8000",)}
+    echo: dict[str, tuple[str, ...]] = {
+        "baseline": ("http://10.2.0.1:8000",),
+        "candidate": ("http://10.2.0.2:8000",),
+    }
 
     def splitter_answers(request: httpx.Request) -> httpx.Response:
         if request.method == "GET":
