@@ -17,7 +17,7 @@ from specdecode.api.acceptance_by_traffic import (
 )
 from specdecode.domain.acceptance_moments import AcceptedMoments, GroupEvidence
 from specdecode.domain.clustered import t_critical
-from specdecode.domain.gates.acceptance import accepted_per_step
+from specdecode.domain.gates.counters import accepted_per_step
 from specdecode.domain.observations import AcceptanceCounts, LatencySamples, MetricError
 from specdecode.domain.traffic_groups import OTHER_GROUP, fold_groups, parse_key
 

@@ -152,16 +152,22 @@ def judge_client_timed(
     judge: Callable[[LatencySamples, LatencySamples], Measurement],
     unsent: UnsentLimit,
 ) -> Measurement:
-    """A client-timed gate's look: refused when a side's read failed (its error) or a side
-    has no samples yet (`missing`), else `judge` on both sides, refused again if a side was
-    offered less than the stage's load (`unequal_load`). One pipeline, so every
+    """A client-timed gate's look: refused when a side's read failed (its error), a side
+    has no samples yet (`missing`), a side's window is incomplete (`incomplete_window`) or
+    mostly failures (`mostly_failed_window`), else `judge` on both sides; refused again if
+    a side was offered less than the stage's load (`unequal_load`). One pipeline, so every
     client-timed gate refuses the same way."""
     for side in (baseline, candidate):
         if isinstance(side, MetricError):
             return metric_error(side)
     if not isinstance(baseline, LatencySamples) or not isinstance(candidate, LatencySamples):
         return Measurement(GateVerdict.INCONCLUSIVE, missing, threshold=threshold)
-    return unequal_load(judge(baseline, candidate), baseline, candidate, unsent)
+    measured = (
+        incomplete_window(threshold, baseline, candidate)
+        or mostly_failed_window(threshold, baseline, candidate)
+        or judge(baseline, candidate)
+    )
+    return unequal_load(measured, baseline, candidate, unsent)
 
 
 def judge_at_least(interval: Interval, threshold: float) -> GateVerdict:

@@ -6,6 +6,7 @@ RolledBack, Failed); production is untouched throughout. Per phase: docs/interna
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from specdecode.api.adoption import PromotionStrategy
@@ -28,6 +29,12 @@ from specdecode.domain.transitions import (
     roll_back,
 )
 
+# One phase's reconcile step on the observations; None: the Deployments it waits for are
+# not ready yet (`_waiting` applies the progress deadline).
+PhaseStep = Callable[
+    [SpecDecodeRolloutSpec, SpecDecodeRolloutStatus, Observations, datetime], Step | None
+]
+
 
 def ready_on_config(child: ChildState, fingerprint: str | None) -> bool:
     """The child is ready and was rendered with this config."""
@@ -41,10 +48,6 @@ def _on_evidence(spec: SpecDecodeRolloutSpec, child: ChildState) -> bool:
     if spec.workload_ref is not None or child.evidence is None:
         return True
     return child.evidence == engine_digest(spec)
-
-
-def _seconds_in_phase(status: SpecDecodeRolloutStatus, now: datetime) -> float:
-    return 0.0 if status.phase_since is None else (now - status.phase_since).total_seconds()
 
 
 def _why_not_ready(role: ChildRole, child: ChildState) -> str:
@@ -91,7 +94,8 @@ def _deploying(
     status: SpecDecodeRolloutStatus,
     observations: Observations,
     now: datetime,
-) -> Step:
+) -> Step | None:
+    """Analyzing once both shadows are ready on their configs; None while they are not."""
     baseline = observations.child(ChildRole.BASELINE)
     candidate = observations.child(ChildRole.CANDIDATE)
     stable_fp = fingerprint_of(status.stable_speculative)
@@ -107,16 +111,7 @@ def _deploying(
         return enter(started, Phase.ANALYZING, now, "ShadowsReady", message)
     if observations.source is not None and observations.source.problem is not None:
         return Step(status)  # waits for the source (Degraded WorkloadUnavailable says why)
-    deadline = spec.analysis.progress_deadline_seconds
-    if _seconds_in_phase(status, now) > deadline:
-        reasons = "; ".join(
-            _why_not_ready(role, child)
-            for role, child in ((ChildRole.BASELINE, baseline), (ChildRole.CANDIDATE, candidate))
-            if not child.ready
-        )
-        message = f"shadows not ready after {deadline}s: {reasons}"
-        return roll_back(status, now, "ProgressDeadlineExceeded", message)
-    return Step(status)
+    return None
 
 
 def _promoting(
@@ -124,7 +119,8 @@ def _promoting(
     status: SpecDecodeRolloutStatus,
     observations: Observations,
     now: datetime,
-) -> Step:
+) -> Step | None:
+    """Promoted once production runs the candidate; None while it is not ready on it."""
     production = observations.child(ChildRole.PRODUCTION)
     if ready_on_config(production, status.candidate_fingerprint):
         message = f"production runs {describe(status.candidate_speculative)}"
@@ -133,11 +129,45 @@ def _promoting(
         return awaiting_owner(
             spec, status, observations.source, now
         )  # the owner's turn: no deadline
+    return None
+
+
+def _shadows_late(observations: Observations, deadline: int) -> str:
+    shadows = [
+        (role, observations.child(role)) for role in (ChildRole.BASELINE, ChildRole.CANDIDATE)
+    ]
+    reasons = "; ".join(_why_not_ready(role, child) for role, child in shadows if not child.ready)
+    return f"shadows not ready after {deadline}s: {reasons}"
+
+
+def _production_late(observations: Observations, deadline: int) -> str:
+    why = _why_not_ready(ChildRole.PRODUCTION, observations.child(ChildRole.PRODUCTION))
+    return f"production not ready on the candidate after {deadline}s ({why}); reverting"
+
+
+# The phases that wait for Deployments to become ready: each one's step (None: still not
+# ready), and the reason and message it rolls back with past progressDeadlineSeconds.
+_WAITING: dict[Phase, tuple[PhaseStep, str, Callable[[Observations, int], str]]] = {
+    Phase.DEPLOYING: (_deploying, "ProgressDeadlineExceeded", _shadows_late),
+    Phase.PROMOTING: (_promoting, "PromotionFailed", _production_late),
+}
+
+
+def _waiting(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Step:
+    """A waiting phase's step; while it is still not ready, a rollback once the phase has
+    waited past progressDeadlineSeconds (one rule for Deploying and Promoting), else wait."""
+    step, reason, late = _WAITING[status.phase]
+    if (stepped := step(spec, status, observations, now)) is not None:
+        return stepped
     deadline = spec.analysis.progress_deadline_seconds
-    if _seconds_in_phase(status, now) > deadline:
-        why = _why_not_ready(ChildRole.PRODUCTION, production)
-        message = f"production not ready on the candidate after {deadline}s ({why}); reverting"
-        return roll_back(status, now, "PromotionFailed", message)
+    waited = 0.0 if status.phase_since is None else (now - status.phase_since).total_seconds()
+    if waited > deadline:
+        return roll_back(status, now, reason, late(observations, deadline))
     return Step(status)
 
 
@@ -181,12 +211,10 @@ def step_in_phase(
         crashed = shadow_failure(status, observations, now)
         if crashed is not None:
             return crashed
-    if phase is Phase.DEPLOYING:
-        return _deploying(spec, status, observations, now)
+    if phase in _WAITING:
+        return _waiting(spec, status, observations, now)
     if phase is Phase.ANALYZING:
         return analyze(spec, status, observations, now)
-    if phase is Phase.PROMOTING:
-        return _promoting(spec, status, observations, now)
     if phase in (Phase.PROMOTED, Phase.DEGRADED):
         return _steady(spec, status, observations, now)
     if phase is Phase.FAILED and observations.generation != status.observed_generation:

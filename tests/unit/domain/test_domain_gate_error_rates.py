@@ -29,7 +29,7 @@ from domain_gatesim import (
 from specdecode.api import GateSpec, GateType, ItlDefinition
 from specdecode.domain import clustered
 from specdecode.domain.clustered import Estimate
-from specdecode.domain.gates import acceptance
+from specdecode.domain.gates import counters
 from specdecode.domain.observations import AcceptedMoments
 from specdecode.domain.sketch import Sketch
 
@@ -101,7 +101,7 @@ def test_the_simulation_catches_drafts_counted_as_independent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Control: the same stages, bounded as if drafts of one prompt were independent.
-    monkeypatch.setattr(acceptance, "accepted_per_step", _independent_drafts)
+    monkeypatch.setattr(counters, "accepted_per_step", _independent_drafts)
     runs = _acceptance_runs(0.55, seed=11, trials=60, concentration=WIDE_MIX)
     wrong = _rate(runs, Outcome.PROMOTED) + _rate(runs, Outcome.ROLLED_BACK)
     print(f"drafts as independent, wide mix: wrong verdicts {wrong:.3f}")

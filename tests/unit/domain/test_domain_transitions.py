@@ -215,3 +215,34 @@ def test_transition(
         assert decision.events[0].type is EventType.WARNING
         assert decision.children.shadows is False
         assert decision.children.production is None  # production keeps the stable config
+
+
+@pytest.mark.parametrize(
+    ("start", "observations", "message"),
+    [
+        (
+            "Deploying",
+            observe(candidate=pending(GPU_FULL)),
+            f"shadows not ready after 600s: baseline: not created; candidate: unschedulable: "
+            f"{GPU_FULL}",
+        ),
+        (
+            "Promoting",
+            observe(production=pending(GPU_FULL)),
+            f"production not ready on the candidate after 600s (production: unschedulable: "
+            f"{GPU_FULL}); reverting",
+        ),
+    ],
+    ids=["deploying", "promoting"],
+)
+def test_past_the_deadline_the_rollback_names_what_never_became_ready(
+    start: str, observations: Observations, message: str
+) -> None:
+    """Deploying and Promoting share one deadline rule (`phases._waiting`); each names what
+    it waited for, so on call knows which Deployment to look at."""
+    status = status_in(SPEC, start)
+    began = status.phase_since or T0
+    decision = run(SPEC, status, observations, (began - T0).total_seconds() + 601)
+    assert decision.status.phase is Phase.ROLLED_BACK
+    assert decision.status.message == message
+    assert decision.events[0].message == message

@@ -15,17 +15,7 @@ import dataclasses
 from specdecode.domain.gate_measures import Measurement, judge_at_least, judged
 from specdecode.domain.gate_measures import relation as compared
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates.acceptance import (
-    CROSS_CHECK_GAP,
-    CountersGate,
-    accepted_per_step,
-    clustered_interval,
-    counters_basis,
-    counters_interval,
-    judgeable_counts,
-    streamed_moments,
-    unbounded_on_counters,
-)
+from specdecode.domain.gates import counters
 from specdecode.domain.gates.registry import Look, TuningFigure, register
 from specdecode.domain.observations import StageObservations
 from specdecode.domain.stats import Interval
@@ -33,7 +23,7 @@ from specdecode.vocabulary import GateType, GateVerdict
 
 
 @register(GateType.ACCEPTED_LENGTH)
-class AcceptedLengthGate(CountersGate):
+class AcceptedLengthGate(counters.CountersGate):
     """Tokens per step judged on its lower bound against minAcceptedLength."""
 
     statistic = "tokens per step, 1 + accepted / drafts, for ngram and suffix"
@@ -44,24 +34,26 @@ class AcceptedLengthGate(CountersGate):
         """1 + accepted / drafts from the counters, bounded over requests."""
         threshold = gate.number("min_accepted_length")
         needed = gate.effective_min_samples
-        counts = judgeable_counts(seen, look, threshold, "tokens per step", needed)
+        counts = counters.judgeable_counts(seen, look, threshold, "tokens per step", needed)
         if isinstance(counts, Measurement):
             return counts
         length = 1.0 + counts.accepted_tokens / counts.drafts
-        moments = streamed_moments(seen)
-        per_step = accepted_per_step(moments) if moments is not None else None
+        moments = counters.streamed_moments(seen)
+        per_step = counters.accepted_per_step(moments) if moments is not None else None
         stream: float | None = None
         if per_step is not None and moments is not None:
             # Judged on the stream: vLLM counts a draft only on steps that proposed
             # something, so 1 + accepted / drafts overstates what every step yields when
             # lookups often find nothing (suffix on code: 4.3 per drafting step, 1.7 per step).
-            interval = clustered_interval(per_step.value, per_step, 1.0, look.error, offset=1.0)
+            interval = counters.clustered_interval(
+                per_step.value, per_step, 1.0, look.error, offset=1.0
+            )
             stream, units = 1.0 + per_step.value, moments.requests
             basis = f"{moments.requests} requests"
         else:
-            alpha = counters_interval(counts, look.error)
+            alpha = counters.counters_interval(counts, look.error)
             if alpha is None:
-                return unbounded_on_counters(counts, "tokens per step", threshold)
+                return counters.unbounded_on_counters(counts, "tokens per step", threshold)
             proposed = counts.draft_tokens / counts.drafts
             interval = Interval(
                 value=length,
@@ -69,7 +61,7 @@ class AcceptedLengthGate(CountersGate):
                 upper=1.0 + alpha.upper * proposed,
                 samples=round(counts.drafts),
             )
-            units, basis = counters_basis(counts)
+            units, basis = counters.counters_basis(counts)
         interval = dataclasses.replace(interval, lower=max(1.0, interval.lower))
         numbers = f"{interval.value:.2f} [{interval.lower:.2f}, {interval.upper:.2f}] tokens/step"
         verdict = judge_at_least(interval, threshold)
@@ -79,7 +71,7 @@ class AcceptedLengthGate(CountersGate):
         else:
             relation = compared(verdict, higher_is_better=True)
             reason = f"{numbers} {relation} {threshold} over {basis}"
-        if stream is not None and abs(stream - length) > CROSS_CHECK_GAP * 2:
+        if stream is not None and abs(stream - length) > counters.CROSS_CHECK_GAP * 2:
             reason += f"; counters say {length:.2f} tokens per drafting step"
         found = judged(
             verdict,

@@ -15,11 +15,9 @@ from specdecode.domain.bursts import bursty_delivery
 from specdecode.domain.clustered import block_quantile
 from specdecode.domain.gate_measures import (
     Measurement,
-    incomplete_window,
     judge_at_least,
     judge_client_timed,
     judged,
-    mostly_failed_window,
 )
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates.registry import GateMeasure, Look, Need, TuningFigure, register
@@ -67,10 +65,6 @@ def _tpot_speedup(
 ) -> Measurement:
     """The speedup's bounds and verdict from both sides' per-block median TPOT."""
     threshold = gate.number("min_speedup")
-    if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
-        return unjudged
-    if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
-        return unjudged
     base = block_quantile(
         [b.time_per_output_token for b in baseline.blocks],
         baseline.time_per_output_token,

@@ -19,11 +19,9 @@ from specdecode.domain.gate_measures import (
     SATURATION_SIDES,
     Measurement,
     UnsentLimit,
-    incomplete_window,
     judge_at_most,
     judge_client_timed,
     judged,
-    mostly_failed_window,
     relation,
 )
 from specdecode.domain.gate_params import GateParams
@@ -172,10 +170,6 @@ def _client_tail(
     """The tail ratio's bounds and verdict, both sides' samples in hand."""
     q = gate.number("quantile")
     threshold = 1.0 + gate.number("tolerance")
-    if (unjudged := incomplete_window(threshold, baseline, candidate)) is not None:
-        return unjudged
-    if (unjudged := mostly_failed_window(threshold, baseline, candidate)) is not None:
-        return unjudged
     definition = gate.choice("itl_definition", ItlDefinition)
     label = f"P{q * 100:g} {definition.value} ITL"
     open_note = ""
