@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analyzing import analyze, begin_stage
 from specdecode.domain.conditions import production_unready_since
@@ -27,6 +26,7 @@ from specdecode.domain.transitions import (
     promoted,
     roll_back,
 )
+from specdecode.vocabulary import Phase, PromotionStrategy
 
 
 def ready_on_config(child: ChildState, fingerprint: str | None) -> bool:
