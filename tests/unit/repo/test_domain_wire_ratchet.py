@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[3]
 CONTRACT = "The domain imports no api (the wire schema)"
 
 # The imports left to convert. Lower it when you convert a module; never raise it.
-MAX_DOMAIN_WIRE_IMPORTS = 84
+MAX_DOMAIN_WIRE_IMPORTS = 83
 
 # One module of the domain, one module of the api: no wildcard.
 ONE_IMPORT = re.compile(r"^specdecode\.domain(\.\w+)+ -> specdecode\.api(\.\w+)*$")
