@@ -10,20 +10,13 @@ traffic"); the estimates are computed in `domain/acceptance_split.py`. Bounded: 
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import Field
 
 from specdecode.api.base import KubeModel
 
-MAX_TRAFFIC_GROUPS = 12  # domain.traffic_groups.MAX_GROUPS must equal it (a test checks)
-
-
-class AcceptanceBasis(StrEnum):
-    """Where a group's estimate comes from."""
-
-    STREAM = "Stream"  # tokens per streamed chunk (merged chunks bias it up)
-    ENGINE = "Engine"  # the engine's per-request spec-decode metrics (vLLM >= 0.29)
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import MAX_TRAFFIC_GROUPS as MAX_TRAFFIC_GROUPS  # noqa: PLC0414
+from specdecode.vocabulary import AcceptanceBasis as AcceptanceBasis  # noqa: PLC0414
 
 
 class TrafficAcceptance(KubeModel):

@@ -9,7 +9,6 @@ Rationale in full: docs/internals.md.
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -18,13 +17,8 @@ from specdecode.api import rules as r
 from specdecode.api.base import KubeModel
 from specdecode.api.traffic import server_side_mirror
 
-
-class PromotionStrategy(StrEnum):
-    """Who changes production once a config passed."""
-
-    OWNED = "Owned"  # the operator owns production (`<name>`) and rolls it itself
-    GITOPS = "GitOps"  # production is the source's owner's: the verdict carries the change
-    PATCH = "Patch"  # the operator applies the speculative argument alone (own field manager)
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import PromotionStrategy as PromotionStrategy  # noqa: PLC0414
 
 
 class WorkloadRef(KubeModel):

@@ -8,8 +8,6 @@ passes only on evidence. Rationale in full: docs/internals.md.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import Field, model_validator
 
 from specdecode.api.analysis_rules import ANALYSIS_RULES, STAGE_RULES
@@ -17,6 +15,9 @@ from specdecode.api.base import KubeModel, RuledModel, optional, section
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition, LabelName, PlainDecoding
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 from specdecode.api.traffic import TrafficSpec
+
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import ScheduleFallback as ScheduleFallback  # noqa: PLC0414
 
 # alpha is the right proxy for a fixed, small k; ngram and suffix propose variable lengths.
 FIXED_K_METHODS = [
@@ -37,13 +38,6 @@ METHOD_NEUTRAL_METHODS: list[SpeculativeMethod | PlainDecoding] = [
     ),
     NO_SPECULATION,
 ]
-
-
-class ScheduleFallback(StrEnum):
-    """What a latency rollback that passed at a lower concurrency does with its offer."""
-
-    OFFER = "Offer"
-    ANALYZE = "Analyze"
 
 
 class StageSpec(RuledModel):

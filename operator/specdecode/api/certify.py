@@ -18,14 +18,13 @@ from specdecode.api.evidence_table import EVIDENCE
 from specdecode.api.gate_spec import NO_PASS_FLAGS, GateSpec, GateType
 from specdecode.api.rules.expressions import truth
 from specdecode.api.schedule_reach import off_through
-from specdecode.api.speculative_rules import SCHEDULE
 from specdecode.api.traffic import (
     MirrorPairing,
     TrafficSourceType,
     TrafficSpec,
     server_side_mirror,
 )
-from specdecode.vocabulary import NO_SPECULATION
+from specdecode.vocabulary import NO_SPECULATION, SCHEDULE
 
 
 @dataclass(frozen=True)

@@ -9,30 +9,15 @@ Rationale in full: docs/internals.md.
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 
 from pydantic import Field
 
 from specdecode.api.base import KubeModel, RuledModel, optional
 from specdecode.api.rules import Binary, Rule, RuleSet, at
 
-
-class DriftKind(StrEnum):
-    """Which half of the guard found the drift."""
-
-    ACCEPTANCE = "Acceptance"  # production's alpha below the Acceptance gate's minAlpha
-    LATENCY = "Latency"  # production's step-ITL tail past the candidate's x (1 + tolerance)
-
-
-class DriftAction(StrEnum):
-    """What the operator does when production's acceptance drifted below the threshold."""
-
-    ALERT = "Alert"  # Drifted condition, a Warning Event, the specdecode_drifted gauge
-    ROLLBACK = "Rollback"  # the same, and production returns to the previous stable config
-    # The same alert; production falls back to plain decoding while the promoted config is
-    # analysed again against it (re-promoted if it still passes, kept off if it does not).
-    REANALYZE = "Reanalyze"
-
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import DriftAction as DriftAction  # noqa: PLC0414
+from specdecode.vocabulary import DriftKind as DriftKind  # noqa: PLC0414
 
 # Written once (`rules`): GuardSpec enforces them and the CRD carries them as CEL.
 GUARD_RULES = RuleSet(

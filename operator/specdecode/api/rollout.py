@@ -29,17 +29,17 @@ from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.api.version_rules import draft_fits_target_rules, spec_rules
 from specdecode.api.workload import EngineSpec, GpuPoolSpec, ModelSpec, ServingSpec
 
-GROUP = "specdecode.io"
+# Re-exported: the wire spells these as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import ACTION_ANNOTATION as ACTION_ANNOTATION  # noqa: PLC0414
+from specdecode.vocabulary import ACTIONS as ACTIONS  # noqa: PLC0414
+from specdecode.vocabulary import GROUP as GROUP  # noqa: PLC0414
+
 VERSION = "v1alpha1"
 KIND = "SpecDecodeRollout"
 PLURAL = "specdecoderollouts"
 SINGULAR = "specdecoderollout"
 SHORT_NAMES = ("sdr",)
 API_VERSION = f"{GROUP}/{VERSION}"
-
-# The one annotation users (and the kubectl plugin, and Argo CD actions) write to steer.
-ACTION_ANNOTATION = f"{GROUP}/action"
-ACTIONS = ("promote", "abort", "retry")
 
 # Children are named `<name>`, `<name>-baseline` and `<name>-candidate`, and Services need
 # DNS-1035 labels (<= 63 characters, starting with a letter): so the rollout name is one

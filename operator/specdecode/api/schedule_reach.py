@@ -11,8 +11,8 @@ from __future__ import annotations
 from specdecode.api import rules as r
 from specdecode.api.rules.expressions import truth
 from specdecode.api.speculative import SpeculativeConfig
-from specdecode.api.speculative_rules import MAX_SCHEDULE_ENTRIES, SCHEDULE
-from specdecode.api.traffic import TrafficSourceType
+from specdecode.api.speculative_rules import MAX_SCHEDULE_ENTRIES
+from specdecode.vocabulary import SCHEDULE, TrafficSourceType
 
 
 def off_through(schedule: r.Ref, batch: r.Expr) -> r.Expr:

@@ -26,22 +26,8 @@ from specdecode.api.speculative_rules import (
 )
 from specdecode.vocabulary import NO_SPECULATION as NO_SPECULATION  # noqa: PLC0414
 
-
-class SpeculativeMethod(StrEnum):
-    """Drafting methods of the supported vLLM releases (which release has which:
-    `vllm_versions.METHODS`)."""
-
-    EAGLE = "eagle"
-    EAGLE3 = "eagle3"
-    DRAFT_MODEL = "draft_model"
-    MTP = "mtp"
-    NGRAM = "ngram"
-    SUFFIX = "suffix"
-    NGRAM_GPU = "ngram_gpu"
-    DFLASH = "dflash"
-    DSPARK = "dspark"
-    MEDUSA = "medusa"
-    MLP_SPECULATOR = "mlp_speculator"
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import SpeculativeMethod as SpeculativeMethod  # noqa: PLC0414
 
 
 class RejectionSampleMethod(StrEnum):

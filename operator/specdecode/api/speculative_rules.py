@@ -12,6 +12,9 @@ from __future__ import annotations
 from specdecode.api import rules as r
 from specdecode.api import vllm_versions as facts
 
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import SCHEDULE as SCHEDULE  # noqa: PLC0414
+
 # Bounds the CRD needs for its CEL cost estimate; the index lists below cover them.
 MAX_SPECULATIVE_TOKENS = 16
 MAX_SCHEDULE_ENTRIES = 16
@@ -23,7 +26,6 @@ SUFFIX_FIELDS = (
 )
 LOOKUP_METHODS = ("ngram", "ngram_gpu")
 PARALLEL_DRAFTING_METHODS = ("eagle", "eagle3", "draft_model", "dflash", "dspark")
-SCHEDULE = "num_speculative_tokens_per_batch_size"
 
 
 def _method_is(method: str) -> r.Expr:

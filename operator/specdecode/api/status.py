@@ -9,11 +9,10 @@ Conditions follow the shape kstatus reads (`Ready`, `Progressing`, `Degraded`, e
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 
 from pydantic import Field
 
-from specdecode.api.acceptance_by_traffic import MAX_TRAFFIC_GROUPS, TrafficAcceptance
+from specdecode.api.acceptance_by_traffic import TrafficAcceptance
 from specdecode.api.adoption import WorkloadStatus
 from specdecode.api.base import KubeModel, optional
 from specdecode.api.gate_spec import GateType, ItlDefinition
@@ -21,41 +20,14 @@ from specdecode.api.guard import DriftStatus
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status_findings import ApplyFindings
 
-# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+# Re-exported: the wire spells these as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import MAX_LOOKS_KEPT as MAX_LOOKS_KEPT  # noqa: PLC0414
+from specdecode.vocabulary import MAX_TRAFFIC_GROUPS
+from specdecode.vocabulary import ConditionStatus as ConditionStatus  # noqa: PLC0414
+from specdecode.vocabulary import Evidence as Evidence  # noqa: PLC0414
 from specdecode.vocabulary import GateVerdict as GateVerdict  # noqa: PLC0414
-
-
-class Phase(StrEnum):
-    """Where the rollout is; see README.md for the transitions."""
-
-    PENDING = "Pending"  # accepted, nothing deployed yet
-    DEPLOYING = "Deploying"  # shadow Deployments starting; waiting for Ready
-    ANALYZING = "Analyzing"  # a stage's shadow traffic and gates are running
-    PAUSED = "Paused"  # gates passed; waiting for `specdecode.io/action: promote`
-    PROMOTING = "Promoting"  # production rolling to the candidate config
-    PROMOTED = "Promoted"  # production runs the desired config; steady state
-    ROLLED_BACK = "RolledBack"  # analysis failed or aborted; production kept the stable config
-    DEGRADED = "Degraded"  # production itself is not available
-    FAILED = "Failed"  # the spec cannot be acted on (an error only the operator can see)
-
-
-class StagePhase(StrEnum):
-    """A stage's outcome."""
-
-    PENDING = "Pending"
-    WARMING_UP = "WarmingUp"
-    RUNNING = "Running"
-    SUCCESSFUL = "Successful"
-    FAILED = "Failed"
-    INCONCLUSIVE = "Inconclusive"
-
-
-class ConditionStatus(StrEnum):
-    """A condition's truth value, as metav1.ConditionStatus."""
-
-    TRUE = "True"
-    FALSE = "False"
-    UNKNOWN = "Unknown"
+from specdecode.vocabulary import Phase as Phase  # noqa: PLC0414
+from specdecode.vocabulary import StagePhase as StagePhase  # noqa: PLC0414
 
 
 class Condition(KubeModel):
@@ -67,9 +39,6 @@ class Condition(KubeModel):
     message: str = Field(default="", description="Why, for people.")
     last_transition_time: datetime = Field(description="When status last changed.")
     observed_generation: int | None = optional("Generation judged.")
-
-
-MAX_LOOKS_KEPT = 64  # a default stage takes 42 looks; older ones are dropped first
 
 
 class GateLook(KubeModel):
@@ -184,17 +153,6 @@ class LoadStatus(KubeModel):
         "output length band) over the window, largest groups first (`other` last): which "
         "traffic a config fails.",
     )
-
-
-class Evidence(StrEnum):
-    """What a stage's verdicts rest on."""
-
-    # the load pods' replayed prompts, timed per chunk by the operator's clients
-    CLIENT_SIDE_REPLAYED = "ClientSideReplayed"
-    # mirrored live requests, sent to both shadows at once and timed by the splitter
-    CLIENT_SIDE_PAIRED = "ClientSidePaired"
-    # the engines' own metrics only (Mirror traffic with mirrorPairing ServerSide)
-    SERVER_SIDE = "ServerSide"
 
 
 class StageStatus(KubeModel):

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdecode.api.status import MAX_LOOKS_KEPT, SpecDecodeRolloutStatus, StagePhase, StageStatus
+from specdecode.api.status import SpecDecodeRolloutStatus, StageStatus
+from specdecode.vocabulary import MAX_LOOKS_KEPT, StagePhase
 
 LOOK_BUDGET = 512  # looks kept in the stage in progress, all its gates together
 MAX_LOOKS_KEPT_FINISHED = 1

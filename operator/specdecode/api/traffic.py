@@ -14,6 +14,9 @@ from pydantic.alias_generators import to_camel
 from specdecode.api import rules as r
 from specdecode.api.base import KubeModel, RuledModel, optional, section
 
+# Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
+from specdecode.vocabulary import TrafficSourceType as TrafficSourceType  # noqa: PLC0414
+
 
 class ConfigMapKeyRef(KubeModel):
     """A key in a ConfigMap or Secret of the rollout's namespace."""
@@ -113,13 +116,6 @@ class SplitterSpec(KubeModel):
 
 # The default per-request timeout: below the default stages' minDurationSeconds (60).
 REQUEST_TIMEOUT_SECONDS = 45.0
-
-
-class TrafficSourceType(StrEnum):
-    """Where shadow requests come from."""
-
-    PROMPTS = "Prompts"
-    MIRROR = "Mirror"
 
 
 class MirrorPairing(StrEnum):

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from statistics import NormalDist
 
-from specdecode.api.acceptance_by_traffic import (
-    MAX_TRAFFIC_GROUPS,
-    AcceptanceBasis,
-    TrafficAcceptance,
-)
+from specdecode.api.acceptance_by_traffic import TrafficAcceptance
 from specdecode.domain.acceptance_moments import AcceptedMoments, GroupEvidence
 from specdecode.domain.clustered import t_critical
 from specdecode.domain.gates.counters import accepted_per_step
 from specdecode.domain.observations import AcceptanceCounts, LatencySamples, MetricError
 from specdecode.domain.traffic_groups import OTHER_GROUP, fold_groups, parse_key
+from specdecode.vocabulary import MAX_TRAFFIC_GROUPS, AcceptanceBasis
 
 SPLIT_CONFIDENCE = 0.95  # two-sided, per group
 DIGITS = 4  # figures in status are rounded: they are read, not judged

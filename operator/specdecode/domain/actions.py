@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.rollout import ACTION_ANNOTATION, ACTIONS, SpecDecodeRolloutSpec
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.transitions import (
     NO_STAGE_RUNNING,
@@ -20,6 +20,7 @@ from specdecode.domain.transitions import (
     enter,
     roll_back,
 )
+from specdecode.vocabulary import ACTION_ANNOTATION, ACTIONS, Phase
 
 PROMOTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 ABORTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})

@@ -14,10 +14,9 @@ from datetime import datetime
 import yaml
 
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.api.status import Condition, ConditionStatus, Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import Condition, SpecDecodeRolloutStatus
 from specdecode.domain.observations import Observations
 from specdecode.domain.source import SourceObservation
 from specdecode.domain.source_spec import in_force
@@ -28,6 +27,7 @@ from specdecode.domain.transitions import (
     describe,
     enter,
 )
+from specdecode.vocabulary import ConditionStatus, Phase, PromotionStrategy
 
 AWAITING_OWNER = "AwaitingOwner"
 VERIFIED = "Verified"

@@ -12,18 +12,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.analysis import ScheduleFallback
 from specdecode.api.certify import Certification, StageContext, certify, evidence_row
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.schedule_reach import k_zero_possible_at
 from specdecode.api.speculative import SpeculativeConfig
-from specdecode.api.status import (
-    GateResult,
-    GateVerdict,
-    Phase,
-    SpecDecodeRolloutStatus,
-    StagePhase,
-)
+from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
 from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.close_call import close_call_of
@@ -51,6 +44,7 @@ from specdecode.domain.stages import (
     start_stage,
 )
 from specdecode.domain.transitions import Step, enter, notify, roll_back, start_analysis
+from specdecode.vocabulary import GateVerdict, Phase, ScheduleFallback, StagePhase
 
 
 def _with_stage(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded
+from specdecode.vocabulary import Phase
 
 NOT_OWNED = "ChildNotOwned"
 CONFLICT = "PatchConflict"

@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.guarding import guard_grid
 from specdecode.domain.stages import last_evaluated
+from specdecode.vocabulary import Phase
 
 
 def next_timed_event(

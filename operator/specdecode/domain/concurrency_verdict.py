@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
-from specdecode.api.speculative_rules import SCHEDULE
-from specdecode.api.status import GateResult, GateVerdict, StagePhase, StageStatus
-from specdecode.api.traffic import TrafficSourceType
+from specdecode.api.status import GateResult, StageStatus
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.vllm_versions import effective_version, field_exists
 from specdecode.domain.gates import measure_for
 from specdecode.domain.tuning.recommend import schedule
 from specdecode.domain.tuning.report import DEFAULT_MAX_BATCH
+from specdecode.vocabulary import SCHEDULE, GateVerdict, StagePhase, TrafficSourceType
 
 
 def _load_phrase(gate: GateResult) -> str | None:

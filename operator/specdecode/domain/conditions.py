@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.guard import DriftKind
-from specdecode.api.status import Condition, ConditionStatus, Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import Condition, SpecDecodeRolloutStatus
+from specdecode.vocabulary import ConditionStatus, DriftKind, Phase
 
 READY, PROGRESSING, DEGRADED, RECONCILING, STALLED = (
     "Ready",

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.status import Condition, ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import Condition, SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED
+from specdecode.vocabulary import ConditionStatus
 
 
 def with_degraded(

@@ -7,9 +7,10 @@ is harmless and a restarted operator converges to the same place.
 from __future__ import annotations
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus, StagePhase
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import DesiredChildren, TrafficPlan
 from specdecode.domain.load_sizing import size_load
+from specdecode.vocabulary import Phase, StagePhase
 
 WITH_SHADOWS = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 

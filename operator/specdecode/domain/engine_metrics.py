@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.degraded import with_degraded
 from specdecode.domain.gates.registry import Need
+from specdecode.vocabulary import ConditionStatus
 
 METRICS_UNAVAILABLE = "MetricsUnavailable"
 # A gauge every vLLM release (and the simulator) exports from start-up, 0 when idle: its

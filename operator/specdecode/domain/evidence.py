@@ -15,8 +15,8 @@ from typing import Any
 from specdecode.api.base import KubeModel
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
-from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.observations import Observations
+from specdecode.vocabulary import TrafficSourceType
 
 # What the evidence is made of and how its error is spent: the shadow traffic, the stages
 # (load, durations, gates), the look cadence and the limits that split each look's error.

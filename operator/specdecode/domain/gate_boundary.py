@@ -17,12 +17,12 @@ from pydantic import BaseModel
 
 from specdecode.api.certify import JUDGED, Certification
 from specdecode.api.gate_spec import GATE_KINDS, MIN_SAMPLES_DEFAULTS, GateSpec
-from specdecode.api.status import MAX_LOOKS_KEPT, GateLook, GateResult
+from specdecode.api.status import GateLook, GateResult
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates import LookPlan, error_at_look, measure
 from specdecode.domain.observations import StageObservations
-from specdecode.vocabulary import GateVerdict
+from specdecode.vocabulary import MAX_LOOKS_KEPT, GateVerdict
 
 # GateParams fields GateSpec does not have as such: computed from it by `_derived`.
 _DERIVED = frozenset({"methods", "default_min_samples", "settings"})

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from specdecode.api.guard import DriftKind, DriftStatus
+from specdecode.api.guard import DriftStatus
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import DriftCheck, DriftVerdict, GuardLook
@@ -25,6 +25,7 @@ from specdecode.domain.latency_drift import (
     latency_guarded,
 )
 from specdecode.domain.observations import MetricError
+from specdecode.vocabulary import DriftKind
 
 
 @dataclass(frozen=True)

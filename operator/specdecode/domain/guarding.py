@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from specdecode.api.gate_spec import GateSpec
-from specdecode.api.guard import DriftAction, DriftKind, DriftStatus
+from specdecode.api.guard import DriftStatus
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.drift import (
     DriftCheck,
@@ -33,6 +33,7 @@ from specdecode.domain.guard_findings import (
 from specdecode.domain.latency_drift import ProductionLatency
 from specdecode.domain.observations import MetricError
 from specdecode.domain.transitions import Step, describe, enter, start_analysis
+from specdecode.vocabulary import DriftAction, DriftKind, Phase
 
 DRIFTED = "Drifted"  # the Event's and the rollback's reason
 # The gate whose results are the alpha headline (Acceptance), with its defaults.

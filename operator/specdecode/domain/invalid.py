@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren
 from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, enter
+from specdecode.vocabulary import Phase
 
 INVALID_SPEC = "InvalidSpec"
 

@@ -9,8 +9,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
-from specdecode.api.traffic import LoadGeneratorSpec
+
+class LoadCapacity(Protocol):
+    """What sizing reads of `spec.analysis.traffic.loadGenerator`: named here, so the
+    domain does not import the wire model (the spec's model has these fields)."""
+
+    @property
+    def chunks_per_second_per_process(self) -> int:
+        """The chunk rate one measuring process keeps timing without delaying stamps."""
+        ...
+
+    @property
+    def assumed_step_seconds(self) -> float:
+        """The engine step a closed loop's chunk rate is derived from."""
+        ...
+
+    @property
+    def max_processes_per_pod(self) -> int:
+        """The processes one load pod may run."""
+        ...
+
+    @property
+    def max_pods_per_side(self) -> int:
+        """The load pods one side may get."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -31,7 +55,7 @@ def expected_chunks_per_second(
 
 
 def size_load(
-    generator: LoadGeneratorSpec,
+    generator: LoadCapacity,
     concurrency: int | None,
     request_rate: float | None,
     max_tokens: int,

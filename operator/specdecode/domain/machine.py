@@ -14,7 +14,7 @@ from datetime import datetime
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.actions import apply_action
 from specdecode.domain.adoption import (
     judgeable_source,
@@ -43,6 +43,7 @@ from specdecode.domain.transitions import (
     describe,
     start_analysis,
 )
+from specdecode.vocabulary import Phase
 
 
 def decide(

@@ -7,12 +7,13 @@ Pure: the routes come from the watched cache or one LIST (`adapters.kube.mirror_
 
 from __future__ import annotations
 
-from specdecode.api import SpecDecodeRolloutSpec, TrafficSourceType
+from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.child_names import child_name, splitter_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import MIRROR_PORT
 from specdecode.domain.observations import SHADOW_ROLES, ChildRole
 from specdecode.domain.route_mirrors import MirrorWanted, Routes, route_problem
+from specdecode.vocabulary import TrafficSourceType
 
 
 def wanted_mirrors(

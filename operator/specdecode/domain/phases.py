@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from specdecode.api.adoption import PromotionStrategy
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analyzing import analyze, begin_stage
 from specdecode.domain.conditions import production_unready_since
@@ -28,6 +27,7 @@ from specdecode.domain.transitions import (
     promoted,
     roll_back,
 )
+from specdecode.vocabulary import Phase, PromotionStrategy
 
 # One phase's reconcile step on the observations; None: the Deployments it waits for are
 # not ready yet (`_waiting` applies the progress deadline).

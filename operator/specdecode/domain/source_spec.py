@@ -13,12 +13,13 @@ from pydantic import ValidationError
 
 from specdecode.api.adoption import WorkloadStatus
 from specdecode.api.rollout import SpecDecodeRolloutSpec, WrittenRolloutSpec
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED, compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren, Event, EventType
 from specdecode.domain.degraded import with_degraded
 from specdecode.domain.source import SourceFacts
 from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, enter
+from specdecode.vocabulary import Phase
 
 UNAVAILABLE = "WorkloadUnavailable"
 # A verdict was reached on a spec that could be resolved then: it stands.

@@ -13,9 +13,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
-from specdecode.api.status import Evidence, GateResult, StagePhase, StageStatus
+from specdecode.api.status import GateResult, StageStatus
 from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.gate_boundary import pending_result
+from specdecode.vocabulary import Evidence, StagePhase
 
 
 def fresh_stages(analysis: AnalysisSpec) -> list[StageStatus]:

@@ -14,9 +14,10 @@ from typing import Any
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.stages import fresh_stages
+from specdecode.vocabulary import Phase
 
 # The status of a phase with no stage running: what every transition out of a stage writes,
 # so a field that names the running stage is cleared everywhere or nowhere.

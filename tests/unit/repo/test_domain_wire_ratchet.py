@@ -1,0 +1,63 @@
+"""The domain's imports of the wire schema only shrink (issue 35: the domain imports no api).
+
+import-linter forbids `specdecode.domain -> specdecode.api` but for the imports its
+contract lists one a line, the ones not converted yet; it errors on a line that matches no
+import, so a converted module must leave the list. What it cannot see is a line added to
+the list: that is what this test refuses, by its length and by the shape of each line (a
+wildcard would let any number of new imports through under one line).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
+CONTRACT = "The domain imports no api (the wire schema)"
+
+# The imports left to convert. Lower it when you convert a module; never raise it.
+MAX_DOMAIN_WIRE_IMPORTS = 71
+
+# One module of the domain, one module of the api: no wildcard.
+ONE_IMPORT = re.compile(r"^specdecode\.domain(\.\w+)+ -> specdecode\.api(\.\w+)*$")
+
+
+def ignored_imports() -> list[str]:
+    """The contract's `ignore_imports`, as pyproject.toml spells them."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (contract,) = [contract for contract in contracts if contract["name"] == CONTRACT]
+    assert contract["source_modules"] == ["specdecode.domain"]
+    assert contract["forbidden_modules"] == ["specdecode.api"]
+    imports: list[str] = contract.get("ignore_imports", [])
+    return imports
+
+
+def test_the_list_of_domain_imports_of_the_api_does_not_grow() -> None:
+    assert len(ignored_imports()) <= MAX_DOMAIN_WIRE_IMPORTS
+
+
+def test_each_line_names_one_import() -> None:
+    imports = ignored_imports()
+    assert [line for line in imports if not ONE_IMPORT.match(line)] == []
+    assert len(set(imports)) == len(imports)
+
+
+def test_unmatched_lines_are_errors() -> None:
+    """The list cannot go stale: import-linter's default refuses a line matching nothing."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["name"] == CONTRACT]
+    assert contract.get("unmatched_ignore_imports_alerting", "error") == "error"
+
+
+# Parts of the domain already converted: no line of the list may name them again.
+CONVERTED = ("specdecode.domain.tuning", "specdecode.domain.load_sizing")
+
+
+def test_a_converted_part_of_the_domain_stays_converted() -> None:
+    assert [line for line in ignored_imports() if line.startswith(CONVERTED)] == []
