@@ -13,6 +13,7 @@ import pytest
 
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status_budget import MAX_REASON_LENGTH
+from specdecode.domain import bursts
 from specdecode.domain.bursts import BURST_GAP_SECONDS, burst_gaps, bursty_delivery
 from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, UnsentLimit
@@ -20,7 +21,7 @@ from specdecode.domain.gates.registry import Look
 from specdecode.domain.gates.speedup import SpeedupGate
 from specdecode.domain.gates.tail_latency import measure_client_tail, saturated_side
 from specdecode.domain.observations import LatencyBlock, LatencySamples, StageObservations
-from specdecode.domain.sketch import Sketch
+from specdecode.domain.sketch import Sketch, bucket_index
 from specdecode.vocabulary import GateVerdict
 
 pytestmark = pytest.mark.unit
@@ -37,6 +38,18 @@ def test_the_share_counts_gaps_under_the_floor_exactly() -> None:
     assert burst_gaps(gaps) == (4, 9)  # 0, 1 us, 150 us, 990 us; not 1 ms nor above
     assert burst_gaps(Sketch()) == (0, 0)
     assert BURST_GAP_SECONDS == 1e-3
+
+
+@pytest.mark.parametrize("spacing", [1.5e-4, 3e-4, 5e-4, 9.5e-4])
+def test_held_chunks_written_under_a_millisecond_apart_count(
+    spacing: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sender stepping over the old 0.1 ms floor: every gap counts now. Control: under
+    the old floor none did."""
+    gaps = Sketch.of([spacing] * 100)
+    assert burst_gaps(gaps) == (100, 100)
+    monkeypatch.setattr(bursts, "_BURST_BUCKET", bucket_index(1e-4))
+    assert burst_gaps(gaps) == (0, 100)
 
 
 def samples(gaps: list[float], tpot: list[float]) -> LatencySamples:

@@ -17,7 +17,6 @@ import pytest
 from loadtesting import GREEDY, wait_until
 
 from specdecode.api.gate_spec import GateSpec
-from specdecode.domain import bursts
 from specdecode.domain.bursts import MAX_BURST_SHARE, burst_gaps, bursty_delivery
 from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, SATURATED
@@ -26,7 +25,6 @@ from specdecode.domain.gates.speedup import SpeedupGate
 from specdecode.domain.gates.tail_latency import saturated_side
 from specdecode.domain.observations import LatencyBlock, LatencySamples, StageObservations
 from specdecode.domain.prompts import builtin_prompts
-from specdecode.domain.sketch import bucket_index
 from specdecode.vocabulary import GateVerdict
 from specdecode_load.pool import parse_endpoint
 from specdecode_load.reference import ReferenceEngine, start_reference
@@ -168,12 +166,15 @@ async def test_held_answers_written_under_a_millisecond_apart_are_refused(spacin
     assert saturated_side(reason) == "candidate" and "in bursts" in reason, reason
 
 
-async def test_with_the_old_floor_held_answers_spaced_half_a_millisecond_pass(
+async def test_without_the_check_held_answers_spaced_half_a_millisecond_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The control: under a 0.1 ms floor the same sender passes the Speedup gate."""
-    monkeypatch.setattr(bursts, "BURST_GAP_SECONDS", 1e-4)
-    monkeypatch.setattr(bursts, "_BURST_BUCKET", bucket_index(1e-4))
+    """The control: the sender gains on speed unless refused. (Whether the old 0.1 ms floor
+    caught it depended on how many chunks the loaded client happened to read together:
+    3-16 % here; tests/unit/domain/test_bursts.py shows exact 0.15-0.5 ms gaps escape it.)"""
+    from specdecode.domain.gates import speedup as speedup_module
+
+    monkeypatch.setattr(speedup_module, "bursty_delivery", lambda *_: None)
     base, cand, _ = await both_sides(1000, seed=6, release_spacing=5e-4)
     verdict, reason = speedup(window(base), window(cand))
     assert verdict is GateVerdict.SUCCESSFUL, reason
