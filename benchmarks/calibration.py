@@ -57,6 +57,7 @@ from calibration_moe import (
 )
 from calibration_workloads import BLOCKS, PUBLISHED, Engine, request_bodies
 
+from specdecode.domain.latency_block import time_per_output_token
 from specdecode_sim.cliargs import parse_cli
 from specdecode_sim.engine import EngineCore
 from specdecode_sim.loop import EngineLoop
@@ -106,8 +107,12 @@ def _summarise(records: list[ClientRecord], duration: float, overruns: float) ->
     measured = Measured(emitted, window, overruns=overruns)
     for record in records:
         times = record.chunk_times
-        if record.tokens > 1 and len(times) > 1:
-            measured.tpot.append((times[-1] - times[0]) / (record.tokens - 1))
+        if len(times) > 1:
+            tpot = time_per_output_token(
+                times[-1] - times[0], record.tokens - record.chunk_tokens[0]
+            )
+            if tpot is not None:
+                measured.tpot.append(tpot)
         measured.itl.extend(b - a for a, b in itertools.pairwise(times))
         measured.chunks += max(len(times) - 1, 0)
         measured.chunk_tokens += sum(record.chunk_tokens[1:])

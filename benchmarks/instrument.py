@@ -12,7 +12,7 @@ measured ratio is the client's. Rows:
 
 - reference: the load client's `LoadWorker` in its own uvloop process(es) per side (the
   benchmark's per-chunk stamp reading, one regex per event, is included in its CPU);
-- httpx control: the operator's old in-process client (`stream_chat`), if it still exists;
+- httpx control: the operator's old in-process httpx client (`instrument_httpx.stream_chat`);
 - simulator: the real `specdecode-load` CLI against two `specdecode-sim` engines at real
   time (SPECDECODE_SIM_TIME_SCALE=1), read through GET /v1/report; delay = its probe.
 
@@ -265,7 +265,7 @@ def run_clients(
 def _httpx_process(conn: Connection, ports: list[int], streams: int, t0: float, t1: float) -> None:
     """Both sides' streams in one asyncio process, as the operator ran them."""
     import httpx
-    from specdecode.adapters.traffic.client import stream_chat
+    from instrument_httpx import stream_chat
 
     async def run() -> None:
         prompts = builtin_prompts("chat", 64, 5, MAX_TOKENS, SAMPLING)
@@ -621,17 +621,12 @@ def main() -> None:
         if processes_for(n) > 1
     ]
     print_rows("Reference engine pair (delay = client arrival - server send stamp)", rows)
-    try:
-        import specdecode.adapters.traffic.client  # noqa: F401
-    except ImportError:
-        print("\n(httpx control skipped: specdecode.adapters.traffic.client is gone)")
-    else:
-        control = [
-            reference_row("httpx", int(n), 1, args.seconds, args.warmup)
-            for n in args.control_levels.split(",")
-            if n
-        ]
-        print_rows("Control: the operator's old httpx client, both sides in one process", control)
+    control = [
+        reference_row("httpx", int(n), 1, args.seconds, args.warmup)
+        for n in args.control_levels.split(",")
+        if n
+    ]
+    print_rows("Control: the operator's old httpx client, both sides in one process", control)
     sim_levels = [int(x) for x in args.sim_levels.split(",") if x]
     sims = [sim_row(n, processes_for(n), args.seconds, args.warmup) for n in sim_levels]
     print_rows("The real CLI against two simulators (delay = the probe)", sims)

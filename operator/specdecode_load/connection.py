@@ -17,6 +17,7 @@ from typing import Any, cast
 import httptools
 
 from specdecode.domain.in_flight import OpenRequest
+from specdecode.domain.latency_block import time_per_output_token
 from specdecode_load.recorder import BlockRecorder
 
 _COMPLETION_TOKENS = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
@@ -223,10 +224,14 @@ class StreamConnection(asyncio.Protocol):
             ttft = self._first_at - self._started
             steps = self._content_chunks - 1
             accepted = tokens - self._first_tokens - steps
-            if error is not None:
-                tpot = (now - self._first_at) / max(self._tokens, 1)
-            elif tokens >= 2:
-                tpot = (self._last_at - self._first_at) / (tokens - 1)
+            if error is not None:  # to its end, the token it waited for counted
+                tpot = time_per_output_token(
+                    now - self._first_at, self._tokens - self._first_tokens + 1
+                )
+            elif self._content_chunks > 1:  # one chunk: no span to time
+                tpot = time_per_output_token(
+                    self._last_at - self._first_at, tokens - self._first_tokens
+                )
         self.recorder.request_end(
             now, ttft, tpot, tokens, steps, accepted, error, outcome, now - self._started, stall,
             group=self._group, engine=self._engine,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import cast
@@ -57,7 +59,8 @@ class _Stream:
     per_step: int = 1  # at most this many tokens per step
     steps: int = 0  # decode chunks after the first
     accepted: int = 0  # their tokens beyond one each
-    held: bytes = b""  # chunks made but not yet written (`burst_every`)
+    held: list[bytes] = field(default_factory=list)  # made, not yet written (`burst_every`)
+    last_release: float = 0.0  # when its last held chunk was written (`release_spacing`)
 
 
 @dataclass
@@ -83,6 +86,15 @@ class ReferenceEngine:
     # `burst_every` at a time (and at its end) in one write; 0 writes each at its step.
     # The truth keeps the steps' gaps, stamps included: what a healthy client should see.
     burst_every: int = 0
+    # Tokens in a stream's first chunk (0: as any step); a known truth for time per output
+    # token, whose span starts after that chunk.
+    first_chunk_tokens: int = 0
+    # How a held burst is written: 0 in one write; else chunk by chunk this many seconds
+    # apart (a sender stepping over an absolute burst floor), paced by a thread since the
+    # event loop's timers wake at 1 ms at best. Their write-to-write gaps: `release_truth`.
+    release_spacing: float = 0.0
+    release_truth: Sketch = field(default_factory=Sketch)
+    _releases: queue.SimpleQueue[tuple[_Stream, list[bytes]]] | None = None
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     def join(
@@ -137,7 +149,8 @@ class ReferenceEngine:
         for stream in self.streams:
             if stream.transport.is_closing():
                 continue
-            added = min(stream.rng.randint(1, stream.per_step),
+            per_step = self.first_chunk_tokens if not stream.tokens else 0
+            added = min(per_step or stream.rng.randint(1, stream.per_step),
                         stream.max_tokens - stream.tokens)  # fmt: skip
             if stream.tokens:
                 stream.steps, stream.accepted = stream.steps + 1, stream.accepted + added - 1
@@ -148,12 +161,11 @@ class ReferenceEngine:
             if finish:
                 final = self._final_chunk(stream)
                 data += _chunked(final) + _chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
-            stream.held += data
+            stream.held.append(data)
             fault = stream.fault
             stops = fault is not None and stream.tokens >= fault.value and not finish
             if finish or stops or (stream.steps + 1) % max(self.burst_every, 1) == 0:
-                stream.transport.write(stream.held)
-                stream.held = b""
+                self._release(stream)
             if stream.last_stamp >= 0:
                 gap = stamp - stream.last_stamp
                 self.truth_chunk.add(gap)
@@ -169,6 +181,35 @@ class ReferenceEngine:
             if not finish:
                 alive.append(stream)
         self.streams = alive
+
+    def _release(self, stream: _Stream) -> None:
+        """Write a stream's held chunks: at once, or `release_spacing` apart (a thread)."""
+        held, stream.held = stream.held, []
+        if self.release_spacing <= 0 or len(held) < 2:
+            stream.transport.write(b"".join(held))
+            return
+        if self._releases is None:
+            self._releases = queue.SimpleQueue()
+            loop = asyncio.get_running_loop()
+            threading.Thread(target=self._pace, args=(loop,), daemon=True).start()
+        self._releases.put((stream, held))
+
+    def _pace(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The release thread: each held chunk handed to the loop `release_spacing` apart."""
+        assert self._releases is not None
+        while True:
+            stream, held = self._releases.get()
+            for index, piece in enumerate(held):
+                loop.call_soon_threadsafe(self._write_released, stream, piece, index > 0)
+                time.sleep(self.release_spacing)
+
+    def _write_released(self, stream: _Stream, piece: bytes, within: bool) -> None:
+        now = time.perf_counter()
+        if within:  # a gap inside one release: the spacing a client should read
+            self.release_truth.add(now - stream.last_release)
+        stream.last_release = now
+        if not stream.transport.is_closing():
+            stream.transport.write(piece)
 
     def _final_chunk(self, stream: _Stream) -> bytes:
         """The usage chunk that ends a stream; its request counts in `accepted_truth`."""

@@ -21,7 +21,22 @@ from specdecode.domain.acceptance_moments import (
 from specdecode.domain.in_flight import InFlight
 from specdecode.domain.sketch import Sketch
 
-__all__ = ["BLOCK_FIELDS", "MOMENT_KEYS", "AcceptedMoments", "GroupEvidence", "LatencyBlock"]
+__all__ = [
+    "BLOCK_FIELDS", "MOMENT_KEYS", "AcceptedMoments", "GroupEvidence", "LatencyBlock",
+    "time_per_output_token",
+]  # fmt: skip
+
+
+def time_per_output_token(span: float, tokens_after_first_chunk: int) -> float | None:
+    """A request's time per output token: its first-to-last chunk span over the tokens
+    that span delivered, those after the first chunk (None when there are none).
+
+    Why not tokens - 1 (vLLM's bench serve and GuideLLM divide by it, which is the same
+    when the first chunk carries one token): a first chunk of N tokens arrives before the
+    span starts, so dividing by tokens - 1 flatters by (N - 1) / (tokens - 1).
+    """
+    return span / tokens_after_first_chunk if tokens_after_first_chunk > 0 else None
+
 
 Kind = Literal["sketch", "count", "sum", "tally", "moments", "groups", "latest", "snapshot"]
 
@@ -49,7 +64,8 @@ class LatencyBlock:
     per_chunk_itl: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
     # gap / tokens, weighted by tokens (an unfinished request's last wait: one token)
     per_token_itl: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
-    # one per request with a first token (an unfinished one up to its end)
+    # one per request with a first token (`time_per_output_token`; an unfinished one up to
+    # its end, the token it waited for counted)
     time_per_output_token: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
     time_to_first_token: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))
     client_delay: Sketch = field(default_factory=Sketch, metadata=_m("sketch"))  # own probe

@@ -1,6 +1,6 @@
 """The burst measure on exact values, and both latency gates refusing a bursting side.
 
-A chunk gap under 0.1 ms is no engine step: the share of such gaps says a side's chunks
+A chunk gap under 1 ms is no engine step: the share of such gaps says a side's chunks
 were held and delivered together. Over 5 % of a side's gaps, the Speedup and TailLatency
 gates refuse the look in either direction, naming the side (the LoadSaturated gauge).
 """
@@ -13,6 +13,7 @@ import pytest
 
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status_budget import MAX_REASON_LENGTH
+from specdecode.domain import bursts
 from specdecode.domain.bursts import BURST_GAP_SECONDS, burst_gaps, bursty_delivery
 from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, UnsentLimit
@@ -20,7 +21,7 @@ from specdecode.domain.gates.registry import Look
 from specdecode.domain.gates.speedup import SpeedupGate
 from specdecode.domain.gates.tail_latency import measure_client_tail, saturated_side
 from specdecode.domain.observations import LatencyBlock, LatencySamples, StageObservations
-from specdecode.domain.sketch import Sketch
+from specdecode.domain.sketch import Sketch, bucket_index
 from specdecode.vocabulary import GateVerdict
 
 pytestmark = pytest.mark.unit
@@ -33,10 +34,22 @@ SPEED = gate_params(
 
 
 def test_the_share_counts_gaps_under_the_floor_exactly() -> None:
-    gaps = Sketch.of([0.0, 1e-6, 5e-5, 0.99e-4, 1e-4, 1.01e-4, 0.002, 0.010, 0.5])
-    assert burst_gaps(gaps) == (4, 9)  # 0, 1 us, 50 us, 99 us; not 100 us nor above
+    gaps = Sketch.of([0.0, 1e-6, 1.5e-4, 0.99e-3, 1e-3, 1.01e-3, 0.002, 0.010, 0.5])
+    assert burst_gaps(gaps) == (4, 9)  # 0, 1 us, 150 us, 990 us; not 1 ms nor above
     assert burst_gaps(Sketch()) == (0, 0)
-    assert BURST_GAP_SECONDS == 1e-4
+    assert BURST_GAP_SECONDS == 1e-3
+
+
+@pytest.mark.parametrize("spacing", [1.5e-4, 3e-4, 5e-4, 9.5e-4])
+def test_held_chunks_written_under_a_millisecond_apart_count(
+    spacing: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sender stepping over the old 0.1 ms floor: every gap counts now. Control: under
+    the old floor none did."""
+    gaps = Sketch.of([spacing] * 100)
+    assert burst_gaps(gaps) == (100, 100)
+    monkeypatch.setattr(bursts, "_BURST_BUCKET", bucket_index(1e-4))
+    assert burst_gaps(gaps) == (0, 100)
 
 
 def samples(gaps: list[float], tpot: list[float]) -> LatencySamples:
@@ -53,7 +66,7 @@ def test_a_side_over_five_percent_is_refused_naming_it_and_the_share() -> None:
     assert bursty_delivery(healthy, at_limit, LOAD_CLIENT_LIMIT) is None
     reason = bursty_delivery(healthy, over, LOAD_CLIENT_LIMIT)
     assert reason is not None and saturated_side(reason) == "candidate"
-    assert "6 of its 100 chunk gaps (6%) are under 0.1 ms (over 5%)" in reason
+    assert "6 of its 100 chunk gaps (6%) are under 1 ms (over 5%)" in reason
     assert "add load pods" in reason  # the remedy
     reason = bursty_delivery(over, healthy, UnsentLimit(splitter_in_flight=64))
     assert reason is not None and saturated_side(reason) == "baseline"

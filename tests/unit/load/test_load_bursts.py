@@ -1,9 +1,11 @@
 """Bursty delivery against a known truth: the real load client reads two reference engines.
 
-The reference engine's `burst_every` holds a stream's chunks and writes them at once, its
-true gaps still the steps'. A healthy A/A pair is never refused by the burst check, look
-after look; a candidate whose whole answers arrive in one burst reads a time per output
-token near 0, so the Speedup gate would pass it, and the check refuses the look instead.
+The reference engine's `burst_every` holds a stream's chunks and writes them at once (or
+`release_spacing` apart), its true gaps still the steps'. A healthy A/A pair is never
+refused by the burst check, look after look; a candidate whose whole answers arrive in one
+burst reads a time per output token near 0, so the Speedup gate would pass it, and the
+check refuses the look instead; so too when the held chunks are written 0.15-0.5 ms apart,
+stepping over the old 0.1 ms floor.
 """
 
 from __future__ import annotations
@@ -40,14 +42,22 @@ SPEEDUP = gate_params(
 
 
 async def both_sides(
-    candidate_burst_every: int, seed: int, requests: int = 80, tokens: int = 16
+    candidate_burst_every: int,
+    seed: int,
+    requests: int = 80,
+    tokens: int = 16,
+    release_spacing: float = 0.0,
 ) -> tuple[list[LatencyBlock], list[LatencyBlock], ReferenceEngine]:
     """Baseline and candidate: one reference engine and one real load worker each, the
-    same steps (5 and 10 ms) and seeds; the candidate's engine bursts as told."""
+    same steps (5 and 10 ms) and seeds; the candidate's engine bursts as told (its held
+    chunks written `release_spacing` apart)."""
     runs: list[tuple[ReferenceEngine, LoadWorker, list[LatencyBlock]]] = []
     stops: list[tuple[asyncio.Server, asyncio.Task[None], asyncio.Future[None]]] = []
     for burst_every in (0, candidate_burst_every):
-        engine = ReferenceEngine(step_seconds=[0.005, 0.010], seed=seed, burst_every=burst_every)
+        engine = ReferenceEngine(
+            step_seconds=[0.005, 0.010], seed=seed, burst_every=burst_every,
+            release_spacing=release_spacing if burst_every else 0.0,
+        )  # fmt: skip
         server, port, stepping = await start_reference(engine)
         (schedule,) = worker_schedules(0, 1, 1, requests, None)
         spec = WorkerSpec(
@@ -141,3 +151,30 @@ async def test_a_server_flushing_every_four_steps_is_refused_too() -> None:
     assert total == engine.truth_chunk.total and below >= 0.6 * total, (below, total)
     verdict, reason = speedup(window(base), window(cand))
     assert saturated_side(reason) == "candidate" and "in bursts" in reason, (verdict, reason)
+
+
+@pytest.mark.parametrize("spacing", [1.5e-4, 3e-4, 5e-4])
+async def test_held_answers_written_under_a_millisecond_apart_are_refused(spacing: float) -> None:
+    """Whole answers held, then each chunk written `spacing` apart (the known truth: the
+    engine's write-to-write gaps): every gap under the 1 ms floor, the look refused."""
+    base, cand, engine = await both_sides(1000, seed=6, release_spacing=spacing)
+    assert spacing * 0.9 <= engine.release_truth.quantile(0.5) < 1e-3, engine.release_truth
+    below, total = burst_gaps(window(cand).per_chunk_itl)
+    assert total == engine.truth_chunk.total and below >= 0.9 * total, (below, total)
+    verdict, reason = speedup(window(base), window(cand))
+    assert verdict is GateVerdict.INCONCLUSIVE, reason
+    assert saturated_side(reason) == "candidate" and "in bursts" in reason, reason
+
+
+async def test_without_the_check_held_answers_spaced_half_a_millisecond_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The control: the sender gains on speed unless refused. (Whether the old 0.1 ms floor
+    caught it depended on how many chunks the loaded client happened to read together:
+    3-16 % here; tests/unit/domain/test_bursts.py shows exact 0.15-0.5 ms gaps escape it.)"""
+    from specdecode.domain.gates import speedup as speedup_module
+
+    monkeypatch.setattr(speedup_module, "bursty_delivery", lambda *_: None)
+    base, cand, _ = await both_sides(1000, seed=6, release_spacing=5e-4)
+    verdict, reason = speedup(window(base), window(cand))
+    assert verdict is GateVerdict.SUCCESSFUL, reason

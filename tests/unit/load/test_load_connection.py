@@ -18,12 +18,14 @@ KNOWN_TAIL = [usage_event(7), DONE]
 KNOWN_TIMES = [0.1, 0.2, 0.35, 0.4, 0.6]
 
 
-def run_known(monkeypatch: pytest.MonkeyPatch, events: list[bytes]) -> Harness:
+def run_known(
+    monkeypatch: pytest.MonkeyPatch, events: list[bytes], times: list[float] = KNOWN_TIMES
+) -> Harness:
     h = Harness(monkeypatch)
     h.start()
     head, pieces = response(events + KNOWN_TAIL)
     h.feed(head, 0.05)
-    for piece, at in zip(pieces, [*KNOWN_TIMES, 0.6, 0.6], strict=True):
+    for piece, at in zip(pieces, [*times, 0.6, 0.6], strict=True):
         h.feed(piece, at)
     return h
 
@@ -45,6 +47,23 @@ async def test_known_stream_gives_ttft_gaps_tpot_and_acceptance(
     assert (accepted.requests, accepted.steps, accepted.accepted) == (1, 3, 3)
     assert (accepted.steps_sq, accepted.accepted_steps, accepted.accepted_sq) == (9, 9, 9)
     assert not h.transport.closing  # keep-alive: reusable
+
+
+async def test_tpot_divides_the_span_by_the_tokens_after_the_first_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A first chunk of 3 tokens at 0.2, then 1 and 3 tokens by 0.6: 4 tokens in 0.4 s
+    (the old tokens - 1 read 0.4 / 6, flattering by a third)."""
+    events = [role_event(), chat_event(3), chat_event(4), chat_event(7)]
+    h = run_known(monkeypatch, events, [0.1, 0.2, 0.35, 0.6])
+    assert h.block().time_per_output_token == Sketch.of([0.4 / 4])
+
+
+async def test_an_answer_in_one_chunk_has_no_tpot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """7 tokens in one chunk: no span to time (it read 0 before)."""
+    h = run_known(monkeypatch, [role_event(), chat_event(7)], [0.1, 0.2])
+    block = h.block()
+    assert block.requests_ok == 1 and block.time_per_output_token.total == 0
 
 
 async def test_every_byte_split_gives_the_same_tokens_and_chunks(
