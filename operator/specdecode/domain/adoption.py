@@ -13,8 +13,8 @@ from datetime import datetime
 
 import yaml
 
-from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.engine_args import without_speculative
+from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import Condition, SpecDecodeRolloutStatus
 from specdecode.domain.observations import Observations

@@ -7,7 +7,7 @@ Pure: the routes come from the watched cache or one LIST (`adapters.kube.mirror_
 
 from __future__ import annotations
 
-from specdecode.api import SpecDecodeRolloutSpec
+from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.domain.child_names import child_name, splitter_name
 from specdecode.domain.decision import TrafficPlan
 from specdecode.domain.load_flags import MIRROR_PORT

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.status import MirrorStatus, SpecDecodeRolloutStatus
 from specdecode.domain.apply_findings import (
     carry_findings,
     with_foreign_children,

@@ -27,8 +27,8 @@ from specdecode.domain.tuning.model import (
     Production,
     TuningPlan,
 )
-from specdecode.domain.tuning.recommend import SCHEDULE_FIELD
 from specdecode.domain.tuning.report import TuningReport
+from specdecode.vocabulary import SCHEDULE
 
 
 def _gate(figure: TuningFigure) -> GateParams:
@@ -73,7 +73,7 @@ def plan_of(spec: SpecDecodeTuningSpec) -> TuningPlan:
         gpus_per_replica=spec.gpu_pool.gpus_per_replica,
         gates=TRIAL_GATES,
         max_batch=max_num_seqs(spec.model.extra_args),
-        with_schedule=field_exists(SCHEDULE_FIELD, spec.engine.effective_vllm_version),
+        with_schedule=field_exists(SCHEDULE, spec.engine.effective_vllm_version),
         production_concurrency=spec.production_concurrency,
         production=(
             None

@@ -21,7 +21,7 @@ from specdecode.domain.tuning.measure import TrialWindow, look_error, measure_ce
 from specdecode.domain.tuning.model import Candidate, Limits, Pace, TuningPlan
 from specdecode.domain.tuning.progress import Progress, from_json, to_json
 from specdecode.domain.tuning.run import TuningRun
-from specdecode.reconciler.tuning_boundary import TRIAL_GATES
+from specdecode.reconciler.tuning_boundary import TRIAL_GATES, plan_of
 
 pytestmark = pytest.mark.unit
 
@@ -39,12 +39,13 @@ PLAN = TuningPlan(
     candidates=(SUFFIX, NGRAM),
     loads=(4, 16),
     objective="MinimiseTPOT",
-    limits=Limits(tail_ratio_at_most=1.1, error_rate_at_most=0.01, alpha_at_least=None),
+    limits=Limits(tail_ratio_at_most=1.4, error_rate_at_most=0.02, alpha_at_least=None),
     pace=Pace(warmup_seconds=10, look_seconds=20, max_seconds=60, tie_within=0.05, error=0.05),
     pairs_at_once=2,
     gpu_seconds_budget=200_000,
     gpus_per_replica=1,
     gates=TRIAL_GATES,
+    with_schedule=True,
 )
 
 
@@ -174,3 +175,25 @@ def test_a_look_window_ends_at_its_due_time_and_resumed_cells_are_told_apart() -
     assert not rounds.resumed(progress, key)
     progress.run.cells[key].seconds += 20.0  # as if an earlier run had measured a look
     assert rounds.resumed(progress, key)
+
+
+def test_the_plan_is_what_the_boundary_makes_of_its_spec() -> None:
+    """The runner's tests judge the plan a user's spec becomes, not a made-up one."""
+    spec = SpecDecodeTuningSpec.model_validate(
+        {
+            "model": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
+            "engine": {"image": "vllm/vllm-openai:v0.33.0"},
+            "searchSpace": {
+                "candidates": [
+                    {"method": "suffix", "num_speculative_tokens": 8},
+                    {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
+                ]
+            },
+            "concurrencyLadder": [4, 16],
+            "trial": {"warmupSeconds": 10, "lookSeconds": 20, "maxSeconds": 60},
+            "budget": {"maxParallelTrials": 2},
+        }
+    )
+    made = plan_of(spec)
+    assert dataclasses.replace(made, candidates=PLAN.candidates) == PLAN
+    assert [c.wire for c in made.candidates] == [c.wire for c in PLAN.candidates]

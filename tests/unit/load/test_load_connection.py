@@ -203,6 +203,24 @@ async def test_a_cut_stream_adds_its_gaps_and_the_wait_that_ended_it(
     assert block.accepted.requests == 0  # acceptance only from finished requests
 
 
+async def test_a_cut_stream_times_the_tokens_after_its_first_chunk_and_the_one_it_awaited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A first chunk of 3 tokens at 0.1, 2 more at 0.3, cut at 1.0: the span 0.9 s held
+    the 2 tokens after the first chunk and the one it waited for (all 5 read 0.9 / 5)."""
+    h = Harness(monkeypatch)
+    h.start()
+    head, pieces = response([role_event(), chat_event(3), chat_event(5), DONE])
+    h.feed(head + pieces[0], 0.05)
+    h.feed(pieces[1], 0.1)
+    h.feed(pieces[2], 0.3)
+    h.clock.now = h.start_time + 1.0
+    h.connection.connection_lost(None)
+    block = h.block()
+    assert block.failures == {"stream_cut": 1}
+    assert block.time_per_output_token == Sketch.of([(1.0 - 0.1) / 3])
+
+
 async def test_a_hang_is_a_stall_of_the_time_since_its_last_byte(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from specdecode.domain.tuning.cells import NONE, CellKey, CellState
 from specdecode.domain.tuning.elimination import infeasible, plausible
 from specdecode.domain.tuning.model import Candidate, Limits
+from specdecode.vocabulary import SCHEDULE
 
 K_FIELD = "num_speculative_tokens"
-SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
 
 
 @dataclass(frozen=True)
@@ -179,5 +179,5 @@ def rollout_patch(
     if top_k == 0:
         return {"spec": {"speculative": None}}
     template = next(by_print[f] for f, _, _ in family.best if f != NONE)
-    wire = {**template.wire, K_FIELD: top_k, SCHEDULE_FIELD: entries}
+    wire = {**template.wire, K_FIELD: top_k, SCHEDULE: entries}
     return {"spec": {"speculative": wire}}

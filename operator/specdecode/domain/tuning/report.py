@@ -15,7 +15,6 @@ from specdecode.domain.stats import Interval
 from specdecode.domain.tuning.cells import CellKey
 from specdecode.domain.tuning.model import TuningPlan
 from specdecode.domain.tuning.recommend import (
-    SCHEDULE_FIELD,
     BreakEven,
     FamilyScore,
     band_weights,
@@ -26,6 +25,7 @@ from specdecode.domain.tuning.recommend import (
     score_families,
 )
 from specdecode.domain.tuning.run import TuningRun
+from specdecode.vocabulary import SCHEDULE
 
 DEFAULT_MAX_BATCH = 4096  # the last band's end when --max-num-seqs is not set
 
@@ -115,7 +115,7 @@ def _recommendation(patch: Mapping[str, object]) -> str:
     wire = spec.get("speculative") if isinstance(spec, Mapping) else None
     if not isinstance(wire, Mapping):
         return "plain decoding"
-    steps = wire.get(SCHEDULE_FIELD)
+    steps = wire.get(SCHEDULE)
     return _label(wire) + ("" if steps is None else f" schedule {steps}")
 
 
