@@ -12,6 +12,7 @@ from specdecode.domain.prompts import SamplingDefaults
 from specdecode_load import connection as connection_module
 from specdecode_load.connection import StreamConnection
 from specdecode_load.recorder import BlockRecorder
+from specdecode_load.worker import LoadWorker, WorkerSpec
 
 # Sampling for the tests' own prompt sets (a rollout takes its spec's temperature and topP).
 GREEDY = SamplingDefaults(temperature=0.0, top_p=1.0)
@@ -121,3 +122,21 @@ async def wait_until(predicate: Callable[[], bool], within: float = 10.0) -> Non
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.005)
+
+
+async def blocks_until_done(
+    spec: WorkerSpec, server: asyncio.Server, stepping: asyncio.Task[None]
+) -> list[LatencyBlock]:
+    """A load worker's blocks from its first request until its schedule's cap is sent and
+    answered; then the worker and the reference server it read are stopped."""
+    blocks: list[LatencyBlock] = []
+    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
+    running = asyncio.ensure_future(worker.run(drain_seconds=5.0))
+    try:
+        await wait_until(lambda: spec.schedule.cap_reached and worker.in_flight == 0, within=60.0)
+    finally:
+        worker.stop()
+        await running
+        stepping.cancel()
+        server.close()
+    return blocks

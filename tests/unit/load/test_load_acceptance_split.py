@@ -8,11 +8,17 @@ that are dropped or mixed anywhere from the prompt line to status fail here.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
-from loadtesting import DONE, Harness, chat_event, response, role_event, wait_until
+from loadtesting import (
+    DONE,
+    Harness,
+    blocks_until_done,
+    chat_event,
+    response,
+    role_event,
+)
 
 from specdecode.api.acceptance_by_traffic import AcceptanceBasis
 from specdecode.domain.acceptance_moments import AcceptedMoments, GroupEvidence
@@ -25,7 +31,7 @@ from specdecode.domain.prompts import SamplingDefaults, parse_jsonl
 from specdecode_load.pool import parse_endpoint
 from specdecode_load.reference import ReferenceEngine, start_reference
 from specdecode_load.schedule import worker_schedules
-from specdecode_load.worker import LoadWorker, WorkerSpec
+from specdecode_load.worker import WorkerSpec
 
 pytestmark = pytest.mark.unit
 
@@ -76,16 +82,7 @@ async def _run_labelled(requests: int) -> tuple[list[LatencyBlock], ReferenceEng
         block_seconds=0.5,
         endpoints=(parse_endpoint(f"http://127.0.0.1:{port}"),),
     )
-    blocks: list[LatencyBlock] = []
-    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
-    running = asyncio.ensure_future(worker.run(drain_seconds=5.0))
-    try:
-        await wait_until(lambda: schedule.cap_reached and worker.in_flight == 0, within=60.0)
-    finally:
-        worker.stop()
-        await running
-        stepping.cancel()
-        server.close()
+    blocks = await blocks_until_done(spec, server, stepping)
     return blocks, engine
 
 

@@ -8,18 +8,15 @@ old formula) read (32 - 4) / (32 - 1) of it, 9.7 % short, which a test within 3 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from loadtesting import GREEDY, wait_until
+from loadtesting import GREEDY, blocks_until_done
 
-from specdecode.domain.observations import LatencyBlock
 from specdecode.domain.prompts import builtin_prompts
 from specdecode.domain.sketch import Sketch, bucket_value
 from specdecode_load.pool import parse_endpoint
 from specdecode_load.reference import ReferenceEngine, start_reference
 from specdecode_load.schedule import worker_schedules
-from specdecode_load.worker import LoadWorker, WorkerSpec
+from specdecode_load.worker import WorkerSpec
 
 pytestmark = pytest.mark.unit
 
@@ -42,16 +39,7 @@ async def test_tpot_is_the_true_step_when_the_first_chunk_carries_four_tokens() 
         request_timeout=30.0, block_seconds=0.5,
         endpoints=(parse_endpoint(f"http://127.0.0.1:{port}"),),
     )  # fmt: skip
-    blocks: list[LatencyBlock] = []
-    worker = LoadWorker(spec, lambda block, _: blocks.append(block))
-    running = asyncio.ensure_future(worker.run(drain_seconds=5.0))
-    try:
-        await wait_until(lambda: schedule.cap_reached and worker.in_flight == 0, within=60.0)
-    finally:
-        worker.stop()
-        await running
-        stepping.cancel()
-        server.close()
+    blocks = await blocks_until_done(spec, server, stepping)
     tpot = Sketch()
     for block in blocks:
         tpot.merge(block.time_per_output_token)
