@@ -51,3 +51,16 @@ def with_degraded(
     else:
         conditions[index] = degraded
     return new.model_copy(update={"conditions": conditions})
+
+
+def degraded_true(status: SpecDecodeRolloutStatus) -> bool:
+    """Whether Degraded is True in `status`, for any reason."""
+    return any(c.type == DEGRADED and c.status is ConditionStatus.TRUE for c in status.conditions)
+
+
+def degraded_said(status: SpecDecodeRolloutStatus, reason: str) -> str | None:
+    """The message of Degraded=True for `reason` in `status` (None: not so)."""
+    said = next((c for c in status.conditions if c.type == DEGRADED), None)
+    if said is None or said.status is not ConditionStatus.TRUE or said.reason != reason:
+        return None
+    return said.message

@@ -3,7 +3,8 @@
 Why: the gates read an empty answer as "no data yet" (Inconclusive), which hides a
 Prometheus that never scrapes the engines; the rollout would run out its clock saying
 nothing. A condition, not a rollback: what is wrong is the monitoring, not the config.
-Pure: the caller passes what Prometheus answered. Rationale in full: docs/internals.md.
+Pure and wire-free: the caller passes what Prometheus answered and what Degraded said
+before; `pass_decision` lays the message over the status. More: docs/internals.md.
 """
 
 from __future__ import annotations
@@ -12,13 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
-from specdecode.domain.analyzing import observations_needed
-from specdecode.domain.conditions import DEGRADED
-from specdecode.domain.degraded import with_degraded
 from specdecode.domain.gates.registry import Need
-from specdecode.vocabulary import ConditionStatus
 
 METRICS_UNAVAILABLE = "MetricsUnavailable"
 # A gauge every vLLM release (and the simulator) exports from start-up, 0 when idle: its
@@ -37,12 +32,10 @@ class EnginePod:
     ready_since: datetime | None
 
 
-def reads_engine_metrics(spec: SpecDecodeRolloutSpec) -> bool:
-    """Whether any stage's gates read vLLM's counters from Prometheus."""
-    return any(
-        observations_needed(spec, index) & ENGINE_METRIC_NEEDS
-        for index in range(len(spec.analysis.stages))
-    )
+def reads_engine_metrics(stage_needs: Iterable[frozenset[Need]]) -> bool:
+    """Whether any stage's gates (what each stage's measured gates need) read vLLM's
+    counters from Prometheus."""
+    return any(needs & ENGINE_METRIC_NEEDS for needs in stage_needs)
 
 
 def settled(pods: Iterable[EnginePod], now: datetime, grace: timedelta) -> tuple[str, ...]:
@@ -80,42 +73,30 @@ def unavailable_message(query: str) -> str:
     )
 
 
-def with_metrics_check(
-    old: SpecDecodeRolloutStatus,
-    new: SpecDecodeRolloutStatus,
+def metrics_unavailable(
+    said: str | None,
     namespace: str,
     pods: Iterable[EnginePod],
     scraped: frozenset[str] | None,
     grace: timedelta,
     now: datetime,
-) -> SpecDecodeRolloutStatus:
-    """`new` with Degraded=True (MetricsUnavailable) while a settled engine pod has no
-    series (`scraped`: the pods Prometheus holds the gauge of; None: not known).
+) -> str | None:
+    """Degraded's message (reason MetricsUnavailable) while a settled engine pod has no
+    series (`scraped`: the pods Prometheus holds the gauge of; None: not known); None: say
+    nothing. `said`: the message of the MetricsUnavailable the old status had True (None:
+    none). The caller leaves a Degraded already True as it is (the phase's, or an earlier
+    check's): the phase's own MetricsUnavailable too, a rollback after the gates' errors.
 
-    Not known (Prometheus unreachable, or not asked) keeps a MetricsUnavailable the old
-    status had, and sets none: an unreachable Prometheus is the gates' Error, not this.
-    A Degraded already True is left as it is: the phase's (its own MetricsUnavailable
-    too, a rollback after the gates' errors) or an earlier check's.
+    Not known (Prometheus unreachable, or not asked) keeps a MetricsUnavailable said
+    before, and says none: an unreachable Prometheus is the gates' Error, not this.
     """
     due = settled(pods, now, grace)
-    if not due or _phase_degraded(new):
-        return new
+    if not due:
+        return None
     if scraped is None:
-        before = next((c for c in old.conditions if c.type == DEGRADED), None)
-        if (
-            before is None
-            or before.status is not ConditionStatus.TRUE
-            or before.reason != METRICS_UNAVAILABLE
-            or not before.message.startswith(NO_SERIES)  # the phase's, of an earlier run
-        ):
-            return new
-        return with_degraded(old, new, METRICS_UNAVAILABLE, before.message, now)
+        # the phase's MetricsUnavailable, of an earlier run, is not this check's
+        return said if said is not None and said.startswith(NO_SERIES) else None
     missing = [name for name in due if name not in scraped]
     if not missing:
-        return new
-    message = unavailable_message(presence_query(namespace, missing))
-    return with_degraded(old, new, METRICS_UNAVAILABLE, message, now)
-
-
-def _phase_degraded(status: SpecDecodeRolloutStatus) -> bool:
-    return any(c.type == DEGRADED and c.status is ConditionStatus.TRUE for c in status.conditions)
+        return None
+    return unavailable_message(presence_query(namespace, missing))

@@ -5,15 +5,12 @@ else the image tag, else the pin). If an engine answers GET /version with anothe
 release, the config's fields may mean something else or nothing (0.11-0.15 drop unknown
 keys silently), so the rollout reports Degraded, naming both releases and the pod. The
 phase is left alone: the gates still measure what runs; people decide what to fix.
+Pure and wire-free: it says the mismatch; `pass_decision` lays it over the status.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-
-from specdecode.api.status import SpecDecodeRolloutStatus
-from specdecode.domain.degraded import with_degraded
 
 VERSION_MISMATCH = "VllmVersionMismatch"
 
@@ -40,20 +37,8 @@ def mismatch_message(expected: str, wrong: list[RunningVersion]) -> str:
     )
 
 
-def with_version_check(
-    old: SpecDecodeRolloutStatus,
-    new: SpecDecodeRolloutStatus,
-    expected: str,
-    running: list[RunningVersion],
-    now: datetime,
-) -> SpecDecodeRolloutStatus:
-    """`new` with Degraded=True (reason VllmVersionMismatch) while an engine runs another
-    release, unless Degraded is already True for a reason of the phase.
-
-    The transition time is kept from `old` while the mismatch lasts, so the condition does
-    not flap on every reconcile.
-    """
+def version_mismatch(expected: str, running: list[RunningVersion]) -> str | None:
+    """Degraded's message (reason VllmVersionMismatch) while an engine runs another release
+    than `expected`; None while every engine runs it."""
     wrong = mismatches(expected, running)
-    if not wrong:
-        return new
-    return with_degraded(old, new, VERSION_MISMATCH, mismatch_message(expected, wrong), now)
+    return mismatch_message(expected, wrong) if wrong else None

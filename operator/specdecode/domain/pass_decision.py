@@ -22,9 +22,9 @@ from specdecode.domain.apply_findings import (
 )
 from specdecode.domain.cadence import next_timed_event
 from specdecode.domain.decision import Decision
-from specdecode.domain.degraded import with_degraded
-from specdecode.domain.engine_metrics import EnginePod, with_metrics_check
-from specdecode.domain.engine_version import RunningVersion, with_version_check
+from specdecode.domain.degraded import degraded_said, degraded_true, with_degraded
+from specdecode.domain.engine_metrics import METRICS_UNAVAILABLE, EnginePod, metrics_unavailable
+from specdecode.domain.engine_version import VERSION_MISMATCH, RunningVersion, version_mismatch
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import Observations
@@ -119,3 +119,37 @@ def with_source_problem(
         return decision
     message = f"{problem}; no shadow is rendered until it can be judged"
     return decision.with_status(with_degraded(old, decision.status, UNAVAILABLE, message, now))
+
+
+def with_version_check(
+    old: SpecDecodeRolloutStatus,
+    new: SpecDecodeRolloutStatus,
+    expected: str,
+    running: list[RunningVersion],
+    now: datetime,
+) -> SpecDecodeRolloutStatus:
+    """`new` with Degraded=True (VllmVersionMismatch) while an engine runs another release
+    (`engine_version`), unless Degraded is already True for a reason of the phase; the
+    transition time is kept from `old` while the mismatch lasts (no flapping)."""
+    message = version_mismatch(expected, running)
+    if message is None:
+        return new
+    return with_degraded(old, new, VERSION_MISMATCH, message, now)
+
+
+def with_metrics_check(
+    old: SpecDecodeRolloutStatus,
+    new: SpecDecodeRolloutStatus,
+    namespace: str,
+    pods: tuple[EnginePod, ...] | list[EnginePod],
+    scraped: frozenset[str] | None,
+    grace: timedelta,
+    now: datetime,
+) -> SpecDecodeRolloutStatus:
+    """`new` with Degraded=True (MetricsUnavailable) while a settled engine pod has no
+    series (`engine_metrics.metrics_unavailable`); a Degraded already True is left as it is."""
+    if degraded_true(new):
+        return new
+    said = degraded_said(old, METRICS_UNAVAILABLE)
+    message = metrics_unavailable(said, namespace, pods, scraped, grace, now)
+    return new if message is None else with_degraded(old, new, METRICS_UNAVAILABLE, message, now)

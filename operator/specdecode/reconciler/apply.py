@@ -79,7 +79,7 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
     await sync_splitter(runtime, ref.owner, spec, decision.traffic, found)
     # Before the action annotation is consumed: that metadata write moves the version.
     await write_findings(runtime, ref, decision.status, version, found)
-    await steer_route_mirrors(runtime, ref.namespace, ref.name, spec, decision.traffic)
+    await steer_route_mirrors(runtime, ref.namespace, ref.name, snapshot.mirror, decision.traffic)
     if decision.clear_action and snapshot.action is not None:
         await asyncio.to_thread(
             clear_action, runtime.kube, ref.namespace, ref.name, snapshot.action

@@ -11,7 +11,6 @@ from datetime import timedelta
 
 from specdecode.adapters.engine_series import shadow_engine_pods
 from specdecode.adapters.kube.rollouts import RolloutRef
-from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.engine_metrics import (
     CHART_VALUE,
     ENGINE_GAUGE,
@@ -19,6 +18,7 @@ from specdecode.domain.engine_metrics import (
     settled,
     settles_at,
 )
+from specdecode.domain.gates.registry import Need
 from specdecode.domain.observations import MetricError
 from specdecode.domain.pass_decision import EngineScrape
 from specdecode.reconciler.runtime import Runtime
@@ -27,14 +27,14 @@ logger = logging.getLogger("specdecode.metrics")
 
 
 async def observe_engine_scrape(
-    runtime: Runtime, ref: RolloutRef, spec: SpecDecodeRolloutSpec
+    runtime: Runtime, ref: RolloutRef, stage_needs: tuple[frozenset[Need], ...]
 ) -> EngineScrape | None:
     """What the scrape check judges (`domain.pass_decision`): the shadow engine pods and
     those Prometheus holds series of; None when nothing is to be checked now (no gate reads
     engine metrics, the check is off, or no engine pod has been Ready for the grace)."""
     memory = runtime.engine_series_memory
     seconds = runtime.settings.engine_scrape_grace_seconds
-    if seconds <= 0 or not reads_engine_metrics(spec):
+    if seconds <= 0 or not reads_engine_metrics(stage_needs):
         memory.forget(ref.key)
         return None
     grace, now = timedelta(seconds=seconds), runtime.clock.now()

@@ -13,32 +13,27 @@ import asyncio
 
 from specdecode.adapters.kube.mirror_wanted import current_routes
 from specdecode.adapters.kube.route_mirrors import sync_route_mirrors
-from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import TrafficPlan
-from specdecode.domain.mirror_wanted import wanted_mirrors
+from specdecode.domain.mirror_wanted import MirrorTraffic, wanted_mirrors
 from specdecode.domain.route_mirrors import Routes
 from specdecode.reconciler.runtime import Runtime
 
-__all__ = ["observe_routes", "steer_mirrors", "steer_route_mirrors", "wanted_mirrors"]
 
-
-async def observe_routes(
-    runtime: Runtime, namespace: str, spec: SpecDecodeRolloutSpec | None
-) -> Routes:
+async def observe_routes(runtime: Runtime, namespace: str, traffic: MirrorTraffic | None) -> Routes:
     """The namespace's HTTPRoutes, from the watched cache (a LIST if the route is not in it)."""
-    return await current_routes(runtime.cluster, runtime.kube, namespace, spec)
+    return await current_routes(runtime.cluster, runtime.kube, namespace, traffic)
 
 
 async def steer_mirrors(
     runtime: Runtime,
     namespace: str,
     rollout: str,
-    spec: SpecDecodeRolloutSpec | None,
+    traffic: MirrorTraffic | None,
     plan: TrafficPlan | None,
     routes: Routes,
 ) -> int:
     """Make the listed routes carry exactly the mirrors wanted now; routes patched."""
-    wanted = wanted_mirrors(rollout, spec, plan)
+    wanted = wanted_mirrors(rollout, traffic, plan)
     return await asyncio.to_thread(sync_route_mirrors, runtime.kube, namespace, routes, wanted)
 
 
@@ -46,9 +41,9 @@ async def steer_route_mirrors(
     runtime: Runtime,
     namespace: str,
     rollout: str,
-    spec: SpecDecodeRolloutSpec | None,
+    traffic: MirrorTraffic | None,
     plan: TrafficPlan | None,
 ) -> int:
     """The namespace's routes read now, then steered as `plan` wants (the apply's step)."""
-    routes = await observe_routes(runtime, namespace, spec)
-    return await steer_mirrors(runtime, namespace, rollout, spec, plan, routes)
+    routes = await observe_routes(runtime, namespace, traffic)
+    return await steer_mirrors(runtime, namespace, rollout, traffic, plan, routes)

@@ -29,7 +29,7 @@ from specdecode.api.status import SpecDecodeRolloutStatus, StageStatus
 from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.effects import traffic_plan
 from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS
-from specdecode.domain.mirror_wanted import mirror_route_problem, splitter_service
+from specdecode.domain.mirror_wanted import MirrorTraffic, mirror_route_problem, splitter_service
 from specdecode.domain.observations import ChildRole, Observations, StageObservations
 from specdecode.domain.pass_decision import Seen
 from specdecode.domain.stages import evaluation_due
@@ -38,6 +38,7 @@ from specdecode.reconciler.engine_version import observe_engine_versions
 from specdecode.reconciler.guard import observe_production
 from specdecode.reconciler.load import LoadSeen, observe_load
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.spec_boundary import views_of
 from specdecode.reconciler.splitter_reports import splitter_windows
 from specdecode.reconciler.stage_reads import read_stage_metrics
 from specdecode.reconciler.workload import resolve
@@ -57,6 +58,8 @@ class Snapshot:
     source: Source | None = None
     promotion_files: Mapping[str, str] | None = None
     """The data of the rollout's promotion ConfigMap in the cluster (None: none of ours)."""
+    mirror: MirrorTraffic | None = None
+    """What the spec says of its mirrors (`spec_boundary`), which the apply steers."""
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -121,7 +124,8 @@ async def _read_cluster(
     )
     if source is not None:  # production is the source (workloadRef), not a child of ours
         children[ChildRole.PRODUCTION] = source.observation.state
-    routes = await current_routes(runtime.cluster, runtime.kube, ref.namespace, spec)
+    views = views_of(spec)
+    routes = await current_routes(runtime.cluster, runtime.kube, ref.namespace, views.mirror)
 
     stage, load = await _observe_look(runtime, ref, spec, status, now)
     production_acceptance, production_latency = await observe_production(
@@ -132,7 +136,7 @@ async def _read_cluster(
         children=children,
         action=action,
         stage=stage,
-        traffic_error=load.problem or mirror_route_problem(routes, ref.name, spec),
+        traffic_error=load.problem or mirror_route_problem(routes, ref.name, views.mirror),
         production_acceptance=production_acceptance,
         production_latency=production_latency,
         source=None if source is None else source.observation,
@@ -145,11 +149,11 @@ async def _read_cluster(
         observations,
         splitter_service=splitter_service(ref.name),
         running_versions=await observe_engine_versions(runtime, ref, spec),
-        engine_scrape=await observe_engine_scrape(runtime, ref, spec),
+        engine_scrape=await observe_engine_scrape(runtime, ref, views.stage_needs),
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
     files = await _promotion_files(runtime, ref, written.workload_ref is not None, status)
-    return Snapshot(ref, now, seen, action, first, source, files)
+    return Snapshot(ref, now, seen, action, first, source, files, views.mirror)
 
 
 async def _promotion_files(

@@ -11,11 +11,8 @@ import pytest
 from specdecode.adapters.engine_version import RETRY_SILENT_SECONDS, EngineVersions
 from specdecode.api.status import Condition, ConditionStatus, SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED
-from specdecode.domain.engine_version import (
-    VERSION_MISMATCH,
-    RunningVersion,
-    with_version_check,
-)
+from specdecode.domain.engine_version import VERSION_MISMATCH, RunningVersion
+from specdecode.domain.pass_decision import with_version_check
 
 pytestmark = pytest.mark.unit
 

@@ -32,6 +32,7 @@ from specdecode.domain.pass_decision import Seen, decide_pass
 from specdecode.reconciler.apply import WAKE_SLACK_SECONDS, RolloutRef, next_reconcile_in
 from specdecode.reconciler.engine_metrics import log_prometheus_reach, observe_engine_scrape
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.spec_boundary import stage_needs_of
 
 pytestmark = pytest.mark.unit
 
@@ -77,7 +78,7 @@ async def _checked(
     """Observe the scrape (as `reconciler.observe` does), decide as production does
     (`decide_pass`); the decision's own next look is set an hour away, so a wake found
     sooner is the scrape check's."""
-    scrape = await observe_engine_scrape(runtime, REF, spec)
+    scrape = await observe_engine_scrape(runtime, REF, stage_needs_of(spec))
     seen = Seen(old, 1, spec, Observations(generation=1), engine_scrape=scrape)
     decision = decide_pass(seen, runtime.clock.now())
     return replace(decision, wake_at=T0 + timedelta(hours=1))

@@ -18,8 +18,9 @@ from specdecode.domain.engine_metrics import (
     reads_engine_metrics,
     settled,
     settles_at,
-    with_metrics_check,
 )
+from specdecode.domain.pass_decision import with_metrics_check
+from specdecode.reconciler.spec_boundary import stage_needs_of
 
 pytestmark = pytest.mark.unit
 
@@ -144,15 +145,21 @@ def test_dots_in_pod_names_are_literal_in_the_regex() -> None:
 
 
 def test_only_rollouts_whose_gates_read_engine_metrics_are_checked() -> None:
-    assert reads_engine_metrics(make_spec())  # an Acceptance gate reads vLLM's counters
+    assert reads_engine_metrics(
+        stage_needs_of(make_spec())
+    )  # an Acceptance gate reads vLLM's counters
     # TailLatency reads the step histograms too (its cross-check, or ServerStep itself)
-    assert reads_engine_metrics(make_spec(stages=[latency_stage()]))
+    assert reads_engine_metrics(stage_needs_of(make_spec(stages=[latency_stage()])))
     load_pods_only = [
         GateSpec(name="tpot", type=GateType.SPEEDUP),
         GateSpec(name="errors", type=GateType.ERROR_RATE),
     ]
-    assert not reads_engine_metrics(make_spec(stages=[latency_stage(gates=load_pods_only)]))
+    assert not reads_engine_metrics(
+        stage_needs_of(make_spec(stages=[latency_stage(gates=load_pods_only)]))
+    )
     server_step = GateSpec(
         name="p99-step", type=GateType.TAIL_LATENCY, itl_definition=ItlDefinition.SERVER_STEP
     )
-    assert reads_engine_metrics(make_spec(stages=[latency_stage(gates=[server_step])]))
+    assert reads_engine_metrics(
+        stage_needs_of(make_spec(stages=[latency_stage(gates=[server_step])]))
+    )

@@ -18,6 +18,7 @@ from specdecode.domain.route_mirrors import (
     mirror_filter,
     route_problem,
 )
+from specdecode.reconciler.spec_boundary import mirror_traffic_of
 
 pytestmark = pytest.mark.unit
 
@@ -169,19 +170,19 @@ PLAN = TrafficPlan(
 def test_a_mirror_rollout_wants_both_shadows_only_while_a_stage_runs() -> None:
     server_side = {"source": "Mirror", "mirrorPairing": "ServerSide"}
     spec = spec_with({**server_side, "httpRoute": "llm", "mirrorPercent": 25})
-    running = wanted_mirrors("llama", spec, PLAN)
+    running = wanted_mirrors("llama", mirror_traffic_of(spec), PLAN)
     assert (running.route, running.services, running.port, running.percent) == (
         "llm",
         SHADOWS,
         8080,
         25,
     )
-    assert wanted_mirrors("llama", spec, None).services == ()
+    assert wanted_mirrors("llama", mirror_traffic_of(spec), None).services == ()
 
 
 def test_prompt_rollouts_and_deleted_ones_want_no_mirrors() -> None:
     for found in (
-        wanted_mirrors("llama", spec_with({}), PLAN),
+        wanted_mirrors("llama", mirror_traffic_of(spec_with({})), PLAN),
         wanted_mirrors("llama", None, None),
     ):
         assert found.route is None and found.services == ()
@@ -260,9 +261,11 @@ def test_a_splitter_rollout_without_a_route_writes_no_route() -> None:
     """No httpRoute (always so with a workloadRef): a stage running writes nothing on any
     route, not even one toward production; with one, the named route gets the mirror."""
     toward_production = route("llm", to("llama"))
-    running = wanted_mirrors("llama", spec_with({"source": "Mirror"}), PLAN)
+    running = wanted_mirrors("llama", mirror_traffic_of(spec_with({"source": "Mirror"})), PLAN)
     assert filters_patch(toward_production, running) == []
-    named = wanted_mirrors("llama", spec_with({"source": "Mirror", "httpRoute": "llm"}), PLAN)
+    named = wanted_mirrors(
+        "llama", mirror_traffic_of(spec_with({"source": "Mirror", "httpRoute": "llm"})), PLAN
+    )
     after = apply(toward_production, filters_patch(toward_production, named))
     assert after["spec"]["rules"][0]["filters"] == [mirror_filter(SPLITTER, 8080, 10)]
 
@@ -305,11 +308,13 @@ def test_a_users_own_splitter_mirror_on_the_named_route_is_refused_not_taken_ove
 
 def test_a_mirror_rollouts_route_problem_names_the_source_and_a_prompt_rollout_has_none() -> None:
     spec = spec_with({"source": "Mirror", "mirrorPairing": "ServerSide", "httpRoute": "llm"})
-    assert mirror_route_problem([], "llama", spec) == (
+    assert mirror_route_problem([], "llama", mirror_traffic_of(spec)) == (
         "traffic source Mirror: HTTPRoute llm does not exist in the rollout's namespace"
     )
-    assert mirror_route_problem([route("llm", to("llama"))], "llama", spec) is None
-    assert mirror_route_problem("no Gateway API", "llama", spec) == (
+    assert (
+        mirror_route_problem([route("llm", to("llama"))], "llama", mirror_traffic_of(spec)) is None
+    )
+    assert mirror_route_problem("no Gateway API", "llama", mirror_traffic_of(spec)) == (
         "traffic source Mirror: no Gateway API"
     )
-    assert mirror_route_problem([], "llama", spec_with({})) is None
+    assert mirror_route_problem([], "llama", mirror_traffic_of(spec_with({}))) is None

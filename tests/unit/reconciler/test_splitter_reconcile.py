@@ -14,11 +14,12 @@ from specdecode.adapters.load.splitter import MIRROR_PORT, render_splitter
 from specdecode.api import MirrorPairing, SpecDecodeRolloutSpec, TrafficSourceType
 from specdecode.domain.child_names import splitter_name
 from specdecode.domain.load_report import TOKEN_ENV
+from specdecode.domain.mirror_wanted import wanted_mirrors
 from specdecode.domain.observations import LatencySamples, MetricError
 from specdecode.domain.route_mirrors import mirror_filter
 from specdecode.reconciler import splitter as splitter_module
-from specdecode.reconciler.mirror import wanted_mirrors
 from specdecode.reconciler.report_windows import read_windows
+from specdecode.reconciler.spec_boundary import mirror_traffic_of
 from specdecode.reconciler.splitter import sync_splitter
 from specdecode_load.splitter_config import parse_splitter_config
 
@@ -75,7 +76,7 @@ def test_the_splitter_takes_its_cap_and_cpu_from_the_rollout(
 
 
 def test_the_route_mirrors_once_to_the_splitter_or_twice_server_side() -> None:
-    paired = wanted_mirrors("llama-8b", mirror_spec(), PLAN)
+    paired = wanted_mirrors("llama-8b", mirror_traffic_of(mirror_spec()), PLAN)
     assert paired.services == (splitter_name("llama-8b"),) and paired.port == MIRROR_PORT
     # (the example's gates are not all ServerSide-judged: copied past validation, since
     # only the traffic matters here)
@@ -84,7 +85,7 @@ def test_the_route_mirrors_once_to_the_splitter_or_twice_server_side() -> None:
     )
     analysis = SPEC.analysis.model_copy(update={"traffic": traffic})
     server_side = SPEC.model_copy(update={"analysis": analysis})
-    two = wanted_mirrors("llama-8b", server_side, PLAN)
+    two = wanted_mirrors("llama-8b", mirror_traffic_of(server_side), PLAN)
     assert two.services == ("llama-8b-baseline", "llama-8b-candidate") and two.port == 8000
     # a filter toward the splitter's Service is ours only on a route we marked
     assert splitter_name("llama-8b") in wanted_mirrors("llama-8b", None, None).marked_services

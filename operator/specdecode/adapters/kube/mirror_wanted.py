@@ -11,18 +11,17 @@ import asyncio
 from specdecode.adapters.kube.cache import ClusterView
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.adapters.kube.route_mirrors import list_routes
-from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.domain.mirror_wanted import wanted_mirrors
+from specdecode.domain.mirror_wanted import MirrorTraffic, wanted_mirrors
 from specdecode.domain.route_mirrors import Routes
 
 
 async def current_routes(
-    cluster: ClusterView, clients: KubeClients, namespace: str, spec: SpecDecodeRolloutSpec | None
+    cluster: ClusterView, clients: KubeClients, namespace: str, traffic: MirrorTraffic | None
 ) -> Routes:
     """The namespace's HTTPRoutes: the watched cache's, or one LIST when the rollout's
     route is not in it."""
     routes = cluster.namespace_routes(namespace)
-    wanted = wanted_mirrors("", spec, None).route
+    wanted = wanted_mirrors("", traffic, None).route
     names = {(r.get("metadata") or {}).get("name") for r in routes}
     if wanted is None or wanted in names:
         return routes
