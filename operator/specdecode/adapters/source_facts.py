@@ -3,8 +3,9 @@
 Why apart from `workload_source`: a `workloadRef` rollout may leave `model` and `engine`
 out, so what the container states (model, served name, image, release, port) must be read
 before there is a spec to check the source against. This module reads it; the domain
-(`source_spec.resolve_spec`) fills the spec in; `workload_source` then checks the source
-against the resolved spec as it checks a spec written in full. Pure: JSON in, facts out.
+(`source_spec.completion`) fills the spec in (`reconciler.source_boundary` builds it);
+`workload_source` then checks the source against the resolved spec as it checks a spec
+written in full. Pure: JSON in, facts out.
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ class WrittenRolloutSpec(RuledModel):
 class SpecDecodeRolloutSpec(WrittenRolloutSpec):
     """The resolved spec every reader after the observe step gets: `model` and `engine`
     always set, either as written or, with a `workloadRef`, read from the source's vLLM
-    container (`domain.source_spec.resolve_spec`, the one place that fills them in). Built
+    container (`reconciler.source_boundary.resolve_spec`, the one place that fills them in). Built
     by validation, so every rule of the written spec holds for the values read too."""
 
     _spec_rules: ClassVar[r.RuleSet] = SPEC_RULES

@@ -34,7 +34,7 @@ class SourceObservation:
 @dataclass(frozen=True)
 class SourceFacts:
     """What a source's vLLM container says of the spec's `model` and `engine`, read before
-    the spec is resolved (`source_spec.resolve_spec` fills in what the user left out).
+    the spec is resolved (`source_spec.completion` fills in what the user left out).
 
     A None value is one the container does not state (no model argument, no image).
     """

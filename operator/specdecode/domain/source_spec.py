@@ -1,18 +1,18 @@
 """The resolved spec: a `workloadRef` rollout's `model` and `engine`, read from its source.
 
 Why one place: everything after observe reads `model` and `engine`, so they are filled in
-here once per reconcile into a validated `SpecDecodeRolloutSpec`, and no reader asks
+once per reconcile (`completion`, the rules: the written value wins, a missing one is
+named) into a validated spec (`reconciler.source_boundary` builds it), and no reader asks
 whether a value was written or read. Rationale in full: docs/internals.md.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import ValidationError
-
 from specdecode.api.adoption import WorkloadStatus
-from specdecode.api.rollout import SpecDecodeRolloutSpec, WrittenRolloutSpec
+from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED, compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren, Event, EventType
@@ -26,56 +26,46 @@ UNAVAILABLE = "WorkloadUnavailable"
 _VERDICT_STANDS = frozenset({Phase.PROMOTING, Phase.PROMOTED, Phase.ROLLED_BACK})
 
 
-def resolve_spec(
-    written: WrittenRolloutSpec, facts: SourceFacts | str | None
-) -> SpecDecodeRolloutSpec | str:
-    """The spec with `model` and `engine` as written, else as the source states them; or
-    what is missing. `facts`: the source's (None without a workloadRef; a string: why the
-    source could not be read)."""
-    wire = written.to_wire()
-    name = "the spec" if written.workload_ref is None else f"Deployment/{written.workload_ref.name}"
-    if written.model is None or written.engine is None:
-        if not isinstance(facts, SourceFacts):
-            return facts or f"{name}: model and engine are neither written nor read"
-        name = facts.name
-        missing: list[str] = []
-        if written.model is None:
-            if facts.model is None:
-                missing.append("the model (no positional after serve, no --model): give model.name")
-            else:
-                wire["model"] = _model_wire(facts, facts.model)
-        if written.engine is None:
-            if facts.image is None:
-                missing.append("the image: give engine.image")
-            elif facts.vllm_version is None:
-                missing.append(
-                    f"the vLLM release (image {facts.image} has no :v0.Y.Z tag and the container "
-                    "states none): give engine.image and engine.vllmVersion"
-                )
-            else:
-                wire["engine"] = {
-                    "image": facts.image,
-                    "vllmVersion": facts.vllm_version,
-                    "port": facts.port,
-                }
-        if missing:
-            return f"{name}: its vLLM container does not state {'; '.join(missing)}"
-    try:
-        return SpecDecodeRolloutSpec.model_validate(wire)
-    except ValidationError as error:
-        problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
-        return f"{name}: the spec completed from it is invalid: {problems}"
+@dataclass(frozen=True)
+class Completion:
+    """What the source fills in of a written spec: `named` says whose values the spec then
+    holds (a problem with the completed spec names it); `model`, `engine`: the facts they
+    are taken from (None: as written)."""
+
+    named: str
+    model: SourceFacts | None = None
+    engine: SourceFacts | None = None
 
 
-def _model_wire(facts: SourceFacts, model: str) -> dict[str, object]:
-    wire: dict[str, object] = {"name": model}
-    if facts.served_model_name is not None and facts.served_model_name != model:
-        wire["servedModelName"] = facts.served_model_name
-    if facts.revision is not None:
-        wire["revision"] = facts.revision
-    if facts.max_model_len is not None:
-        wire["maxModelLen"] = facts.max_model_len
-    return wire
+def completion(
+    model_written: bool, engine_written: bool, ref: str | None, facts: SourceFacts | str | None
+) -> Completion | str:
+    """What fills in the spec's `model` and `engine`: as written, else as the source states
+    them; or what is missing. `ref`: the workloadRef's Deployment (None: none); `facts`: the
+    source's (None without a workloadRef; a string: why the source could not be read)."""
+    name = "the spec" if ref is None else f"Deployment/{ref}"
+    if model_written and engine_written:
+        return Completion(name)
+    if not isinstance(facts, SourceFacts):
+        return facts or f"{name}: model and engine are neither written nor read"
+    missing: list[str] = []
+    if not model_written and facts.model is None:
+        missing.append("the model (no positional after serve, no --model): give model.name")
+    if not engine_written:
+        if facts.image is None:
+            missing.append("the image: give engine.image")
+        elif facts.vllm_version is None:
+            missing.append(
+                f"the vLLM release (image {facts.image} has no :v0.Y.Z tag and the container "
+                "states none): give engine.image and engine.vllmVersion"
+            )
+    if missing:
+        return f"{facts.name}: its vLLM container does not state {'; '.join(missing)}"
+    return Completion(
+        facts.name,
+        model=None if model_written else facts,
+        engine=None if engine_written else facts,
+    )
 
 
 def in_force(spec: SpecDecodeRolloutSpec, source: str) -> WorkloadStatus:

@@ -16,8 +16,8 @@ from specdecode.adapters.kube.workload import owns_args, read_source
 from specdecode.adapters.source_facts import source_facts
 from specdecode.adapters.workload_source import Source, observe_source, production_deployment
 from specdecode.api import SpecDecodeRolloutSpec, WrittenRolloutSpec
-from specdecode.domain.source_spec import resolve_spec
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.source_boundary import resolve_spec
 
 __all__ = ["Resolved", "Source", "production_deployment", "read_source", "resolve"]
 
@@ -36,7 +36,7 @@ class Resolved:
 async def resolve(
     runtime: Runtime, namespace: str, rollout: str, written: WrittenRolloutSpec, manager: str
 ) -> Resolved:
-    """The resolved spec (`source_spec.resolve_spec`) and, with a workloadRef, its source
+    """The resolved spec (`source_boundary.resolve_spec`) and, with a workloadRef, its source
     read once (a GET and a Service LIST); `manager`: the promotion's field manager."""
     ref = written.workload_ref
     if ref is None:

@@ -19,7 +19,7 @@ from specdecode.adapters.workload_source import observe_source, selects
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.decision import DesiredChildren
-from specdecode.domain.source_spec import resolve_spec
+from specdecode.reconciler.source_boundary import resolve_spec
 
 pytestmark = pytest.mark.unit
 

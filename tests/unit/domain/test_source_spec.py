@@ -20,7 +20,8 @@ from specdecode.api import SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.api.adoption import WorkloadRef
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.source import SourceFacts
-from specdecode.domain.source_spec import resolve_spec
+from specdecode.domain.source_spec import Completion, completion
+from specdecode.reconciler.source_boundary import resolve_spec
 
 pytestmark = pytest.mark.unit
 
@@ -154,3 +155,16 @@ def test_without_a_workload_ref_the_written_spec_is_the_resolved_one() -> None:
     spec = resolve_spec(full, None)
     assert isinstance(spec, SpecDecodeRolloutSpec)
     assert spec.to_wire() == full.to_wire()
+
+
+def test_the_completion_takes_what_is_not_written_from_the_source_and_names_both_missing() -> None:
+    """The rules on domain types alone: a written part is kept (None: as written), the
+    rest comes from the facts, and every missing value is named at once."""
+    facts = SourceFacts("Deployment/chat", model=MODEL, image="vllm:v0.31.0", vllm_version="0.31.0")
+    only_engine = completion(True, False, "chat", facts)
+    assert only_engine == Completion("Deployment/chat", model=None, engine=facts)
+    assert completion(True, True, None, "unread") == Completion("the spec")
+    bare = SourceFacts("Deployment/chat", image="registry.local/vllm:latest")
+    both = completion(False, False, "chat", bare)
+    assert isinstance(both, str)
+    assert "the model (no positional" in both and "; the vLLM release (image" in both
