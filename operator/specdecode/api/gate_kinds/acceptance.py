@@ -8,7 +8,7 @@ on chat, a 1.40x win at alpha 0.38).
 
 from __future__ import annotations
 
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel
 from specdecode.api.gate_kinds.declaration import REQUESTS, Evidence, GateKind, declare
 from specdecode.vocabulary import GateType, TrafficSourceType
 
@@ -43,16 +43,14 @@ KIND = declare(
 class AcceptanceFields(KubeModel):
     """The Acceptance gate's fields on `GateSpec`."""
 
-    min_alpha: float | None = optional(
-        "Acceptance: least draft acceptance rate (accepted / draft tokens). "
-        "At least 0.05: a random-weight head measured 0.001 and an identical draft sampled "
-        "at temperature 0.7 0.083, so a lower floor passes drafts that guess nothing."
-        + KIND.default("min_alpha"),
+    min_alpha: float | None = KIND.field(
+        "min_alpha",
+        "least draft acceptance rate (accepted / draft tokens). At least 0.05: a random-weight "
+        "head measured 0.001 and an identical draft sampled at temperature 0.7 0.083, so a "
+        "lower floor passes drafts that guess nothing.",
         ge=0.05,
         lt=1,
     )
-    min_draft_tokens: int | None = optional(
-        "Acceptance: draft tokens needed before a verdict (else Inconclusive)."
-        + KIND.default("min_draft_tokens"),
-        ge=1,
+    min_draft_tokens: int | None = KIND.field(
+        "min_draft_tokens", "draft tokens needed before a verdict (else Inconclusive).", ge=1
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel
 from specdecode.api.gate_kinds.declaration import REQUESTS, Evidence, GateKind, declare
 from specdecode.vocabulary import GateType, TrafficSourceType
 
@@ -29,11 +29,12 @@ KIND = declare(
 class AcceptedLengthFields(KubeModel):
     """The AcceptedLength gate's field on `GateSpec`."""
 
-    min_accepted_length: float | None = optional(
-        "AcceptedLength: least mean tokens per decode step, 1 + accepted / "
-        "drafts (what a variable-length proposal buys per step). At least 1.05: every step "
-        "yields one token, so at 1 the gate cannot fail and just above it fails only a "
-        "drafter accepting under one token in twenty steps." + KIND.default("min_accepted_length"),
+    min_accepted_length: float | None = KIND.field(
+        "min_accepted_length",
+        "least mean tokens per decode step, 1 + accepted / drafts (what a variable-length "
+        "proposal buys per step). At least 1.05: every step yields one token, so at 1 the gate "
+        "cannot fail and just above it fails only a drafter accepting under one token in "
+        "twenty steps.",
         ge=1.05,
         le=64,
     )

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
+from specdecode.api.base import optional
 from specdecode.vocabulary import GateType, ItlDefinition, TrafficSourceType
 
 REQUESTS, BLOCKS = "requests", "blocks"
@@ -58,6 +60,11 @@ class GateKind:
         """The sentence a field's description ends with: its default, as the wire spells it."""
         value = self.settings[field]
         return f" Default {value.value if isinstance(value, StrEnum) else value}."
+
+    def field(self, name: str, text: str, **bounds: Any) -> Any:
+        """One of its `GateSpec` fields (`optional`): described as `<Type>: <text>` and its
+        default (`default`), with its bounds if any."""
+        return optional(f"{self.type.value}: {text}{self.default(name)}", **bounds)
 
 
 _DECLARED: dict[GateType, GateKind] = {}

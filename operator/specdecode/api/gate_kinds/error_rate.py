@@ -6,7 +6,7 @@ The candidate's failed share minus the baseline's, at the bound: proving <= 0.01
 
 from __future__ import annotations
 
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel
 from specdecode.api.gate_kinds.declaration import REQUESTS, Evidence, GateKind, declare
 from specdecode.vocabulary import GateType, TrafficSourceType
 
@@ -36,11 +36,11 @@ KIND = declare(
 class ErrorRateFields(KubeModel):
     """The ErrorRate gate's field on `GateSpec`."""
 
-    max_error_rate: float | None = optional(
-        "ErrorRate: most extra failed share of shadow requests allowed, candidate "
-        "minus baseline on the same requests. At most 0.2: a candidate failing one more "
-        "request in five is broken, and a wider bound could fail only such a candidate "
-        "(at 1 it cannot fail at all)." + KIND.default("max_error_rate"),
+    max_error_rate: float | None = KIND.field(
+        "max_error_rate",
+        "most extra failed share of shadow requests allowed, candidate minus baseline on the "
+        "same requests. At most 0.2: a candidate failing one more request in five is broken, "
+        "and a wider bound could fail only such a candidate (at 1 it cannot fail at all).",
         ge=0,
         le=0.2,
     )

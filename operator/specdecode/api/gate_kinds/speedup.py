@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel
 from specdecode.api.gate_kinds.declaration import (
     BLOCKS,
     BLOCKS_PER_SIDE,
@@ -35,12 +35,13 @@ KIND = declare(
 class SpeedupFields(KubeModel):
     """The Speedup gate's fields on `GateSpec`."""
 
-    speedup_metric: SpeedupMetric | None = optional(
-        "Speedup: TimePerOutputToken or Throughput." + KIND.default("speedup_metric")
+    speedup_metric: SpeedupMetric | None = KIND.field(
+        "speedup_metric", "TimePerOutputToken or Throughput."
     )
-    min_speedup: float | None = optional(
-        "Speedup: least baseline/candidate median time per output token. At "
-        "least 0.5: a lower floor passes a candidate at under half the baseline's speed, "
-        "so the gate could fail only a broken engine." + KIND.default("min_speedup"),
+    min_speedup: float | None = KIND.field(
+        "min_speedup",
+        "least baseline/candidate median time per output token. At least 0.5: a lower floor "
+        "passes a candidate at under half the baseline's speed, so the gate could fail only a "
+        "broken engine.",
         ge=0.5,
     )

@@ -7,7 +7,7 @@ stall a reader sees is the chunk gap (PerChunk). Tolerance 0.4, from the simulat
 
 from __future__ import annotations
 
-from specdecode.api.base import KubeModel, optional
+from specdecode.api.base import KubeModel
 from specdecode.api.gate_kinds.declaration import (
     BLOCKS,
     BLOCKS_PER_SIDE,
@@ -58,24 +58,25 @@ KIND = declare(
 class TailLatencyFields(KubeModel):
     """The TailLatency gate's fields on `GateSpec`."""
 
-    quantile: float | None = optional(
-        "TailLatency: quantile compared. At least 0.9: below it the gate "
-        "compares the body of the distribution, where stalls on a few percent of steps never "
-        "show." + KIND.default("quantile"),
+    quantile: float | None = KIND.field(
+        "quantile",
+        "quantile compared. At least 0.9: below it the gate compares the body of the "
+        "distribution, where stalls on a few percent of steps never show.",
         ge=0.9,
         lt=1,
     )
-    tolerance: float | None = optional(
-        "TailLatency: candidate's quantile may exceed the baseline's by this "
-        "fraction (0.4: at most 1.4x the baseline's P99 stall). At most 1, twice the "
-        "baseline's stall: past that the gate fails only a stall no reader would accept."
-        + KIND.default("tolerance"),
+    tolerance: float | None = KIND.field(
+        "tolerance",
+        "candidate's quantile may exceed the baseline's by this fraction (0.4: at most 1.4x "
+        "the baseline's P99 stall). At most 1, twice the baseline's stall: past that the gate "
+        "fails only a stall no reader would accept.",
         ge=0,
         le=1,
     )
-    itl_definition: ItlDefinition | None = optional(
-        "TailLatency: PerChunk (client time between a request's streamed chunks, "
-        "one per engine step: the stall a reader sees), PerToken (each chunk gap divided by "
-        "its tokens, weighted by tokens), or ServerStep (vLLM's per-step ITL histogram; the "
-        "default and only choice with ServerSide Mirror traffic)." + KIND.default("itl_definition")
+    itl_definition: ItlDefinition | None = KIND.field(
+        "itl_definition",
+        "PerChunk (client time between a request's streamed chunks, one per engine step: the "
+        "stall a reader sees), PerToken (each chunk gap divided by its tokens, weighted by "
+        "tokens), or ServerStep (vLLM's per-step ITL histogram; the default and only choice "
+        "with ServerSide Mirror traffic).",
     )
