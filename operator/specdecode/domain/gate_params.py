@@ -3,9 +3,9 @@
 Why not `GateSpec`: the gates and the statistics must not import the wire schema (an
 import-linter contract holds them to it), so a second API version changes one conversion
 (`domain.gate_boundary.gate_params`), not every measure. The fields every gate has are
-listed here; a type's own settings (`settings`) are exactly the fields of its row in
-`api.gate_spec.GATE_KINDS`, defaults applied, read by name in its `domain.gates` module:
-a new gate type adds no field here.
+listed here; a type's own settings (`settings`) are exactly the fields of its wire
+declaration (`api.gate_kinds`), defaults applied, read by name in its `domain.gates`
+module: a new gate type adds no field here.
 """
 
 from __future__ import annotations

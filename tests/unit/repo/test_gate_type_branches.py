@@ -1,8 +1,9 @@
-"""A gate type is named in its own module, the registry and the API, nowhere else.
+"""A gate type is named in its own two modules, the registry and the API, nowhere else.
 
-Why: what a gate is (its settings, what it reads, how it judges) lives in its module under
-`domain/gates/` (the registry's Protocol) and its wire row in `api/gate_spec.GATE_KINDS`;
-the shared path (`gate_boundary`, `analyzing`, `close_call`, ...) asks the registry. A
+Why: what a gate is lives in its module under `domain/gates/` (what it reads, how it
+judges: the registry's Protocol) and its wire declaration under `api/gate_kinds/` (its
+fields, defaults and evidence rows, listed once among `GateSpec`'s bases); the shared
+path (`gate_boundary`, `analyzing`, `close_call`, ...) asks the registry. A
 branch on one member (`gate.type is GateType.TAIL_LATENCY`, a table keyed by members, a
 comparison with the type's wire name) elsewhere is a second place a new gate must be added
 to and an old one can be forgotten in. The AST is read, so comments and docstrings that
@@ -12,12 +13,14 @@ name a type do not count.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
 
 from specdecode.api.evidence_table import EVIDENCE
-from specdecode.api.gate_spec import GATE_KINDS
+from specdecode.api.gate_kinds import declaration
+from specdecode.api.gate_spec import GATE_KINDS, GateSpec
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.gates import measure_for
 from specdecode.vocabulary import GateType
@@ -104,26 +107,75 @@ def _registering_module(gate_type: GateType) -> str:
     return module.removeprefix("specdecode.").replace(".", "/") + ".py"
 
 
-def test_outside_the_api_a_gate_type_is_named_only_by_the_module_that_registers_it() -> None:
+def _declaring_modules() -> dict[GateType, list[str]]:
+    """The declaration modules among GateSpec's bases (the wire registry), by their type."""
+    found: dict[GateType, list[str]] = {}
+    for base in GateSpec.__mro__:
+        if base.__module__.startswith("specdecode.api.gate_kinds."):
+            module = importlib.import_module(base.__module__)
+            kind = module.KIND
+            assert kind is GATE_KINDS[kind.type]
+            name = base.__module__.removeprefix("specdecode.").replace(".", "/") + ".py"
+            found.setdefault(kind.type, []).append(name)
+    return found
+
+
+def test_a_gate_type_is_named_only_by_its_two_modules() -> None:
     """The places a new gate touches, as CONTRIBUTING's "Adding a gate type" lists them:
-    outside the wire (`vocabulary.GateType`, its `api.gate_spec.GATE_KINDS` row, its
-    `api.evidence_table.EVIDENCE` rows, each required below) only its own gate module names
-    it; the registry, the boundary, status, metrics, the guard and the tuning ask that
-    module's measure (the next test's companion in domain/test_a_gate_in_its_module.py)."""
+    besides its `vocabulary.GateType` value and the two registries (`GateSpec`'s bases,
+    `domain/gates/__init__.py`'s imports, which name modules, not members), only its wire
+    declaration (`api/gate_kinds/<type>.py`) and its gate module (`domain/gates/<type>.py`)
+    name it; `GATE_KINDS`, `EVIDENCE`, the registry, the boundary, status, metrics, the
+    guard and the tuning derive from them or ask the measure (the companion test is
+    domain/test_a_gate_in_its_module.py). Elsewhere in `api/` the default stages and a few
+    CEL rules still name a type (`ALLOWED`)."""
+    declaring = _declaring_modules()
     named: dict[str, set[str]] = {member.name: set() for member in GateType}
     for path in sorted(PACKAGE.rglob("*.py")):
         name = path.relative_to(PACKAGE).as_posix()
-        if not name.startswith(("api/", "vocabulary.py")):
-            for member in members_named(path.read_text()):
-                named[member].add(name)
-    assert named == {member.name: {_registering_module(member)} for member in GateType}
+        if name == "vocabulary.py" or (name.startswith("api/") and "/gate_kinds/" not in name):
+            continue
+        for member in members_named(path.read_text()):
+            named[member].add(name)
+    assert named == {
+        member.name: {*declaring.get(member, []), _registering_module(member)}
+        for member in GateType
+    }
+
+
+def test_the_wire_registry_derives_and_names_no_type() -> None:
+    """GATE_KINDS and EVIDENCE are gathered from the declarations, never written per type."""
+    for module in ("api/gate_spec.py", "api/evidence_table.py"):
+        assert type_branches((PACKAGE / module).read_text()) == [], module
 
 
 @pytest.mark.parametrize("gate_type", list(GateType))
-def test_each_gate_type_has_its_wire_rows(gate_type: GateType) -> None:
-    """The wire side a new gate must add: a GATE_KINDS row and an EVIDENCE row per source."""
-    assert gate_type in GATE_KINDS
+def test_each_gate_type_has_its_wire_declaration(gate_type: GateType) -> None:
+    """The wire side a new gate must add: one declaration among GateSpec's bases, whose row
+    is its GATE_KINDS row, with an EVIDENCE row per traffic source."""
+    assert len(_declaring_modules()[gate_type]) == 1
+    assert set(GATE_KINDS[gate_type].settings) <= set(GateSpec.model_fields)
     assert all((gate_type, source) in EVIDENCE for source in TrafficSourceType)
+
+
+def test_a_type_without_a_declaration_or_an_evidence_row_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The control: `declared` fails on a type whose module is not among GateSpec's bases,
+    and on a declaration leaving a traffic source out."""
+    complete = dict(declaration._DECLARED)
+    monkeypatch.setattr(declaration, "_DECLARED", complete)
+    assert list(declaration.declared()) == list(GateType)
+    del complete[GateType.SPEEDUP]
+    with pytest.raises(LookupError, match="Speedup"):
+        declaration.declared()
+    kind = GATE_KINDS[GateType.SPEEDUP]
+    partial = {TrafficSourceType.PROMPTS: kind.evidence[TrafficSourceType.PROMPTS]}
+    declaration.declare(
+        declaration.GateKind(kind.type, kind.settings, kind.min_samples, kind.unit, partial)
+    )
+    with pytest.raises(LookupError, match="Speedup: no evidence row for \\['Mirror'\\]"):
+        declaration.declared()
 
 
 def test_the_check_sees_a_member_named_in_a_second_module() -> None:

@@ -99,8 +99,9 @@ class GateMeasure(Protocol):
 
     Why all of it here: the shared path (`gate_boundary`, `analyzing`, `close_call`) asks
     the registered measure instead of branching on the type, so a new gate is its module,
-    its rows in `api.gate_spec.GATE_KINDS` and `api.evidence_table.EVIDENCE` (the wire
-    side) and its import in `gates` (CONTRIBUTING, "Adding a gate type").
+    its wire declaration `api.gate_kinds.<type>` (fields, defaults, evidence rows) and one
+    import in each registry, `gates` and GateSpec's bases (CONTRIBUTING, "Adding a gate
+    type").
     """
 
     # The limit is a floor the estimate must reach (True) or a ceiling (False): how a close
