@@ -218,22 +218,18 @@ def guard_step(
     if kind in (Reaction.FORGET, Reaction.RECORD):
         return Step(status.model_copy(update={"drift": drift}), events)
     config, reason = status.stable_speculative, events[0].reason
-    if kind is Reaction.ROLL_BACK:
-        previous = status.previous_stable_speculative
-        returned = {"stable_speculative": previous, "stable_fingerprint": fingerprint_of(previous)}
-        return enter(
-            status, Phase.ROLLED_BACK, now, reason, message, warning=True,
-            verdict=Phase.ROLLED_BACK.value, drift=drift, **returned,
-        )  # fmt: skip
     fallen = {
         "stable_speculative": None,
         "stable_fingerprint": fingerprint_of(None),
         "previous_stable_speculative": config,
     }
-    if kind is Reaction.FALL_BACK:
+    if kind in (Reaction.ROLL_BACK, Reaction.FALL_BACK):
+        previous = status.previous_stable_speculative
+        returned = {"stable_speculative": previous, "stable_fingerprint": fingerprint_of(previous)}
+        production = returned if kind is Reaction.ROLL_BACK else fallen
         return enter(
             status, Phase.ROLLED_BACK, now, reason, message, warning=True,
-            verdict=Phase.ROLLED_BACK.value, drift=drift, **fallen,
+            verdict=Phase.ROLLED_BACK.value, drift=drift, **production,
         )  # fmt: skip
     base = status.model_copy(update={**fallen, "drift": drift})
     offer = config if reaction.offer else None
