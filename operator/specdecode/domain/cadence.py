@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
-from specdecode.domain.guard_model import GuardTiming
 from specdecode.domain.guarding import guard_grid
 from specdecode.domain.stages import last_evaluated
 from specdecode.domain.transitions import guard_state
@@ -33,8 +32,9 @@ def next_timed_event(
     clock then.
     """
     guard = spec.guard
-    timing = GuardTiming(guard.enabled, guard.interval_seconds, guard.window_seconds)
-    grid = guard_grid(timing, guard_state(status))
+    grid = guard_grid(
+        guard_state(status), guard.enabled, guard.interval_seconds, guard.window_seconds
+    )
     if grid is not None:  # Promoted: the guard's next look (slow; none while disabled)
         return grid.next_after(now)
     index = status.current_stage_index

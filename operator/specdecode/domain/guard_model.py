@@ -19,24 +19,18 @@ from specdecode.vocabulary import DriftAction, DriftKind, GateType, Phase
 
 
 @dataclass(frozen=True)
-class GuardTiming:
-    """When the guard looks: on or off, one look every `interval_seconds`, in windows."""
-
-    enabled: bool
-    interval_seconds: float
-    window_seconds: float
-
-
-@dataclass(frozen=True)
 class GuardPlan:
-    """The spec as the guard reads it: when it looks, how it reacts, against which gates.
+    """The spec as the guard reads it: when it looks (on or off, one look every
+    `interval_seconds`, in windows), how it reacts, against which gates.
 
     `stages`: each analysis stage's name and gates; `default_acceptance`, `default_tail`:
     the headline gates with their defaults, judged against when no stage has one;
     `desired`: the fingerprint of the spec's speculative config.
     """
 
-    timing: GuardTiming
+    enabled: bool
+    interval_seconds: float
+    window_seconds: float
     on_drift: DriftAction
     latency: bool
     latency_tolerance: float

@@ -32,7 +32,6 @@ from specdecode.domain.guard_model import (
     GuardPlan,
     GuardReaction,
     GuardState,
-    GuardTiming,
     Reaction,
 )
 from specdecode.domain.latency_drift import ProductionLatency
@@ -42,13 +41,21 @@ from specdecode.vocabulary import DriftAction, DriftKind, Phase
 DRIFTED = "Drifted"  # the Event's and the rollback's reason
 
 
-def guard_grid(timing: GuardTiming, state: GuardState) -> GuardGrid | None:
-    """The guard's look grid, or None when the guard has nothing to judge."""
-    if not timing.enabled or state.phase is not Phase.PROMOTED or state.phase_since is None:
+def guard_grid(
+    state: GuardState, enabled: bool, interval_seconds: float, window_seconds: float
+) -> GuardGrid | None:
+    """The guard's look grid (on or off, a look every `interval_seconds`, in windows of
+    `window_seconds`), or None when the guard has nothing to judge."""
+    if not enabled or state.phase is not Phase.PROMOTED or state.phase_since is None:
         return None
     if state.plain:  # plain decoding: no drafts to judge
         return None
-    return GuardGrid(state.phase_since, timing.interval_seconds, timing.window_seconds)
+    return GuardGrid(state.phase_since, interval_seconds, window_seconds)
+
+
+def planned_grid(plan: GuardPlan, state: GuardState) -> GuardGrid | None:
+    """The look grid of the guard's `plan` (`guard_grid`)."""
+    return guard_grid(state, plan.enabled, plan.interval_seconds, plan.window_seconds)
 
 
 def judged_against(plan: GuardPlan) -> tuple[float, float, float]:
@@ -71,7 +78,7 @@ def guard_check(
 ) -> tuple[GuardLook, DriftCheck, float] | None:
     """The look due now, its check and the threshold; None when nothing is to be judged
     (no look due, or the observation is missing, failed or of another look)."""
-    grid = guard_grid(plan.timing, state)
+    grid = planned_grid(plan, state)
     look = grid.latest(now) if grid is not None else None
     if look is None or not isinstance(observed, ProductionAcceptance):
         return None
@@ -89,10 +96,10 @@ def guard(
     latency: ProductionLatency | MetricError | None = None,
 ) -> GuardReaction:
     """The guard's reaction to the look due now (see the module docstring)."""
-    if state.recorded is not None and guard_grid(plan.timing, state) is None:
+    if state.recorded is not None and planned_grid(plan, state) is None:
         text = "the drift guard no longer judges production (disabled, or plain decoding)"
         return GuardReaction(Reaction.FORGET, events=(Event("DriftCleared", text),))
-    grid = guard_grid(plan.timing, state)
+    grid = planned_grid(plan, state)
     look = grid.latest(now) if grid is not None else None
     if look is None:
         return GuardReaction()

@@ -22,7 +22,7 @@ from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, ProductionAcceptance, block_seconds, can_judge
 from specdecode.domain.guard_model import GuardPlan
-from specdecode.domain.guarding import guard_check, guard_grid
+from specdecode.domain.guarding import guard_check, planned_grid
 from specdecode.domain.latency_drift import ProductionLatency, latency_guarded
 from specdecode.domain.observations import MetricError, StepHistogram
 from specdecode.domain.transitions import guard_state
@@ -47,7 +47,7 @@ async def observe_production(
     look is due, or (latency) nothing to judge it against. `plan`: the spec as the guard
     reads it, when the caller has read it already."""
     plan, state = plan or guard_plan_of(spec), guard_state(status)
-    grid = guard_grid(plan.timing, state)
+    grid = planned_grid(plan, state)
     look = grid.latest(now) if grid is not None else None
     if look is None or runtime.guard_reads.judged.get(ref.key) == look.at:
         return None, None

@@ -14,7 +14,7 @@ from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gates import Headline, headline_type
-from specdecode.domain.guard_model import GuardPlan, GuardTiming
+from specdecode.domain.guard_model import GuardPlan
 
 # The gates whose results are the alpha (Acceptance) and tail (TailLatency) headlines, with
 # their defaults: what the guard judges against when no stage has one.
@@ -26,7 +26,9 @@ def guard_plan_of(spec: SpecDecodeRolloutSpec) -> GuardPlan:
     """The spec as the drift guard reads it."""
     guard = spec.guard
     return GuardPlan(
-        timing=GuardTiming(guard.enabled, guard.interval_seconds, guard.window_seconds),
+        enabled=guard.enabled,
+        interval_seconds=guard.interval_seconds,
+        window_seconds=guard.window_seconds,
         on_drift=guard.on_drift,
         latency=guard.latency,
         latency_tolerance=guard.latency_tolerance,
