@@ -25,18 +25,19 @@ DEFAULT_TAIL_GATE = gate_params(GateSpec(name="p99-itl", type=headline_type(Head
 def guard_plan_of(spec: SpecDecodeRolloutSpec) -> GuardPlan:
     """The spec as the drift guard reads it."""
     guard = spec.guard
+    stages = tuple(
+        (stage.name, tuple(gate_params(gate) for gate in stage.gates))
+        for stage in spec.analysis.stages
+    )
     return GuardPlan(
-        enabled=guard.enabled,
-        interval_seconds=guard.interval_seconds,
-        window_seconds=guard.window_seconds,
-        on_drift=guard.on_drift,
-        latency=guard.latency,
-        latency_tolerance=guard.latency_tolerance,
-        stages=tuple(
-            (stage.name, tuple(gate_params(gate) for gate in stage.gates))
-            for stage in spec.analysis.stages
-        ),
-        default_acceptance=DEFAULT_GATE,
-        default_tail=DEFAULT_TAIL_GATE,
+        guard.enabled,
+        guard.interval_seconds,
+        guard.window_seconds,
+        guard.on_drift,
+        guard.latency,
+        guard.latency_tolerance,
+        stages,
+        DEFAULT_GATE,
+        DEFAULT_TAIL_GATE,
         desired=fingerprint_of(spec.speculative),
     )
