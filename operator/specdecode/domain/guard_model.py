@@ -2,8 +2,8 @@
 
 Why not the rollout's spec and status: the guard's rules (`guarding`, `guard_findings`,
 `latency_drift`) import nothing from `api` (an import-linter contract), so a second API
-version changes the conversions (`reconciler.guard_boundary` for the spec, the status'
-own modules for the status), not the rules. Only what the guard reads is here; what it
+version changes the conversions (`reconciler.guard_boundary` for the spec,
+`transitions.guard_state` for the status), not the rules. Only what the guard reads is here; what it
 decides is a `GuardReaction`, which the phase step turns into the status and its Events.
 """
 
