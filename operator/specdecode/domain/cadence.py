@@ -13,6 +13,7 @@ from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.guarding import guard_grid
 from specdecode.domain.stages import last_evaluated
+from specdecode.domain.transitions import guard_state
 from specdecode.vocabulary import Phase
 
 
@@ -30,7 +31,10 @@ def next_timed_event(
     Analyzing, the stage has not started, or nothing is left: the caller keeps its own
     clock then.
     """
-    grid = guard_grid(spec, status)
+    guard = spec.guard
+    grid = guard_grid(
+        guard_state(status), guard.enabled, guard.interval_seconds, guard.window_seconds
+    )
     if grid is not None:  # Promoted: the guard's next look (slow; none while disabled)
         return grid.next_after(now)
     index = status.current_stage_index

@@ -2,7 +2,7 @@
 
 Why apart from `guarding`: `guarding` decides the reaction (record, Event, rollback,
 re-analysis), which is the same whichever half found the drift; here each half turns its
-check into a `Finding` (a `DriftStatus` to record, or that a recorded drift of its kind is
+check into a `Finding` (a `Drift` to record, or that a recorded drift of its kind is
 surely over) with the figures for people. Both judge the same look of the same grid.
 """
 
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from specdecode.api.guard import DriftStatus
-from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import DriftCheck, DriftVerdict, GuardLook
+from specdecode.domain.guard_model import Drift, GuardPlan, GuardState
 from specdecode.domain.latency_drift import (
     LatencyCheck,
     LatencyReference,
@@ -32,7 +29,7 @@ from specdecode.vocabulary import DriftKind
 class Finding:
     """One half's word on the look: a drift to record, or that its drift is over."""
 
-    drift: DriftStatus | None = None
+    drift: Drift | None = None
     recovered: str | None = None  # the DriftRecovered Event's text, when surely back
 
 
@@ -41,18 +38,18 @@ def _window(look: GuardLook) -> str:
 
 
 def _recorded(
-    kind: DriftKind, look: GuardLook, now: datetime, blocks: int, message: str, **figures: Any
-) -> DriftStatus:
+    kind: DriftKind, look: GuardLook, now: datetime, blocks: int, message: str, **figures: float
+) -> Drift:
     """A drift as status keeps it: what every half records (kind, when, the window, its
     blocks, the message) and the half's own figures."""
-    return DriftStatus(
+    return Drift(
         kind=kind,
         detected_at=now,
         window_start=look.window_start,
         window_seconds=look.seconds,
         blocks=blocks,
         message=message,
-        **figures,
+        figures=tuple(figures.items()),
     )
 
 
@@ -87,19 +84,19 @@ def acceptance_finding(
 
 
 def latency_check(
-    spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    plan: GuardPlan,
+    state: GuardState,
     observed: ProductionLatency | MetricError | None,
     look: GuardLook,
 ) -> tuple[LatencyCheck, LatencyReference] | None:
     """The latency half's check at `look`; None when it has nothing to judge (turned off,
     no reference figure, the observation missing, failed or of another look)."""
-    reference = latency_guarded(spec, status)
+    reference = latency_guarded(plan, state)
     if reference is None or not isinstance(observed, ProductionLatency):
         return None
     if observed.look_at != look.at:
         return None
-    tolerance = spec.guard.latency_tolerance
+    tolerance = plan.latency_tolerance
     return check_latency_drift(observed.blocks, reference, tolerance, look.times), reference
 
 

@@ -13,16 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from specdecode.api.gate_spec import GateSpec
-from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, block_ratio
-from specdecode.domain.gates import Headline, headline_type, is_headline
+from specdecode.domain.gate_params import GateParams
+from specdecode.domain.gates import Headline, is_headline
+from specdecode.domain.guard_model import GuardPlan, GuardState
 from specdecode.domain.observations import StepHistogram
 
 MIN_TAIL_EXPECTED = 20.0  # observations above the edge expected at the allowed share
-# The gate whose results are the tail headline (TailLatency), with its defaults.
-DEFAULT_TAIL_GATE = GateSpec(name="p99-itl", type=headline_type(Headline.TAIL))
 
 
 @dataclass(frozen=True)
@@ -69,45 +66,41 @@ class LatencyCheck:
     observations: float = 0.0
 
 
-def latency_reference(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
-) -> LatencyReference | None:
+def latency_reference(plan: GuardPlan, state: GuardState) -> LatencyReference | None:
     """The last stage's enforced TailLatency gate that recorded a server-side candidate
     figure; None when none did (no TailLatency gate, no step-ITL series, no analysis)."""
-    for stage in reversed(status.stages):
-        for result in stage.gates:
+    for stage, results in reversed(state.stages):
+        for result in results:
             figure = result.server_candidate_value
             if not is_headline(result.type, Headline.TAIL) or result.dry_run:
                 continue
             if figure is None or not figure > 0 or math.isinf(figure):
                 continue
-            gate = _gate_spec(spec, stage.name, result.name)
+            gate = _gate_params(plan, stage, result.name)
             return LatencyReference(
                 seconds=figure,
                 baseline_seconds=result.server_baseline_value,
                 quantile=gate.number("quantile"),
                 error=1.0 - gate.confidence,
-                stage=stage.name,
+                stage=stage,
                 gate=result.name,
             )
     return None
 
 
-def latency_guarded(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
-) -> LatencyReference | None:
+def latency_guarded(plan: GuardPlan, state: GuardState) -> LatencyReference | None:
     """The figure production's tail is judged against, when the latency half judges at
     all (`guard.latency` on and an analysis left a figure); None: nothing to read for it."""
-    return latency_reference(spec, status) if spec.guard.latency else None
+    return latency_reference(plan, state) if plan.latency else None
 
 
-def _gate_spec(spec: SpecDecodeRolloutSpec, stage: str, gate: str) -> GateSpec:
-    for candidate in spec.analysis.stages:
-        if candidate.name == stage:
-            for found in candidate.gates:
+def _gate_params(plan: GuardPlan, stage: str, gate: str) -> GateParams:
+    for name, gates in plan.stages:
+        if name == stage:
+            for found in gates:
                 if found.name == gate and is_headline(found.type, Headline.TAIL):
                     return found
-    return DEFAULT_TAIL_GATE
+    return plan.default_tail
 
 
 def tail_edge(blocks: list[StepHistogram], line: float) -> float | None:

@@ -28,6 +28,7 @@ from specdecode.domain.latency_block import (
 from specdecode.domain.sketch import Sketch
 
 if TYPE_CHECKING:  # the load pods import this module and must not need pydantic
+    from specdecode.domain.guard_model import GuardPlan
     from specdecode.domain.latency_drift import ProductionLatency
     from specdecode.domain.source import SourceObservation
 
@@ -322,6 +323,9 @@ class Observations:
     production_acceptance: ProductionAcceptance | MetricError | None = None
     # ... and its step-ITL histogram in the same blocks (the guard's latency half).
     production_latency: ProductionLatency | MetricError | None = None
+    # The spec as the guard reads it (`reconciler.guard_boundary`); None: not read (a
+    # hand-written value), and the guard judges nothing.
+    guard: GuardPlan | None = None
     source: SourceObservation | None = None  # spec.workloadRef: the Deployment judged
     # A hash of the referenced prompt set's content, read while an analysis runs (None: not
     # read, built-in prompts, or unreadable now); part of the evidence (`domain.evidence`).

@@ -16,6 +16,7 @@ from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analyzing import analyze, begin_stage
 from specdecode.domain.conditions import production_unready_since
 from specdecode.domain.evidence import engine_digest
+from specdecode.domain.guard_model import Reaction
 from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
 from specdecode.domain.transitions import (
@@ -24,8 +25,10 @@ from specdecode.domain.transitions import (
     analyse_desired_unless_stable,
     describe,
     enter,
+    guard_state,
     promoted,
     roll_back,
+    start_analysis,
 )
 from specdecode.vocabulary import Phase, PromotionStrategy
 
@@ -185,15 +188,54 @@ def _steady(
             return enter(status, Phase.PROMOTED, now, "ProductionRecovered", "production ready")
         return Step(status)
     if healthy:  # judged after promotion: production's acceptance (the drift guard)
-        return guard(
-            spec, status, observations.production_acceptance, now, observations.production_latency
-        )
+        return guard_step(spec, status, observations, now)
     grace = spec.analysis.progress_deadline_seconds
     if (now - production_unready_since(status, now)).total_seconds() > grace:
         why = _why_not_ready(ChildRole.PRODUCTION, production)
         message = f"production not ready for more than {grace}s: {why}"
         return enter(status, Phase.DEGRADED, now, "ProductionUnavailable", message, warning=True)
     return Step(status)
+
+
+def guard_step(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observations: Observations,
+    now: datetime,
+) -> Step:
+    """The drift guard's reaction to the look due now (`guarding.guard`), written into the
+    status. Without the guard's plan (an `Observations` written by hand) it judges nothing."""
+    if observations.guard is None:
+        return Step(status)
+    acceptance, latency = observations.production_acceptance, observations.production_latency
+    reaction = guard(observations.guard, guard_state(status), acceptance, now, latency)
+    kind, message, events = reaction.reaction, reaction.message, reaction.events
+    drift = None
+    if reaction.drift is not None:  # as the status' own schema validates its `drift`
+        drift = SpecDecodeRolloutStatus.model_validate({"drift": reaction.drift.fields()}).drift
+    if kind is Reaction.KEEP:
+        return Step(status)
+    if kind in (Reaction.FORGET, Reaction.RECORD):
+        return Step(status.model_copy(update={"drift": drift}), events)
+    config, reason = status.stable_speculative, events[0].reason
+    fallen = {
+        "stable_speculative": None,
+        "stable_fingerprint": fingerprint_of(None),
+        "previous_stable_speculative": config,
+    }
+    if kind in (Reaction.ROLL_BACK, Reaction.FALL_BACK):
+        previous = status.previous_stable_speculative
+        returned = {"stable_speculative": previous, "stable_fingerprint": fingerprint_of(previous)}
+        production = returned if kind is Reaction.ROLL_BACK else fallen
+        return enter(
+            status, Phase.ROLLED_BACK, now, reason, message, warning=True,
+            verdict=Phase.ROLLED_BACK.value, drift=drift, **production,
+        )  # fmt: skip
+    base = status.model_copy(update={**fallen, "drift": drift})
+    offer = config if reaction.offer else None
+    restarted = start_analysis(spec, base, now, "Reanalysis", message, offer=offer)
+    reanalysed = {"drift": drift, "reanalysed": fingerprint_of(config)}
+    return Step(restarted.status.model_copy(update=reanalysed), (*events, *restarted.events))
 
 
 def step_in_phase(

@@ -14,8 +14,9 @@ from typing import Any
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
+from specdecode.domain.guard_model import GateFigure, GuardState
 from specdecode.domain.stages import fresh_stages
 from specdecode.vocabulary import Phase
 
@@ -203,3 +204,33 @@ def analyse_desired_unless_stable(
             drift=None,
         )
     return start_analysis(spec, status, now, reason, message)
+
+
+def guard_state(status: SpecDecodeRolloutStatus) -> GuardState:
+    """The status as the drift guard reads it (`domain.guard_model`)."""
+    stable, previous = status.stable_speculative, status.previous_stable_speculative
+    return GuardState(
+        phase=status.phase,
+        phase_since=status.phase_since,
+        plain=stable is None,
+        stable=fingerprint_of(stable),
+        stable_named=describe(stable),
+        previous=fingerprint_of(previous),
+        previous_named=describe(previous),
+        recorded=None if status.drift is None else status.drift.kind,
+        reanalysed=status.reanalysed,
+        stages=tuple(
+            (stage.name, tuple(_figure(result) for result in stage.gates))
+            for stage in status.stages
+        ),
+    )
+
+
+def _figure(result: GateResult) -> GateFigure:
+    return GateFigure(
+        result.name,
+        result.type,
+        result.dry_run,
+        result.server_candidate_value,
+        result.server_baseline_value,
+    )

@@ -21,9 +21,12 @@ from specdecode.adapters.workload_source import production_deployment
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, ProductionAcceptance, block_seconds, can_judge
-from specdecode.domain.guarding import guard_check, guard_grid
+from specdecode.domain.guard_model import GuardPlan
+from specdecode.domain.guarding import guard_check, planned_grid
 from specdecode.domain.latency_drift import ProductionLatency, latency_guarded
 from specdecode.domain.observations import MetricError, StepHistogram
+from specdecode.domain.transitions import guard_state
+from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.runtime import Runtime
 
 LOG = logging.getLogger(__name__)
@@ -38,10 +41,13 @@ async def observe_production(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     now: datetime,
+    plan: GuardPlan | None = None,
 ) -> Observed:
     """Production's blocks for the look due at `now` (acceptance, latency); None when no
-    look is due, or (latency) nothing to judge it against."""
-    grid = guard_grid(spec, status)
+    look is due, or (latency) nothing to judge it against. `plan`: the spec as the guard
+    reads it, when the caller has read it already."""
+    plan, state = plan or guard_plan_of(spec), guard_state(status)
+    grid = planned_grid(plan, state)
     look = grid.latest(now) if grid is not None else None
     if look is None or runtime.guard_reads.judged.get(ref.key) == look.at:
         return None, None
@@ -60,7 +66,7 @@ async def observe_production(
         engine, look.window_start, look.at, seconds
     )
     tails: tuple[StepHistogram, ...] | MetricError | None = None
-    if latency_guarded(spec, status) is not None:  # only with something to judge them by
+    if latency_guarded(plan, state) is not None:  # only with something to judge them by
         tail_read = runtime.tail_blocks.tail_blocks(engine, look.window_start, look.at, seconds)
         blocks, tails = await asyncio.gather(blocks_read, tail_read)
     else:
@@ -74,7 +80,7 @@ async def observe_production(
         return blocks, None
     # judged once (marked by the apply that writes it): a failed latency read is skipped
     observed = ProductionAcceptance(look_at=look.at, blocks=blocks)
-    judged = guard_check(spec, status, observed, now)
+    judged = guard_check(plan, state, observed, now)
     if judged is not None:
         runtime.metrics.production_looked(ref.namespace, ref.name, judged[1], judged[2])
     return observed, latency

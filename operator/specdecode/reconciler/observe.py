@@ -36,6 +36,7 @@ from specdecode.domain.stages import evaluation_due
 from specdecode.reconciler.engine_metrics import observe_engine_scrape
 from specdecode.reconciler.engine_version import observe_engine_versions
 from specdecode.reconciler.guard import observe_production
+from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.load import LoadSeen, observe_load
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.spec_boundary import views_of
@@ -128,8 +129,9 @@ async def _read_cluster(
     routes = await current_routes(runtime.cluster, runtime.kube, ref.namespace, views.mirror)
 
     stage, load = await _observe_look(runtime, ref, spec, status, now)
+    guard = guard_plan_of(spec)
     production_acceptance, production_latency = await observe_production(
-        runtime, ref, spec, status, now
+        runtime, ref, spec, status, now, guard
     )
     observations = Observations(
         generation=ref.generation,
@@ -139,6 +141,7 @@ async def _read_cluster(
         traffic_error=load.problem or mirror_route_problem(routes, ref.name, views.mirror),
         production_acceptance=production_acceptance,
         production_latency=production_latency,
+        guard=guard,
         source=None if source is None else source.observation,
         prompts_digest=load.prompts_digest,
     )

@@ -21,9 +21,12 @@ from restart_world import echo_writes
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
 from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
-from specdecode.domain.guarding import guard
+from specdecode.domain.observations import Observations
+from specdecode.domain.phases import guard_step
+from specdecode.domain.transitions import Step
 from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.guard import observe_production
+from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.reconcile import RolloutRead, StaleRollout, reconcile
 from specdecode.reconciler.runtime import Runtime
 
@@ -57,6 +60,17 @@ def promoted(now: datetime) -> SpecDecodeRolloutStatus:
         candidate_speculative=EAGLE3,
         candidate_fingerprint=EAGLE3.fingerprint(),
     )
+
+
+def guard(
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    observed: ProductionAcceptance | None,
+    now: datetime,
+) -> Step:
+    """The guard's step on production's look `observed`, as the Promoted phase takes it."""
+    seen = Observations(1, production_acceptance=observed, guard=guard_plan_of(spec))
+    return guard_step(spec, status, seen, now)
 
 
 def fresh_runtime(clock: FakeClock, blocks: Blocks) -> Runtime:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,6 +34,7 @@ from specdecode.domain.observations import (
     StageObservations,
 )
 from specdecode.domain.sketch import Sketch
+from specdecode.reconciler.guard_boundary import guard_plan_of
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -207,7 +209,8 @@ def run(
     observations: Observations,
     seconds: float,
 ) -> Decision:
-    return decide(spec, status, observations, at(seconds))
+    with_plan = replace(observations, guard=guard_plan_of(spec))  # as observe reads it
+    return decide(spec, status, with_plan, at(seconds))
 
 
 def analyzing(spec: SpecDecodeRolloutSpec, seconds: float = 0) -> SpecDecodeRolloutStatus:
