@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 CONTRACT = "The domain imports no api (the wire schema)"
 
 # The imports left to convert. Lower it when you convert a module; never raise it.
-MAX_DOMAIN_WIRE_IMPORTS = 71
+MAX_DOMAIN_WIRE_IMPORTS = 70
 
 # One module of the domain, one module of the api (not the package, whose __init__
 # re-exports every name): no wildcard.
@@ -59,7 +59,11 @@ def test_unmatched_lines_are_errors() -> None:
 
 
 # Parts of the domain already converted: no line of the list may name them again.
-CONVERTED = ("specdecode.domain.tuning", "specdecode.domain.load_sizing")
+CONVERTED = (
+    "specdecode.domain.tuning",
+    "specdecode.domain.load_sizing",
+    "specdecode.domain.prompt_set",
+)
 
 
 def test_a_converted_part_of_the_domain_stays_converted() -> None:
