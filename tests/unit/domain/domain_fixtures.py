@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,6 +34,7 @@ from specdecode.domain.observations import (
     StageObservations,
 )
 from specdecode.domain.sketch import Sketch
+from specdecode.reconciler.analysis_boundary import plan_of
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -207,6 +209,8 @@ def run(
     observations: Observations,
     seconds: float,
 ) -> Decision:
+    if observations.plan is None:  # as observe builds it
+        observations = replace(observations, plan=plan_of(spec))
     return decide(spec, status, observations, at(seconds))
 
 
