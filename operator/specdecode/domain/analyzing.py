@@ -10,6 +10,7 @@ wins over everything, a pause included); too many consecutive Errors roll back
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from specdecode.api.certify import Certification, StageContext, certify, evidence_row
@@ -32,7 +33,7 @@ from specdecode.domain.gate_boundary import evaluate_gate, gate_params
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, UnsentLimit
 from specdecode.domain.gates import LookPlan, stage_needs
 from specdecode.domain.gates.registry import Need
-from specdecode.domain.load_status import load_status
+from specdecode.domain.load_status import LoadLook, load_status
 from specdecode.domain.observations import Observations
 from specdecode.domain.stages import (
     evaluation_due,
@@ -92,9 +93,10 @@ def analyze(
             evaluate_gate(gate, window, result, now, plan, kernel[gate.name])
             for gate, result in zip(stage_spec.gates, previous, strict=True)
         ]
-        stage = stage.model_copy(
-            update={"gates": gates, "phase": StagePhase.RUNNING, "load": load_status(window)}
-        )
+        stage = stage.model_copy(update={"gates": gates, "phase": StagePhase.RUNNING})
+        look = LoadLook(stage.name, stage.started_at, load_status(window))
+        judged = _judge(spec, _with_stage(status, index, stage), index, now, observations.plan)
+        return replace(judged, load=look)
     status = _with_stage(status, index, stage)
     return _judge(spec, status, index, now, observations.plan)
 
