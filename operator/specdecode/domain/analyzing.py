@@ -65,7 +65,8 @@ def begin_stage(
 ) -> SpecDecodeRolloutStatus:
     """Start stage `index` now (keeping its count of earlier inconclusive runs)."""
     runs = status.stages[index].inconclusive_runs if index < len(status.stages) else 0
-    evidence = evidence_of(spec.analysis.traffic)
+    traffic = spec.analysis.traffic
+    evidence = evidence_of(traffic.server_side_mirror, traffic.splitter_mirror)
     return _with_stage(status, index, start_stage(spec.analysis.stages[index], now, runs, evidence))
 
 
