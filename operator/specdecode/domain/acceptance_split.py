@@ -3,14 +3,14 @@
 Why: the gates judge the whole prompt set, which can pass while one part of the traffic
 pays for drafts it rejects; on-call needs to see which part. Nothing is judged here: the
 figures carry their requests so a thin group shows as thin.
-The estimator per source: docs/internals.md.
+The estimator per source: docs/internals.md. The wire's form: `reconciler.stage_load`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from statistics import NormalDist
 
-from specdecode.api.acceptance_by_traffic import TrafficAcceptance
 from specdecode.domain.acceptance_moments import AcceptedMoments, GroupEvidence
 from specdecode.domain.clustered import t_critical
 from specdecode.domain.gates.counters import accepted_per_step
@@ -22,9 +22,27 @@ SPLIT_CONFIDENCE = 0.95  # two-sided, per group
 DIGITS = 4  # figures in status are rounded: they are read, not judged
 
 
+@dataclass(frozen=True)
+class GroupAcceptance:
+    """One traffic group's acceptance on the candidate over the window: its labels, the
+    requests and decode steps behind it, accepted tokens per step, and alpha with its
+    interval (None: not estimable) on its `basis`."""
+
+    traffic_class: str
+    temperature: str
+    output_length: str
+    requests: int
+    steps: int
+    accepted_per_step: float | None
+    alpha: float | None
+    lower_bound: float | None
+    upper_bound: float | None
+    basis: AcceptanceBasis
+
+
 def acceptance_by_traffic(
     window: LatencySamples, counts: AcceptanceCounts | MetricError | None = None
-) -> list[TrafficAcceptance]:
+) -> list[GroupAcceptance]:
     """The candidate window's groups, largest first (`other` last), at most
     MAX_TRAFFIC_GROUPS."""
     draft_length = None
@@ -37,7 +55,7 @@ def acceptance_by_traffic(
     return [_group(key, evidence, draft_length) for key, evidence in ranked]
 
 
-def _group(key: str, evidence: GroupEvidence, draft_length: float | None) -> TrafficAcceptance:
+def _group(key: str, evidence: GroupEvidence, draft_length: float | None) -> GroupAcceptance:
     labels = parse_key(key)
     engine = evidence.engine
     if engine.requests and engine.steps > 0:  # steps here: draft tokens
@@ -51,7 +69,7 @@ def _group(key: str, evidence: GroupEvidence, draft_length: float | None) -> Tra
         if draft_length is not None:
             alpha, lower, upper = _bounded(stream, 1.0 / draft_length)
         requests, steps, basis = stream.requests, round(stream.steps), AcceptanceBasis.STREAM
-    return TrafficAcceptance(
+    return GroupAcceptance(
         traffic_class=labels.traffic_class,
         temperature=labels.temperature,
         output_length=labels.length,

@@ -10,6 +10,7 @@ wins over everything, a pause included); too many consecutive Errors roll back
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from specdecode.api.certify import Certification, StageContext, certify, evidence_row
@@ -19,8 +20,10 @@ from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
 from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSpec
+from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.close_call import close_call_of
 from specdecode.domain.concurrency_verdict import (
+    StageOutcome,
     lower_pass,
     lower_pass_text,
     offer_text,
@@ -30,7 +33,7 @@ from specdecode.domain.gate_boundary import evaluate_gate, gate_params
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, UnsentLimit
 from specdecode.domain.gates import LookPlan, stage_needs
 from specdecode.domain.gates.registry import Need
-from specdecode.domain.load_status import load_status
+from specdecode.domain.load_status import LoadLook, load_status
 from specdecode.domain.observations import Observations
 from specdecode.domain.stages import (
     evaluation_due,
@@ -44,7 +47,7 @@ from specdecode.domain.stages import (
     start_stage,
 )
 from specdecode.domain.transitions import Step, enter, notify, roll_back, start_analysis
-from specdecode.vocabulary import GateVerdict, Phase, ScheduleFallback, StagePhase
+from specdecode.vocabulary import SCHEDULE, GateVerdict, Phase, ScheduleFallback, StagePhase
 
 
 def _with_stage(
@@ -62,7 +65,8 @@ def begin_stage(
 ) -> SpecDecodeRolloutStatus:
     """Start stage `index` now (keeping its count of earlier inconclusive runs)."""
     runs = status.stages[index].inconclusive_runs if index < len(status.stages) else 0
-    evidence = evidence_of(spec.analysis.traffic)
+    traffic = spec.analysis.traffic
+    evidence = evidence_of(traffic.server_side_mirror, traffic.splitter_mirror)
     return _with_stage(status, index, start_stage(spec.analysis.stages[index], now, runs, evidence))
 
 
@@ -90,11 +94,12 @@ def analyze(
             evaluate_gate(gate, window, result, now, plan, kernel[gate.name])
             for gate, result in zip(stage_spec.gates, previous, strict=True)
         ]
-        stage = stage.model_copy(
-            update={"gates": gates, "phase": StagePhase.RUNNING, "load": load_status(window)}
-        )
+        stage = stage.model_copy(update={"gates": gates, "phase": StagePhase.RUNNING})
+        look = LoadLook(stage.name, stage.started_at, load_status(window))
+        judged = _judge(spec, _with_stage(status, index, stage), index, now, observations.plan)
+        return replace(judged, load=look)
     status = _with_stage(status, index, stage)
-    return _judge(spec, status, index, now)
+    return _judge(spec, status, index, now, observations.plan)
 
 
 def look_plan(
@@ -157,7 +162,11 @@ def observations_needed(spec: SpecDecodeRolloutSpec, index: int) -> frozenset[Ne
 
 
 def _judge(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    index: int,
+    now: datetime,
+    plan: AnalysisPlan | None,
 ) -> Step:
     """Apply the precedence in the module docstring to the stage's latest results."""
     analysis = spec.analysis
@@ -180,7 +189,7 @@ def _judge(
         return Step(status)
     failed = [gate for gate in enforced if gate.failures > analysis.failure_limit]
     if failed:
-        return _failed(spec, status, index, failed, now)
+        return _failed(spec, status, index, failed, now, plan)
     erroring = [g for g in enforced if g.consecutive_errors > analysis.consecutive_error_limit]
     if erroring:
         detail = "; ".join(
@@ -204,19 +213,45 @@ def _failed(
     index: int,
     failed: list[GateResult],
     now: datetime,
+    plan: AnalysisPlan | None,
 ) -> Step:
     """Roll back on the failed gates, saying where the config paid and breaks even and
-    offering a schedule (`concurrency_verdict`); analyse the offer instead when opted in."""
+    offering a schedule (`concurrency_verdict`); analyse the offer instead when opted in.
+    Without a `plan` (observations written by hand) the verdict names no lower stage."""
     stage = status.stages[index]
     detail = "; ".join(f"{stage.name}/{gate.name}: {gate.reason}" for gate in failed)
-    found = lower_pass(spec.analysis, status.stages, index, failed)
-    offer = schedule_offer(spec, status.candidate_speculative, status.stable_fingerprint, found)
+    candidate = status.candidate_speculative
+    found, entries = None, None
+    if plan is not None:
+        outcomes = [_outcome(run) for run in status.stages]
+        found = lower_pass(plan, outcomes, index, [gate.type for gate in failed])
+        if candidate is not None:
+            scheduled = candidate.num_speculative_tokens_per_batch_size is not None
+            entries = schedule_offer(plan, candidate.num_speculative_tokens, scheduled, found)
+    offer = offered_config(candidate, entries, status.stable_fingerprint)
     analyse = offer is not None and spec.analysis.schedule_fallback is ScheduleFallback.ANALYZE
-    detail += lower_pass_text(found) + offer_text(offer, analyse)
+    detail += lower_pass_text(found) + offer_text(None if offer is None else entries, analyse)
     ended = _with_stage(status, index, _finish(stage, StagePhase.FAILED, now, detail))
     if analyse:
         return start_analysis(spec, ended, now, "ScheduleAnalysisStarted", detail, offer=offer)
     return roll_back(ended.model_copy(update={"schedule_offer": offer}), now, "GateFailed", detail)
+
+
+def _outcome(stage: Stage) -> StageOutcome:
+    """A stage run as the concurrency verdict reads it."""
+    passed = {gate.type for gate in stage.gates if gate.verdict is GateVerdict.SUCCESSFUL}
+    return StageOutcome(stage.phase, frozenset(passed))
+
+
+def offered_config(
+    candidate: SpeculativeConfig | None, entries: list[list[int]] | None, stable: str | None
+) -> SpeculativeConfig | None:
+    """The candidate with the offered schedule `entries`, or None: none offered, or
+    production (fingerprint `stable`) runs that very config already."""
+    if candidate is None or entries is None:
+        return None
+    offer = SpeculativeConfig.model_validate({**candidate.to_wire(), SCHEDULE: entries})
+    return None if offer.fingerprint() == stable else offer
 
 
 NOTHING_ENFORCED = (

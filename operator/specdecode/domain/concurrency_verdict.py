@@ -12,22 +12,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specdecode.api.analysis import AnalysisSpec
-from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig
-from specdecode.api.status import GateResult, StageStatus
-from specdecode.api.tuning_rules import max_num_seqs
-from specdecode.api.vllm_versions import effective_version, field_exists
+from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.gates import measure_for
 from specdecode.domain.tuning.recommend import schedule
 from specdecode.domain.tuning.report import DEFAULT_MAX_BATCH
-from specdecode.vocabulary import SCHEDULE, GateVerdict, StagePhase, TrafficSourceType
+from specdecode.vocabulary import SCHEDULE, GateType, StagePhase
 
 
-def _load_phrase(gate: GateResult) -> str | None:
+def _load_phrase(gate_type: GateType) -> str | None:
     """How the verdict names a failed gate's figure, None when a lower load could not pass
     it (its measure's `load_phrase`: the latency gates)."""
-    return measure_for(gate.type).load_phrase
+    return measure_for(gate_type).load_phrase
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """A stage run as the verdict reads it: its phase and the types of its gates judged
+    Successful."""
+
+    phase: StagePhase
+    passed: frozenset[GateType]
 
 
 @dataclass(frozen=True)
@@ -42,24 +46,25 @@ class LowerPass:
 
 
 def lower_pass(
-    analysis: AnalysisSpec,
-    stages: Sequence[StageStatus],
+    plan: AnalysisPlan,
+    stages: Sequence[StageOutcome],
     index: int,
-    failed: Sequence[GateResult],
+    failed: Sequence[GateType],
 ) -> LowerPass | None:
-    """The highest-concurrency earlier stage that passed, when a latency gate failed here.
+    """The highest-concurrency earlier stage that passed, when a latency gate (`failed`:
+    the failed gates' types) failed here.
 
     Only for Prompts-traffic stages with a closed-loop concurrency (open-loop or Mirror
     stages have no concurrency to compare) and only when a latency gate failed.
     """
-    failing = [gate for gate in failed if _load_phrase(gate) is not None]
-    here = analysis.stages[index].concurrency
-    if not failing or here is None or analysis.traffic.source is TrafficSourceType.MIRROR:
+    failing = [gate_type for gate_type in failed if _load_phrase(gate_type) is not None]
+    here = plan.stages[index].concurrency
+    if not failing or here is None or plan.mirror:
         return None
     passed = [
         (spec.concurrency, spec.name, position)
         for position, (spec, status) in enumerate(
-            zip(analysis.stages[:index], stages[:index], strict=False)
+            zip(plan.stages[:index], stages[:index], strict=False)
         )
         if spec.concurrency is not None
         and spec.concurrency < here
@@ -68,15 +73,14 @@ def lower_pass(
     if not passed:
         return None
     concurrency, name, position = max(passed)
-    what = " and ".join(dict.fromkeys(str(_load_phrase(gate)) for gate in failing))
+    what = " and ".join(dict.fromkeys(str(_load_phrase(gate_type)) for gate_type in failing))
     return LowerPass(name, concurrency, here, what, _passed_each_type(stages[position], failing))
 
 
-def _passed_each_type(stage: StageStatus, failing: Sequence[GateResult]) -> bool:
+def _passed_each_type(stage: StageOutcome, failing: Sequence[GateType]) -> bool:
     """Whether `stage` judged a gate of each failing gate's type Successful: only then did
     the config pay there on what fails here."""
-    passed = {gate.type for gate in stage.gates if gate.verdict is GateVerdict.SUCCESSFUL}
-    return all(gate.type in passed for gate in failing)
+    return all(gate_type in stage.passed for gate_type in failing)
 
 
 def lower_pass_text(found: LowerPass | None) -> str:
@@ -98,38 +102,27 @@ def lower_pass_text(found: LowerPass | None) -> str:
 
 
 def schedule_offer(
-    spec: SpecDecodeRolloutSpec,
-    candidate: SpeculativeConfig | None,
-    stable_fingerprint: str | None,
-    found: LowerPass | None,
-) -> SpeculativeConfig | None:
-    """The candidate speculating only up to the batch size that passed, or None: no lower
-    pass, a release without the schedule (< 0.24), no k to keep, a schedule already (the
-    offer is never offered again), nothing above the pass to turn off, or production runs
-    that very config already."""
-    if found is None or candidate is None or candidate.num_speculative_tokens is None:
+    plan: AnalysisPlan, k: int | None, scheduled: bool, found: LowerPass | None
+) -> list[list[int]] | None:
+    """The candidate's per-batch-size schedule speculating only up to the batch size that
+    passed (its k kept below, off above), or None: no lower pass, a release without the
+    schedule (< 0.24), no k to keep, a schedule already (`scheduled`: the offer is never
+    offered again) or nothing above the pass to turn off. The caller drops an offer
+    production runs already (a config's fingerprint is the api's)."""
+    if found is None or k is None or scheduled or not plan.with_schedule:
         return None
-    if candidate.num_speculative_tokens_per_batch_size is not None:
-        return None
-    engine = spec.engine
-    if not field_exists(SCHEDULE, effective_version(engine.vllm_version, engine.image)):
-        return None
-    max_batch = max_num_seqs(spec.model.extra_args) or DEFAULT_MAX_BATCH
+    max_batch = plan.max_batch or DEFAULT_MAX_BATCH
     if found.passed_at >= max_batch:
         return None
-    k = candidate.num_speculative_tokens
     bands = [(1, found.passed_at), (found.passed_at + 1, max_batch)]
-    entries = schedule([("kept", k, 1.0), ("off", 0, 1.0)], bands)
-    wire = {**candidate.to_wire(), SCHEDULE: entries}
-    offer = SpeculativeConfig.model_validate(wire)
-    return None if offer.fingerprint() == stable_fingerprint else offer
+    return schedule([("kept", k, 1.0), ("off", 0, 1.0)], bands)
 
 
-def offer_text(offer: SpeculativeConfig | None, analyse: bool) -> str:
-    """The offer in the verdict's message: what it is and how it gets analysed."""
-    if offer is None:
+def offer_text(entries: list[list[int]] | None, analyse: bool) -> str:
+    """The offer (its schedule `entries`) in the verdict's message: what it is and how it
+    gets analysed."""
+    if entries is None:
         return ""
-    entries = getattr(offer, SCHEDULE)
     how = (
         "analysing it now (analysis.scheduleFallback: Analyze)"
         if analyse

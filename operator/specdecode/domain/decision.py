@@ -14,6 +14,7 @@ from enum import StrEnum
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.load_sizing import LoadShape
+from specdecode.domain.load_status import LoadLook
 
 
 class EventType(StrEnum):
@@ -78,6 +79,8 @@ class Decision:
     clear_action: bool = False  # the specdecode.io/action annotation was acted on
     # When time alone next changes the decision (`cadence.next_timed_event`); None: unknown.
     wake_at: datetime | None = None
+    # The load of this pass's stage look, which the status written carries (`apply`).
+    stage_load: LoadLook | None = None
 
     def with_status(self, status: SpecDecodeRolloutStatus) -> Decision:
         """This decision with `status` (itself when `status` is its own: the checks laid

@@ -81,6 +81,7 @@ def decide(
         traffic=traffic_plan(spec, final),
         events=step.events,
         clear_action=step.clear_action,
+        stage_load=step.load,
     )
 
 

@@ -16,6 +16,7 @@ from functools import cached_property
 from itertools import pairwise
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.drift import ProductionAcceptance
 from specdecode.domain.in_flight import InFlight
 from specdecode.domain.latency_block import (
@@ -330,6 +331,9 @@ class Observations:
     # A hash of the referenced prompt set's content, read while an analysis runs (None: not
     # read, built-in prompts, or unreadable now); part of the evidence (`domain.evidence`).
     prompts_digest: str | None = None
+    # The spec's analysis as the domain reads it (`reconciler.analysis_boundary`); None: not
+    # built (observations written by hand): a failed stage's verdict names no lower stage.
+    plan: AnalysisPlan | None = None
 
     def child(self, role: ChildRole) -> ChildState:
         """The observed state of a child; absent means it does not exist."""

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
 from specdecode.api.status import GateResult, StageStatus
-from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.gate_boundary import pending_result
 from specdecode.vocabulary import Evidence, StagePhase
 
@@ -27,11 +26,13 @@ def fresh_stages(analysis: AnalysisSpec) -> list[StageStatus]:
     ]
 
 
-def evidence_of(traffic: TrafficSpec) -> Evidence:
-    """What a stage's verdicts rest on under `traffic` (status says so)."""
-    if traffic.server_side_mirror:
+def evidence_of(server_side_mirror: bool, splitter_mirror: bool) -> Evidence:
+    """What a stage's verdicts rest on (status says so): the engines' metrics alone under
+    Mirror traffic paired server-side, paired responses through the splitter, else the
+    load pods' replayed prompts."""
+    if server_side_mirror:
         return Evidence.SERVER_SIDE
-    if traffic.splitter_mirror:
+    if splitter_mirror:
         return Evidence.CLIENT_SIDE_PAIRED
     return Evidence.CLIENT_SIDE_REPLAYED
 

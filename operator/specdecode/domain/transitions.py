@@ -17,6 +17,7 @@ from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.guard_model import GateFigure, GuardState
+from specdecode.domain.load_status import LoadLook
 from specdecode.domain.stages import fresh_stages
 from specdecode.vocabulary import Phase
 
@@ -37,6 +38,7 @@ class Step:
     status: SpecDecodeRolloutStatus
     events: tuple[Event, ...] = ()
     clear_action: bool = False
+    load: LoadLook | None = None  # a stage look's load, for the status written (apply)
 
     def then(self, later: Step) -> Step:
         """This step followed by `later` (whose status already builds on this one's)."""
@@ -44,11 +46,12 @@ class Step:
             status=later.status,
             events=self.events + later.events,
             clear_action=self.clear_action or later.clear_action,
+            load=self.load if later.load is None else later.load,
         )
 
     def with_status(self, status: SpecDecodeRolloutStatus) -> Step:
         """The same events with an updated status (no transition)."""
-        return Step(status, self.events, self.clear_action)
+        return Step(status, self.events, self.clear_action, self.load)
 
 
 def enter(

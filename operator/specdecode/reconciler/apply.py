@@ -38,6 +38,7 @@ from specdecode.reconciler.observe import Snapshot
 from specdecode.reconciler.promotion_patch import write_promotion
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.splitter import sync_splitter
+from specdecode.reconciler.stage_load import with_stage_load
 
 __all__ = [
     "WAKE_SLACK_SECONDS",
@@ -49,9 +50,10 @@ __all__ = [
 ]
 
 
-async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decision) -> None:
-    """Make the world match `decision`; without a spec (unreadable, or not resolvable from
-    its source) production is left as it is, and shadows, load pods and mirrors go.
+async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decision) -> Decision:
+    """Make the world match `decision`, its look's load put on its stage (`stage_load`);
+    without a spec (unreadable, or not resolvable from its source) production is left as
+    it is, and shadows, load pods and mirrors go. Returns the decision as written.
 
     A rollout with no status yet (`first`: its first reconcile) gets its children before its
     status: nothing it could act on can be stale, since no status was ever written from
@@ -60,6 +62,7 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
     the fresh copy (a no-op where they match).
     """
     ref, spec, old = snapshot.ref, snapshot.seen.spec, snapshot.seen.status
+    decision = with_stage_load(decision)
     source = snapshot.source
     found = Found()  # what the writes below find in their way: stored in status
     if snapshot.first:
@@ -84,6 +87,7 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
         await asyncio.to_thread(
             clear_action, runtime.kube, ref.namespace, ref.name, snapshot.action
         )
+    return decision
 
 
 def mark_guard_look(runtime: Runtime, snapshot: Snapshot) -> None:

@@ -33,6 +33,7 @@ from specdecode.domain.mirror_wanted import MirrorTraffic, mirror_route_problem,
 from specdecode.domain.observations import ChildRole, Observations, StageObservations
 from specdecode.domain.pass_decision import Seen
 from specdecode.domain.stages import evaluation_due
+from specdecode.reconciler.analysis_boundary import plan_of
 from specdecode.reconciler.engine_metrics import observe_engine_scrape
 from specdecode.reconciler.engine_version import observe_engine_versions
 from specdecode.reconciler.guard import observe_production
@@ -144,6 +145,7 @@ async def _read_cluster(
         guard=guard,
         source=None if source is None else source.observation,
         prompts_digest=load.prompts_digest,
+        plan=plan_of(spec),
     )
     seen = Seen(
         status,

@@ -31,6 +31,4 @@ __all__ = [
 async def reconcile(runtime: Runtime, rollout: RolloutRead) -> Decision:
     """Bring the rollout's children, traffic and status in line with its spec."""
     snapshot = await observe(runtime, rollout)
-    decision = decide_pass(snapshot.seen, snapshot.now)
-    await apply_decision(runtime, snapshot, decision)
-    return decision
+    return await apply_decision(runtime, snapshot, decide_pass(snapshot.seen, snapshot.now))

@@ -35,6 +35,7 @@ from specdecode.domain.observations import (
 )
 from specdecode.domain.sketch import Sketch
 from specdecode.reconciler.guard_boundary import guard_plan_of
+from specdecode.reconciler.analysis_boundary import plan_of
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -209,6 +210,8 @@ def run(
     observations: Observations,
     seconds: float,
 ) -> Decision:
+    if observations.plan is None:  # as observe builds it
+        observations = replace(observations, plan=plan_of(spec))
     with_plan = replace(observations, guard=guard_plan_of(spec))  # as observe reads it
     return decide(spec, status, with_plan, at(seconds))
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from domain_fixtures import analyzing, make_spec
+from domain_fixtures import make_spec
 
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.api.analysis import default_stages
 from specdecode.api.gate_spec import GateSpec, GateType
 from specdecode.api.status import GateResult, GateVerdict, Phase, StagePhase, StageStatus
 from specdecode.api.status import SpecDecodeRolloutStatus as Status
-from specdecode.domain.concurrency_verdict import lower_pass
+from specdecode.domain.concurrency_verdict import StageOutcome, lower_pass
 from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gate_measures import Measurement, UnsentLimit
 from specdecode.domain.gate_params import GateParams
@@ -27,6 +27,7 @@ from specdecode.domain.gates import LookPlan, registry
 from specdecode.domain.gates.registry import GateMeasure, Look, Need
 from specdecode.domain.gates.tail_latency import saturation
 from specdecode.domain.observations import LatencySamples, StageObservations
+from specdecode.reconciler.analysis_boundary import plan_of
 
 pytestmark = pytest.mark.unit
 
@@ -81,9 +82,8 @@ def saturated_gauge(reason: str) -> float | None:
 def concurrency_phrase() -> str | None:
     """What the concurrency verdict names a failure of the type at the second stage by."""
     spec = make_spec(stages=default_stages())
-    stages = [s.model_copy(update={"phase": StagePhase.SUCCESSFUL}) for s in analyzing(spec).stages]
-    failed = GateResult(name="toy", type=TAKEN_OVER, verdict=GateVerdict.FAILED)
-    found = lower_pass(spec.analysis, stages, 1, [failed])
+    passed = StageOutcome(StagePhase.SUCCESSFUL, frozenset())
+    found = lower_pass(plan_of(spec), [passed, passed], 1, [TAKEN_OVER])
     return None if found is None else found.what
 
 

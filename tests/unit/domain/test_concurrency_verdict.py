@@ -29,16 +29,18 @@ from specdecode.api.analysis import ScheduleFallback, default_stages
 from specdecode.api.certify import certify
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus
+from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus, StageStatus
 from specdecode.api.traffic import TrafficSourceType
-from specdecode.domain.analyzing import stage_context
+from specdecode.domain.analyzing import offered_config, stage_context
 from specdecode.domain.concurrency_verdict import (
     LowerPass,
+    StageOutcome,
     lower_pass,
     lower_pass_text,
     schedule_offer,
 )
 from specdecode.domain.observations import LatencySamples, Observations
+from specdecode.reconciler.analysis_boundary import plan_of
 
 pytestmark = pytest.mark.unit
 
@@ -113,18 +115,19 @@ def test_the_break_even_is_placed_only_where_the_lower_stage_passed_that_latency
     ]
     judged = GateResult(name="p99-itl", type=GateType.TAIL_LATENCY, verdict=GateVerdict.SUCCESSFUL)
     alpha_only = GateResult(name="alpha", type=GateType.ACCEPTANCE, verdict=GateVerdict.SUCCESSFUL)
-    tail = [_failed(GateType.TAIL_LATENCY)]
+    tail = [GateType.TAIL_LATENCY]
     with_tail = [stages[0].model_copy(update={"gates": [alpha_only, judged]}), stages[1]]
-    found = lower_pass(spec.analysis, with_tail, 1, tail)
+    plan = plan_of(spec)
+    found = lower_pass(plan, _outcomes(with_tail), 1, tail)
     assert found == LowerPass("acceptance", 4, 32, "the tail", judged_there=True)
     assert lower_pass_text(found).endswith("(break-even above 4, at or below 32)")
     without = [stages[0].model_copy(update={"gates": [alpha_only]}), stages[1]]
-    found = lower_pass(spec.analysis, without, 1, tail)
+    found = lower_pass(plan, _outcomes(without), 1, tail)
     assert found == LowerPass("acceptance", 4, 32, "the tail", judged_there=False)
     assert "break-even above" not in lower_pass_text(found)
     # the speedup failing where only the tail passed lower down: not placed either
-    speedup = [_failed(GateType.SPEEDUP)]
-    assert lower_pass(spec.analysis, with_tail, 1, speedup).judged_there is False  # type: ignore[union-attr]
+    speedup = [GateType.SPEEDUP]
+    assert lower_pass(plan, _outcomes(with_tail), 1, speedup).judged_there is False  # type: ignore[union-attr]
 
 
 def test_on_a_release_with_the_schedule_the_rollback_offers_it() -> None:
@@ -228,8 +231,15 @@ def test_an_offer_that_fails_too_rolls_back_without_a_second_offer() -> None:
     assert final.schedule_offer is None
 
 
-def _failed(gate_type: GateType) -> GateResult:
-    return GateResult(name="g", type=gate_type, verdict=GateVerdict.FAILED)
+def _outcomes(stages: list[StageStatus]) -> list[StageOutcome]:
+    """The stage runs as the verdict reads them (what `analyzing` hands it)."""
+    return [
+        StageOutcome(
+            stage.phase,
+            frozenset(g.type for g in stage.gates if g.verdict is GateVerdict.SUCCESSFUL),
+        )
+        for stage in stages
+    ]
 
 
 def test_only_latency_failures_after_a_passed_lower_stage_name_the_concurrencies() -> None:
@@ -237,10 +247,10 @@ def test_only_latency_failures_after_a_passed_lower_stage_name_the_concurrencies
     status = analyzing(spec)
     passed = status.stages[0].model_copy(update={"phase": StagePhase.SUCCESSFUL})
     stages = [passed, status.stages[1]]
-    analysis = spec.analysis
+    plan = plan_of(spec)
 
     def said(stages_now: Any, index: int, gate_type: GateType) -> str:
-        return lower_pass_text(lower_pass(analysis, stages_now, index, [_failed(gate_type)]))
+        return lower_pass_text(lower_pass(plan, _outcomes(stages_now), index, [gate_type]))
 
     assert "fails the speedup at concurrency 32" in said(stages, 1, GateType.SPEEDUP)
     assert said(stages, 1, GateType.ERROR_RATE) == ""
@@ -275,20 +285,25 @@ def test_a_restart_of_the_same_spec_keeps_analysing_the_offer_and_the_spec_can_a
 def test_no_offer_under_mirror_traffic_or_when_production_runs_it_already() -> None:
     found = LowerPass("acceptance", 4, 32, "the tail")
     spec = _spec(SCHEDULED_RELEASE)
-    offer = schedule_offer(spec, EAGLE3, None, found)
+    plan = plan_of(spec)
+    entries = schedule_offer(plan, EAGLE3.num_speculative_tokens, False, found)
+    offer = offered_config(EAGLE3, entries, None)
     assert offer is not None
-    assert schedule_offer(spec, EAGLE3, offer.fingerprint(), found) is None
+    assert offered_config(EAGLE3, entries, offer.fingerprint()) is None
     mirror = spec.analysis.model_copy(
         update={
             "traffic": spec.analysis.traffic.model_copy(update={"source": TrafficSourceType.MIRROR})
         }
     )
-    passed = [
-        stage.model_copy(update={"phase": StagePhase.SUCCESSFUL})
-        for stage in analyzing(spec).stages
-    ]
-    assert lower_pass(mirror, passed, 1, [_failed(GateType.TAIL_LATENCY)]) is None
-    assert lower_pass(spec.analysis, passed, 1, [_failed(GateType.TAIL_LATENCY)]) == LowerPass(
+    mirror_plan = plan_of(spec.model_copy(update={"analysis": mirror}))
+    passed = _outcomes(
+        [
+            stage.model_copy(update={"phase": StagePhase.SUCCESSFUL})
+            for stage in analyzing(spec).stages
+        ]
+    )
+    assert lower_pass(mirror_plan, passed, 1, [GateType.TAIL_LATENCY]) is None
+    assert lower_pass(plan, passed, 1, [GateType.TAIL_LATENCY]) == LowerPass(
         "acceptance",
         4,
         32,

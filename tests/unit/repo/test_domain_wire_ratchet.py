@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 CONTRACT = "The domain imports no api (the wire schema)"
 
 # The imports left to convert. Lower it when you convert a module; never raise it.
-MAX_DOMAIN_WIRE_IMPORTS = 56
+MAX_DOMAIN_WIRE_IMPORTS = 46
 
 # One module of the domain, one module of the api (not the package, whose __init__
 # re-exports every name): no wildcard.
@@ -69,6 +69,11 @@ CONVERTED = (
     "specdecode.domain.guard_findings",
     "specdecode.domain.latency_drift",
     "specdecode.domain.guard_model",
+    "specdecode.domain.prompt_set",
+    "specdecode.domain.concurrency_verdict",
+    "specdecode.domain.analysis_plan",
+    "specdecode.domain.acceptance_split",
+    "specdecode.domain.load_status",
 )
 
 

@@ -16,7 +16,7 @@ from kubernetes.client import ApiException
 from specdecode.adapters.kube.client import KubeClients
 from specdecode.api.traffic import ConfigMapKeyRef, TrafficSpec
 from specdecode.domain.prompt_set import prompt_text_problem, unusable
-from specdecode.domain.prompts import PromptSourceError
+from specdecode.domain.prompts import PromptSourceError, SamplingDefaults
 
 
 def read_prompt_text(clients: KubeClients, namespace: str, traffic: TrafficSpec) -> str | None:
@@ -63,4 +63,5 @@ def prompt_set_problem(clients: KubeClients, namespace: str, traffic: TrafficSpe
         text = read_prompt_text(clients, namespace, traffic)
     except PromptSourceError as error:
         return unusable(error)
-    return prompt_text_problem(text, traffic)
+    sampling = SamplingDefaults(temperature=traffic.temperature, top_p=traffic.top_p)
+    return prompt_text_problem(text, traffic.max_tokens, sampling)
