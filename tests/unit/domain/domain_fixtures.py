@@ -34,8 +34,8 @@ from specdecode.domain.observations import (
     StageObservations,
 )
 from specdecode.domain.sketch import Sketch
-from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.reconciler.guard_boundary import guard_plan_of
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
