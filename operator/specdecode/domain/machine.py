@@ -53,6 +53,8 @@ def decide(
     now: datetime,
 ) -> Decision:
     """The next status and the effects that make the world match it (see module docstring)."""
+    if observations.plan is None or observations.guard is None:  # never judge without them
+        raise ValueError("observations without the analysis plan or the guard's plan")
     source = judgeable_source(spec, observations.source)
     if spec.workload_ref is not None and source is None:  # shadows of it are no copies
         kept = {ChildRole.PRODUCTION: observations.child(ChildRole.PRODUCTION)}

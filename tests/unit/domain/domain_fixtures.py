@@ -210,10 +210,14 @@ def run(
     observations: Observations,
     seconds: float,
 ) -> Decision:
-    if observations.plan is None:  # as observe builds it
-        observations = replace(observations, plan=plan_of(spec))
-    with_plan = replace(observations, guard=guard_plan_of(spec))  # as observe reads it
-    return decide(spec, status, with_plan, at(seconds))
+    return decide(spec, status, planned(spec, observations), at(seconds))
+
+
+def planned(spec: SpecDecodeRolloutSpec, observations: Observations) -> Observations:
+    """`observations` with the spec's analysis and guard plans, as observe builds them
+    (`decide` refuses observations without them); a plan already set is kept."""
+    plan = observations.plan if observations.plan is not None else plan_of(spec)
+    return replace(observations, plan=plan, guard=guard_plan_of(spec))
 
 
 def analyzing(spec: SpecDecodeRolloutSpec, seconds: float = 0) -> SpecDecodeRolloutStatus:

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from domain_fixtures import ready
+from domain_fixtures import planned, ready
 from domain_fuzz import (
     SETS,
     STABLE_NGRAM,
@@ -365,14 +365,16 @@ def drive(spec: SpecDecodeRolloutSpec, sequence: list[Look]) -> SpecDecodeRollou
     the invariants after each; stop once the analysis has ended."""
     now = T0
     check_admitted(spec)
-    status = decide(spec, starting_status(spec), world(starting_status(spec), None), now).status
+    status = decide(
+        spec, starting_status(spec), planned(spec, world(starting_status(spec), None)), now
+    ).status
     edited_at = None
     for look in (look for drawn in sequence for look in [drawn] * drawn.repeat):
         now += timedelta(seconds=look.seconds)
         changed = edited(spec, look.edit) if look.edit else None
         if changed is not None:
             spec, edited_at = changed, now
-        status = decide(spec, status, world(status, look), now).status
+        status = decide(spec, status, planned(spec, world(status, look)), now).status
         check_stages(spec, status)
         check_ending(spec, status)
         check_look(spec, status, look, now)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from domain_fixtures import analyzing, at, make_spec, shadows_ready
+from domain_fixtures import analyzing, at, make_spec, planned, shadows_ready
 
 from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
 from specdecode.api.status_findings import ApplyFindings
@@ -40,7 +40,7 @@ def seen(
         status=status,
         generation=1,
         spec=SPEC,
-        observations=shadows_ready(),
+        observations=planned(SPEC, shadows_ready()),
         running_versions=running_versions,
         engine_scrape=engine_scrape,
     )
