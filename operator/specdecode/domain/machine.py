@@ -77,8 +77,8 @@ def decide(
     final = with_owner_view(spec, _finish(recorded, observations, now), source, now)
     return Decision(
         status=final,
-        children=desired_children(spec, final),
-        traffic=traffic_plan(spec, final),
+        children=desired_children(observations.plan, final),
+        traffic=traffic_plan(observations.plan, final),
         events=step.events,
         clear_action=step.clear_action,
         stage_load=step.load,

@@ -8,10 +8,13 @@ the release the rollout runs and its fields) stay written in `api`.
 
 from __future__ import annotations
 
+from specdecode.api.analysis import StageSpec
 from specdecode.api.rollout import SpecDecodeRolloutSpec
+from specdecode.api.traffic import TrafficSpec
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.vllm_versions import field_exists
 from specdecode.domain.analysis_plan import AnalysisPlan, StageLoad
+from specdecode.domain.load_sizing import size_load
 from specdecode.vocabulary import SCHEDULE, TrafficSourceType
 
 
@@ -19,8 +22,24 @@ def plan_of(spec: SpecDecodeRolloutSpec) -> AnalysisPlan:
     """The spec's analysis as the domain reads it."""
     analysis = spec.analysis
     return AnalysisPlan(
-        stages=tuple(StageLoad(stage.name, stage.concurrency) for stage in analysis.stages),
+        stages=tuple(stage_load_of(stage, analysis.traffic) for stage in analysis.stages),
         mirror=analysis.traffic.source is TrafficSourceType.MIRROR,
         max_batch=max_num_seqs(spec.model.extra_args),
         with_schedule=field_exists(SCHEDULE, spec.engine.effective_vllm_version),
+        interval_seconds=analysis.interval_seconds,
+    )
+
+
+def stage_load_of(stage: StageSpec, traffic: TrafficSpec) -> StageLoad:
+    """One stage as the domain reads it, its load pods sized by the domain's rule."""
+    return StageLoad(
+        name=stage.name,
+        concurrency=stage.concurrency,
+        request_rate=stage.request_rate,
+        min_duration_seconds=stage.min_duration_seconds,
+        max_duration_seconds=stage.max_duration_seconds,
+        live_canary=stage.live_canary,
+        shape=size_load(
+            traffic.load_generator, stage.concurrency, stage.request_rate, traffic.max_tokens
+        ),
     )

@@ -20,6 +20,7 @@ from specdecode.api import (
     StageSpec,
 )
 from specdecode.api.speculative import fingerprint_of
+from specdecode.domain.cadence import next_timed_event
 from specdecode.domain.decision import Decision
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import (
@@ -214,6 +215,13 @@ def run(
         observations = replace(observations, plan=plan_of(spec))
     with_plan = replace(observations, guard=guard_plan_of(spec))  # as observe reads it
     return decide(spec, status, with_plan, at(seconds))
+
+
+def timed_event(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+) -> datetime | None:
+    """`cadence.next_timed_event` on the spec's views as observe builds them."""
+    return next_timed_event(plan_of(spec), guard_plan_of(spec), status, now)
 
 
 def analyzing(spec: SpecDecodeRolloutSpec, seconds: float = 0) -> SpecDecodeRolloutStatus:
