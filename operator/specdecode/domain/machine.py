@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
@@ -64,7 +65,9 @@ def decide(
         step = Step(status) if source is None else sync_with_source(spec, status, source, now)
     evidence = evidence_parts(spec, observations)
     step = step.then(_react_to_spec(spec, step.status, evidence, now))
-    step = step.then(apply_action(spec, step.status, observations.action, now))
+    reanalyse = partial(analyse_desired_unless_stable, spec)
+    desired = describe(spec.speculative)
+    step = step.then(apply_action(step.status, observations.action, now, desired, reanalyse))
     visited = {step.status.phase}
     while True:
         before = step.status.phase
