@@ -4,7 +4,7 @@ Why not the rollout's spec: the domain imports nothing from `api` (an import-lin
 contract), so `reconciler.analysis_boundary` builds this once a reconcile, in observe, and
 the rules it reads there (the engine's --max-num-seqs, the release's fields) stay written
 in `api`. Only what the domain reads is here: the concurrency verdict, the wake-ups
-(`cadence`) and the children and shadow load a status wants (`effects`).
+(`cadence`), the children and shadow load a status wants (`effects`) and the evidence.
 """
 
 from __future__ import annotations
@@ -29,13 +29,27 @@ class StageLoad:
 
 
 @dataclass(frozen=True)
+class SpecEvidence:
+    """The spec's share of the analysis' evidence (`domain.evidence`), hashed by wire path
+    in `api.spec_evidence`, and the names a message gives its parts."""
+
+    parts: tuple[tuple[str, str], ...]  # (wire path, hash): plan, Mirror pairing, Owned engine
+    plan_fingerprint: str  # the plan-only hash an operator before the parts recorded
+    engine_digest: str  # an Owned shadow's label: one hash of the engine's parts
+    source: str | None  # the adopted Deployment's name (workloadRef); None: Owned
+    prompts: str | None  # the prompt set as a message names it; None: built-in prompts
+    mirror_pairing: str  # Mirror's pairing as resolved (default included)
+
+
+@dataclass(frozen=True)
 class AnalysisPlan:
     """The stages in spec order, whether the traffic is Mirror (no concurrency of ours to
     compare), the engine's --max-num-seqs (None: not set), whether its release has the
-    per-batch-size k schedule and the interval between looks."""
+    per-batch-size k schedule, the interval between looks and the spec's evidence."""
 
     stages: tuple[StageLoad, ...]
     mirror: bool
     max_batch: int | None
     with_schedule: bool
     interval_seconds: float
+    evidence: SpecEvidence
