@@ -25,6 +25,9 @@ SCHEDULE: Final = "num_speculative_tokens_per_batch_size"
 # Status bounds: the looks a stage run keeps, the traffic groups a stage reports.
 MAX_LOOKS_KEPT: Final = 64  # a default stage takes 42 looks; older ones are dropped first
 MAX_TRAFFIC_GROUPS: Final = 12  # domain.traffic_groups.MAX_GROUPS must equal it (a test checks)
+# The evidence part of Mirror's pairing as resolved (`api.spec_evidence` hashes it,
+# `domain.evidence` names it in a message).
+MIRROR_PAIRING_PART: Final = "analysis.traffic.mirrorPairing"
 
 
 class Phase(StrEnum):

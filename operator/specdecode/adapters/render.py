@@ -18,10 +18,10 @@ import yaml
 
 from specdecode.adapters import engine_argv_guard, engine_pod
 from specdecode.api.rollout import API_VERSION, KIND, SpecDecodeRolloutSpec
+from specdecode.api.spec_evidence import engine_digest
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import DesiredChildren
-from specdecode.domain.evidence import engine_digest
 from specdecode.domain.observations import ChildRole
 
 ROLLOUT_LABEL = "specdecode.io/rollout"
@@ -29,7 +29,7 @@ ROLE_LABEL = "specdecode.io/role"
 CONFIG_LABEL = "specdecode.io/config"
 SERVING_LABEL = "specdecode.io/serving"
 # On the Deployment, not its pods (a new value rolls nothing by itself): the engine the
-# spec described when it was rendered (`evidence.engine_digest`), so a restarted analysis
+# spec described when it was rendered (`spec_evidence.engine_digest`), so a restarted analysis
 # waits for shadows on the edited engine instead of taking the cached old ones as ready.
 EVIDENCE_LABEL = "specdecode.io/evidence"
 SPECULATIVE_CONFIG_ANNOTATION = "specdecode.io/speculative-config"

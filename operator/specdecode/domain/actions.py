@@ -7,20 +7,17 @@ met again after a restart is consumed silently. Per action: docs/internals.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
-from specdecode.domain.transitions import (
-    NO_STAGE_RUNNING,
-    Step,
-    analyse_desired_unless_stable,
-    describe,
-    enter,
-    roll_back,
-)
+from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, describe, enter, roll_back
 from specdecode.vocabulary import ACTION_ANNOTATION, ACTIONS, Phase
+
+Reanalyse = Callable[[SpecDecodeRolloutStatus, datetime, str, str], Step]
+"""(status, now, reason, message) -> the desired config analysed anew unless it is the stable
+one: `transitions.analyse_desired_unless_stable` on the spec, which the caller holds."""
 
 PROMOTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 ABORTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PROMOTING})
@@ -59,12 +56,14 @@ def _promote(status: SpecDecodeRolloutStatus, now: datetime) -> Step:
 
 
 def apply_action(
-    spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
     action: str | None,
     now: datetime,
+    desired: str,
+    reanalyse: Reanalyse,
 ) -> Step:
-    """Act on the annotation's value (None: nothing to do)."""
+    """Act on the annotation's value (None: nothing to do); `desired`: the desired config
+    as messages name it (`transitions.describe`), which a retry analyses (`reanalyse`)."""
     if action is None:
         return Step(status)
     wanted = action.strip().lower()
@@ -84,8 +83,8 @@ def apply_action(
         )
         step = roll_back(status, now, "Aborted", message)
     elif wanted == "retry" and phase in RETRYABLE:
-        message = f"retry requested: new analysis of {describe(spec.speculative)}"
-        step = analyse_desired_unless_stable(spec, status, now, "AnalysisRetried", message)
+        message = f"retry requested: new analysis of {desired}"
+        step = reanalyse(status, now, "AnalysisRetried", message)
     else:
         message = f"{ACTION_ANNOTATION}={wanted} does not apply in phase {phase.value}; ignored"
         return _ignored(status, "ActionIgnored", message)

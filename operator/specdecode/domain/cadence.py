@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.domain.analysis_plan import AnalysisPlan
+from specdecode.domain.guard_model import GuardPlan
 from specdecode.domain.guarding import guard_grid
 from specdecode.domain.stages import last_evaluated
 from specdecode.domain.transitions import guard_state
@@ -18,9 +19,13 @@ from specdecode.vocabulary import Phase
 
 
 def next_timed_event(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+    plan: AnalysisPlan | None,
+    guard: GuardPlan | None,
+    status: SpecDecodeRolloutStatus,
+    now: datetime,
 ) -> datetime | None:
-    """The first instant after `now` at which the rollout must be decided again.
+    """The first instant after `now` at which the rollout must be decided again, by the
+    spec's analysis (`plan`) and guard (`guard`) as observe built them (None: not built).
 
     Promoted with the guard on: its next look (`guarding.guard_grid`).
 
@@ -31,23 +36,23 @@ def next_timed_event(
     Analyzing, the stage has not started, or nothing is left: the caller keeps its own
     clock then.
     """
-    guard = spec.guard
-    grid = guard_grid(
-        guard_state(status), guard.enabled, guard.interval_seconds, guard.window_seconds
-    )
-    if grid is not None:  # Promoted: the guard's next look (slow; none while disabled)
-        return grid.next_after(now)
+    if guard is not None:
+        grid = guard_grid(
+            guard_state(status), guard.enabled, guard.interval_seconds, guard.window_seconds
+        )
+        if grid is not None:  # Promoted: the guard's next look (slow; none while disabled)
+            return grid.next_after(now)
     index = status.current_stage_index
-    if status.phase is not Phase.ANALYZING or index is None:
+    if plan is None or status.phase is not Phase.ANALYZING or index is None:
         return None
-    if index >= len(status.stages) or index >= len(spec.analysis.stages):
+    if index >= len(status.stages) or index >= len(plan.stages):
         return None
-    stage, stage_spec = status.stages[index], spec.analysis.stages[index]
+    stage, stage_plan = status.stages[index], plan.stages[index]
     start = stage.measure_from
     if start is None:
         return None
     last_look = last_evaluated(stage)
-    interval = _seconds(spec.analysis.interval_seconds)
+    interval = _seconds(plan.interval_seconds)
     if last_look is not None:
         next_look = last_look + interval
     elif start > now:
@@ -59,8 +64,8 @@ def next_timed_event(
     candidates = (
         start,
         next_look,
-        start + _seconds(stage_spec.min_duration_seconds),
-        start + _seconds(stage_spec.max_duration_seconds),
+        start + _seconds(stage_plan.min_duration_seconds),
+        start + _seconds(stage_plan.max_duration_seconds),
     )
     future = [instant for instant in candidates if instant > now]
     return min(future) if future else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
@@ -22,6 +23,7 @@ from specdecode.domain.adoption import (
     sync_with_source,
     with_owner_view,
 )
+from specdecode.domain.analysis_plan import SpecEvidence
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision
 from specdecode.domain.display import with_display
@@ -64,9 +66,13 @@ def decide(
         step = lost
     else:
         step = Step(status) if source is None else sync_with_source(spec, status, source, now)
-    evidence = evidence_parts(spec, observations)
-    step = step.then(_react_to_spec(spec, step.status, evidence, now))
-    step = step.then(apply_action(spec, step.status, observations.action, now))
+    # The spec's share of the evidence as observe built it (None: written by hand, none kept).
+    spec_evidence = None if observations.plan is None else observations.plan.evidence
+    evidence = None if spec_evidence is None else evidence_parts(spec_evidence, observations)
+    step = step.then(_react_to_spec(spec, step.status, spec_evidence, evidence, now))
+    reanalyse = partial(analyse_desired_unless_stable, spec)
+    desired = describe(spec.speculative)
+    step = step.then(apply_action(step.status, observations.action, now, desired, reanalyse))
     visited = {step.status.phase}
     while True:
         before = step.status.phase
@@ -79,8 +85,8 @@ def decide(
     final = with_owner_view(spec, _finish(recorded, observations, now), source, now)
     return Decision(
         status=final,
-        children=desired_children(spec, final),
-        traffic=traffic_plan(spec, final),
+        children=desired_children(observations.plan, final),
+        traffic=traffic_plan(observations.plan, final),
         events=step.events,
         clear_action=step.clear_action,
         stage_load=step.load,
@@ -88,7 +94,11 @@ def decide(
 
 
 def _react_to_spec(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, evidence: Parts, now: datetime
+    spec: SpecDecodeRolloutSpec,
+    status: SpecDecodeRolloutStatus,
+    spec_evidence: SpecEvidence | None,
+    evidence: Parts | None,
+    now: datetime,
 ) -> Step:
     """Start, restart or skip an analysis when the desired config (or its stages) changed."""
     desired = spec.speculative
@@ -112,7 +122,9 @@ def _react_to_spec(
         return start_analysis(spec, status, now, "AnalysisRestarted", message)
     if status.analysis_started_at == now:  # began in this reconcile: on today's evidence
         return Step(status)
-    changed = changed_parts(spec, status, evidence)
+    if spec_evidence is None or evidence is None:
+        return Step(status)
+    changed = changed_parts(spec_evidence, status, evidence)
     if changed:
         message = f"{', '.join(changed)} changed; the analysis restarts on the new evidence"
         return start_analysis(spec, status, now, "EvidenceChanged", message)
@@ -120,11 +132,11 @@ def _react_to_spec(
 
 
 def _with_evidence(
-    status: SpecDecodeRolloutStatus, evidence: Parts, now: datetime
+    status: SpecDecodeRolloutStatus, evidence: Parts | None, now: datetime
 ) -> SpecDecodeRolloutStatus:
     """The evidence recorded: in full when the analysis began now, else a prompt set or
     source template read for the first time; nothing once the analysis has ended."""
-    if status.phase not in ANALYSIS_PHASES:
+    if status.phase not in ANALYSIS_PHASES or evidence is None:
         return status
     parts = recorded_evidence(status, evidence, fresh=status.analysis_started_at == now)
     if parts is None or as_record(parts) == status.evidence:

@@ -60,7 +60,7 @@ class ChildState:
     updated_replicas: int = 0
     unschedulable_reason: str | None = None  # a pod's PodScheduled=False message
     crash_reason: str | None = None  # CrashLoopBackOff / terminated message of a pod
-    evidence: str | None = None  # `evidence.engine_digest` it was rendered with (Owned)
+    evidence: str | None = None  # `spec_evidence.engine_digest` it was rendered with (Owned)
 
     @property
     def ready(self) -> bool:

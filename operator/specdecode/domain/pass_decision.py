@@ -90,7 +90,9 @@ def decide_pass(seen: Seen, now: datetime) -> Decision:
             scrape.at,
         )  # fmt: skip
         decision = decision.with_status(checked)
-    return replace(decision, wake_at=next_timed_event(spec, decision.status, now))
+    observations = seen.observations
+    wake_at = next_timed_event(observations.plan, observations.guard, decision.status, now)
+    return replace(decision, wake_at=wake_at)
 
 
 def with_mirror_status(

@@ -13,9 +13,9 @@ from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.adoption import awaiting_owner, patched
+from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.analyzing import analyze, begin_stage
 from specdecode.domain.conditions import production_unready_since
-from specdecode.domain.evidence import engine_digest
 from specdecode.domain.guard_model import Reaction
 from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
@@ -44,13 +44,14 @@ def ready_on_config(child: ChildState, fingerprint: str | None) -> bool:
     return child.ready and child.config_fingerprint == fingerprint
 
 
-def _on_evidence(spec: SpecDecodeRolloutSpec, child: ChildState) -> bool:
+def _on_evidence(plan: AnalysisPlan | None, child: ChildState) -> bool:
     """An Owned shadow was rendered with the engine the spec describes now: after an
     image edit the cached Deployment still reads ready on the old one. (Unlabelled: an
-    older operator rendered it, before any edit this analysis could miss.)"""
-    if spec.workload_ref is not None or child.evidence is None:
+    older operator rendered it, before any edit this analysis could miss; no `plan`:
+    observations written by hand, nothing to compare with.)"""
+    if plan is None or plan.evidence.source is not None or child.evidence is None:
         return True
-    return child.evidence == engine_digest(spec)
+    return child.evidence == plan.evidence.engine_digest
 
 
 def _why_not_ready(role: ChildRole, child: ChildState) -> str:
@@ -102,7 +103,8 @@ def _deploying(
     baseline = observations.child(ChildRole.BASELINE)
     candidate = observations.child(ChildRole.CANDIDATE)
     stable_fp = fingerprint_of(status.stable_speculative)
-    current = _on_evidence(spec, baseline) and _on_evidence(spec, candidate)
+    plan = observations.plan
+    current = _on_evidence(plan, baseline) and _on_evidence(plan, candidate)
     if (
         current
         and ready_on_config(baseline, stable_fp)

@@ -21,7 +21,6 @@ from specdecode.adapters.load.windows import LOAD_SOURCE, Window
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import TrafficPlan
-from specdecode.domain.effects import traffic_plan
 from specdecode.domain.transitions import ANALYSIS_PHASES
 from specdecode.reconciler.load_sync import sync_load_pods
 from specdecode.reconciler.report_windows import read_windows
@@ -54,17 +53,19 @@ async def observe_load(
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
+    wanted: TrafficPlan | None,
     look: tuple[TrafficPlan, float, float] | None,
 ) -> LoadSeen:
-    """The load pods' part of a reconcile's snapshot; `look`: (plan, since, now) when a
-    look reads the load pods' reports."""
+    """The load pods' part of a reconcile's snapshot; `wanted`: the shadow load the status
+    wants (`effects.traffic_plan`); `look`: (plan, since, now) when a look reads the load
+    pods' reports."""
     pods = observe_load_pods(runtime, ref.namespace, ref.name)
     windows: tuple[Window, Window] = (None, None)
     if look is not None and uses_load_pods(spec):
         plan, since, now = look
         windows = await read_windows(runtime, ref.key, plan, pods, since, now, ref.uid)
     problem = None
-    if traffic_plan(spec, status) is not None and uses_load_pods(spec) and not pods:
+    if wanted is not None and uses_load_pods(spec) and not pods:
         traffic = spec.analysis.traffic  # checked until pods exist
         problem = await asyncio.to_thread(prompt_set_problem, runtime.kube, ref.namespace, traffic)
     digest = await observe_prompts_digest(runtime, ref.namespace, spec, status)

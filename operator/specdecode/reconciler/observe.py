@@ -26,6 +26,7 @@ from specdecode.adapters.load.splitter import uses_splitter
 from specdecode.adapters.workload_source import Source
 from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus, StageStatus
+from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.effects import traffic_plan
 from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS
@@ -129,7 +130,8 @@ async def _read_cluster(
     views = views_of(spec)
     routes = await current_routes(runtime.cluster, runtime.kube, ref.namespace, views.mirror)
 
-    stage, load = await _observe_look(runtime, ref, spec, status, now)
+    analysis = plan_of(spec)
+    stage, load = await _observe_look(runtime, ref, spec, analysis, status, now)
     guard = guard_plan_of(spec)
     production_acceptance, production_latency = await observe_production(
         runtime, ref, spec, status, now, guard
@@ -145,7 +147,7 @@ async def _read_cluster(
         guard=guard,
         source=None if source is None else source.observation,
         prompts_digest=load.prompts_digest,
-        plan=plan_of(spec),
+        plan=analysis,
     )
     seen = Seen(
         status,
@@ -180,6 +182,7 @@ async def _observe_look(
     runtime: Runtime,
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
+    analysis: AnalysisPlan,
     status: SpecDecodeRolloutStatus,
     now: datetime,
 ) -> tuple[StageObservations | None, LoadSeen]:
@@ -189,11 +192,11 @@ async def _observe_look(
     needs = (
         observations_needed(spec, index) if since is not None and index is not None else frozenset()
     )
-    plan = traffic_plan(spec, status)
+    plan = traffic_plan(analysis, status)
     look = None  # (plan, since, now) when the due look reads the load pods' or splitter's
     if since is not None and plan is not None and needs & LOAD_REPORT_NEEDS:
         look = (plan, since.timestamp(), now.timestamp())
-    load = await observe_load(runtime, ref, spec, status, look)
+    load = await observe_load(runtime, ref, spec, status, plan, look)
     windows = load.windows
     if look is not None and uses_splitter(spec):
         windows = await splitter_windows(runtime, ref, *look)

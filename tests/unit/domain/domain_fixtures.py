@@ -20,7 +20,9 @@ from specdecode.api import (
     StageSpec,
 )
 from specdecode.api.speculative import fingerprint_of
+from specdecode.domain.cadence import next_timed_event
 from specdecode.domain.decision import Decision
+from specdecode.domain.evidence import Parts, evidence_parts
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -34,7 +36,7 @@ from specdecode.domain.observations import (
     StageObservations,
 )
 from specdecode.domain.sketch import Sketch
-from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.reconciler.analysis_boundary import evidence_of, plan_of
 from specdecode.reconciler.guard_boundary import guard_plan_of
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -218,6 +220,18 @@ def planned(spec: SpecDecodeRolloutSpec, observations: Observations) -> Observat
     (`decide` refuses observations without them); a plan already set is kept."""
     plan = observations.plan if observations.plan is not None else plan_of(spec)
     return replace(observations, plan=plan, guard=guard_plan_of(spec))
+
+
+def timed_event(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+) -> datetime | None:
+    """`cadence.next_timed_event` on the spec's views as observe builds them."""
+    return next_timed_event(plan_of(spec), guard_plan_of(spec), status, now)
+
+
+def current_evidence(spec: SpecDecodeRolloutSpec, observations: Observations) -> Parts:
+    """`evidence.evidence_parts` on the spec's evidence as observe builds it."""
+    return evidence_parts(evidence_of(spec), observations)
 
 
 def analyzing(spec: SpecDecodeRolloutSpec, seconds: float = 0) -> SpecDecodeRolloutStatus:

@@ -20,10 +20,10 @@ from domain_fixtures import (
     shadows_ready,
     stage_obs,
     status_in,
+    timed_event,
 )
 
 from specdecode.api import Phase, SpecDecodeRolloutSpec
-from specdecode.domain.cadence import next_timed_event
 from specdecode.domain.stages import last_evaluated
 
 pytestmark = pytest.mark.unit
@@ -46,7 +46,7 @@ def _look_times(
         reconciles.append(now)
         if last_evaluated(status.stages[0]) != before:
             looks.append(now)
-        now = wake(now, next_timed_event(spec, status, at(now)))
+        now = wake(now, timed_event(spec, status, at(now)))
     return reconciles, looks
 
 
@@ -86,7 +86,7 @@ def test_a_short_interval_is_honoured() -> None:
 def test_first_wake_is_the_end_of_the_warm_up() -> None:
     spec = make_spec()
     status = analyzing(spec)
-    assert next_timed_event(spec, status, at(1)) == at(30)
+    assert timed_event(spec, status, at(1)) == at(30)
 
 
 def test_the_minimum_and_maximum_durations_wake_the_loop_between_looks() -> None:
@@ -95,15 +95,15 @@ def test_the_minimum_and_maximum_durations_wake_the_loop_between_looks() -> None
         interval_seconds=600,
     )
     status = run(spec, analyzing(spec), UNDECIDED, 31).status  # first look at 31
-    assert next_timed_event(spec, status, at(31)) == at(30 + 61)
-    assert next_timed_event(spec, status, at(91)) == at(30 + 95)
+    assert timed_event(spec, status, at(31)) == at(30 + 61)
+    assert timed_event(spec, status, at(91)) == at(30 + 95)
 
 
 def test_no_timed_event_outside_analyzing() -> None:
     spec = make_spec()
     deploying = run(spec, status_in(spec, "Deploying"), observe(), 0).status
     assert deploying.phase is Phase.DEPLOYING
-    assert next_timed_event(spec, deploying, at(0)) is None
+    assert timed_event(spec, deploying, at(0)) is None
 
 
 def test_a_stage_with_nothing_to_judge_yet_is_looked_at_again_an_interval_on() -> None:
@@ -116,4 +116,4 @@ def test_a_stage_with_nothing_to_judge_yet_is_looked_at_again_an_interval_on() -
     )
     status = analyzing(spec)
     assert last_evaluated(status.stages[0]) is None
-    assert next_timed_event(spec, status, at(31)) == at(34)
+    assert timed_event(spec, status, at(31)) == at(34)

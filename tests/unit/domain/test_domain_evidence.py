@@ -12,22 +12,30 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, shadows_ready, status_in
+from domain_fixtures import (
+    EAGLE3,
+    at,
+    current_evidence,
+    make_spec,
+    observe,
+    ready,
+    run,
+    shadows_ready,
+    status_in,
+)
 
 from specdecode.api import Phase, SpecDecodeRolloutSpec, StagePhase
 from specdecode.api.adoption import WorkloadRef
+from specdecode.api.spec_evidence import engine_digest, plan_fingerprint
 from specdecode.api.traffic import ConfigMapKeyRef
 from specdecode.domain.evidence import (
-    MIRROR_PAIRING_PART,
     PROMPTS_PART,
     as_record,
-    engine_digest,
-    evidence_parts,
-    plan_fingerprint,
     recorded_parts,
 )
 from specdecode.domain.observations import ChildState, Observations
 from specdecode.domain.source import SourceObservation
+from specdecode.vocabulary import MIRROR_PAIRING_PART
 
 pytestmark = pytest.mark.unit
 
@@ -73,7 +81,7 @@ def test_an_edit_of_what_is_measured_changes_the_evidence_and_restarts_once(
     spec: SpecDecodeRolloutSpec, named: str
 ) -> None:
     status = analysing()
-    assert evidence_parts(spec, seen()) != evidence_parts(SPEC, seen())
+    assert current_evidence(spec, seen()) != current_evidence(SPEC, seen())
     decision = run(spec, status, seen(), 5)
     assert [e.reason for e in decision.events][:1] == ["EvidenceChanged"]
     assert decision.events[0].message.startswith(f"{named} changed")
@@ -123,7 +131,7 @@ def test_a_prompt_set_not_read_now_restarts_nothing_and_one_read_first_is_record
 )
 def test_a_change_that_measures_nothing_new_keeps_the_evidence(spec: SpecDecodeRolloutSpec) -> None:
     status = analysing()
-    assert evidence_parts(spec, seen()) == evidence_parts(SPEC, seen())
+    assert current_evidence(spec, seen()) == current_evidence(SPEC, seen())
     decision = run(spec, status, seen(action=None), 5)
     assert "EvidenceChanged" not in [e.reason for e in decision.events]
     assert decision.status.analysis_started_at == status.analysis_started_at
@@ -249,8 +257,8 @@ def test_a_mirror_analysis_begun_before_the_splitter_default_restarts_naming_the
     splitter's streams into the same looks. It restarts once, naming the pairing; a Prompts
     analysis records no pairing and restarts for nothing on the upgrade."""
     mirror = make_spec(traffic={"source": "Mirror", "request_timeout_seconds": 10.0})
-    assert MIRROR_PAIRING_PART in evidence_parts(mirror, seen())
-    assert MIRROR_PAIRING_PART not in evidence_parts(SPEC, seen())
+    assert MIRROR_PAIRING_PART in current_evidence(mirror, seen())
+    assert MIRROR_PAIRING_PART not in current_evidence(SPEC, seen())
     begun = run(mirror, status_in(mirror, "Analyzing"), seen(), 1).status
     before_splitter = begun.model_copy(
         update={"evidence": [e for e in begun.evidence or [] if MIRROR_PAIRING_PART not in e]}

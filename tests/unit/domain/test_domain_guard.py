@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, status_in
+from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, status_in, timed_event
 
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.guard import DriftAction, GuardSpec
 from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
-from specdecode.domain.cadence import next_timed_event
 from specdecode.domain.decision import Decision, EventType
 from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.observations import MetricError
@@ -98,16 +97,16 @@ def test_a_disabled_guard_judges_nothing_and_sets_no_timer() -> None:
     status = _promoted(spec)
     decision = _look(spec, status, FIRST_LOOK, ProductionAcceptance(at(FIRST_LOOK), _blocks(0.1)))
     assert decision.status == status
-    assert next_timed_event(spec, status, at(10)) is None
+    assert timed_event(spec, status, at(10)) is None
 
 
 def test_the_guard_wakes_the_loop_on_its_grid_only_while_promoted_on_a_speculative_config() -> None:
     spec = _spec(interval_seconds=60, window_seconds=180)
     status = _promoted(spec)
-    assert next_timed_event(spec, status, at(10)) == at(60)
-    assert next_timed_event(spec, status, at(180)) == at(240)
+    assert timed_event(spec, status, at(10)) == at(60)
+    assert timed_event(spec, status, at(180)) == at(240)
     plain = status.model_copy(update={"stable_speculative": None})
-    assert next_timed_event(spec, plain, at(10)) is None
+    assert timed_event(spec, plain, at(10)) is None
 
 
 def test_rollback_returns_production_to_the_previous_config_and_does_not_restart() -> None:

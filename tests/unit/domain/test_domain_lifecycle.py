@@ -10,6 +10,7 @@ from domain_fixtures import (
     NGRAM,
     T0,
     at,
+    current_evidence,
     make_spec,
     observe,
     pending,
@@ -24,7 +25,6 @@ from specdecode.api import Phase, SpecDecodeRolloutStatus, StagePhase
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.traffic import TrafficSpec
-from specdecode.domain.evidence import evidence_parts
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.observations import ChildState
 
@@ -164,10 +164,10 @@ def test_only_what_differs_from_the_defaults_is_hashed() -> None:
 
     next_release = NextReleaseAnalysis.model_validate(SPEC.analysis.model_dump())
     seen = observe()
-    parts = evidence_parts(SPEC, seen)
-    assert evidence_parts(SPEC.model_copy(update={"analysis": next_release}), seen) == parts
+    parts = current_evidence(SPEC, seen)
+    assert current_evidence(SPEC.model_copy(update={"analysis": next_release}), seen) == parts
     edited = SPEC.analysis.model_copy(update={"interval_seconds": 30})
-    assert evidence_parts(SPEC.model_copy(update={"analysis": edited}), seen) != parts
+    assert current_evidence(SPEC.model_copy(update={"analysis": edited}), seen) != parts
 
 
 def test_git_revert_to_stable_after_rollback_is_promoted() -> None:

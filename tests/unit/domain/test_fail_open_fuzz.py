@@ -78,6 +78,7 @@ from specdecode.api.gate_spec import ItlDefinition
 from specdecode.api.speculative import NO_SPECULATION, fingerprint_of
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import ChildRole, Observations
+from specdecode.reconciler.analysis_boundary import plan_of
 
 # Examples per property (see the module docstring for the measured cost).
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "2500"))
@@ -332,8 +333,11 @@ def check_no_data_look(status: SpecDecodeRolloutStatus, now: datetime) -> None:
 # ---------------------------------------------------------------- the simulated world
 
 
-def world(status: SpecDecodeRolloutStatus, look: Look | None) -> Observations:
-    """The engines follow status; the running stage's window is what `look` saw."""
+def world(
+    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, look: Look | None
+) -> Observations:
+    """The engines follow status; the running stage's window is what `look` saw; the spec's
+    analysis plan as observe builds it."""
     stable, candidate = status.stable_speculative, status.candidate_speculative
     stage = None if look is None else look.observations(status.current_stage or "")
     return Observations(
@@ -344,6 +348,7 @@ def world(status: SpecDecodeRolloutStatus, look: Look | None) -> Observations:
             ChildRole.CANDIDATE: ready(candidate),
         },
         stage=stage,
+        plan=plan_of(spec),
     )
 
 
@@ -366,7 +371,7 @@ def drive(spec: SpecDecodeRolloutSpec, sequence: list[Look]) -> SpecDecodeRollou
     now = T0
     check_admitted(spec)
     status = decide(
-        spec, starting_status(spec), planned(spec, world(starting_status(spec), None)), now
+        spec, starting_status(spec), planned(spec, world(spec, starting_status(spec), None)), now
     ).status
     edited_at = None
     for look in (look for drawn in sequence for look in [drawn] * drawn.repeat):
@@ -374,7 +379,7 @@ def drive(spec: SpecDecodeRolloutSpec, sequence: list[Look]) -> SpecDecodeRollou
         changed = edited(spec, look.edit) if look.edit else None
         if changed is not None:
             spec, edited_at = changed, now
-        status = decide(spec, status, planned(spec, world(status, look)), now).status
+        status = decide(spec, status, planned(spec, world(spec, status, look)), now).status
         check_stages(spec, status)
         check_ending(spec, status)
         check_look(spec, status, look, now)
