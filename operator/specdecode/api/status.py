@@ -16,7 +16,7 @@ from specdecode.api.acceptance_by_traffic import TrafficAcceptance
 from specdecode.api.adoption import WorkloadStatus
 from specdecode.api.base import KubeModel, optional
 from specdecode.api.gate_spec import GateType, ItlDefinition
-from specdecode.api.guard import DriftStatus
+from specdecode.api.guard import DriftStatus as DriftStatus  # noqa: PLC0414 (the domain's way in)
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.status_findings import ApplyFindings
 

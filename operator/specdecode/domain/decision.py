@@ -70,7 +70,8 @@ class TrafficPlan:
 
 @dataclass(frozen=True)
 class Decision:
-    """The verdict of one reconcile."""
+    """The verdict of one reconcile. `status` is what is written but for the running stage's
+    `load`, which travels as `stage_load` and `apply` lays on (`reconciler/stage_load.py`)."""
 
     status: SpecDecodeRolloutStatus
     children: DesiredChildren

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.api.status import SpecDecodeRolloutStatus
+from specdecode.api.status import DriftStatus, SpecDecodeRolloutStatus
 from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.analyzing import analyze, begin_stage
@@ -206,17 +206,15 @@ def guard_step(
     now: datetime,
 ) -> Step:
     """The drift guard's reaction to the look due now (`guarding.guard`), written into the
-    status. Without the guard's plan (an `Observations` written by hand) it judges nothing."""
+    status (`decide` refuses observations without the guard's plan)."""
     if observations.guard is None:
         return Step(status)
     acceptance, latency = observations.production_acceptance, observations.production_latency
     reaction = guard(observations.guard, guard_state(status), acceptance, now, latency)
     kind, message, events = reaction.reaction, reaction.message, reaction.events
-    drift = None
-    if reaction.drift is not None:  # as the status' own schema validates its `drift`
-        drift = SpecDecodeRolloutStatus.model_validate({"drift": reaction.drift.fields()}).drift
     if kind is Reaction.KEEP:
         return Step(status)
+    drift = None if reaction.drift is None else DriftStatus.model_validate(reaction.drift.fields())
     if kind in (Reaction.FORGET, Reaction.RECORD):
         return Step(status.model_copy(update={"drift": drift}), events)
     config, reason = status.stable_speculative, events[0].reason

@@ -79,8 +79,9 @@ def declare(kind: GateKind) -> GateKind:
 
 
 def declared() -> dict[GateType, GateKind]:
-    """Every gate type's declaration, in `GateType`'s order; fails on one missing (its
-    module not among `GateSpec`'s bases) or missing a traffic source's evidence row."""
+    """Every gate type's declaration, in `GateType`'s order; fails on one missing (its module
+    never imported) or missing a traffic source's evidence row. That its fields are among
+    `GateSpec`'s bases is checked by tests/unit/repo/test_gate_type_branches.py."""
     missing = [t.value for t in GateType if t not in _DECLARED]
     if missing:
         raise LookupError(f"gate types without a declaration in api/gate_kinds: {missing}")
