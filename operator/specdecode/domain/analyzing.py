@@ -96,10 +96,12 @@ def analyze(
         ]
         stage = stage.model_copy(update={"gates": gates, "phase": StagePhase.RUNNING})
         look = LoadLook(stage.name, stage.started_at, load_status(window))
-        judged = _judge(spec, _with_stage(status, index, stage), index, now, observations.plan)
+        judged = _judge(
+            spec, _with_stage(status, index, stage), index, now, observations.analysis_plan()
+        )
         return replace(judged, load=look)
     status = _with_stage(status, index, stage)
-    return _judge(spec, status, index, now, observations.plan)
+    return _judge(spec, status, index, now, observations.analysis_plan())
 
 
 def look_plan(
@@ -166,7 +168,7 @@ def _judge(
     status: SpecDecodeRolloutStatus,
     index: int,
     now: datetime,
-    plan: AnalysisPlan | None,
+    plan: AnalysisPlan,
 ) -> Step:
     """Apply the precedence in the module docstring to the stage's latest results."""
     analysis = spec.analysis
@@ -213,21 +215,19 @@ def _failed(
     index: int,
     failed: list[GateResult],
     now: datetime,
-    plan: AnalysisPlan | None,
+    plan: AnalysisPlan,
 ) -> Step:
     """Roll back on the failed gates, saying where the config paid and breaks even and
-    offering a schedule (`concurrency_verdict`); analyse the offer instead when opted in.
-    Without a `plan` (observations written by hand) the verdict names no lower stage."""
+    offering a schedule (`concurrency_verdict`); analyse the offer instead when opted in."""
     stage = status.stages[index]
     detail = "; ".join(f"{stage.name}/{gate.name}: {gate.reason}" for gate in failed)
     candidate = status.candidate_speculative
-    found, entries = None, None
-    if plan is not None:
-        outcomes = [_outcome(run) for run in status.stages]
-        found = lower_pass(plan, outcomes, index, [gate.type for gate in failed])
-        if candidate is not None:
-            scheduled = candidate.num_speculative_tokens_per_batch_size is not None
-            entries = schedule_offer(plan, candidate.num_speculative_tokens, scheduled, found)
+    outcomes = [_outcome(run) for run in status.stages]
+    found = lower_pass(plan, outcomes, index, [gate.type for gate in failed])
+    entries = None
+    if candidate is not None:
+        scheduled = candidate.num_speculative_tokens_per_batch_size is not None
+        entries = schedule_offer(plan, candidate.num_speculative_tokens, scheduled, found)
     offer = offered_config(candidate, entries, status.stable_fingerprint)
     analyse = offer is not None and spec.analysis.schedule_fallback is ScheduleFallback.ANALYZE
     detail += lower_pass_text(found) + offer_text(None if offer is None else entries, analyse)

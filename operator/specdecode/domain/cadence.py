@@ -19,13 +19,13 @@ from specdecode.vocabulary import Phase
 
 
 def next_timed_event(
-    plan: AnalysisPlan | None,
-    guard: GuardPlan | None,
+    plan: AnalysisPlan,
+    guard: GuardPlan,
     status: SpecDecodeRolloutStatus,
     now: datetime,
 ) -> datetime | None:
     """The first instant after `now` at which the rollout must be decided again, by the
-    spec's analysis (`plan`) and guard (`guard`) as observe built them (None: not built).
+    spec's analysis (`plan`) and guard (`guard`) as observe built them.
 
     Promoted with the guard on: its next look (`guarding.guard_grid`).
 
@@ -36,14 +36,13 @@ def next_timed_event(
     Analyzing, the stage has not started, or nothing is left: the caller keeps its own
     clock then.
     """
-    if guard is not None:
-        grid = guard_grid(
-            guard_state(status), guard.enabled, guard.interval_seconds, guard.window_seconds
-        )
-        if grid is not None:  # Promoted: the guard's next look (slow; none while disabled)
-            return grid.next_after(now)
+    grid = guard_grid(
+        guard_state(status), guard.enabled, guard.interval_seconds, guard.window_seconds
+    )
+    if grid is not None:  # Promoted: the guard's next look (slow; none while disabled)
+        return grid.next_after(now)
     index = status.current_stage_index
-    if plan is None or status.phase is not Phase.ANALYZING or index is None:
+    if status.phase is not Phase.ANALYZING or index is None:
         return None
     if index >= len(status.stages) or index >= len(plan.stages):
         return None

@@ -15,9 +15,9 @@ from specdecode.vocabulary import Phase, StagePhase
 WITH_SHADOWS = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 
 
-def desired_children(plan: AnalysisPlan | None, status: SpecDecodeRolloutStatus) -> DesiredChildren:
+def desired_children(plan: AnalysisPlan, status: SpecDecodeRolloutStatus) -> DesiredChildren:
     """Production always; shadows while an analysis runs; production on the candidate while
-    Promoting; the live canary only during a live-canary stage (none without a `plan`)."""
+    Promoting; the live canary only during a live-canary stage."""
     stable = status.stable_speculative
     if status.phase is Phase.PROMOTING:
         return DesiredChildren(production=status.candidate_speculative)
@@ -32,18 +32,17 @@ def desired_children(plan: AnalysisPlan | None, status: SpecDecodeRolloutStatus)
     return DesiredChildren(production=stable)
 
 
-def _live_canary(plan: AnalysisPlan | None, status: SpecDecodeRolloutStatus) -> bool:
+def _live_canary(plan: AnalysisPlan, status: SpecDecodeRolloutStatus) -> bool:
     index = status.current_stage_index
-    if plan is None or status.phase is not Phase.ANALYZING or index is None:
+    if status.phase is not Phase.ANALYZING or index is None:
         return False
     return plan.stages[index].live_canary
 
 
-def traffic_plan(plan: AnalysisPlan | None, status: SpecDecodeRolloutStatus) -> TrafficPlan | None:
-    """Shadow load while a stage is warming up or measuring; none otherwise (or without a
-    `plan`: observe builds one for every valid spec)."""
+def traffic_plan(plan: AnalysisPlan, status: SpecDecodeRolloutStatus) -> TrafficPlan | None:
+    """Shadow load while a stage is warming up or measuring; none otherwise."""
     index = status.current_stage_index
-    if plan is None or status.phase is not Phase.ANALYZING or index is None:
+    if status.phase is not Phase.ANALYZING or index is None:
         return None
     if status.candidate_fingerprint is None:
         return None

@@ -55,8 +55,8 @@ def decide(
     now: datetime,
 ) -> Decision:
     """The next status and the effects that make the world match it (see module docstring)."""
-    if observations.plan is None or observations.guard is None:  # never judge without them
-        raise ValueError("observations without the analysis plan or the guard's plan")
+    plan = observations.analysis_plan()
+    observations.guard_plan()  # refused before anything is decided when missing
     source = judgeable_source(spec, observations.source)
     if spec.workload_ref is not None and source is None:  # shadows of it are no copies
         kept = {ChildRole.PRODUCTION: observations.child(ChildRole.PRODUCTION)}
@@ -66,10 +66,8 @@ def decide(
         step = lost
     else:
         step = Step(status) if source is None else sync_with_source(spec, status, source, now)
-    # The spec's share of the evidence as observe built it (None: written by hand, none kept).
-    spec_evidence = None if observations.plan is None else observations.plan.evidence
-    evidence = None if spec_evidence is None else evidence_parts(spec_evidence, observations)
-    step = step.then(_react_to_spec(spec, step.status, spec_evidence, evidence, now))
+    evidence = evidence_parts(plan.evidence, observations)
+    step = step.then(_react_to_spec(spec, step.status, plan.evidence, evidence, now))
     reanalyse = partial(analyse_desired_unless_stable, spec)
     desired = describe(spec.speculative)
     step = step.then(apply_action(step.status, observations.action, now, desired, reanalyse))
@@ -85,8 +83,8 @@ def decide(
     final = with_owner_view(spec, _finish(recorded, observations, now), source, now)
     return Decision(
         status=final,
-        children=desired_children(observations.plan, final),
-        traffic=traffic_plan(observations.plan, final),
+        children=desired_children(plan, final),
+        traffic=traffic_plan(plan, final),
         events=step.events,
         clear_action=step.clear_action,
         stage_load=step.load,
@@ -96,8 +94,8 @@ def decide(
 def _react_to_spec(
     spec: SpecDecodeRolloutSpec,
     status: SpecDecodeRolloutStatus,
-    spec_evidence: SpecEvidence | None,
-    evidence: Parts | None,
+    spec_evidence: SpecEvidence,
+    evidence: Parts,
     now: datetime,
 ) -> Step:
     """Start, restart or skip an analysis when the desired config (or its stages) changed."""
@@ -122,8 +120,6 @@ def _react_to_spec(
         return start_analysis(spec, status, now, "AnalysisRestarted", message)
     if status.analysis_started_at == now:  # began in this reconcile: on today's evidence
         return Step(status)
-    if spec_evidence is None or evidence is None:
-        return Step(status)
     changed = changed_parts(spec_evidence, status, evidence)
     if changed:
         message = f"{', '.join(changed)} changed; the analysis restarts on the new evidence"
@@ -132,11 +128,11 @@ def _react_to_spec(
 
 
 def _with_evidence(
-    status: SpecDecodeRolloutStatus, evidence: Parts | None, now: datetime
+    status: SpecDecodeRolloutStatus, evidence: Parts, now: datetime
 ) -> SpecDecodeRolloutStatus:
     """The evidence recorded: in full when the analysis began now, else a prompt set or
     source template read for the first time; nothing once the analysis has ended."""
-    if status.phase not in ANALYSIS_PHASES or evidence is None:
+    if status.phase not in ANALYSIS_PHASES:
         return status
     parts = recorded_evidence(status, evidence, fresh=status.analysis_started_at == now)
     if parts is None or as_record(parts) == status.evidence:

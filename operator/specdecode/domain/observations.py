@@ -324,16 +324,30 @@ class Observations:
     production_acceptance: ProductionAcceptance | MetricError | None = None
     # ... and its step-ITL histogram in the same blocks (the guard's latency half).
     production_latency: ProductionLatency | MetricError | None = None
-    # The spec as the guard reads it (`reconciler.guard_boundary`); None: not read (a
-    # hand-written value), and the guard judges nothing.
+    # The spec as the guard reads it (`reconciler.guard_boundary`); None: not built (a
+    # hand-written value), which `decide` refuses (`guard_plan`).
     guard: GuardPlan | None = None
     source: SourceObservation | None = None  # spec.workloadRef: the Deployment judged
     # A hash of the referenced prompt set's content, read while an analysis runs (None: not
     # read, built-in prompts, or unreadable now); part of the evidence (`domain.evidence`).
     prompts_digest: str | None = None
     # The spec's analysis as the domain reads it (`reconciler.analysis_boundary`); None: not
-    # built (observations written by hand): a failed stage's verdict names no lower stage.
+    # built (observations written by hand), which `decide` refuses (`analysis_plan`).
     plan: AnalysisPlan | None = None
+
+    def analysis_plan(self) -> AnalysisPlan:
+        """The spec's analysis as observe built it: no verdict, offer, evidence or shadow
+        load is decided without it, so a missing one is an error, never a default."""
+        if self.plan is None:
+            raise ValueError("observations without the analysis plan (observe builds it)")
+        return self.plan
+
+    def guard_plan(self) -> GuardPlan:
+        """The spec as the drift guard reads it, as observe built it (an error if missing:
+        a guard that silently judged nothing would never clear a recorded drift)."""
+        if self.guard is None:
+            raise ValueError("observations without the guard's plan (observe builds it)")
+        return self.guard
 
     def child(self, role: ChildRole) -> ChildState:
         """The observed state of a child; absent means it does not exist."""

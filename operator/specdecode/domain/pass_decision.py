@@ -91,7 +91,8 @@ def decide_pass(seen: Seen, now: datetime) -> Decision:
         )  # fmt: skip
         decision = decision.with_status(checked)
     observations = seen.observations
-    wake_at = next_timed_event(observations.plan, observations.guard, decision.status, now)
+    plan, guard = observations.analysis_plan(), observations.guard_plan()
+    wake_at = next_timed_event(plan, guard, decision.status, now)
     return replace(decision, wake_at=wake_at)
 
 

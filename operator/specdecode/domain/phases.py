@@ -44,12 +44,11 @@ def ready_on_config(child: ChildState, fingerprint: str | None) -> bool:
     return child.ready and child.config_fingerprint == fingerprint
 
 
-def _on_evidence(plan: AnalysisPlan | None, child: ChildState) -> bool:
+def _on_evidence(plan: AnalysisPlan, child: ChildState) -> bool:
     """An Owned shadow was rendered with the engine the spec describes now: after an
     image edit the cached Deployment still reads ready on the old one. (Unlabelled: an
-    older operator rendered it, before any edit this analysis could miss; no `plan`:
-    observations written by hand, nothing to compare with.)"""
-    if plan is None or plan.evidence.source is not None or child.evidence is None:
+    older operator rendered it, before any edit this analysis could miss.)"""
+    if plan.evidence.source is not None or child.evidence is None:
         return True
     return child.evidence == plan.evidence.engine_digest
 
@@ -103,7 +102,7 @@ def _deploying(
     baseline = observations.child(ChildRole.BASELINE)
     candidate = observations.child(ChildRole.CANDIDATE)
     stable_fp = fingerprint_of(status.stable_speculative)
-    plan = observations.plan
+    plan = observations.analysis_plan()
     current = _on_evidence(plan, baseline) and _on_evidence(plan, candidate)
     if (
         current
@@ -206,11 +205,10 @@ def guard_step(
     now: datetime,
 ) -> Step:
     """The drift guard's reaction to the look due now (`guarding.guard`), written into the
-    status (`decide` refuses observations without the guard's plan)."""
-    if observations.guard is None:
-        return Step(status)
+    status."""
     acceptance, latency = observations.production_acceptance, observations.production_latency
-    reaction = guard(observations.guard, guard_state(status), acceptance, now, latency)
+    plan = observations.guard_plan()
+    reaction = guard(plan, guard_state(status), acceptance, now, latency)
     kind, message, events = reaction.reaction, reaction.message, reaction.events
     if kind is Reaction.KEEP:
         return Step(status)

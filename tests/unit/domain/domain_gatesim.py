@@ -55,6 +55,7 @@ from specdecode.domain.observations import (
 )
 from specdecode.domain.sketch import GAMMA, Sketch
 from specdecode.domain.stages import start_stage
+from specdecode.reconciler.analysis_boundary import plan_of
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 K = 3
@@ -396,13 +397,15 @@ def run_stage(spec: SpecDecodeRolloutSpec, source: AcceptanceSource | LatencySou
         current_stage_index=0,
     )
     interval = spec.analysis.interval_seconds
+    plan = plan_of(spec)  # as observe builds it once a reconcile
     measured = 0.0
     while True:
         step_seconds = 1.0 if measured == 0 else float(interval)
         measured += step_seconds
         source.advance(step_seconds)
         now = _t(stage_spec.warmup_seconds + measured)
-        step = analyze(spec, status, Observations(generation=1, stage=source.observe()), now)
+        seen = Observations(generation=1, stage=source.observe(), plan=plan)
+        step = analyze(spec, status, seen, now)
         status = step.status
         gate = status.stages[0].gates[0]
         samples = gate.samples or 0
