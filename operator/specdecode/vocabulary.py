@@ -4,12 +4,16 @@ and the few names and bounds both sides must agree on.
 Why below `api`: the domain must not import the wire schema (so a second API version
 cannot reach into it; import-linter holds it to that), yet a rollout's phase, a gate's
 verdict or the action annotation's name are the same words on both sides. Re-exported
-where `api` defined them; another wire spelling maps at the boundary.
+where `api` defined them; another wire spelling maps at the boundary. `GateType` is also
+the gates' registry: `import_gate_modules` finds each type's module in a package from it.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from enum import StrEnum
+from types import ModuleType
 from typing import Final
 
 # What a gate's `methods` and the fingerprint call plain decoding (speculative unset).
@@ -145,6 +149,33 @@ class GateType(StrEnum):
     TAIL_LATENCY = "TailLatency"
     SPEEDUP = "Speedup"
     ERROR_RATE = "ErrorRate"
+
+
+def import_gate_modules(package: str) -> dict[GateType, ModuleType]:
+    """Import `<package>.<gate_module_name>` for every `GateType` member, in its order: the
+    enum is the registry a new gate adds a line to, and each module registers its type as it
+    is imported (`api.gate_kinds`, `domain.gates`). A member without its module fails here,
+    naming the file to write; an import failing inside a module propagates as it is."""
+    modules = {}
+    for gate_type in GateType:
+        name = f"{package}.{gate_module_name(gate_type)}"
+        try:
+            modules[gate_type] = importlib.import_module(name)
+        except ModuleNotFoundError as missing:
+            if missing.name != name:
+                raise
+            raise ModuleNotFoundError(
+                f"gate type {gate_type.value} has no module {name}: write "
+                f'{name.replace(".", "/")}.py (CONTRIBUTING.md, "Adding a gate type")',
+                name=name,
+            ) from None
+    return modules
+
+
+def gate_module_name(gate_type: GateType) -> str:
+    """The module a gate type's code is, in each package that has one per type: its value in
+    snake case (`TailLatency` -> `tail_latency`)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", gate_type.value).lower()
 
 
 class ItlDefinition(StrEnum):

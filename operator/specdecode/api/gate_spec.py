@@ -1,7 +1,7 @@
 """`spec.analysis.stages[].gates[]`: what a gate measures, its threshold, how sure it must be.
 
 Each gate type's wire facts are its declaration in `api.gate_kinds` (fields, defaults,
-minimum data, evidence rows), listed once among `GateSpec`'s bases; `GATE_KINDS`,
+minimum data, evidence rows), its fields listed among `GateSpec`'s bases; `GATE_KINDS`,
 `GATE_RULES` and `GateSpec.setting` derive from them. Type-specific fields stay unset in
 the schema. How a gate judges is its `domain.gates` module's; whether it judges and
 certifies a stage is `certify`'s. More: docs/internals.md.
@@ -16,13 +16,20 @@ from pydantic.alias_generators import to_camel
 
 from specdecode.api.base import KubeModel, optional
 from specdecode.api.gate_kinds import (
+    MODULES,
     acceptance,
     accepted_length,
     error_rate,
     speedup,
     tail_latency,
 )
-from specdecode.api.gate_kinds.declaration import BLOCKS, REQUESTS, GateKind, declared
+from specdecode.api.gate_kinds.declaration import (
+    BLOCKS,
+    REQUESTS,
+    GateKind,
+    declared,
+    require_listed,
+)
 from specdecode.api.rules import Binary, Has, Not, Rule, RuleSet, all_of, at, implies, lit
 from specdecode.api.speculative import NO_SPECULATION, SpeculativeMethod
 
@@ -41,8 +48,9 @@ LabelName = Annotated[
 ]
 
 
-# Every gate type's declaration (`api.gate_kinds`, registered as `GateSpec`'s bases import
-# them), in GateType's order; the derived views: the defaults by field, the minimum by type.
+# Every gate type's declaration (`api.gate_kinds`, registered as the package imports one
+# module per GateType member), in GateType's order; the derived views: the defaults by
+# field, the minimum by type.
 GATE_KINDS: dict[GateType, GateKind] = declared()
 GATE_DEFAULTS: dict[str, object] = {
     field: default for kind in GATE_KINDS.values() for field, default in kind.settings.items()
@@ -87,9 +95,10 @@ class _MinSamples(KubeModel):
     min_samples: int | None = optional(_min_samples_description(), ge=1)
 
 
-# The registry: each gate type's fields, from its declaration. Pydantic orders the fields
-# from the last base to the first, so a new type's fields go first here (last on the wire,
-# before confidence); minSamples keeps its place between TailLatency's and Speedup's.
+# Each gate type's fields, from its declaration: written out, as mypy rejects computed
+# bases, and `require_listed` fails on a type left out. Pydantic orders the fields from the
+# last base to the first, so a new type's fields go first here (last on the wire, before
+# confidence); minSamples keeps its place between TailLatency's and Speedup's.
 class GateSpec(
     error_rate.ErrorRateFields,
     speedup.SpeedupFields,
@@ -147,6 +156,8 @@ class GateSpec(
         assert isinstance(value, ItlDefinition)
         return value
 
+
+require_listed(GateSpec, MODULES)
 
 # The type-specific fields each gate type may set; GATE_RULES are generated from this table.
 GATE_FIELDS: dict[GateType, frozenset[str]] = {

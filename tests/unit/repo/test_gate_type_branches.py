@@ -122,8 +122,8 @@ def _declaring_modules() -> dict[GateType, list[str]]:
 
 def test_a_gate_type_is_named_only_by_its_two_modules() -> None:
     """The places a new gate touches, as CONTRIBUTING's "Adding a gate type" lists them:
-    besides its `vocabulary.GateType` value and the two registries (`GateSpec`'s bases,
-    `domain/gates/__init__.py`'s imports, which name modules, not members), only its wire
+    besides its `vocabulary.GateType` value (the registry both packages find its modules
+    from) and `GateSpec`'s bases (which name modules, not members), only its wire
     declaration (`api/gate_kinds/<type>.py`) and its gate module (`domain/gates/<type>.py`)
     name it; `GATE_KINDS`, `EVIDENCE`, the registry, the boundary, status, metrics, the
     guard and the tuning derive from them or ask the measure (the companion test is
@@ -161,8 +161,8 @@ def test_each_gate_type_has_its_wire_declaration(gate_type: GateType) -> None:
 def test_a_type_without_a_declaration_or_an_evidence_row_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The control: `declared` fails on a type whose module is not among GateSpec's bases,
-    and on a declaration leaving a traffic source out."""
+    """The control: `declared` fails on a type whose module declares nothing, and on a
+    declaration leaving a traffic source out."""
     complete = dict(declaration._DECLARED)
     monkeypatch.setattr(declaration, "_DECLARED", complete)
     assert list(declaration.declared()) == list(GateType)

@@ -1,21 +1,24 @@
 """What one gate type's wire declaration holds (`GateKind`, `Evidence`), and the registry
 the declarations fill (`declare`) and `api.gate_spec` reads (`declared`).
 
-Why a registry: a declaration module registers its row when `api.gate_spec` imports it for
-`GateSpec`'s bases, so the row and the fields cannot be listed in two places; `declared`
-fails on a gate type without a declaration or with a traffic source it leaves out.
+Why a registry: a declaration module registers its row as `api.gate_kinds` imports it (one
+per `GateType` member), so the row and the fields cannot be listed in two places; `declared`
+fails on a gate type without a declaration or with a traffic source it leaves out, and
+`require_listed` on a type whose fields `GateSpec`'s (static, for mypy) bases leave out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeVar
 
 from specdecode.api.base import optional
 from specdecode.vocabulary import GateType, ItlDefinition, TrafficSourceType
 
 REQUESTS, BLOCKS = "requests", "blocks"
+Model = TypeVar("Model")
 # What a latency gate's minSamples counts under Prompts traffic.
 BLOCKS_PER_SIDE = "time blocks of loadGenerator.blockSeconds per side"
 
@@ -80,8 +83,8 @@ def declare(kind: GateKind) -> GateKind:
 
 def declared() -> dict[GateType, GateKind]:
     """Every gate type's declaration, in `GateType`'s order; fails on one missing (its module
-    never imported) or missing a traffic source's evidence row. That its fields are among
-    `GateSpec`'s bases is checked by tests/unit/repo/test_gate_type_branches.py."""
+    calls no `declare`) or missing a traffic source's evidence row. That its fields are among
+    `GateSpec`'s bases is `require_listed`'s check."""
     missing = [t.value for t in GateType if t not in _DECLARED]
     if missing:
         raise LookupError(f"gate types without a declaration in api/gate_kinds: {missing}")
@@ -89,3 +92,23 @@ def declared() -> dict[GateType, GateKind]:
         if gaps := [s.value for s in TrafficSourceType if s not in kind.evidence]:
             raise LookupError(f"{kind.type.value}: no evidence row for {gaps}")
     return {t: _DECLARED[t] for t in GateType}
+
+
+def require_listed(model: type[Model], modules: dict[GateType, ModuleType]) -> type[Model]:
+    """`model` (`GateSpec`), once every gate type's `<Type>Fields` from its module is among
+    its bases. mypy needs the bases written out (it rejects computed ones), so they are the
+    one list a new gate type is added to by hand; this fails naming the class to add."""
+    unlisted = []
+    for gate_type, module in modules.items():
+        name = f"{gate_type.value}Fields"
+        fields = getattr(module, name, None)
+        if not isinstance(fields, type):
+            raise LookupError(f"{module.__name__} defines no {name} (its GateSpec fields)")
+        if fields not in model.__mro__:
+            unlisted.append(f"{module.__name__.rsplit('.', 1)[-1]}.{name}")
+    if unlisted:
+        raise TypeError(
+            f"{model.__name__}'s bases leave out {', '.join(unlisted)}: list each first among "
+            f"{model.__name__}'s bases in specdecode/api/gate_spec.py"
+        )
+    return model

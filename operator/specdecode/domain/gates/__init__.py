@@ -1,11 +1,11 @@
 """Gate evaluation: one look at a stage's observations yields a `Measurement`.
 
-One module per gate type, behind the `GateMeasure` Protocol (`registry`). Verdicts as Argo
-Rollouts names them: Successful when the confidence bound clears the threshold, Failed when
-the opposite bound is past it, Inconclusive in between or on too little data, Error when a
-metric source failed (never a pass). Each look spends a group-sequential share of the error
-(`domain.sequential`). Pure and schema-free: `domain.gate_boundary` converts to and from
-the wire schema. More: docs/internals.md.
+One module per gate type, found from `GateType`, behind the `GateMeasure` Protocol
+(`registry`). Verdicts as Argo Rollouts names them: Successful when the confidence bound
+clears the threshold, Failed when the opposite bound is past it, Inconclusive in between or
+on too little data, Error when a metric source failed (never a pass). Each look spends a
+group-sequential share of the error (`domain.sequential`). Pure and schema-free:
+`domain.gate_boundary` converts to and from the wire schema. More: docs/internals.md.
 """
 
 from __future__ import annotations
@@ -16,17 +16,10 @@ from dataclasses import dataclass
 
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, Measurement, UnsentLimit
 from specdecode.domain.gate_params import GateParams
-from specdecode.domain.gates import (  # noqa: F401 (each registers its gate type)
-    acceptance,
-    accepted_length,
-    error_rate,
-    speedup,
-    tail_latency,
-)
 
-# Re-exported: importing them from here guarantees every gate above is registered.
+# Re-exported: importing them from here guarantees every gate type's measure is registered.
 from specdecode.domain.gates.registry import Headline as Headline
-from specdecode.domain.gates.registry import Look, Need
+from specdecode.domain.gates.registry import Look, Need, require_registered
 from specdecode.domain.gates.registry import TuningFigure as TuningFigure
 from specdecode.domain.gates.registry import headline_type as headline_type
 from specdecode.domain.gates.registry import is_headline as is_headline
@@ -35,8 +28,11 @@ from specdecode.domain.gates.registry import registered_types as registered_type
 from specdecode.domain.gates.registry import tuning_type as tuning_type
 from specdecode.domain.observations import StageObservations
 from specdecode.domain.sequential import critical_values, nominal_error, spent
-from specdecode.vocabulary import GateVerdict
+from specdecode.vocabulary import GateVerdict, import_gate_modules
 
+# One module per `GateType` member, `gates/<snake_case of its value>.py`, each registering
+# its measure as it is imported: the enum is the list, none is kept here.
+MODULES = require_registered(import_gate_modules(__name__))
 MIN_LOOK_ERROR = 1e-12
 
 

@@ -2,7 +2,8 @@
 
 Why a registry: a newcomer looking for how `TailLatency` is judged opens
 `gates/tail_latency.py`; adding a gate type is one module that registers itself, with no
-dispatch chain to extend. Each module registers at import; `gates/__init__` imports them all.
+dispatch chain to extend. Each module registers at import; `gates/__init__` imports one per
+`GateType` member (`vocabulary.import_gate_modules`) and `require_registered` checks each did.
 Each measure also declares the observations it reads (`Need`), beside the code that reads
 them: the reconciler fetches the union of what a stage's measured gates declare
 (`gates.stage_needs`), so no gate starves because another gate type is absent.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from types import ModuleType
 from typing import Protocol
 
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, Measurement, UnsentLimit
@@ -99,8 +101,8 @@ class GateMeasure(Protocol):
 
     Why all of it here: the shared path (`gate_boundary`, `analyzing`, `close_call`) asks
     the registered measure instead of branching on the type, so a new gate is its module,
-    its wire declaration `api.gate_kinds.<type>` (fields, defaults, evidence rows) and one
-    import in each registry, `gates` and GateSpec's bases (CONTRIBUTING, "Adding a gate
+    its wire declaration `api.gate_kinds.<type>` (fields, defaults, evidence rows), its
+    `GateType` value and its fields among GateSpec's bases (CONTRIBUTING, "Adding a gate
     type").
     """
 
@@ -159,6 +161,17 @@ def register(gate_type: GateType) -> Callable[[type[GateMeasure]], type[GateMeas
         return cls
 
     return add
+
+
+def require_registered(modules: dict[GateType, ModuleType]) -> dict[GateType, ModuleType]:
+    """`modules` (each gate type's, imported), once each has registered its type's measure;
+    fails naming a module that registered none (its class lacks `@register`)."""
+    if missing := [t for t in modules if t not in _REGISTRY]:
+        raise LookupError(
+            ", ".join(f"{modules[t].__name__} registers no measure for {t.value}" for t in missing)
+            + ": decorate its GateMeasure class with @register(GateType.<member>)"
+        )
+    return modules
 
 
 def measure_for(gate_type: GateType) -> GateMeasure:
