@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from specdecode.api.base import optional
 from specdecode.vocabulary import GateType, ItlDefinition, TrafficSourceType
 
+Model = TypeVar("Model")  # what `require_listed` checks and returns: GateSpec
 REQUESTS, BLOCKS = "requests", "blocks"
-Model = TypeVar("Model")
 # What a latency gate's minSamples counts under Prompts traffic.
 BLOCKS_PER_SIDE = "time blocks of loadGenerator.blockSeconds per side"
 
