@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, describe, enter, roll_back
 from specdecode.vocabulary import ACTION_ANNOTATION, ACTIONS, Phase
 
-Reanalyse = Callable[[SpecDecodeRolloutStatus, datetime, str, str], Step]
+Reanalyse = Callable[[RolloutState, datetime, str, str], Step]
 """(status, now, reason, message) -> the desired config analysed anew unless it is the stable
 one: `transitions.analyse_desired_unless_stable` on the spec, which the caller holds."""
 
@@ -24,16 +24,16 @@ ABORTABLE = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED, Phase.PRO
 RETRYABLE = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 
 
-def _ignored(status: SpecDecodeRolloutStatus, reason: str, message: str) -> Step:
+def _ignored(status: RolloutState, reason: str, message: str) -> Step:
     return Step(status, (Event(reason, message, EventType.WARNING),), clear_action=True)
 
 
-def _echo_of_itself(wanted: str, status: SpecDecodeRolloutStatus) -> bool:
+def _echo_of_itself(wanted: str, status: RolloutState) -> bool:
     """The annotation of an action this status already carries out (see the docstring)."""
     return wanted == "promote" and status.phase is Phase.PROMOTING
 
 
-def _promote(status: SpecDecodeRolloutStatus, now: datetime) -> Step:
+def _promote(status: RolloutState, now: datetime) -> Step:
     config = describe(status.candidate_speculative)
     if status.phase is Phase.PAUSED:
         reason, message = "PromotionApproved", f"promote approved; production rolls to {config}"
@@ -56,7 +56,7 @@ def _promote(status: SpecDecodeRolloutStatus, now: datetime) -> Step:
 
 
 def apply_action(
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     action: str | None,
     now: datetime,
     desired: str,

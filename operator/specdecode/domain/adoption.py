@@ -16,8 +16,8 @@ import yaml
 from specdecode.api.engine_args import without_speculative
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.api.status import Condition, SpecDecodeRolloutStatus
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_state import ConditionRecord, RolloutState
 from specdecode.domain.source import SourceObservation
 from specdecode.domain.source_spec import in_force
 from specdecode.domain.transitions import (
@@ -51,7 +51,7 @@ def judgeable_source(
 
 def sync_with_source(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     source: SourceObservation,
     now: datetime,
 ) -> Step:
@@ -93,7 +93,7 @@ def sync_with_source(
 
 def restart_if_source_unjudgeable(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     source: SourceObservation | None,
     now: datetime,
 ) -> Step | None:
@@ -110,7 +110,7 @@ def restart_if_source_unjudgeable(
 
 def awaiting_owner(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     source: SourceObservation | None,
     now: datetime,
 ) -> Step:
@@ -135,9 +135,7 @@ def awaiting_owner(
     return enter(status, Phase.PROMOTING, now, AWAITING_OWNER, message)
 
 
-def patched(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, observations: Observations
-) -> bool:
+def patched(spec: SpecDecodeRolloutSpec, status: RolloutState, observations: Observations) -> bool:
     """Under Patch, whether the source's template already runs the candidate (our apply
     landed): production is then rolling to it, on the Owned promotion's deadline."""
     source = observations.source
@@ -168,7 +166,7 @@ _ENDED_WITHOUT_PROMOTION = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 
 
 def patch_write(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, source: SourceObservation
+    spec: SpecDecodeRolloutSpec, status: RolloutState, source: SourceObservation
 ) -> list[str] | None:
     """Under Patch, the args the operator's apply must hold now, or None to write nothing:
     the candidate's while Promoting and not yet in the template; after an analysis that did
@@ -203,10 +201,10 @@ def owner_patch_files(source: str, namespace: str, patch: str) -> dict[str, str]
 
 def with_owner_view(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     source: SourceObservation | None,
     now: datetime,
-) -> SpecDecodeRolloutStatus:
+) -> RolloutState:
     """The patch while Promoting (kept once Promoted), and the Verified condition."""
     if spec.strategy is PromotionStrategy.OWNED or status.workload is None:
         return status
@@ -222,7 +220,7 @@ def with_owner_view(
     conditions = [c for c in status.conditions if c.type != VERIFIED]
     if status.phase is Phase.PROMOTED and workload.verified_at is not None:
         conditions.append(
-            Condition(
+            ConditionRecord(
                 type=VERIFIED,
                 status=ConditionStatus.TRUE,
                 reason="SourceRunsPromotedConfig",

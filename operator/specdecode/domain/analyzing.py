@@ -17,8 +17,6 @@ from specdecode.api.certify import Certification, StageContext, certify, evidenc
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.schedule_reach import k_zero_possible_at
 from specdecode.api.speculative import SpeculativeConfig
-from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
-from specdecode.api.status import StageStatus as Stage
 from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.close_call import close_call_of
@@ -35,6 +33,8 @@ from specdecode.domain.gates import LookPlan, stage_needs
 from specdecode.domain.gates.registry import Need
 from specdecode.domain.load_status import LoadLook, load_status
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.domain.stages import (
     evaluation_due,
     evidence_of,
@@ -50,9 +50,7 @@ from specdecode.domain.transitions import Step, enter, notify, roll_back, start_
 from specdecode.vocabulary import SCHEDULE, GateVerdict, Phase, ScheduleFallback, StagePhase
 
 
-def _with_stage(
-    status: SpecDecodeRolloutStatus, index: int, stage: Stage
-) -> SpecDecodeRolloutStatus:
+def _with_stage(status: RolloutState, index: int, stage: StageRun) -> RolloutState:
     stages = list(status.stages)
     stages[index] = stage
     return status.model_copy(
@@ -61,8 +59,8 @@ def _with_stage(
 
 
 def begin_stage(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, index: int, now: datetime
-) -> SpecDecodeRolloutStatus:
+    spec: SpecDecodeRolloutSpec, status: RolloutState, index: int, now: datetime
+) -> RolloutState:
     """Start stage `index` now (keeping its count of earlier inconclusive runs)."""
     runs = status.stages[index].inconclusive_runs if index < len(status.stages) else 0
     traffic = spec.analysis.traffic
@@ -72,7 +70,7 @@ def begin_stage(
 
 def analyze(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step:
@@ -165,7 +163,7 @@ def observations_needed(spec: SpecDecodeRolloutSpec, index: int) -> frozenset[Ne
 
 def _judge(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     index: int,
     now: datetime,
     plan: AnalysisPlan,
@@ -211,9 +209,9 @@ def _judge(
 
 def _failed(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     index: int,
-    failed: list[GateResult],
+    failed: list[GateRecord],
     now: datetime,
     plan: AnalysisPlan,
 ) -> Step:
@@ -237,7 +235,7 @@ def _failed(
     return roll_back(ended.model_copy(update={"schedule_offer": offer}), now, "GateFailed", detail)
 
 
-def _outcome(stage: Stage) -> StageOutcome:
+def _outcome(stage: StageRun) -> StageOutcome:
     """A stage run as the concurrency verdict reads it."""
     passed = {gate.type for gate in stage.gates if gate.verdict is GateVerdict.SUCCESSFUL}
     return StageOutcome(stage.phase, frozenset(passed))
@@ -260,7 +258,7 @@ NOTHING_ENFORCED = (
 )
 
 
-def passed_on_evidence(enforced: list[GateResult]) -> bool:
+def passed_on_evidence(enforced: list[GateRecord]) -> bool:
     """Fail closed: at least one enforced gate, each Successful on data it judged.
 
     Why not `all(...)`: it is true of no gates at all, and a stage would then pass on no
@@ -272,11 +270,11 @@ def passed_on_evidence(enforced: list[GateResult]) -> bool:
     )
 
 
-def _judged_data(gate: GateResult) -> bool:
+def _judged_data(gate: GateRecord) -> bool:
     return bool(gate.samples) or bool(gate.units)
 
 
-def _gate_summary(gate: GateResult) -> str:
+def _gate_summary(gate: GateRecord) -> str:
     """One gate in a stage's message; a dry-run gate says it was not enforced, a fail-only
     gate that the stage did not wait for it."""
     if gate.dry_run:
@@ -288,7 +286,7 @@ def _gate_summary(gate: GateResult) -> str:
     return f"{label}: {gate.reason}"
 
 
-def _undecided_summary(gate: GateResult) -> str:
+def _undecided_summary(gate: GateRecord) -> str:
     """One gate in an undecided stage's message; a close call leads with its words, so on
     call reads that the estimate sat at the limit and which limits would have decided."""
     said = f"{gate.name}: {gate.verdict.value}: {gate.reason}"
@@ -303,13 +301,13 @@ def _undecided_summary(gate: GateResult) -> str:
     return said if close is None else f"{gate.name}: {gate.verdict.value}, {close} ({gate.reason})"
 
 
-def _finish(stage: Stage, phase: StagePhase, now: datetime, message: str) -> Stage:
+def _finish(stage: StageRun, phase: StagePhase, now: datetime, message: str) -> StageRun:
     return stage.model_copy(update={"phase": phase, "finished_at": now, "message": message})
 
 
 def _stage_succeeded(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     index: int,
     now: datetime,
     summary: str,
@@ -332,7 +330,7 @@ def _stage_succeeded(
 
 def _stage_inconclusive(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     index: int,
     now: datetime,
     why: str | None = None,

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.degraded import with_degraded
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.vocabulary import Phase
 
 NOT_OWNED = "ChildNotOwned"
 CONFLICT = "PatchConflict"
 
 
-def carry_findings(old: SpecDecodeRolloutStatus, decision: Decision) -> Decision:
+def carry_findings(old: RolloutState, decision: Decision) -> Decision:
     """`decision` with the stored findings: they belong to apply, not to the state machine
     (a transition that builds its status afresh would drop them, and they would be
     written back by the next apply: two writes for nothing)."""
@@ -31,9 +31,7 @@ def carry_findings(old: SpecDecodeRolloutStatus, decision: Decision) -> Decision
     )
 
 
-def with_foreign_children(
-    old: SpecDecodeRolloutStatus, decision: Decision, now: datetime
-) -> Decision:
+def with_foreign_children(old: RolloutState, decision: Decision, now: datetime) -> Decision:
     """`decision`, Degraded=True while an object named like a child is not the rollout's."""
     findings = old.apply_findings
     messages = findings.not_owned() if findings is not None else ()
@@ -43,14 +41,12 @@ def with_foreign_children(
     return decision.with_status(status)
 
 
-def not_owned_found(status: SpecDecodeRolloutStatus) -> bool:
+def not_owned_found(status: RolloutState) -> bool:
     """Whether status names an object in the rollout's way (no watch says when it goes)."""
     return status.apply_findings is not None and bool(status.apply_findings.not_owned())
 
 
-def with_patch_conflict(
-    old: SpecDecodeRolloutStatus, decision: Decision, now: datetime
-) -> Decision:
+def with_patch_conflict(old: RolloutState, decision: Decision, now: datetime) -> Decision:
     """`decision`, Degraded=True while the promotion's apply conflicts with the owner
     (`decision` carries the stored findings: `carry_findings`)."""
     findings = decision.status.apply_findings

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.guard_model import GuardPlan
 from specdecode.domain.guarding import guard_grid
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.stages import last_evaluated
 from specdecode.domain.transitions import guard_state
 from specdecode.vocabulary import Phase
@@ -21,7 +21,7 @@ from specdecode.vocabulary import Phase
 def next_timed_event(
     plan: AnalysisPlan,
     guard: GuardPlan,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     now: datetime,
 ) -> datetime | None:
     """The first instant after `now` at which the rollout must be decided again, by the

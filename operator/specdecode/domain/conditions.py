@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.status import Condition, SpecDecodeRolloutStatus
+from specdecode.domain.rollout_state import ConditionRecord, RolloutState
 from specdecode.vocabulary import ConditionStatus, DriftKind, Phase
 
 READY, PROGRESSING, DEGRADED, RECONCILING, STALLED = (
@@ -32,15 +32,15 @@ def _truth(value: bool) -> ConditionStatus:
     return ConditionStatus.TRUE if value else ConditionStatus.FALSE
 
 
-def _phase_reason(status: SpecDecodeRolloutStatus) -> str:
+def _phase_reason(status: RolloutState) -> str:
     if status.phase is Phase.PAUSED:
         return "WaitingForPromotion"
     return status.reason or status.phase.value
 
 
 def compute_conditions(
-    status: SpecDecodeRolloutStatus, production_ready: bool, generation: int, now: datetime
-) -> list[Condition]:
+    status: RolloutState, production_ready: bool, generation: int, now: datetime
+) -> list[ConditionRecord]:
     """The five conditions for this status, keeping unchanged lastTransitionTimes."""
     phase = status.phase
     reason = _phase_reason(status)
@@ -70,7 +70,7 @@ def compute_conditions(
         old = previous.get(kind)
         since = old.last_transition_time if old is not None and old.status is truth else now
         conditions.append(
-            Condition(
+            ConditionRecord(
                 type=kind,
                 status=truth,
                 reason=why,
@@ -82,7 +82,7 @@ def compute_conditions(
     return conditions
 
 
-def production_unready_since(status: SpecDecodeRolloutStatus, now: datetime) -> datetime:
+def production_unready_since(status: RolloutState, now: datetime) -> datetime:
     """Since when production has been not ready while Promoted (from the Ready condition).
 
     Ready's lastTransitionTime only moves when its status changes, so it dates the loss of

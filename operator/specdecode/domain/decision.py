@@ -12,9 +12,9 @@ from datetime import datetime
 from enum import StrEnum
 
 from specdecode.api.speculative import SpeculativeConfig
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.load_sizing import LoadShape
 from specdecode.domain.load_status import LoadLook
+from specdecode.domain.rollout_state import RolloutState
 
 
 class EventType(StrEnum):
@@ -73,7 +73,7 @@ class Decision:
     """The verdict of one reconcile. `status` is what is written but for the running stage's
     `load`, which travels as `stage_load` and `apply` lays on (`reconciler/stage_load.py`)."""
 
-    status: SpecDecodeRolloutStatus
+    status: RolloutState
     children: DesiredChildren
     traffic: TrafficPlan | None = None
     events: tuple[Event, ...] = ()
@@ -83,7 +83,7 @@ class Decision:
     # The load of this pass's stage look, which the status written carries (`apply`).
     stage_load: LoadLook | None = None
 
-    def with_status(self, status: SpecDecodeRolloutStatus) -> Decision:
+    def with_status(self, status: RolloutState) -> Decision:
         """This decision with `status` (itself when `status` is its own: the checks laid
         over a decision change nothing most of the time)."""
         return self if status is self.status else replace(self, status=status)

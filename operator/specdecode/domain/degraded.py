@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.status import Condition, SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED
+from specdecode.domain.rollout_state import ConditionRecord, RolloutState
 from specdecode.vocabulary import ConditionStatus
 
 
 def with_degraded(
-    old: SpecDecodeRolloutStatus,
-    new: SpecDecodeRolloutStatus,
+    old: RolloutState,
+    new: RolloutState,
     reason: str,
     message: str,
     now: datetime,
-) -> SpecDecodeRolloutStatus:
+) -> RolloutState:
     """`new` with Degraded=True for `reason`, unless Degraded is already True for another
     reason (the phase's, or an earlier check's: the first one stays).
 
@@ -38,7 +38,7 @@ def with_degraded(
         return new
     before = next((c for c in old.conditions if c.type == DEGRADED), None)
     kept = before is not None and before.reason == reason
-    degraded = Condition(
+    degraded = ConditionRecord(
         type=DEGRADED,
         status=ConditionStatus.TRUE,
         reason=reason,
@@ -53,12 +53,12 @@ def with_degraded(
     return new.model_copy(update={"conditions": conditions})
 
 
-def degraded_true(status: SpecDecodeRolloutStatus) -> bool:
+def degraded_true(status: RolloutState) -> bool:
     """Whether Degraded is True in `status`, for any reason."""
     return any(c.type == DEGRADED and c.status is ConditionStatus.TRUE for c in status.conditions)
 
 
-def degraded_said(status: SpecDecodeRolloutStatus, reason: str) -> str | None:
+def degraded_said(status: RolloutState, reason: str) -> str | None:
     """The message of Degraded=True for `reason` in `status` (None: not so)."""
     said = next((c for c in status.conditions if c.type == DEGRADED), None)
     if said is None or said.status is not ConditionStatus.TRUE or said.reason != reason:

@@ -7,15 +7,16 @@ look); itlRatio: "1.04<=1.10" (candidate/baseline quantile ratio against 1 + tol
 
 from __future__ import annotations
 
-from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
 from specdecode.domain.gate_measures import relation
 from specdecode.domain.gates import Headline, is_headline, measure_for
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.stage_state import GateRecord
 
 
-def _latest(status: SpecDecodeRolloutStatus, headline: Headline) -> GateResult | None:
+def _latest(status: RolloutState, headline: Headline) -> GateRecord | None:
     """The most recent result with a value of the gate type whose results are `headline`,
     over every stage."""
-    found: GateResult | None = None
+    found: GateRecord | None = None
     for stage in status.stages:
         for gate in stage.gates:
             if (
@@ -29,7 +30,7 @@ def _latest(status: SpecDecodeRolloutStatus, headline: Headline) -> GateResult |
     return found
 
 
-def alpha_column(status: SpecDecodeRolloutStatus) -> str | None:
+def alpha_column(status: RolloutState) -> str | None:
     """Latest alpha with its bounds, or None before the first measurement."""
     gate = _latest(status, Headline.ALPHA)
     if gate is None or gate.value is None:
@@ -39,7 +40,7 @@ def alpha_column(status: SpecDecodeRolloutStatus) -> str | None:
     return f"{gate.value:.2f} [{gate.lower_bound:.2f},{gate.upper_bound:.2f}]"
 
 
-def itl_ratio_column(status: SpecDecodeRolloutStatus) -> str | None:
+def itl_ratio_column(status: RolloutState) -> str | None:
     """Latest tail-latency ratio against its threshold, or None before the first one."""
     gate = _latest(status, Headline.TAIL)
     if gate is None or gate.value is None:
@@ -50,7 +51,7 @@ def itl_ratio_column(status: SpecDecodeRolloutStatus) -> str | None:
     return f"{gate.value:.2f}{compared}{gate.threshold:.2f}"
 
 
-def with_display(status: SpecDecodeRolloutStatus) -> SpecDecodeRolloutStatus:
+def with_display(status: RolloutState) -> RolloutState:
     """The status with its display columns recomputed."""
     return status.model_copy(
         update={"alpha": alpha_column(status), "itl_ratio": itl_ratio_column(status)}

@@ -7,15 +7,15 @@ to the same place.
 
 from __future__ import annotations
 
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.decision import DesiredChildren, TrafficPlan
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.vocabulary import Phase, StagePhase
 
 WITH_SHADOWS = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 
 
-def desired_children(plan: AnalysisPlan, status: SpecDecodeRolloutStatus) -> DesiredChildren:
+def desired_children(plan: AnalysisPlan, status: RolloutState) -> DesiredChildren:
     """Production always; shadows while an analysis runs; production on the candidate while
     Promoting; the live canary only during a live-canary stage."""
     stable = status.stable_speculative
@@ -32,14 +32,14 @@ def desired_children(plan: AnalysisPlan, status: SpecDecodeRolloutStatus) -> Des
     return DesiredChildren(production=stable)
 
 
-def _live_canary(plan: AnalysisPlan, status: SpecDecodeRolloutStatus) -> bool:
+def _live_canary(plan: AnalysisPlan, status: RolloutState) -> bool:
     index = status.current_stage_index
     if status.phase is not Phase.ANALYZING or index is None:
         return False
     return plan.stages[index].live_canary
 
 
-def traffic_plan(plan: AnalysisPlan, status: SpecDecodeRolloutStatus) -> TrafficPlan | None:
+def traffic_plan(plan: AnalysisPlan, status: RolloutState) -> TrafficPlan | None:
     """Shadow load while a stage is warming up or measuring; none otherwise."""
     index = status.current_stage_index
     if status.phase is not Phase.ANALYZING or index is None:

@@ -12,9 +12,9 @@ import hashlib
 import json
 from typing import Any
 
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.analysis_plan import SpecEvidence
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.vocabulary import MIRROR_PAIRING_PART
 
 # The spec's parts (the plan, Mirror's pairing as resolved, an Owned rollout's engine) are
@@ -49,7 +49,7 @@ def as_record(parts: Parts) -> list[str]:
     return [f"{key}={value}" for key, value in sorted(parts.items())]
 
 
-def recorded_parts(status: SpecDecodeRolloutStatus) -> Parts | None:
+def recorded_parts(status: RolloutState) -> Parts | None:
     """The parts `status.evidence` recorded, or None when nothing was."""
     if status.evidence is None:
         return None
@@ -61,7 +61,7 @@ def joint_fingerprint(parts: Parts) -> str:
     return _digest(parts)
 
 
-def changed_parts(spec: SpecEvidence, status: SpecDecodeRolloutStatus, current: Parts) -> list[str]:
+def changed_parts(spec: SpecEvidence, status: RolloutState, current: Parts) -> list[str]:
     """The parts that differ from those the analysis recorded, named for a message; empty
     if none (or if nothing was recorded: an analysis an older operator began goes on)."""
     recorded = recorded_parts(status)
@@ -79,7 +79,7 @@ def changed_parts(spec: SpecEvidence, status: SpecDecodeRolloutStatus, current: 
     return names
 
 
-def recorded_evidence(status: SpecDecodeRolloutStatus, current: Parts, fresh: bool) -> Parts | None:
+def recorded_evidence(status: RolloutState, current: Parts, fresh: bool) -> Parts | None:
     """The analysis' record after this reconcile, or None to write nothing: every part now
     if it began now (`fresh`), else the record plus any observed part read for the first
     time. An analysis an older operator began (no record) gets none: filling one in would

@@ -1,4 +1,4 @@
-"""Where the wire schema meets the gates: GateSpec in, the status' GateResult out.
+"""Where the wire schema meets the gates: GateSpec in, the status' GateRecord out.
 
 Why one module: the gates and the statistics import nothing from `api`, so a second API
 version (docs/crd-versioning.md) changes the conversions here, not the measures. Both
@@ -17,11 +17,11 @@ from pydantic import BaseModel
 
 from specdecode.api.certify import JUDGED, Certification
 from specdecode.api.gate_spec import GATE_KINDS, MIN_SAMPLES_DEFAULTS, GateSpec
-from specdecode.api.status import GateLook, GateResult
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates import LookPlan, error_at_look, measure
 from specdecode.domain.observations import StageObservations
+from specdecode.domain.stage_state import GateLookRecord, GateRecord
 from specdecode.vocabulary import MAX_LOOKS_KEPT, GateVerdict
 
 # GateParams fields GateSpec does not have as such: computed from it by `_derived`.
@@ -54,12 +54,12 @@ def _derived(gate: GateSpec) -> dict[str, Any]:
     }
 
 
-def pending_result(gate: GateSpec) -> GateResult:
+def pending_result(gate: GateSpec) -> GateRecord:
     """A gate's result before its first look."""
-    return GateResult(**_identity(gate_params(gate)), reason="not evaluated yet")
+    return GateRecord(**_identity(gate_params(gate)), reason="not evaluated yet")
 
 
-def look_error(gate: GateSpec, previous: GateResult, plan: LookPlan) -> float:
+def look_error(gate: GateSpec, previous: GateRecord, plan: LookPlan) -> float:
     """The one-sided error this look may spend, given the stage run's looks in status."""
     return error_at_look(
         gate.confidence,
@@ -72,11 +72,11 @@ def look_error(gate: GateSpec, previous: GateResult, plan: LookPlan) -> float:
 def evaluate_gate(
     gate: GateSpec,
     observations: StageObservations | None,
-    previous: GateResult | None,
+    previous: GateRecord | None,
     now: datetime,
     plan: LookPlan,
     certification: Certification = JUDGED,
-) -> GateResult:
+) -> GateRecord:
     """Look once: measure, judge against the bound, update the counters and the history;
     a gate the kernel does not judge here (`api.certify`) keeps its result, with the reason."""
     params = gate_params(gate)
@@ -100,9 +100,9 @@ def evaluate_gate(
                 **history,
             }
         )
-    return GateResult(
+    return GateRecord(
         **_identity(params),
-        **measured_fields(found, GateResult),
+        **measured_fields(found, GateRecord),
         failures=before.failures + (found.verdict is GateVerdict.FAILED),
         inconclusives=before.inconclusives + (found.verdict is GateVerdict.INCONCLUSIVE),
         consecutive_errors=0,
@@ -112,24 +112,24 @@ def evaluate_gate(
 
 
 def _identity(params: GateParams) -> dict[str, Any]:
-    """The GateParams fields and own settings GateResult also has (name, type, flags, the
+    """The GateParams fields and own settings GateRecord also has (name, type, flags, the
     ITL definition), by name: a setting shows only on a gate whose type has it."""
     shared = {field.name: getattr(params, field.name) for field in fields(GateParams)}
     return {
         name: value
         for name, value in (*shared.items(), *params.settings)
-        if name in GateResult.model_fields
+        if name in GateRecord.model_fields
     }
 
 
 def _with_look(
-    before: GateResult, found: Measurement, now: datetime, plan: LookPlan, error: float
+    before: GateRecord, found: Measurement, now: datetime, plan: LookPlan, error: float
 ) -> dict[str, object]:
     """The history fields after this look: bounded, oldest dropped first."""
-    look = GateLook(
+    look = GateLookRecord(
         measured_at=now,
         measured_seconds=plan.measured_seconds,
-        **measured_fields(found, GateLook),
+        **measured_fields(found, GateLookRecord),
         error=error,
     )
     return {"looks": [*before.looks, look][-MAX_LOOKS_KEPT:], "look_count": before.look_count + 1}
@@ -139,7 +139,7 @@ def measured_fields(found: Measurement, into: type[BaseModel]) -> dict[str, Any]
     """The Measurement's fields that the status model `into` also has, by name.
 
     One field table (Measurement's): a field added to both flows into status without a
-    copy line to forget. `reason` stays out of a look (GateLook has none).
+    copy line to forget. `reason` stays out of a look (GateLookRecord has none).
     """
     return {
         field.name: _status_value(getattr(found, field.name))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, enter
 from specdecode.vocabulary import Phase
 
@@ -22,7 +22,7 @@ INVALID_SPEC = "InvalidSpec"
 
 
 def decide_invalid_spec(
-    status: SpecDecodeRolloutStatus, message: str, generation: int, now: datetime
+    status: RolloutState, message: str, generation: int, now: datetime
 ) -> Decision:
     """The decision for a spec that failed validation with `message`."""
     text = f"invalid spec: {message}"

@@ -15,7 +15,6 @@ from functools import partial
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.actions import apply_action
 from specdecode.domain.adoption import (
     judgeable_source,
@@ -38,6 +37,7 @@ from specdecode.domain.evidence import (
 )
 from specdecode.domain.observations import ChildRole, Observations
 from specdecode.domain.phases import ready_on_config, step_in_phase
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import (
     ANALYSIS_PHASES,
     Step,
@@ -50,7 +50,7 @@ from specdecode.vocabulary import Phase
 
 def decide(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Decision:
@@ -93,7 +93,7 @@ def decide(
 
 def _react_to_spec(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     spec_evidence: SpecEvidence,
     evidence: Parts,
     now: datetime,
@@ -127,9 +127,7 @@ def _react_to_spec(
     return Step(status)
 
 
-def _with_evidence(
-    status: SpecDecodeRolloutStatus, evidence: Parts, now: datetime
-) -> SpecDecodeRolloutStatus:
+def _with_evidence(status: RolloutState, evidence: Parts, now: datetime) -> RolloutState:
     """The evidence recorded: in full when the analysis began now, else a prompt set or
     source template read for the first time; nothing once the analysis has ended."""
     if status.phase not in ANALYSIS_PHASES:
@@ -142,9 +140,7 @@ def _with_evidence(
     )
 
 
-def _finish(
-    status: SpecDecodeRolloutStatus, observations: Observations, now: datetime
-) -> SpecDecodeRolloutStatus:
+def _finish(status: RolloutState, observations: Observations, now: datetime) -> RolloutState:
     """Derived fields: observedGeneration, conditions, display columns."""
     production = observations.child(ChildRole.PRODUCTION)
     production_ready = ready_on_config(production, fingerprint_of(status.stable_speculative))

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import MirrorStatus, SpecDecodeRolloutStatus
 from specdecode.domain.apply_findings import (
     carry_findings,
     with_foreign_children,
@@ -28,6 +27,7 @@ from specdecode.domain.engine_version import VERSION_MISMATCH, RunningVersion, v
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_state import MirrorRecord, RolloutState
 from specdecode.domain.source_spec import UNAVAILABLE, decide_unresolved
 
 
@@ -48,7 +48,7 @@ class Seen:
     """What one reconcile observed that its decision reads. Without a `spec` (invalid, or
     not resolvable from the source `source_name`): `problem` says why."""
 
-    status: SpecDecodeRolloutStatus
+    status: RolloutState
     generation: int
     spec: SpecDecodeRolloutSpec | None = None
     observations: Observations | None = None
@@ -105,7 +105,7 @@ def with_mirror_status(
     the rollout rather than guessed."""
     traffic = spec.analysis.traffic
     mirror = (
-        MirrorStatus(splitter_service=splitter_service, http_route=traffic.http_route)
+        MirrorRecord(splitter_service=splitter_service, http_route=traffic.http_route)
         if traffic.splitter_mirror
         else None
     )
@@ -115,7 +115,7 @@ def with_mirror_status(
 
 
 def with_source_problem(
-    old: SpecDecodeRolloutStatus, decision: Decision, problem: str | None, now: datetime
+    old: RolloutState, decision: Decision, problem: str | None, now: datetime
 ) -> Decision:
     """`decision`, Degraded=True while the source (`problem`: why) cannot be judged."""
     if problem is None:
@@ -125,12 +125,12 @@ def with_source_problem(
 
 
 def with_version_check(
-    old: SpecDecodeRolloutStatus,
-    new: SpecDecodeRolloutStatus,
+    old: RolloutState,
+    new: RolloutState,
     expected: str,
     running: list[RunningVersion],
     now: datetime,
-) -> SpecDecodeRolloutStatus:
+) -> RolloutState:
     """`new` with Degraded=True (VllmVersionMismatch) while an engine runs another release
     (`engine_version`), unless Degraded is already True for a reason of the phase; the
     transition time is kept from `old` while the mismatch lasts (no flapping)."""
@@ -141,14 +141,14 @@ def with_version_check(
 
 
 def with_metrics_check(
-    old: SpecDecodeRolloutStatus,
-    new: SpecDecodeRolloutStatus,
+    old: RolloutState,
+    new: RolloutState,
     namespace: str,
     pods: tuple[EnginePod, ...] | list[EnginePod],
     scraped: frozenset[str] | None,
     grace: timedelta,
     now: datetime,
-) -> SpecDecodeRolloutStatus:
+) -> RolloutState:
     """`new` with Degraded=True (MetricsUnavailable) while a settled engine pod has no
     series (`engine_metrics.metrics_unavailable`); a Degraded already True is left as it is."""
     if degraded_true(new):

@@ -11,7 +11,6 @@ from datetime import datetime
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.api.status import DriftStatus, SpecDecodeRolloutStatus
 from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.analyzing import analyze, begin_stage
@@ -19,6 +18,7 @@ from specdecode.domain.conditions import production_unready_since
 from specdecode.domain.guard_model import Reaction
 from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
+from specdecode.domain.rollout_state import DriftRecord, RolloutState
 from specdecode.domain.transitions import (
     NO_STAGE_RUNNING,
     Step,
@@ -34,9 +34,7 @@ from specdecode.vocabulary import Phase, PromotionStrategy
 
 # One phase's reconcile step on the observations; None: the Deployments it waits for are
 # not ready yet (`_waiting` applies the progress deadline).
-PhaseStep = Callable[
-    [SpecDecodeRolloutSpec, SpecDecodeRolloutStatus, Observations, datetime], Step | None
-]
+PhaseStep = Callable[[SpecDecodeRolloutSpec, RolloutState, Observations, datetime], Step | None]
 
 
 def ready_on_config(child: ChildState, fingerprint: str | None) -> bool:
@@ -63,9 +61,7 @@ def _why_not_ready(role: ChildRole, child: ChildState) -> str:
     return f"{role.value}: {child.ready_replicas}/{child.desired_replicas} ready"
 
 
-def shadow_failure(
-    status: SpecDecodeRolloutStatus, observations: Observations, now: datetime
-) -> Step | None:
+def shadow_failure(status: RolloutState, observations: Observations, now: datetime) -> Step | None:
     """A crashed shadow ends the analysis (the candidate's crash is its own verdict)."""
     candidate = observations.child(ChildRole.CANDIDATE)
     if candidate.crash_reason:
@@ -79,7 +75,7 @@ def shadow_failure(
     return None
 
 
-def _traffic_failed(status: SpecDecodeRolloutStatus, error: str, now: datetime) -> Step:
+def _traffic_failed(status: RolloutState, error: str, now: datetime) -> Step:
     message = f"shadow traffic cannot run: {error}; production untouched"
     return enter(
         status,
@@ -94,7 +90,7 @@ def _traffic_failed(status: SpecDecodeRolloutStatus, error: str, now: datetime) 
 
 def _deploying(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step | None:
@@ -120,7 +116,7 @@ def _deploying(
 
 def _promoting(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step | None:
@@ -159,7 +155,7 @@ _WAITING: dict[Phase, tuple[PhaseStep, str, Callable[[Observations, int], str]]]
 
 def _waiting(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step:
@@ -177,7 +173,7 @@ def _waiting(
 
 def _steady(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step:
@@ -200,7 +196,7 @@ def _steady(
 
 def guard_step(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step:
@@ -212,7 +208,7 @@ def guard_step(
     kind, message, events = reaction.reaction, reaction.message, reaction.events
     if kind is Reaction.KEEP:
         return Step(status)
-    drift = None if reaction.drift is None else DriftStatus.model_validate(reaction.drift.fields())
+    drift = None if reaction.drift is None else DriftRecord.model_validate(reaction.drift.fields())
     if kind in (Reaction.FORGET, Reaction.RECORD):
         return Step(status.model_copy(update={"drift": drift}), events)
     config, reason = status.stable_speculative, events[0].reason
@@ -238,7 +234,7 @@ def guard_step(
 
 def step_in_phase(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step:

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from specdecode.api.adoption import WorkloadStatus
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.conditions import DEGRADED, compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren, Event, EventType
 from specdecode.domain.degraded import with_degraded
+from specdecode.domain.rollout_state import RolloutState, WorkloadRecord
 from specdecode.domain.source import SourceFacts
 from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, enter
 from specdecode.vocabulary import Phase
@@ -68,9 +67,9 @@ def completion(
     )
 
 
-def in_force(spec: SpecDecodeRolloutSpec, source: str) -> WorkloadStatus:
+def in_force(spec: SpecDecodeRolloutSpec, source: str) -> WorkloadRecord:
     """`status.workload` as the resolved spec has it: the source and the values in force."""
-    return WorkloadStatus(
+    return WorkloadRecord(
         source=source,
         image=spec.engine.image,
         model=spec.model.name,
@@ -80,14 +79,14 @@ def in_force(spec: SpecDecodeRolloutSpec, source: str) -> WorkloadStatus:
 
 
 def decide_unresolved(
-    status: SpecDecodeRolloutStatus, source: str, problem: str, generation: int, now: datetime
+    status: RolloutState, source: str, problem: str, generation: int, now: datetime
 ) -> Decision:
     """The decision while the spec cannot be resolved from its source (`problem`): no
     analysis, no shadows; Degraded (WorkloadUnavailable) naming what is missing, and one
     Warning Event per new problem."""
     text = f"{problem}; no analysis starts until it can be read"
     before = status.workload
-    workload = WorkloadStatus(source=source, **_kept(before))
+    workload = WorkloadRecord(source=source, **_kept(before))
     status = status.model_copy(update={"workload": workload})
     said = next((c for c in status.conditions if c.type == DEGRADED), None)
     known = said is not None and (said.reason, said.message) == (UNAVAILABLE, text)
@@ -120,7 +119,7 @@ def decide_unresolved(
     )
 
 
-def _kept(before: WorkloadStatus | None) -> dict[str, object]:
+def _kept(before: WorkloadRecord | None) -> dict[str, object]:
     """What an unreadable source keeps of the last status: the owner's patch and Verified
     (a verdict's record), not values in force that can no longer be read."""
     if before is None:

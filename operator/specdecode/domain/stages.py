@@ -13,15 +13,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from specdecode.api.analysis import AnalysisSpec, StageSpec
-from specdecode.api.status import GateResult, StageStatus
 from specdecode.domain.gate_boundary import pending_result
+from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.vocabulary import Evidence, StagePhase
 
 
-def fresh_stages(analysis: AnalysisSpec) -> list[StageStatus]:
+def fresh_stages(analysis: AnalysisSpec) -> list[StageRun]:
     """Every stage Pending, with its gates Pending: the start of an analysis."""
     return [
-        StageStatus(name=stage.name, gates=[pending_result(gate) for gate in stage.gates])
+        StageRun(name=stage.name, gates=[pending_result(gate) for gate in stage.gates])
         for stage in analysis.stages
     ]
 
@@ -42,9 +42,9 @@ def start_stage(
     now: datetime,
     inconclusive_runs: int = 0,
     evidence: Evidence | None = None,
-) -> StageStatus:
+) -> StageRun:
     """The stage as it begins now: load starts, measuring after the warm-up."""
-    return StageStatus(
+    return StageRun(
         evidence=evidence,
         name=stage.name,
         phase=StagePhase.WARMING_UP,
@@ -55,40 +55,40 @@ def start_stage(
     )
 
 
-def measure_from(stage: StageStatus) -> datetime | None:
+def measure_from(stage: StageRun) -> datetime | None:
     """End of the warm-up (None if the stage has not started)."""
     return stage.measure_from
 
 
-def is_measuring(stage: StageStatus, now: datetime) -> bool:
+def is_measuring(stage: StageRun, now: datetime) -> bool:
     """True once the warm-up is over (strictly: a zero-length window has no data)."""
     return stage.measure_from is not None and now > stage.measure_from
 
 
-def measured_seconds(stage: StageStatus, now: datetime) -> float:
+def measured_seconds(stage: StageRun, now: datetime) -> float:
     """Seconds of measuring window so far (0 while warming up)."""
     if stage.measure_from is None:
         return 0.0
     return max(0.0, (now - stage.measure_from).total_seconds())
 
 
-def min_duration_reached(spec: StageSpec, stage: StageStatus, now: datetime) -> bool:
+def min_duration_reached(spec: StageSpec, stage: StageRun, now: datetime) -> bool:
     """The stage has measured long enough for a Successful verdict to end it."""
     return measured_seconds(stage, now) >= spec.min_duration_seconds
 
 
-def max_duration_reached(spec: StageSpec, stage: StageStatus, now: datetime) -> bool:
+def max_duration_reached(spec: StageSpec, stage: StageRun, now: datetime) -> bool:
     """The stage must end now; undecided gates make it Inconclusive."""
     return measured_seconds(stage, now) >= spec.max_duration_seconds
 
 
-def last_evaluated(stage: StageStatus) -> datetime | None:
+def last_evaluated(stage: StageRun) -> datetime | None:
     """When the stage's gates were last evaluated (None: never)."""
     times = [gate.measured_at for gate in stage.gates if gate.measured_at is not None]
     return max(times) if times else None
 
 
-def evaluation_due(stage: StageStatus, interval_seconds: int, now: datetime) -> bool:
+def evaluation_due(stage: StageRun, interval_seconds: int, now: datetime) -> bool:
     """Gates may be evaluated now: measuring, and an interval since the last look.
 
     Throttling on `measured_at` (kept in status) bounds the looks even when the operator
@@ -100,12 +100,12 @@ def evaluation_due(stage: StageStatus, interval_seconds: int, now: datetime) -> 
     return last is None or (now - last).total_seconds() >= interval_seconds
 
 
-def merge_gate_results(stage: StageSpec, results: list[GateResult]) -> list[GateResult]:
+def merge_gate_results(stage: StageSpec, results: list[GateRecord]) -> list[GateRecord]:
     """The stage's gates in spec order, keeping results of gates that still exist."""
     by_name = {result.name: result for result in results}
     return [by_name.get(gate.name) or pending_result(gate) for gate in stage.gates]
 
 
-def inconclusive_stage_count(stages: list[StageStatus]) -> int:
+def inconclusive_stage_count(stages: list[StageRun]) -> int:
     """How many stage runs of this analysis ended Inconclusive."""
     return sum(stage.inconclusive_runs for stage in stages)

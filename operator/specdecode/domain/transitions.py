@@ -14,10 +14,11 @@ from typing import Any
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.api.status import GateResult, SpecDecodeRolloutStatus
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.guard_model import GateFigure, GuardState
 from specdecode.domain.load_status import LoadLook
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.stage_state import GateRecord
 from specdecode.domain.stages import fresh_stages
 from specdecode.vocabulary import Phase
 
@@ -35,7 +36,7 @@ ANALYSIS_PHASES = frozenset({Phase.DEPLOYING, Phase.ANALYZING, Phase.PAUSED})
 class Step:
     """The outcome of one part of a reconcile: the status so far and the events it caused."""
 
-    status: SpecDecodeRolloutStatus
+    status: RolloutState
     events: tuple[Event, ...] = ()
     clear_action: bool = False
     load: LoadLook | None = None  # a stage look's load, for the status written (apply)
@@ -49,13 +50,13 @@ class Step:
             load=self.load if later.load is None else later.load,
         )
 
-    def with_status(self, status: SpecDecodeRolloutStatus) -> Step:
+    def with_status(self, status: RolloutState) -> Step:
         """The same events with an updated status (no transition)."""
         return Step(status, self.events, self.clear_action, self.load)
 
 
 def enter(
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     phase: Phase,
     now: datetime,
     reason: str,
@@ -75,7 +76,7 @@ def enter(
     return Step(status.model_copy(update=update), (Event(reason, message, event_type),))
 
 
-def roll_back(status: SpecDecodeRolloutStatus, now: datetime, reason: str, message: str) -> Step:
+def roll_back(status: RolloutState, now: datetime, reason: str, message: str) -> Step:
     """End the analysis: production keeps (or returns to) the stable config; say why. A
     schedule offer that was itself the candidate is offered no more."""
     offer = status.schedule_offer
@@ -95,7 +96,7 @@ def roll_back(status: SpecDecodeRolloutStatus, now: datetime, reason: str, messa
 
 def start_analysis(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     now: datetime,
     reason: str,
     message: str,
@@ -134,7 +135,7 @@ def start_analysis(
 
 
 def offer_in_analysis(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+    spec: SpecDecodeRolloutSpec, status: RolloutState
 ) -> SpeculativeConfig | None:
     """The schedule offer under analysis in place of this spec's desired config, if any."""
     offer = status.schedule_offer
@@ -143,7 +144,7 @@ def offer_in_analysis(
     return offer if offer.fingerprint() == status.candidate_fingerprint else None
 
 
-def promoted(status: SpecDecodeRolloutStatus, now: datetime, reason: str, message: str) -> Step:
+def promoted(status: RolloutState, now: datetime, reason: str, message: str) -> Step:
     """Production runs the candidate: it becomes the stable config."""
     return enter(
         status,
@@ -168,9 +169,7 @@ def describe(config: SpeculativeConfig | None) -> str:
     return f"{config.method.value} k={config.num_speculative_tokens} ({config.fingerprint()})"
 
 
-def notify(
-    status: SpecDecodeRolloutStatus, reason: str, message: str, warning: bool = False
-) -> Step:
+def notify(status: RolloutState, reason: str, message: str, warning: bool = False) -> Step:
     """Record and announce something that happened within the current phase."""
     event_type = EventType.WARNING if warning else EventType.NORMAL
     updated = status.model_copy(update={"reason": reason, "message": message})
@@ -179,7 +178,7 @@ def notify(
 
 def analyse_desired_unless_stable(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     now: datetime,
     reason: str,
     message: str,
@@ -209,7 +208,7 @@ def analyse_desired_unless_stable(
     return start_analysis(spec, status, now, reason, message)
 
 
-def guard_state(status: SpecDecodeRolloutStatus) -> GuardState:
+def guard_state(status: RolloutState) -> GuardState:
     """The status as the drift guard reads it (`domain.guard_model`)."""
     stable, previous = status.stable_speculative, status.previous_stable_speculative
     return GuardState(
@@ -229,7 +228,7 @@ def guard_state(status: SpecDecodeRolloutStatus) -> GuardState:
     )
 
 
-def _figure(result: GateResult) -> GateFigure:
+def _figure(result: GateRecord) -> GateFigure:
     return GateFigure(
         result.name,
         result.type,

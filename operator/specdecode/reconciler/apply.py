@@ -39,6 +39,7 @@ from specdecode.reconciler.promotion_patch import write_promotion
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.splitter import sync_splitter
 from specdecode.reconciler.stage_load import with_stage_load
+from specdecode.reconciler.status_boundary import status_of
 
 __all__ = [
     "WAKE_SLACK_SECONDS",
@@ -61,16 +62,17 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
     two writes. If the status write is refused, the next reconcile re-applies them from
     the fresh copy (a no-op where they match).
     """
-    ref, spec, old = snapshot.ref, snapshot.seen.spec, snapshot.seen.status
+    ref, spec, old = snapshot.ref, snapshot.seen.spec, snapshot.stored
     decision = with_stage_load(decision)
+    new = status_of(decision.status)  # the wire's, from here on: writes, metrics, Events
     source = snapshot.source
     found = Found()  # what the writes below find in their way: stored in status
     if snapshot.first:
         await apply_children_of(runtime, ref, spec, decision, source, found)
-        version = await commit_status(runtime, ref, old, decision)
+        version = await commit_status(runtime, ref, (old, new), decision)
         mark_guard_look(runtime, snapshot)
     else:
-        version = await commit_status(runtime, ref, old, decision)
+        version = await commit_status(runtime, ref, (old, new), decision)
         mark_guard_look(runtime, snapshot)  # before any child write that could raise
         await apply_children_of(runtime, ref, spec, decision, source, found)
     if spec is not None:
@@ -81,7 +83,7 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
     await sync_load_pods(runtime, ref.owner, spec, decision.traffic, pods, found)
     await sync_splitter(runtime, ref.owner, spec, decision.traffic, found)
     # Before the action annotation is consumed: that metadata write moves the version.
-    await write_findings(runtime, ref, decision.status, version, found)
+    await write_findings(runtime, ref, new, version, found)
     await steer_route_mirrors(runtime, ref.namespace, ref.name, snapshot.mirror, decision.traffic)
     if decision.clear_action and snapshot.action is not None:
         await asyncio.to_thread(
@@ -100,16 +102,20 @@ def mark_guard_look(runtime: Runtime, snapshot: Snapshot) -> None:
 
 
 async def commit_status(
-    runtime: Runtime, ref: RolloutRef, old: SpecDecodeRolloutStatus, decision: Decision
+    runtime: Runtime,
+    ref: RolloutRef,
+    statuses: tuple[SpecDecodeRolloutStatus, SpecDecodeRolloutStatus],
+    decision: Decision,
 ) -> str:
     """Post the decision's Events, then write its status if it changed (guarded); the
-    rollout's resourceVersion after it.
+    rollout's resourceVersion after it. `statuses`: the stored status and the decision's,
+    both the wire's.
 
     Events first, so a transition whose status is written is announced even if the
     operator dies right after the write; a write refused as stale (`StaleRollout`) takes
     back the Events this attempt created (see the module docstring for every case).
     """
-    new = decision.status
+    old, new = statuses
     target = EventTarget(
         ref.namespace, ref.name, ref.uid, ref.resource_version, transition_origin(ref, old, new)
     )

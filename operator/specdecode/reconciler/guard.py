@@ -19,12 +19,12 @@ from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.adapters.workload_source import production_deployment
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.drift import MIN_BLOCKS, ProductionAcceptance, block_seconds, can_judge
 from specdecode.domain.guard_model import GuardPlan
 from specdecode.domain.guarding import guard_check, planned_grid
 from specdecode.domain.latency_drift import ProductionLatency, latency_guarded
 from specdecode.domain.observations import MetricError, StepHistogram
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import guard_state
 from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.runtime import Runtime
@@ -39,7 +39,7 @@ async def observe_production(
     runtime: Runtime,
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     now: datetime,
     plan: GuardPlan | None = None,
 ) -> Observed:

@@ -19,8 +19,8 @@ from specdecode.adapters.kube.rollouts import RolloutRef
 from specdecode.adapters.load.pods import LOAD_ROLE, uses_load_pods
 from specdecode.adapters.load.windows import LOAD_SOURCE, Window
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import TrafficPlan
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import ANALYSIS_PHASES
 from specdecode.reconciler.load_sync import sync_load_pods
 from specdecode.reconciler.report_windows import read_windows
@@ -52,7 +52,7 @@ async def observe_load(
     runtime: Runtime,
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     wanted: TrafficPlan | None,
     look: tuple[TrafficPlan, float, float] | None,
 ) -> LoadSeen:
@@ -78,7 +78,7 @@ def observe_load_pods(runtime: Runtime, namespace: str, rollout: str) -> list[Lo
 
 
 async def observe_prompts_digest(
-    runtime: Runtime, namespace: str, spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus
+    runtime: Runtime, namespace: str, spec: SpecDecodeRolloutSpec, status: RolloutState
 ) -> str | None:
     """A hash of the referenced prompt set's content while an analysis runs (part of its
     evidence: an edit mid-stage restarts it); None for built-in prompts, outside an

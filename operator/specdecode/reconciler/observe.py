@@ -25,7 +25,7 @@ from specdecode.adapters.kube.workload import promotion_field_manager, read_prom
 from specdecode.adapters.load.splitter import uses_splitter
 from specdecode.adapters.workload_source import Source
 from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
-from specdecode.api.status import SpecDecodeRolloutStatus, StageStatus
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.effects import traffic_plan
@@ -33,6 +33,8 @@ from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS
 from specdecode.domain.mirror_wanted import MirrorTraffic, mirror_route_problem, splitter_service
 from specdecode.domain.observations import ChildRole, Observations, StageObservations
 from specdecode.domain.pass_decision import Seen
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.stage_state import StageRun
 from specdecode.domain.stages import evaluation_due
 from specdecode.reconciler.analysis_boundary import plan_of
 from specdecode.reconciler.engine_metrics import observe_engine_scrape
@@ -56,6 +58,8 @@ class Snapshot:
     ref: RolloutRef
     now: datetime
     seen: Seen
+    stored: SpecDecodeRolloutStatus
+    """The status as read (the wire's): what apply's write compares with and starts from."""
     action: str | None = None
     first: bool = False
     source: Source | None = None
@@ -71,6 +75,12 @@ def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
         return SpecDecodeRolloutStatus.model_validate(dict(raw or {}))
     except ValidationError:
         return SpecDecodeRolloutStatus()
+
+
+def state_of(status: SpecDecodeRolloutStatus) -> RolloutState:
+    """The stored status as the domain's state, field for field (`status_boundary` turns
+    the decided one back): the one conversion on the way in."""
+    return RolloutState.model_validate(status, from_attributes=True)
 
 
 def validation_message(error: ValidationError) -> str:
@@ -90,36 +100,41 @@ async def observe(runtime: Runtime, rollout: RolloutRead) -> Snapshot:
     if runtime.write_echo.is_stale(ref.key, ref.resource_version):
         raise StaleRollout(f"{ref.key} at {ref.resource_version} predates our status write")
     now = runtime.clock.now()
-    status = parse_status(rollout.status)
+    stored = parse_status(rollout.status)
+    status = state_of(stored)
     try:
         written = WrittenRolloutSpec.model_validate(dict(rollout.spec))
     except ValidationError as error:
         runtime.engine_series_memory.forget(ref.key)  # no engines to check: no wake for it
         problem = validation_message(error)
-        return frozen(Snapshot(ref, now, Seen(status, ref.generation, problem=problem)))
+        seen = Seen(status, ref.generation, problem=problem)
+        return frozen(Snapshot(ref, now, seen, stored))
     first = not rollout.status
     action = rollout.annotations.get(ACTION_ANNOTATION)
-    return frozen(await _read_cluster(runtime, ref, written, status, now, action, first))
+    read = await _read_cluster(runtime, ref, written, (stored, status), now, action, first)
+    return frozen(read)
 
 
 async def _read_cluster(
     runtime: Runtime,
     ref: RolloutRef,
     written: WrittenRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    statuses: tuple[SpecDecodeRolloutStatus, RolloutState],
     now: datetime,
     action: str | None,
     first: bool,
 ) -> Snapshot:
     """What the cluster says of a rollout with a valid spec: its source, children, load,
-    routes, metrics and promotion files (the snapshot, before it is frozen)."""
+    routes, metrics and promotion files (the snapshot, before it is frozen); `statuses`:
+    the stored status and its domain state."""
+    stored, status = statuses
     manager = promotion_field_manager(runtime.settings.field_manager)
     resolved = await resolve(runtime, ref.namespace, ref.name, written, manager)
     if resolved.spec is None:  # model or engine left to a source that does not state them
         runtime.engine_series_memory.forget(ref.key)
         source_name = None if written.workload_ref is None else resolved.source_name
         seen = Seen(status, ref.generation, problem=resolved.problem, source_name=source_name)
-        return Snapshot(ref, now, seen)
+        return Snapshot(ref, now, seen, stored)
     spec, source = resolved.spec, resolved.source
     children = observe_children(
         runtime.cluster.rollout_deployments(ref.namespace, ref.name),
@@ -160,11 +175,11 @@ async def _read_cluster(
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
     files = await _promotion_files(runtime, ref, written.workload_ref is not None, status)
-    return Snapshot(ref, now, seen, action, first, source, files, views.mirror)
+    return Snapshot(ref, now, seen, stored, action, first, source, files, views.mirror)
 
 
 async def _promotion_files(
-    runtime: Runtime, ref: RolloutRef, adopted: bool, status: SpecDecodeRolloutStatus
+    runtime: Runtime, ref: RolloutRef, adopted: bool, status: RolloutState
 ) -> Mapping[str, str] | None:
     """What the rollout's promotion ConfigMap holds: from the cluster, once per process
     (a restarted one then deletes a stale one as the previous would have), else as this
@@ -183,7 +198,7 @@ async def _observe_look(
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
     analysis: AnalysisPlan,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     now: datetime,
 ) -> tuple[StageObservations | None, LoadSeen]:
     """The due look's measurements (None: no look is due) and the load pods' part."""
@@ -215,8 +230,8 @@ async def _observe_look(
 
 
 def _due_stage(
-    runtime: Runtime, spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
-) -> StageStatus | None:
+    runtime: Runtime, spec: SpecDecodeRolloutSpec, status: RolloutState, now: datetime
+) -> StageRun | None:
     """The running stage when a look of it is due now (its measuring window has begun and
     its interval has passed), else None: ask neither Prometheus nor the load pods."""
     index = status.current_stage_index

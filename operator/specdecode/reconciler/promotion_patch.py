@@ -25,9 +25,10 @@ from specdecode.adapters.kube.workload import (
 from specdecode.adapters.workload_source import Source
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionStrategy
-from specdecode.api.status import Phase, SpecDecodeRolloutStatus
+from specdecode.api.status import Phase
 from specdecode.domain.adoption import owner_patch_files, patch_write
 from specdecode.domain.apply_findings import CONFLICT, with_patch_conflict
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.reconciler.runtime import Runtime
 
 __all__ = [
@@ -50,7 +51,7 @@ async def patch_source(
     runtime: Runtime,
     key: str,
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     source: Source | None,
     found: Found,
 ) -> None:
@@ -88,7 +89,7 @@ async def keep_files(
     runtime: Runtime,
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     standing: Mapping[str, str] | None,
     found: Found,
 ) -> None:
@@ -120,7 +121,7 @@ async def write_promotion(
     runtime: Runtime,
     ref: RolloutRef,
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     source: Source | None,
     standing: Mapping[str, str] | None,
     found: Found,

@@ -1,23 +1,23 @@
-"""The stage look's load as the status writes it: the domain's summary to the wire, once.
+"""The stage look's load as the status writes it: the domain's summary on its stage run.
 
-Why here: the domain imports nothing from `api` (an import-linter contract), so a look's
-`LoadSummary` (`domain.load_status`) travels in the `Decision` and apply puts it on the
-stage run it was measured on, as `stages[].load`, before the status is compared and
-written; the wire's bounds and names stay in `api`.
+Why here: a look's `LoadSummary` (`domain.load_status`) travels in the `Decision` and
+apply puts it on the stage run it was measured on, as `stages[].load` (the domain's
+`LoadRecord`), before the state becomes the wire's status (`status_boundary`, which holds
+it to the wire's bounds) and is compared and written.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-from specdecode.api.status import LoadStatus
 from specdecode.domain.decision import Decision
 from specdecode.domain.load_status import LoadSummary
+from specdecode.domain.stage_state import LoadRecord
 
 
-def load_status_of(summary: LoadSummary | None) -> LoadStatus | None:
+def load_status_of(summary: LoadSummary | None) -> LoadRecord | None:
     """A look's load as status shows it (None: the look had no load windows)."""
-    return None if summary is None else LoadStatus.model_validate(asdict(summary))
+    return None if summary is None else LoadRecord.model_validate(asdict(summary))
 
 
 def with_stage_load(decision: Decision) -> Decision:

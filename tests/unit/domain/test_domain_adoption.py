@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from domain_fixtures import EAGLE3, NGRAM, make_spec, observe, ready, run, shadows_ready, status_in
 
-from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionSpec, PromotionStrategy, WorkloadRef
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import ChildRole, ChildState
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.source import SourceObservation
 
 pytestmark = pytest.mark.unit
@@ -47,7 +48,7 @@ def source(
 
 def step(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     src: SourceObservation,
     seconds: float = 0,
     action: str | None = None,
@@ -61,8 +62,8 @@ def step(
     return run(spec, status, replace(observed, source=src), seconds)
 
 
-def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> SpecDecodeRolloutStatus:
-    first = step(spec, SpecDecodeRolloutStatus(), src).status
+def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> RolloutState:
+    first = step(spec, RolloutState(), src).status
     stable = src.speculative
     second = step(spec, first, src, baseline=ready(stable), candidate=ready(EAGLE3)).status
     assert second.phase is Phase.ANALYZING, second
@@ -71,7 +72,7 @@ def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> SpecDecode
 
 def test_the_stable_config_is_what_the_source_runs_so_the_baseline_copies_it() -> None:
     spec = adopted_spec()
-    decision = step(spec, SpecDecodeRolloutStatus(), source(NGRAM))
+    decision = step(spec, RolloutState(), source(NGRAM))
     assert decision.status.stable_speculative == NGRAM
     assert decision.children.baseline == NGRAM
     assert decision.children.candidate == EAGLE3
@@ -93,7 +94,7 @@ def test_a_changed_source_template_mid_analysis_restarts_the_analysis() -> None:
     assert changed.status.workload.template_hash == "t2"
 
 
-def promoting(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
+def promoting(spec: SpecDecodeRolloutSpec) -> RolloutState:
     status = analysing(spec, source())
     decision = step(
         spec, status, source(), 10, baseline=ready(None), candidate=ready(EAGLE3), action="promote"
@@ -210,7 +211,7 @@ def test_under_patch_an_abort_keeps_the_stable_config_the_source_must_return_to(
 
 def test_deploying_waits_for_an_unjudgeable_source_without_a_deadline() -> None:
     spec = adopted_spec()
-    first = step(spec, SpecDecodeRolloutStatus(), source()).status
+    first = step(spec, RolloutState(), source()).status
     broken = SourceObservation("Deployment/chat", problem="spec.engine.image differs")
     waiting = step(spec, first, broken, 10 * 86400)
     assert waiting.status.phase is Phase.DEPLOYING and waiting.events == ()

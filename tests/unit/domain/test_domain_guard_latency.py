@@ -15,11 +15,12 @@ from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, status_i
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.gate_spec import GateType
 from specdecode.api.guard import DriftAction, DriftKind, GuardSpec
-from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import ConditionStatus
 from specdecode.domain.decision import Decision, EventType
 from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.latency_drift import ProductionLatency
 from specdecode.domain.observations import MetricError, StepHistogram
+from specdecode.domain.rollout_state import RolloutState
 
 pytestmark = pytest.mark.unit
 
@@ -66,7 +67,7 @@ HEALTHY_ALPHA = tuple(AcceptanceBlock(3000.0, 3000.0 * 0.7) for _ in range(10))
 
 def _look(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     seconds: float,
     latency: Any,
     acceptance: Any = None,

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 CONTRACT = "The domain imports no api (the wire schema)"
 
 # The imports left to convert. Lower it when you convert a module; never raise it.
-MAX_DOMAIN_WIRE_IMPORTS = 41
+MAX_DOMAIN_WIRE_IMPORTS = 22
 
 # One module of the domain, one module of the api (not the package, whose __init__
 # re-exports every name): no wildcard.
@@ -74,6 +74,16 @@ CONVERTED = (
     "specdecode.domain.analysis_plan",
     "specdecode.domain.acceptance_split",
     "specdecode.domain.load_status",
+    "specdecode.domain.actions",
+    "specdecode.domain.apply_findings",
+    "specdecode.domain.cadence",
+    "specdecode.domain.conditions",
+    "specdecode.domain.degraded",
+    "specdecode.domain.display",
+    "specdecode.domain.effects",
+    "specdecode.domain.evidence",
+    "specdecode.domain.invalid",
+    "specdecode.domain.stage_state",
 )
 
 
