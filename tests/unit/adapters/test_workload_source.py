@@ -15,6 +15,7 @@ import pytest
 from specdecode.adapters.render import Owner
 from specdecode.adapters.render_adopted import render_adopted_shadows
 from specdecode.adapters.source_facts import source_facts
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.adapters.workload_source import observe_source, selects
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
@@ -129,7 +130,8 @@ def test_the_config_the_source_runs_is_read_in_any_spelling(arg: list[str]) -> N
         "chat-eagle", spec(), deployment([MODEL, "--port", "8000", *arg]), SERVICES
     )
     assert source.problem is None
-    assert source.speculative == NGRAM
+    assert source.speculative == setting_of(NGRAM)
+    assert source.base_args == (MODEL, "--port", "8000")  # every spelling dropped
 
 
 @pytest.mark.parametrize(

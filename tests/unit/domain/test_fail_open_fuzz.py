@@ -69,7 +69,6 @@ from specdecode.api import (
     Phase,
     SpecDecodeRolloutSpec,
     SpecDecodeRolloutStatus,
-    SpeculativeConfig,
     StagePhase,
     StageSpec,
 )
@@ -78,7 +77,10 @@ from specdecode.api.gate_spec import ItlDefinition
 from specdecode.api.speculative import NO_SPECULATION, fingerprint_of
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import ChildRole, Observations
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.reconciler.observe import state_of
 
 # Examples per property (see the module docstring for the measured cost).
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "2500"))
@@ -129,11 +131,11 @@ CANNOT_FAIL: dict[str, Callable[[float], bool]] = {
 # ---------------------------------------------------------------- the oracle
 
 
-def speculation_off(candidate: SpeculativeConfig | None, stage: StageSpec) -> bool:
+def speculation_off(candidate: SpeculativeSetting | None, stage: StageSpec) -> bool:
     """The candidate's per-batch-size schedule gives k = 0 at every batch size from 1 to the
     stage's concurrency (a closed loop's batches dip below it; a batch size in no range has
     no documented k, so it counts as speculating)."""
-    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
+    schedule = None if candidate is None else candidate.schedule
     if not schedule or stage.concurrency is None:
         return False
     k_at = {b: k for low, high, k in schedule for b in range(low, min(high, 4096) + 1)}
@@ -144,10 +146,10 @@ def kernel(
     spec: SpecDecodeRolloutSpec,
     gate: GateSpec,
     stage: StageSpec,
-    candidate: SpeculativeConfig | None,
+    candidate: SpeculativeSetting | None,
 ) -> Certification:
     """The certification kernel's answer (`api.certify`): the oracle's first word."""
-    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
+    schedule = None if candidate is None else candidate.schedule
     method = spec.speculative.method.value if spec.speculative is not None else None
     context = StageContext(evidence_row(spec.analysis.traffic), method, stage.concurrency, schedule)
     return certify(gate, context)
@@ -157,7 +159,7 @@ def documented_certifies(
     spec: SpecDecodeRolloutSpec,
     gate: GateSpec,
     stage: StageSpec,
-    candidate: SpeculativeConfig | None,
+    candidate: SpeculativeSetting | None,
 ) -> bool:
     """The API's documented meaning, written out: a cross-check, so a kernel that drops a
     gate it should certify (a clause broken inside it) is caught too."""
@@ -173,7 +175,7 @@ def documented_certifies(
 
 
 def enforced_gates(
-    spec: SpecDecodeRolloutSpec, stage: StageSpec, candidate: SpeculativeConfig | None
+    spec: SpecDecodeRolloutSpec, stage: StageSpec, candidate: SpeculativeSetting | None
 ) -> list[GateSpec]:
     """The gates whose pass a stage's pass rests on: the kernel's, and any the documented
     meaning adds."""
@@ -352,16 +354,18 @@ def world(
     )
 
 
-def starting_status(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
+def starting_status(spec: SpecDecodeRolloutSpec) -> RolloutState:
     """Production on plain decoding, or on n-gram when plain decoding is what is desired."""
     if spec.speculative is not None:
-        return SpecDecodeRolloutStatus()
-    return SpecDecodeRolloutStatus(
-        phase=Phase.PROMOTED,
-        stable_speculative=STABLE_NGRAM,
-        stable_fingerprint=fingerprint_of(STABLE_NGRAM),
-        candidate_speculative=STABLE_NGRAM,
-        candidate_fingerprint=fingerprint_of(STABLE_NGRAM),
+        return RolloutState()
+    return state_of(
+        SpecDecodeRolloutStatus(
+            phase=Phase.PROMOTED,
+            stable_speculative=STABLE_NGRAM,
+            stable_fingerprint=fingerprint_of(STABLE_NGRAM),
+            candidate_speculative=STABLE_NGRAM,
+            candidate_fingerprint=fingerprint_of(STABLE_NGRAM),
+        )
     )
 
 
