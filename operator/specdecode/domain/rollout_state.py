@@ -50,30 +50,30 @@ class MirrorRecord(StateModel):
 class DriftRecord(StateModel):
     """The look that found production drifting (`drift`)."""
 
-    kind: DriftKind = DriftKind.ACCEPTANCE
     detected_at: datetime
     lower_bound: float
     upper_bound: float
     threshold: float
+    kind: DriftKind = DriftKind.ACCEPTANCE
     window_start: datetime
     window_seconds: float
     blocks: int
     alpha: float | None = None
     draft_tokens: int | None = None
+    message: str = ""
     tail_share: float | None = None
     edge_seconds: float | None = None
     reference_seconds: float | None = None
     observations: int | None = None
-    message: str = ""
 
 
 class WorkloadRecord(StateModel):
     """What the operator read from a `workloadRef` source and asks its owner (`workload`)."""
 
-    source: str
     image: str | None = None
     model: str | None = None
     served_model_name: str | None = None
+    source: str
     vllm_version: str | None = None
     template_hash: str | None = None
     dropped_labels: list[str] = Field(default_factory=list)
@@ -104,29 +104,29 @@ class RolloutState(StateModel):
     """What is true of a rollout now: the status the domain reads and decides."""
 
     observed_generation: int | None = None
-    phase: Phase = Phase.PENDING
     reason: str | None = None
-    message: str = ""
     stable_speculative: SpeculativeSetting | None = None
     stable_fingerprint: str | None = None
     candidate_speculative: SpeculativeSetting | None = None
+    phase: Phase = Phase.PENDING
     candidate_fingerprint: str | None = None
     phase_since: datetime | None = None
     analysis_started_at: datetime | None = None
     analysis_fingerprint: str | None = None
+    message: str = ""
     evidence: list[str] | None = None
     current_stage: str | None = None
     current_stage_index: int | None = None
-    stages: list[StageRun] = Field(default_factory=list)
     verdict: str | None = None
     alpha: str | None = None
+    stages: list[StageRun] = Field(default_factory=list)
     itl_ratio: str | None = None
     previous_stable_speculative: SpeculativeSetting | None = None
     drift: DriftRecord | None = None
     schedule_offer: SpeculativeSetting | None = None
+    conditions: list[ConditionRecord] = Field(default_factory=list)
     analysed_for: str | None = None
     reanalysed: str | None = None
     workload: WorkloadRecord | None = None
     mirror: MirrorRecord | None = None
     apply_findings: FindingsRecord | None = None
-    conditions: list[ConditionRecord] = Field(default_factory=list)

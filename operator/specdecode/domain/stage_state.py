@@ -24,54 +24,53 @@ from specdecode.vocabulary import (
 
 
 class StateModel(BaseModel):
-    """A part of the domain's state: a value (frozen), by field name, nothing unknown."""
+    """A part of the domain's state: a value (frozen), by field name, nothing unknown; its
+    fields in no order of meaning (converted by name; the wire keeps the written order)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Bounds(StateModel):
-    """A point estimate and its confidence bounds (a look's, a gate's)."""
-
-    value: float | None = None
-    lower_bound: float | None = None
-    upper_bound: float | None = None
-
-
-class GateLookRecord(Bounds):
+class GateLookRecord(StateModel):
     """One evaluation of a gate (`stages[].gates[].looks[]`)."""
 
     measured_at: datetime
     measured_seconds: float
+    value: float | None = None
+    lower_bound: float | None = None
     verdict: GateVerdict
+    upper_bound: float | None = None
     samples: int | None = None
     units: int | None = None
     error: float | None = None
 
 
-class GateRecord(Bounds):
+class GateRecord(StateModel):
     """A gate's latest measurement, its bound and its verdict (`stages[].gates[]`)."""
 
     name: str
     type: GateType
     verdict: GateVerdict = GateVerdict.PENDING
     reason: str = ""
+    value: float | None = None
+    lower_bound: float | None = None
+    upper_bound: float | None = None
     threshold: float | None = None
     samples: int | None = None
+    failures: int = 0
+    units: int | None = None
+    inconclusives: int = 0
+    consecutive_errors: int = 0
     baseline_value: float | None = None
     candidate_value: float | None = None
+    close_call: bool = False
     server_baseline_value: float | None = None
     server_candidate_value: float | None = None
-    units: int | None = None
+    dry_run: bool = False
     mean_acceptance_length: float | None = None
     stream_value: float | None = None
     acceptance_per_position: list[float] = Field(default_factory=list)
     itl_definition: ItlDefinition | None = None
-    close_call: bool = False
-    dry_run: bool = False
     fail_only: bool = False
-    failures: int = 0
-    inconclusives: int = 0
-    consecutive_errors: int = 0
     measured_at: datetime | None = None
     look_count: int = 0
     looks: list[GateLookRecord] = Field(default_factory=list)
@@ -83,13 +82,13 @@ class TrafficGroupRecord(StateModel):
     traffic_class: str
     temperature: str
     output_length: str
+    alpha: float | None = None
+    lower_bound: float | None = None
+    basis: AcceptanceBasis = AcceptanceBasis.STREAM
     requests: int
     steps: int
     accepted_per_step: float | None = None
-    alpha: float | None = None
-    lower_bound: float | None = None
     upper_bound: float | None = None
-    basis: AcceptanceBasis = AcceptanceBasis.STREAM
 
 
 class LoadRecord(StateModel):

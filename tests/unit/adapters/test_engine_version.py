@@ -9,10 +9,11 @@ import httpx
 import pytest
 
 from specdecode.adapters.engine_version import RETRY_SILENT_SECONDS, EngineVersions
-from specdecode.api.status import Condition, ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import ConditionStatus
 from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.engine_version import VERSION_MISMATCH, RunningVersion
 from specdecode.domain.pass_decision import with_version_check
+from specdecode.domain.rollout_state import ConditionRecord, RolloutState
 
 pytestmark = pytest.mark.unit
 
@@ -85,16 +86,16 @@ async def test_one_rollouts_reconcile_keeps_what_the_others_learned() -> None:
     await client.aclose()
 
 
-def _status(degraded: bool, reason: str, since: datetime) -> SpecDecodeRolloutStatus:
+def _status(degraded: bool, reason: str, since: datetime) -> RolloutState:
     truth = ConditionStatus.TRUE if degraded else ConditionStatus.FALSE
-    condition = Condition(
+    condition = ConditionRecord(
         type=DEGRADED,
         status=truth,
         reason=reason,
         last_transition_time=since,
         observed_generation=3,
     )
-    return SpecDecodeRolloutStatus(conditions=[condition])
+    return RolloutState(conditions=[condition])
 
 
 def test_a_mismatch_is_degraded_naming_both_releases_and_the_pod() -> None:

@@ -16,7 +16,7 @@ from controller_fakes import EAGLE3, NAME, NAMESPACE, UID, FakeCluster, FakeKube
 
 from specdecode.api import Phase
 from specdecode.domain.decision import Decision
-from specdecode.reconciler import workload
+from specdecode.reconciler import status_boundary, workload
 from specdecode.reconciler.reconcile import RolloutRead, RolloutRef, reconcile
 
 pytestmark = pytest.mark.unit
@@ -62,7 +62,8 @@ def ref(version: str = "1") -> RolloutRef:
 
 
 def status_of(decision: Decision) -> dict[str, Any]:
-    dumped: dict[str, Any] = decision.status.model_dump(mode="json", by_alias=True)
+    wire = status_boundary.status_of(decision.status)
+    dumped: dict[str, Any] = wire.model_dump(mode="json", by_alias=True)
     return dumped
 
 

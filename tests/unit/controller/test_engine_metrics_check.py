@@ -24,11 +24,12 @@ from controller_fakes import (
 )
 
 from specdecode.api import Phase, SpecDecodeRolloutSpec
-from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import ConditionStatus
 from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import MetricError, Observations
 from specdecode.domain.pass_decision import Seen, decide_pass
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.reconciler.analysis_boundary import plan_of
 from specdecode.reconciler.apply import WAKE_SLACK_SECONDS, RolloutRef, next_reconcile_in
 from specdecode.reconciler.engine_metrics import log_prometheus_reach, observe_engine_scrape
@@ -74,9 +75,7 @@ def _pod(name: str, role: str) -> dict[str, Any]:
     }
 
 
-async def _checked(
-    runtime: Runtime, spec: SpecDecodeRolloutSpec, old: SpecDecodeRolloutStatus
-) -> Decision:
+async def _checked(runtime: Runtime, spec: SpecDecodeRolloutSpec, old: RolloutState) -> Decision:
     """Observe the scrape (as `reconciler.observe` does), decide as production does
     (`decide_pass`); the decision's own next look is set an hour away, so a wake found
     sooner is the scrape check's."""
@@ -107,7 +106,7 @@ async def test_the_check_waits_for_the_grace_then_asks_once_and_clears_when_seri
         _pod(PODS[1], "candidate"),
     ]
     spec = SpecDecodeRolloutSpec.model_validate(raw_spec(EAGLE3))
-    old = SpecDecodeRolloutStatus(phase=Phase.ANALYZING)
+    old = RolloutState(phase=Phase.ANALYZING)
 
     async def check(at: float) -> Decision:
         clock.current = T0 + timedelta(seconds=at)
@@ -144,8 +143,8 @@ async def test_a_zero_grace_turns_the_check_off() -> None:
     assert runtime.engine_series_memory.next_check(REF.key) is None
 
 
-def old_status() -> SpecDecodeRolloutStatus:
-    return SpecDecodeRolloutStatus(phase=Phase.ANALYZING)
+def old_status() -> RolloutState:
+    return RolloutState(phase=Phase.ANALYZING)
 
 
 class Counted(Answers):

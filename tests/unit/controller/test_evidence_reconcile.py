@@ -26,6 +26,7 @@ from specdecode.adapters.render import EVIDENCE_LABEL, render_children
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.domain.decision import Decision
 from specdecode.domain.evidence import recorded_parts
+from specdecode.reconciler import status_boundary
 from specdecode.reconciler.reconcile import RolloutRead, RolloutRef, reconcile
 from specdecode.reconciler.runtime import Runtime
 
@@ -42,7 +43,8 @@ def spec_with_prompts(image: str = "vllm/vllm-openai:v0.11.2") -> dict[str, Any]
 
 
 def status_of(decision: Decision) -> dict[str, Any]:
-    dumped: dict[str, Any] = decision.status.model_dump(mode="json", by_alias=True)
+    wire = status_boundary.status_of(decision.status)
+    dumped: dict[str, Any] = wire.model_dump(mode="json", by_alias=True)
     return dumped
 
 

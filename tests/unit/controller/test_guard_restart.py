@@ -19,16 +19,18 @@ from kubernetes.client import ApiException
 from restart_world import echo_writes
 
 from specdecode.adapters.metrics import EngineSelector
-from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.observations import Observations
 from specdecode.domain.phases import guard_step
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import Step
 from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.guard import observe_production
 from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.reconcile import RolloutRead, StaleRollout, reconcile
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.status_boundary import status_of
 
 pytestmark = pytest.mark.unit
 
@@ -51,8 +53,8 @@ class Blocks:
         )
 
 
-def promoted(now: datetime) -> SpecDecodeRolloutStatus:
-    return SpecDecodeRolloutStatus(
+def promoted(now: datetime) -> RolloutState:
+    return RolloutState(
         phase=Phase.PROMOTED,
         phase_since=now - timedelta(seconds=3600),
         stable_speculative=EAGLE3,
@@ -64,7 +66,7 @@ def promoted(now: datetime) -> SpecDecodeRolloutStatus:
 
 def guard(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observed: ProductionAcceptance | None,
     now: datetime,
 ) -> Step:
@@ -113,7 +115,9 @@ async def test_a_look_whose_status_write_is_refused_is_read_again() -> None:
     kube = FakeKube()
     runtime = make_runtime(kube, FakeCluster(), clock)
     runtime.acceptance_blocks = blocks
-    raw_status = promoted(clock.now()).model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw_status = status_of(promoted(clock.now())).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
     kube.current_version = "8"  # the rollout changed after the copy at 7 was read
     with pytest.raises(StaleRollout):
         await reconcile(runtime, RolloutRead(REF, raw_spec(EAGLE3), raw_status, {}))
@@ -136,7 +140,9 @@ async def test_a_look_whose_status_is_written_stays_judged_when_a_child_write_fa
     kube = FakeKube()
     runtime = make_runtime(kube, FakeCluster(), clock)
     runtime.acceptance_blocks = blocks
-    raw_status = promoted(clock.now()).model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw_status = status_of(promoted(clock.now())).model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise ApiException(status=500, reason="apply refused")
@@ -176,7 +182,7 @@ async def _guard_for_an_hour(restart: bool) -> tuple[list[Any], list[str], int]:
     promoted_at = clock.now() - timedelta(seconds=600)
     blocks = DriftingBlocks(promoted_at)
     status: Any = promoted(clock.now()).model_copy(update={"phase_since": promoted_at})
-    raw_status = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    raw_status = status_of(status).model_dump(mode="json", by_alias=True, exclude_none=True)
     kube.current_version = "7"
     kube.status = raw_status
     runtime = make_runtime(kube, cluster, clock)

@@ -17,6 +17,7 @@ from specdecode.adapters.kube.children import shadows_to_delete
 from specdecode.api.status import ConditionStatus
 from specdecode.domain.apply_findings import NOT_OWNED
 from specdecode.domain.decision import Decision
+from specdecode.reconciler import status_boundary
 from specdecode.reconciler.reconcile import RolloutRead, RolloutRef, next_reconcile_in, reconcile
 
 pytestmark = pytest.mark.unit
@@ -27,7 +28,8 @@ def ref(version: str) -> RolloutRef:
 
 
 def status_of(decision: Decision) -> dict[str, Any]:
-    dumped: dict[str, Any] = decision.status.model_dump(mode="json", by_alias=True)
+    wire = status_boundary.status_of(decision.status)
+    dumped: dict[str, Any] = wire.model_dump(mode="json", by_alias=True)
     return dumped
 
 

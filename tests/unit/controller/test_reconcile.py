@@ -26,6 +26,7 @@ from kubernetes.client import ApiException
 from specdecode.adapters.render import render_children
 from specdecode.api import ACTION_ANNOTATION, Phase, SpecDecodeRolloutSpec
 from specdecode.domain.decision import Decision, DesiredChildren
+from specdecode.reconciler import status_boundary
 from specdecode.reconciler.reconcile import (
     RolloutRead,
     RolloutRef,
@@ -43,7 +44,8 @@ def ref(version: str = "1", generation: int = 1) -> RolloutRef:
 
 
 def status_of(decision: Decision) -> dict[str, Any]:
-    dumped: dict[str, Any] = decision.status.model_dump(mode="json", by_alias=True)
+    wire = status_boundary.status_of(decision.status)
+    dumped: dict[str, Any] = wire.model_dump(mode="json", by_alias=True)
     return dumped
 
 

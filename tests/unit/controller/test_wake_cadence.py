@@ -9,8 +9,8 @@ import pytest
 from controller_fakes import FakeCluster, FakeKube, make_runtime
 
 from specdecode.api import Phase
-from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.decision import Decision, DesiredChildren
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.reconciler.apply import WAKE_SLACK_SECONDS, next_reconcile_in
 
 pytestmark = pytest.mark.unit
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.unit
 def _decision(phase: Phase, wake_in: float | None, now: datetime) -> Decision:
     wake_at = None if wake_in is None else now + timedelta(seconds=wake_in)
     return Decision(
-        status=SpecDecodeRolloutStatus(phase=phase),
+        status=RolloutState(phase=phase),
         children=DesiredChildren(production=None),
         wake_at=wake_at,
     )

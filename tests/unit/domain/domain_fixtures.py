@@ -15,7 +15,6 @@ from specdecode.api import (
     ModelSpec,
     Phase,
     SpecDecodeRolloutSpec,
-    SpecDecodeRolloutStatus,
     SpeculativeConfig,
     StageSpec,
 )
@@ -35,6 +34,7 @@ from specdecode.domain.observations import (
     Observations,
     StageObservations,
 )
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.sketch import Sketch
 from specdecode.reconciler.analysis_boundary import evidence_of, plan_of
 from specdecode.reconciler.guard_boundary import guard_plan_of
@@ -208,7 +208,7 @@ def stage_obs(
 
 def run(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations: Observations,
     seconds: float,
 ) -> Decision:
@@ -223,7 +223,7 @@ def planned(spec: SpecDecodeRolloutSpec, observations: Observations) -> Observat
 
 
 def timed_event(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, now: datetime
+    spec: SpecDecodeRolloutSpec, status: RolloutState, now: datetime
 ) -> datetime | None:
     """`cadence.next_timed_event` on the spec's views as observe builds them."""
     return next_timed_event(plan_of(spec), guard_plan_of(spec), status, now)
@@ -234,17 +234,17 @@ def current_evidence(spec: SpecDecodeRolloutSpec, observations: Observations) ->
     return evidence_parts(evidence_of(spec), observations)
 
 
-def analyzing(spec: SpecDecodeRolloutSpec, seconds: float = 0) -> SpecDecodeRolloutStatus:
+def analyzing(spec: SpecDecodeRolloutSpec, seconds: float = 0) -> RolloutState:
     """A status in Analyzing, stage 0 started at `seconds` (plain-decoding stable)."""
-    first = run(spec, SpecDecodeRolloutStatus(), observe(), seconds)
+    first = run(spec, RolloutState(), observe(), seconds)
     second = run(spec, first.status, shadows_ready(), seconds)
     assert second.status.phase.value == "Analyzing", second.status
     return second.status
 
 
-def status_in(spec: SpecDecodeRolloutSpec, phase: str) -> SpecDecodeRolloutStatus:
+def status_in(spec: SpecDecodeRolloutSpec, phase: str) -> RolloutState:
     """A realistic status in `phase` (reached through decide where possible), at t=0."""
-    fresh = SpecDecodeRolloutStatus()
+    fresh = RolloutState()
     deploying = run(spec, fresh, observe(), 0).status
     if phase == "Deploying":
         return deploying

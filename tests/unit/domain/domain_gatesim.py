@@ -39,7 +39,6 @@ from specdecode.api import (
     ModelSpec,
     Phase,
     SpecDecodeRolloutSpec,
-    SpecDecodeRolloutStatus,
     SpeculativeConfig,
     StageSpec,
 )
@@ -53,6 +52,7 @@ from specdecode.domain.observations import (
     Observations,
     StageObservations,
 )
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.sketch import GAMMA, Sketch
 from specdecode.domain.stages import start_stage
 from specdecode.reconciler.analysis_boundary import plan_of
@@ -387,7 +387,7 @@ def run_stage(spec: SpecDecodeRolloutSpec, source: AcceptanceSource | LatencySou
     """Look every interval until the stage decides; the domain's Analyzing step judges."""
     stage_spec = spec.analysis.stages[0]
     start = _t(0)
-    status = SpecDecodeRolloutStatus(
+    status = RolloutState(
         phase=Phase.ANALYZING,
         phase_since=start,
         candidate_speculative=spec.speculative,

@@ -17,8 +17,7 @@ from domain_fixtures import make_spec
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.api.analysis import default_stages
 from specdecode.api.gate_spec import GateSpec, GateType
-from specdecode.api.status import GateResult, GateVerdict, Phase, StagePhase, StageStatus
-from specdecode.api.status import SpecDecodeRolloutStatus as Status
+from specdecode.api.status import GateVerdict, Phase, StagePhase
 from specdecode.domain.concurrency_verdict import StageOutcome, lower_pass
 from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gate_measures import Measurement, UnsentLimit
@@ -27,7 +26,10 @@ from specdecode.domain.gates import LookPlan, registry
 from specdecode.domain.gates.registry import GateMeasure, Look, Need
 from specdecode.domain.gates.tail_latency import saturation
 from specdecode.domain.observations import LatencySamples, StageObservations
+from specdecode.domain.rollout_state import RolloutState as Status
+from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.reconciler.status_boundary import status_of
 
 pytestmark = pytest.mark.unit
 
@@ -60,7 +62,7 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> None:
     registry.register(TAKEN_OVER)(ToyGate)
 
 
-def judged() -> GateResult:
+def judged() -> GateRecord:
     gate = GateSpec(name="toy", type=TAKEN_OVER, max_error_rate=0.1)
     plan = LookPlan(measured_seconds=60, max_seconds=600)
     return evaluate_gate(gate, StageObservations(stage_name="s"), None, NOW, plan)
@@ -68,13 +70,13 @@ def judged() -> GateResult:
 
 def saturated_gauge(reason: str) -> float | None:
     """The candidate's specdecode_load_saturated after a look of the type refused on `reason`."""
-    result = GateResult(
+    result = GateRecord(
         name="toy", type=TAKEN_OVER, verdict=GateVerdict.INCONCLUSIVE, reason=reason
     )
-    stage = StageStatus(name="s", phase=StagePhase.RUNNING, gates=[result])
+    stage = StageRun(name="s", phase=StagePhase.RUNNING, gates=[result])
     status = Status(phase=Phase.ANALYZING, current_stage="s", stages=[stage])
     metrics = OperatorMetrics()
-    metrics.observe("ns", "r", Status(), status)
+    metrics.observe("ns", "r", status_of(Status()), status_of(status))
     labels = {"namespace": "ns", "rollout": "r", "stage": "s", "role": "candidate"}
     return metrics.registry.get_sample_value("specdecode_load_saturated", labels)
 

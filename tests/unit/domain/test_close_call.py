@@ -16,12 +16,14 @@ from domain_fixtures import (
     stage_obs,
 )
 
-from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.domain.close_call import HIGHER_IS_BETTER, close_call_text
 from specdecode.domain.gate_measures import judged
 from specdecode.domain.gates.registry import registered_types
 from specdecode.domain.observations import AcceptanceCounts
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.stats import Interval
+from specdecode.reconciler.status_boundary import status_of
 from specdecode.report import gate_table
 from specdecode.vocabulary import GateType, GateVerdict
 
@@ -65,7 +67,7 @@ def test_the_words_name_the_limits_that_decide_either_way() -> None:
     )
 
 
-def _undecided_end(counts: AcceptanceCounts) -> SpecDecodeRolloutStatus:
+def _undecided_end(counts: AcceptanceCounts) -> RolloutState:
     """A one-stage analysis whose acceptance gate sees `counts` at every look to the end."""
     spec: SpecDecodeRolloutSpec = make_spec(stages=[acceptance_stage()])
     status = analyzing(spec)
@@ -89,7 +91,10 @@ def test_a_stage_ending_at_its_limit_says_close_call_in_status_and_the_table() -
     assert "alpha: Inconclusive, close call: 0.550 [" in final.message, final.message
     assert "against the limit 0.55; a limit of" in final.message
     table = gate_table(
-        {"metadata": {"namespace": "ns", "name": "r"}, "status": final.model_dump(by_alias=True)}
+        {
+            "metadata": {"namespace": "ns", "name": "r"},
+            "status": status_of(final).model_dump(by_alias=True),
+        }
     )
     assert "Inconclusive (close call)" in table
     assert "acceptance/alpha: close call: 0.550 [" in table, table

@@ -30,7 +30,7 @@ from specdecode.api.analysis import ScheduleFallback, default_stages
 from specdecode.api.certify import certify
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
-from specdecode.api.status import GateResult, GateVerdict, SpecDecodeRolloutStatus, StageStatus
+from specdecode.api.status import GateVerdict
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.analyzing import offered_config, stage_context
 from specdecode.domain.concurrency_verdict import (
@@ -41,6 +41,8 @@ from specdecode.domain.concurrency_verdict import (
     schedule_offer,
 )
 from specdecode.domain.observations import LatencySamples, Observations
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.reconciler.analysis_boundary import plan_of
 
 pytestmark = pytest.mark.unit
@@ -83,8 +85,8 @@ def _stalled(candidate_config: SpeculativeConfig | None) -> Observations:
 
 
 def _to_the_tail_failure(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, start: float = 0
-) -> SpecDecodeRolloutStatus:
+    spec: SpecDecodeRolloutSpec, status: RolloutState, start: float = 0
+) -> RolloutState:
     """Stage 0 passes on its looks, then stage 1's first look fails the tail."""
     candidate = status.candidate_speculative
     for seconds in (31, 46, 61, 76, 91):
@@ -114,8 +116,8 @@ def test_the_break_even_is_placed_only_where_the_lower_stage_passed_that_latency
         stage.model_copy(update={"phase": StagePhase.SUCCESSFUL})
         for stage in analyzing(spec).stages
     ]
-    judged = GateResult(name="p99-itl", type=GateType.TAIL_LATENCY, verdict=GateVerdict.SUCCESSFUL)
-    alpha_only = GateResult(name="alpha", type=GateType.ACCEPTANCE, verdict=GateVerdict.SUCCESSFUL)
+    judged = GateRecord(name="p99-itl", type=GateType.TAIL_LATENCY, verdict=GateVerdict.SUCCESSFUL)
+    alpha_only = GateRecord(name="alpha", type=GateType.ACCEPTANCE, verdict=GateVerdict.SUCCESSFUL)
     tail = [GateType.TAIL_LATENCY]
     with_tail = [stages[0].model_copy(update={"gates": [alpha_only, judged]}), stages[1]]
     plan = plan_of(spec)
@@ -161,10 +163,10 @@ def test_the_offer_stops_at_max_num_seqs_and_is_not_made_when_nothing_is_above_t
 
 def _offer_at_the_tail(
     spec: SpecDecodeRolloutSpec,
-    analysing: SpecDecodeRolloutStatus,
+    analysing: RolloutState,
     offer: SpeculativeConfig,
     candidate_tpot: float,
-) -> SpecDecodeRolloutStatus:
+) -> RolloutState:
     """The offer's analysis through stage 0 (passed) and six looks at stage 1, where its tail
     holds and its time per output token is `candidate_tpot` against the baseline's 0.05."""
     status = analysing
@@ -234,7 +236,7 @@ def test_an_offer_that_fails_too_rolls_back_without_a_second_offer() -> None:
     assert final.schedule_offer is None
 
 
-def _outcomes(stages: list[StageStatus]) -> list[StageOutcome]:
+def _outcomes(stages: list[StageRun]) -> list[StageOutcome]:
     """The stage runs as the verdict reads them (what `analyzing` hands it)."""
     return [
         StageOutcome(

@@ -16,12 +16,13 @@ import pytest
 from domain_fixtures import EAGLE3, NGRAM, make_spec, observe, ready, run, shadows_ready, status_in
 
 from specdecode.adapters.speculative_boundary import setting_of
-from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionSpec, PromotionStrategy, WorkloadRef
 from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import ChildRole, ChildState
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.source import SourceObservation
 
 pytestmark = pytest.mark.unit
@@ -49,7 +50,7 @@ def source(
 
 def step(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     src: SourceObservation,
     seconds: float = 0,
     action: str | None = None,
@@ -63,8 +64,8 @@ def step(
     return run(spec, status, replace(observed, source=src), seconds)
 
 
-def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> SpecDecodeRolloutStatus:
-    first = step(spec, SpecDecodeRolloutStatus(), src).status
+def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> RolloutState:
+    first = step(spec, RolloutState(), src).status
     stable = src.speculative
     second = step(spec, first, src, baseline=ready(stable), candidate=ready(EAGLE3)).status
     assert second.phase is Phase.ANALYZING, second
@@ -73,7 +74,7 @@ def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> SpecDecode
 
 def test_the_stable_config_is_what_the_source_runs_so_the_baseline_copies_it() -> None:
     spec = adopted_spec()
-    decision = step(spec, SpecDecodeRolloutStatus(), source(NGRAM))
+    decision = step(spec, RolloutState(), source(NGRAM))
     assert decision.status.stable_speculative == setting_of(NGRAM)
     assert decision.children.baseline == setting_of(NGRAM)
     assert decision.children.candidate == setting_of(EAGLE3)
@@ -95,7 +96,7 @@ def test_a_changed_source_template_mid_analysis_restarts_the_analysis() -> None:
     assert changed.status.workload.template_hash == "t2"
 
 
-def promoting(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
+def promoting(spec: SpecDecodeRolloutSpec) -> RolloutState:
     status = analysing(spec, source())
     decision = step(
         spec, status, source(), 10, baseline=ready(None), candidate=ready(EAGLE3), action="promote"
@@ -214,7 +215,7 @@ def test_under_patch_an_abort_keeps_the_stable_config_the_source_must_return_to(
 
 def test_deploying_waits_for_an_unjudgeable_source_without_a_deadline() -> None:
     spec = adopted_spec()
-    first = step(spec, SpecDecodeRolloutStatus(), source()).status
+    first = step(spec, RolloutState(), source()).status
     broken = SourceObservation("Deployment/chat", problem="spec.engine.image differs")
     waiting = step(spec, first, broken, 10 * 86400)
     assert waiting.status.phase is Phase.DEPLOYING and waiting.events == ()

@@ -17,17 +17,10 @@ from domain_fixtures import (
     stage_obs,
 )
 
-from specdecode.api import (
-    GateSpec,
-    GateType,
-    GateVerdict,
-    Phase,
-    SpecDecodeRolloutSpec,
-    SpecDecodeRolloutStatus,
-    StagePhase,
-)
+from specdecode.api import GateSpec, GateType, GateVerdict, Phase, SpecDecodeRolloutSpec, StagePhase
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import LatencySamples, MetricError, Observations
+from specdecode.domain.rollout_state import RolloutState
 
 pytestmark = pytest.mark.unit
 
@@ -43,7 +36,7 @@ def _latencies(scale: float, n: int, seed: int) -> LatencySamples:
 
 def _looks(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     observations_at: list[tuple[float, Observations]],
 ) -> list[Decision]:
     """Decide at each (seconds, observations) in turn; return every decision."""

@@ -35,6 +35,8 @@ from specdecode.domain.evidence import (
 )
 from specdecode.domain.observations import ChildState, Observations
 from specdecode.domain.source import SourceObservation
+from specdecode.reconciler.observe import state_of
+from specdecode.reconciler.status_boundary import status_of
 from specdecode.vocabulary import MIRROR_PAIRING_PART
 
 pytestmark = pytest.mark.unit
@@ -238,10 +240,13 @@ def test_a_part_removed_by_an_edit_restarts_once_through_a_merge_patched_status(
     assert "engine.env" in (recorded_parts(status) or {})
     restart = run(SPEC, status, seen(), 5)
     assert [e.reason for e in restart.events][:1] == ["EvidenceChanged"]
-    written = type(status).model_validate(
-        _merge_patch(
-            status.model_dump(mode="json", by_alias=True, exclude_none=True),
-            restart.status.model_dump(mode="json", by_alias=True, exclude_none=True),
+    before, after = status_of(status), status_of(restart.status)
+    written = state_of(
+        type(before).model_validate(
+            _merge_patch(
+                before.model_dump(mode="json", by_alias=True, exclude_none=True),
+                after.model_dump(mode="json", by_alias=True, exclude_none=True),
+            )
         )
     )
     assert "engine.env" not in (recorded_parts(written) or {})

@@ -12,10 +12,11 @@ from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, status_i
 from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.guard import DriftAction, GuardSpec
-from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import ConditionStatus
 from specdecode.domain.decision import Decision, EventType
 from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.observations import MetricError
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import promoted
 
 pytestmark = pytest.mark.unit
@@ -34,7 +35,7 @@ def _blocks(alpha: float, count: int = 10, spread: float = 0.01) -> tuple[Accept
     )
 
 
-def _promoted(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
+def _promoted(spec: SpecDecodeRolloutSpec) -> RolloutState:
     """Promoted at t=0 from plain decoding (the fixture's analysis gates minAlpha 0.55)."""
     status = status_in(spec, "Promoted")
     assert status.phase is Phase.PROMOTED and status.stable_speculative == setting_of(EAGLE3)
@@ -43,7 +44,7 @@ def _promoted(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
 
 def _look(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     seconds: float,
     observed: Any,
     production: Any = EAGLE3,

@@ -16,11 +16,12 @@ from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.gate_spec import GateType
 from specdecode.api.guard import DriftAction, DriftKind, GuardSpec
-from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import ConditionStatus
 from specdecode.domain.decision import Decision, EventType
 from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.latency_drift import ProductionLatency
 from specdecode.domain.observations import MetricError, StepHistogram
+from specdecode.domain.rollout_state import RolloutState
 
 pytestmark = pytest.mark.unit
 
@@ -67,7 +68,7 @@ HEALTHY_ALPHA = tuple(AcceptanceBlock(3000.0, 3000.0 * 0.7) for _ in range(10))
 
 def _look(
     spec: SpecDecodeRolloutSpec,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     seconds: float,
     latency: Any,
     acceptance: Any = None,

@@ -22,12 +22,13 @@ from domain_fixtures import (
 from pydantic import Field
 
 from specdecode.adapters.speculative_boundary import setting_of
-from specdecode.api import Phase, SpecDecodeRolloutStatus, StagePhase
+from specdecode.api import Phase, StagePhase
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.observations import ChildState
+from specdecode.domain.rollout_state import RolloutState
 
 pytestmark = pytest.mark.unit
 
@@ -35,7 +36,7 @@ SPEC = make_spec()
 
 
 def test_first_reconcile_starts_an_analysis_with_production_on_stable() -> None:
-    decision = run(SPEC, SpecDecodeRolloutStatus(), observe(), 0)
+    decision = run(SPEC, RolloutState(), observe(), 0)
     status = decision.status
     assert status.phase is Phase.DEPLOYING
     assert status.candidate_fingerprint == EAGLE3.fingerprint()
@@ -43,17 +44,14 @@ def test_first_reconcile_starts_an_analysis_with_production_on_stable() -> None:
     assert [stage.phase for stage in status.stages] == [StagePhase.PENDING] * 2
     assert [event.reason for event in decision.events] == ["AnalysisStarted"]
     children = decision.children
-    assert (children.production, children.baseline, children.candidate) == (
-        None,
-        None,
-        setting_of(EAGLE3),
-    )
+    wanted = (None, None, setting_of(EAGLE3))
+    assert (children.production, children.baseline, children.candidate) == wanted
     assert children.shadows is True
 
 
 def test_plain_decoding_desired_and_stable_is_promoted_without_shadows() -> None:
     spec = make_spec(speculative=None)
-    decision = run(spec, SpecDecodeRolloutStatus(), observe(production=ready(None)), 0)
+    decision = run(spec, RolloutState(), observe(production=ready(None)), 0)
     assert decision.status.phase is Phase.PROMOTED
     assert decision.status.reason == "UpToDate"
     assert decision.children.shadows is False

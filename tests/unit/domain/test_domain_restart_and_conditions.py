@@ -23,8 +23,12 @@ from domain_fixtures import (
     status_in,
 )
 
-from specdecode.api import Condition, ConditionStatus, Phase, SpecDecodeRolloutStatus
+from specdecode.api import ConditionStatus, Phase
+from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_state import ConditionRecord, RolloutState
+from specdecode.reconciler.observe import state_of
+from specdecode.reconciler.status_boundary import status_of
 
 pytestmark = pytest.mark.unit
 
@@ -32,8 +36,8 @@ SPEC = make_spec()
 GOOD = stage_obs("acceptance", acceptance(0.75, drafts=20_000, requests=300))
 BAD = stage_obs("acceptance", acceptance(0.30, drafts=20_000, requests=300))
 
-CASES: list[tuple[str, SpecDecodeRolloutStatus, Observations, float]] = [
-    ("creation", SpecDecodeRolloutStatus(), observe(), 0),
+CASES: list[tuple[str, RolloutState, Observations, float]] = [
+    ("creation", RolloutState(), observe(), 0),
     ("deploying to analyzing", status_in(SPEC, "Deploying"), shadows_ready(), 20),
     ("warming up", analyzing(SPEC), shadows_ready(stage=GOOD), 20),
     ("first look", analyzing(SPEC), shadows_ready(stage=GOOD), 31),
@@ -96,7 +100,7 @@ def test_a_restarted_operator_decides_as_the_running_one(
     ("status", "observations", "seconds"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_deciding_again_at_the_same_instant_changes_nothing(
-    status: SpecDecodeRolloutStatus, observations: Observations, seconds: float
+    status: RolloutState, observations: Observations, seconds: float
 ) -> None:
     # The operator killed after writing status but before applying children runs again.
     first = run(SPEC, status, observations, seconds)
@@ -110,13 +114,14 @@ def test_deciding_again_at_the_same_instant_changes_nothing(
 def test_status_round_trips_through_the_api_server() -> None:
     # Nothing lives outside status: what the API server stores is enough to continue.
     decision = run(SPEC, analyzing(SPEC), shadows_ready(stage=GOOD), 31)
-    stored = SpecDecodeRolloutStatus.model_validate(decision.status.to_wire())
+    wire = SpecDecodeRolloutStatus.model_validate(status_of(decision.status).to_wire())
+    stored = state_of(wire)
     assert stored == decision.status
     later = shadows_ready(stage=GOOD)
     assert run(SPEC, stored, later, 91) == run(SPEC, decision.status, later, 91)
 
 
-def _condition(status: SpecDecodeRolloutStatus, kind: str) -> Condition:
+def _condition(status: RolloutState, kind: str) -> ConditionRecord:
     return next(c for c in status.conditions if c.type == kind)
 
 

@@ -9,7 +9,7 @@ import pytest
 from domain_fixtures import T0, at, latency_stage, make_spec
 
 from specdecode.api.gate_spec import GateSpec, GateType, ItlDefinition
-from specdecode.api.status import Condition, ConditionStatus, SpecDecodeRolloutStatus
+from specdecode.api.status import ConditionStatus
 from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.engine_metrics import (
     METRICS_UNAVAILABLE,
@@ -20,6 +20,7 @@ from specdecode.domain.engine_metrics import (
     settles_at,
 )
 from specdecode.domain.pass_decision import with_metrics_check
+from specdecode.domain.rollout_state import ConditionRecord, RolloutState
 from specdecode.reconciler.spec_boundary import stage_needs_of
 
 pytestmark = pytest.mark.unit
@@ -30,30 +31,30 @@ BASE, CAND = "llama-baseline-6d9f7-x2k4p", "llama-candidate-5c8b9-q7r2m"
 QUERY = f'vllm:num_requests_running{{namespace="team-a",pod=~"{BASE}|{CAND}"}}'
 
 
-def fresh() -> SpecDecodeRolloutStatus:
+def fresh() -> RolloutState:
     """A status as `decide` leaves it: Degraded False (the phase has no complaint)."""
-    condition = Condition(
+    condition = ConditionRecord(
         type=DEGRADED,
         status=ConditionStatus.FALSE,
         reason="AsExpected",
         last_transition_time=T0,
         observed_generation=2,
     )
-    return SpecDecodeRolloutStatus(conditions=[condition])
+    return RolloutState(conditions=[condition])
 
 
 def both_ready_at(seconds: float) -> list[EnginePod]:
     return [EnginePod(BASE, at(seconds)), EnginePod(CAND, at(seconds))]
 
 
-def degraded(status: SpecDecodeRolloutStatus) -> Condition:
+def degraded(status: RolloutState) -> ConditionRecord:
     return next(c for c in status.conditions if c.type == DEGRADED)
 
 
 def check(
     pods: list[EnginePod], scraped: frozenset[str] | None, seconds: float, old: object = None
-) -> SpecDecodeRolloutStatus:
-    before = old if isinstance(old, SpecDecodeRolloutStatus) else fresh()
+) -> RolloutState:
+    before = old if isinstance(old, RolloutState) else fresh()
     return with_metrics_check(before, fresh(), NS, pods, scraped, GRACE, at(seconds))
 
 
@@ -122,9 +123,9 @@ def test_an_unknown_answer_keeps_the_condition_but_never_sets_it() -> None:
 @pytest.mark.parametrize("reason", ["AnalysisFailed", METRICS_UNAVAILABLE])
 def test_degraded_for_a_reason_of_the_phase_stays_as_the_phase_says(reason: str) -> None:
     """Its own MetricsUnavailable too: a rollback after the gates' errors keeps its text."""
-    phase = SpecDecodeRolloutStatus(
+    phase = RolloutState(
         conditions=[
-            Condition(
+            ConditionRecord(
                 type=DEGRADED,
                 status=ConditionStatus.TRUE,
                 reason=reason,

@@ -24,13 +24,11 @@ from domain_fixtures import (
 
 from specdecode.api import (
     EngineSpec,
-    GateResult,
     GateSpec,
     GateType,
     GateVerdict,
     Phase,
     SpecDecodeRolloutSpec,
-    SpecDecodeRolloutStatus,
     SpeculativeConfig,
     StagePhase,
 )
@@ -45,6 +43,8 @@ from specdecode.api.vllm_versions import (
 )
 from specdecode.domain.analyzing import NOTHING_ENFORCED, passed_on_evidence
 from specdecode.domain.observations import LatencySamples, Observations, StageObservations
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.stage_state import GateRecord
 
 pytestmark = pytest.mark.unit
 
@@ -73,14 +73,14 @@ def _spec(release: str, method: str) -> SpecDecodeRolloutSpec:
     )
 
 
-def _analyzing(spec: SpecDecodeRolloutSpec) -> SpecDecodeRolloutStatus:
-    first = run(spec, SpecDecodeRolloutStatus(), observe(), 0)
+def _analyzing(spec: SpecDecodeRolloutSpec) -> RolloutState:
+    first = run(spec, RolloutState(), observe(), 0)
     second = run(spec, first.status, shadows_ready(candidate=spec.speculative), 0)
     assert second.status.phase is Phase.ANALYZING, second.status
     return second.status
 
 
-def _empty(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -> Observations:
+def _empty(spec: SpecDecodeRolloutSpec, status: RolloutState) -> Observations:
     """Both shadows ready; the stage in progress measured nothing at all."""
     stage = status.current_stage or ""
     return shadows_ready(candidate=spec.speculative, stage=StageObservations(stage_name=stage))
@@ -88,7 +88,7 @@ def _empty(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -> Obse
 
 def _run_to_the_end(
     spec: SpecDecodeRolloutSpec,
-) -> tuple[SpecDecodeRolloutStatus, list[SpecDecodeRolloutStatus]]:
+) -> tuple[RolloutState, list[RolloutState]]:
     """Look every interval until the analysis ends (or two stages' worth of time)."""
     status = _analyzing(spec)
     seen = [status]
@@ -137,8 +137,8 @@ def test_a_stage_with_no_enforced_gate_ends_inconclusive_and_says_why() -> None:
     assert final.stages[0].phase is StagePhase.INCONCLUSIVE
 
 
-def _result(verdict: GateVerdict, samples: int | None, units: int | None = None) -> GateResult:
-    return GateResult(
+def _result(verdict: GateVerdict, samples: int | None, units: int | None = None) -> GateRecord:
+    return GateRecord(
         name="g", type=GateType.ERROR_RATE, verdict=verdict, samples=samples, units=units
     )
 
@@ -173,7 +173,7 @@ def test_speculation_turned_off_through_git_is_judged_by_the_default_stages() ->
     """Plain decoding ("none" in the method-neutral gates' methods) is judged on the tail and
     the speedup in both default stages: it is promoted on evidence, never on none."""
     spec = make_spec(speculative=None, stages=default_stages())
-    promoted = SpecDecodeRolloutStatus(
+    promoted = RolloutState(
         phase=Phase.PROMOTED,
         stable_speculative=EAGLE3,
         stable_fingerprint=fingerprint_of(EAGLE3),

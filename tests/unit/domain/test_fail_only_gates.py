@@ -24,16 +24,10 @@ from domain_fixtures import (
     streamed,
 )
 
-from specdecode.api import (
-    GateSpec,
-    GateType,
-    GateVerdict,
-    Phase,
-    SpecDecodeRolloutSpec,
-    SpecDecodeRolloutStatus,
-)
+from specdecode.api import GateSpec, GateType, GateVerdict, Phase, SpecDecodeRolloutSpec
 from specdecode.api.analysis import default_stages
 from specdecode.domain.observations import LatencySamples
+from specdecode.domain.rollout_state import RolloutState
 
 pytestmark = pytest.mark.unit
 
@@ -56,7 +50,7 @@ def _spec(fail_only: bool) -> SpecDecodeRolloutSpec:
     return make_spec(stages=[acceptance_stage(gates=gates)])
 
 
-def _look_twice(spec: SpecDecodeRolloutSpec, failed: int) -> SpecDecodeRolloutStatus:
+def _look_twice(spec: SpecDecodeRolloutSpec, failed: int) -> RolloutState:
     """Two looks after warm-up at the same data: the candidate fails `failed` of 400."""
     observed = stage_obs(
         "acceptance",

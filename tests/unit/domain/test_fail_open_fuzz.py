@@ -61,14 +61,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import Phase as Phase_
 from hypothesis import strategies as st
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import (
-    GateResult,
     GateSpec,
     GateType,
     GateVerdict,
     Phase,
     SpecDecodeRolloutSpec,
-    SpecDecodeRolloutStatus,
     StagePhase,
     StageSpec,
 )
@@ -79,8 +78,8 @@ from specdecode.domain.machine import decide
 from specdecode.domain.observations import ChildRole, Observations
 from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.speculative_setting import SpeculativeSetting
+from specdecode.domain.stage_state import GateRecord
 from specdecode.reconciler.analysis_boundary import plan_of
-from specdecode.reconciler.observe import state_of
 
 # Examples per property (see the module docstring for the measured cost).
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "2500"))
@@ -222,7 +221,7 @@ def look_problem(spec: SpecDecodeRolloutSpec, gate: GateSpec, look: Look) -> str
 
 
 def check_look(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, look: Look, now: datetime
+    spec: SpecDecodeRolloutSpec, status: RolloutState, look: Look, now: datetime
 ) -> None:
     """No gate is Successful at a look that lacked what it needs (holes 2-4)."""
     for stage in status.stages:
@@ -239,7 +238,7 @@ def check_look(
             )
 
 
-def evidence_problem(gate: GateSpec, result: GateResult) -> str | None:
+def evidence_problem(gate: GateSpec, result: GateRecord) -> str | None:
     """Why `result` is no Successful verdict on evidence for `gate`, or None when it is."""
     if result.verdict is not GateVerdict.SUCCESSFUL:
         return f"verdict {result.verdict.value}"
@@ -256,7 +255,7 @@ def evidence_problem(gate: GateSpec, result: GateResult) -> str | None:
     return _below_minimum(gate, result)
 
 
-def _below_minimum(gate: GateSpec, result: GateResult) -> str | None:
+def _below_minimum(gate: GateSpec, result: GateRecord) -> str | None:
     """The gate's own minimum: requests, time blocks, steps (ServerStep: as set), and the
     draft tokens of an Acceptance gate."""
     if gate.type is GateType.TAIL_LATENCY and gate.itl_definition is ItlDefinition.SERVER_STEP:
@@ -271,7 +270,7 @@ def _below_minimum(gate: GateSpec, result: GateResult) -> str | None:
     return None
 
 
-def check_stages(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -> None:
+def check_stages(spec: SpecDecodeRolloutSpec, status: RolloutState) -> None:
     """(a) for every stage in status: Successful ones on evidence, unjudged gates silent."""
     candidate = status.candidate_speculative
     by_name = {stage.name: stage for stage in spec.analysis.stages}
@@ -298,7 +297,7 @@ def check_stages(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -
             )
 
 
-def check_ending(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -> None:
+def check_ending(spec: SpecDecodeRolloutSpec, status: RolloutState) -> None:
     """(b): Promoting, or Paused awaiting promotion, only after every stage passed."""
     if status.phase is Phase.PROMOTING:
         assert not spec.analysis.manual, f"a manual analysis promoted: {status.message}"
@@ -309,7 +308,7 @@ def check_ending(spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus) -
     assert passed == wanted, f"{status.phase.value} with only {passed} of {wanted} passed"
 
 
-def check_since_edit(status: SpecDecodeRolloutStatus, edited_at: datetime | None) -> None:
+def check_since_edit(status: RolloutState, edited_at: datetime | None) -> None:
     """(d) hole 5: after an edit of what the engines run, no stage is Successful on looks
     begun before it (the analysis restarts)."""
     if edited_at is None or status.phase not in (Phase.ANALYZING, Phase.PROMOTING, Phase.PAUSED):
@@ -322,7 +321,7 @@ def check_since_edit(status: SpecDecodeRolloutStatus, edited_at: datetime | None
             )
 
 
-def check_no_data_look(status: SpecDecodeRolloutStatus, now: datetime) -> None:
+def check_no_data_look(status: RolloutState, now: datetime) -> None:
     """(c): nothing judged at a look that saw nothing is Successful."""
     for stage in status.stages:
         for gate in stage.gates:
@@ -335,9 +334,7 @@ def check_no_data_look(status: SpecDecodeRolloutStatus, now: datetime) -> None:
 # ---------------------------------------------------------------- the simulated world
 
 
-def world(
-    spec: SpecDecodeRolloutSpec, status: SpecDecodeRolloutStatus, look: Look | None
-) -> Observations:
+def world(spec: SpecDecodeRolloutSpec, status: RolloutState, look: Look | None) -> Observations:
     """The engines follow status; the running stage's window is what `look` saw; the spec's
     analysis plan as observe builds it."""
     stable, candidate = status.stable_speculative, status.candidate_speculative
@@ -358,18 +355,16 @@ def starting_status(spec: SpecDecodeRolloutSpec) -> RolloutState:
     """Production on plain decoding, or on n-gram when plain decoding is what is desired."""
     if spec.speculative is not None:
         return RolloutState()
-    return state_of(
-        SpecDecodeRolloutStatus(
-            phase=Phase.PROMOTED,
-            stable_speculative=STABLE_NGRAM,
-            stable_fingerprint=fingerprint_of(STABLE_NGRAM),
-            candidate_speculative=STABLE_NGRAM,
-            candidate_fingerprint=fingerprint_of(STABLE_NGRAM),
-        )
+    return RolloutState(
+        phase=Phase.PROMOTED,
+        stable_speculative=setting_of(STABLE_NGRAM),
+        stable_fingerprint=fingerprint_of(STABLE_NGRAM),
+        candidate_speculative=setting_of(STABLE_NGRAM),
+        candidate_fingerprint=fingerprint_of(STABLE_NGRAM),
     )
 
 
-def drive(spec: SpecDecodeRolloutSpec, sequence: list[Look]) -> SpecDecodeRolloutStatus:
+def drive(spec: SpecDecodeRolloutSpec, sequence: list[Look]) -> RolloutState:
     """Reconcile once with no window (the rollout starts), then once per look, checking
     the invariants after each; stop once the analysis has ended."""
     now = T0

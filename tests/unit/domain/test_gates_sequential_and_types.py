@@ -15,7 +15,7 @@ from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.api.analysis import default_stages
 from specdecode.api.certify import StageContext, certify
 from specdecode.api.speculative import SpeculativeMethod
-from specdecode.api.status import MAX_LOOKS_KEPT, GateResult
+from specdecode.api.status import MAX_LOOKS_KEPT
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.clustered import block_quantile, ratio_of_sums
 from specdecode.domain.gate_boundary import evaluate_gate, look_error
@@ -30,6 +30,7 @@ from specdecode.domain.observations import (
 )
 from specdecode.domain.sequential import critical_values, spent
 from specdecode.domain.sketch import Sketch
+from specdecode.domain.stage_state import GateRecord
 
 pytestmark = pytest.mark.unit
 MIRROR = LookPlan(300, 600, mirror=True)
@@ -157,7 +158,7 @@ def test_looks_taken_but_none_kept_leave_nothing_to_spend() -> None:
     """A status whose look history is gone (edited, or written by another tool) must not
     spend the budget from 0 again: the looks it counted may have spent all of it."""
     result = _alpha_look(_alpha_look(None, 16), 31)
-    assert isinstance(result, GateResult)
+    assert isinstance(result, GateRecord)
     emptied = result.model_copy(update={"looks": []})
     gate = GateSpec(name="alpha", type=GateType.ACCEPTANCE)
     plan = LookPlan(400, 600)
@@ -299,7 +300,7 @@ def test_acceptance_says_when_streamed_chunks_and_counters_disagree() -> None:
 def test_under_mirror_the_counters_bound_needs_the_request_lengths(gate_type: GateType) -> None:
     counts = acceptance(0.75, 20_000, requests=300)  # ~67 drafts per request
 
-    def look(longest: float | None) -> GateResult:
+    def look(longest: float | None) -> GateRecord:
         seen = dataclasses.replace(counts, longest_request_tokens=longest)
         obs = stage_obs("s", seen, load_report=False)
         return evaluate_gate(GateSpec(name="a", type=gate_type), obs, None, T0, MIRROR)

@@ -25,8 +25,11 @@ from specdecode.domain.load_report import (
 from specdecode.domain.load_sizing import size_load
 from specdecode.domain.load_window import side_window
 from specdecode.domain.observations import AcceptedMoments, LatencyBlock, LatencySamples
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.sketch import RELATIVE_ACCURACY, Sketch, bucket_lower, bucket_upper
+from specdecode.domain.stage_state import StageRun
 from specdecode.domain.stats import sketch_quantile_interval
+from specdecode.reconciler.status_boundary import status_of
 
 pytestmark = pytest.mark.unit
 
@@ -195,7 +198,8 @@ def test_status_and_the_gate_table_show_the_loads_health() -> None:
     assert summary.client_delay_p99_ms == pytest.approx(0.4, rel=0.01)
     assert summary.notes == ["candidate load incomplete: load pod p-1 did not answer"]
     assert summary.outcomes == ["baseline: 7 ok; 0 stalls", "candidate: 0 ok; 0 stalls"]
-    status = {"currentStageIndex": 0, "stages": [{"name": "s", "load": summary.to_wire()}]}
+    state = RolloutState(current_stage_index=0, stages=[StageRun(name="s", load=summary)])
+    status = status_of(state).to_wire()
     table = gate_table({"metadata": {"name": "r"}, "status": status})
     assert "shadow load: shards 1/0" in table and "0.40 ms" in table and "p-1" in table
     assert "baseline: 7 ok; 0 stalls" in table

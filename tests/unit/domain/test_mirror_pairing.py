@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.status import Evidence, SpecDecodeRolloutStatus
+from specdecode.api.status import Evidence
 from specdecode.domain.analyzing import begin_stage, look_plan, observations_needed
 from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS, Need
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.stages import fresh_stages
 
 pytestmark = pytest.mark.unit
@@ -87,5 +88,5 @@ def test_the_stage_status_names_its_evidence() -> None:
         Evidence.SERVER_SIDE: SERVER_SIDE,
     }
     for evidence, spec in expected.items():
-        status = SpecDecodeRolloutStatus(stages=fresh_stages(spec.analysis))
+        status = RolloutState(stages=fresh_stages(spec.analysis))
         assert begin_stage(spec, status, 0, now).stages[0].evidence is evidence

@@ -13,7 +13,6 @@ from domain_fixtures import EAGLE3, T0, latency_stage, make_spec
 
 from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import GateSpec, GateType, GateVerdict
-from specdecode.api.status import GateResult
 from specdecode.domain.analyzing import look_plan
 from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
@@ -25,6 +24,7 @@ from specdecode.domain.observations import (
     MetricError,
     StageObservations,
 )
+from specdecode.domain.stage_state import GateRecord
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +48,7 @@ def look(
     candidate: LatencySamples | MetricError | None,
     plan: LookPlan = NGRAM_LOOK,
     min_samples: int | None = None,
-) -> GateResult:
+) -> GateRecord:
     seen = StageObservations("s", candidate_acceptance=counts, candidate_latency=candidate)
     gate = GateSpec(name="g", type=gate_type, min_samples=min_samples)
     return evaluate_gate(gate, seen, None, T0, plan)

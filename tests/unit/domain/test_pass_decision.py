@@ -10,14 +10,14 @@ from datetime import timedelta
 import pytest
 from domain_fixtures import analyzing, at, make_spec, planned, shadows_ready
 
-from specdecode.api.status import ConditionStatus, SpecDecodeRolloutStatus
-from specdecode.api.status_findings import ApplyFindings
+from specdecode.api.status import ConditionStatus
 from specdecode.domain.apply_findings import NOT_OWNED
 from specdecode.domain.conditions import DEGRADED
 from specdecode.domain.decision import Decision
 from specdecode.domain.engine_metrics import METRICS_UNAVAILABLE, EnginePod
 from specdecode.domain.engine_version import VERSION_MISMATCH, RunningVersion
 from specdecode.domain.pass_decision import EngineScrape, Seen, decide_pass
+from specdecode.domain.rollout_state import FindingsRecord, RolloutState
 
 pytestmark = pytest.mark.unit
 
@@ -32,7 +32,7 @@ def unscraped(seconds: float) -> EngineScrape:
 
 
 def seen(
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     engine_scrape: EngineScrape | None = None,
     running_versions: tuple[RunningVersion, ...] = (),
 ) -> Seen:
@@ -75,7 +75,7 @@ def test_an_engine_on_another_vllm_release_is_degraded_version_mismatch() -> Non
 
 
 def test_foreign_children_take_precedence_over_metrics_unavailable() -> None:
-    findings = ApplyFindings(not_owned_children=["Deployment llama-candidate is not ours"])
+    findings = FindingsRecord(not_owned_children=["Deployment llama-candidate is not ours"])
     old = analyzing(SPEC).model_copy(update={"apply_findings": findings})
     decision = decide_pass(seen(old, engine_scrape=unscraped(60)), at(60))
     assert degraded_reason(decision) == NOT_OWNED

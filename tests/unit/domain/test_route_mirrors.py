@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from specdecode.api import MirrorStatus, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import Decision, DesiredChildren, TrafficPlan
 from specdecode.domain.mirror_wanted import mirror_route_problem, splitter_service, wanted_mirrors
 from specdecode.domain.pass_decision import with_mirror_status
+from specdecode.domain.rollout_state import MirrorRecord, RolloutState
 from specdecode.domain.route_mirrors import (
     MIRRORS_ANNOTATION,
     MirrorWanted,
@@ -273,11 +274,11 @@ def test_a_splitter_rollout_without_a_route_writes_no_route() -> None:
 def test_status_names_the_splitter_service_and_the_route_we_write() -> None:
     """status.mirror: the name an adopted Deployment's owner mirrors to, read from the
     rollout; the route only when the spec names one; nothing without the splitter."""
-    decision = Decision(status=SpecDecodeRolloutStatus(), children=DesiredChildren(None))
+    decision = Decision(status=RolloutState(), children=DesiredChildren(None))
     own = with_mirror_status(
         splitter_service("llama"), spec_with({"source": "Mirror"}), decision
     ).status.mirror
-    assert own == MirrorStatus(splitter_service="llama-splitter:8080", http_route=None)
+    assert own == MirrorRecord(splitter_service="llama-splitter:8080", http_route=None)
     routed = with_mirror_status(
         splitter_service("llama"), spec_with({"source": "Mirror", "httpRoute": "llm"}), decision
     ).status.mirror

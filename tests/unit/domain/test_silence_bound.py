@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import pytest
 from domain_fixtures import T0, stage_obs
 
-from specdecode.api import GateResult, GateSpec, GateType, GateVerdict
+from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.domain import open_requests
 from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
@@ -34,6 +34,7 @@ from specdecode.domain.in_flight import InFlight, OpenRequest
 from specdecode.domain.latency_block import LatencyBlock
 from specdecode.domain.observations import LatencySamples
 from specdecode.domain.sketch import Sketch
+from specdecode.domain.stage_state import GateRecord
 
 pytestmark = pytest.mark.unit
 
@@ -129,7 +130,7 @@ def _stage(
     cand_streams = [_stream(rng, hang) for _ in range(STREAMS)]
     hangs = [r.sent for stream in cand_streams for r in stream if r.hung]
     baseline, candidate = _side(base_streams), _side(cand_streams, oracle)
-    previous: GateResult | None = None
+    previous: GateRecord | None = None
     for at, base, cand in zip(LOOKS, baseline, candidate, strict=True):
         judged = base
         if not paired:

@@ -30,6 +30,8 @@ from specdecode.domain.apply_findings import with_foreign_children
 from specdecode.domain.decision import Decision, DesiredChildren
 from specdecode.domain.load_report import TOKEN_ENV
 from specdecode.reconciler.load import observe_load_pods, read_windows, sync_load_pods
+from specdecode.reconciler.observe import state_of
+from specdecode.reconciler.status_boundary import status_of
 from specdecode_load import httpserver
 
 pytestmark = pytest.mark.unit
@@ -111,7 +113,9 @@ async def test_a_foreign_secret_in_the_tokens_place_makes_the_rollout_degraded()
     found = Found()
     await sync_load_pods(rt, OWNER, SPEC, PLAN, [], found)
     assert not core.pods and not any(call.startswith("create") for call in core.calls)
-    old = SpecDecodeRolloutStatus(phase=Phase.ANALYZING, apply_findings=found.merged(None))
+    old = state_of(
+        SpecDecodeRolloutStatus(phase=Phase.ANALYZING, apply_findings=found.merged(None))
+    )
     now = datetime(2026, 1, 1, tzinfo=UTC)
     decision = with_foreign_children(old, Decision(old, DesiredChildren(None)), now)
     degraded = next(c for c in decision.status.conditions if c.type == "Degraded")
@@ -120,7 +124,7 @@ async def test_a_foreign_secret_in_the_tokens_place_makes_the_rollout_degraded()
     restarted = runtime(core, lambda request: httpx.Response(500))
     found = Found()
     await sync_load_pods(restarted, OWNER, SPEC, PLAN, [], found)
-    assert core.pods and found.merged(old.apply_findings) is None
+    assert core.pods and found.merged(status_of(old).apply_findings) is None
     cleared = old.model_copy(update={"apply_findings": None})
     assert with_foreign_children(cleared, Decision(cleared, DesiredChildren(None)), now).status == (
         cleared

@@ -14,9 +14,10 @@ import pytest
 
 from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.process_caches import WriteEcho
-from specdecode.api import Phase, SpecDecodeRolloutSpec, SpecDecodeRolloutStatus
+from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.observations import ChildState
+from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.source import SourceObservation
 from specdecode.reconciler import promotion_patch
 from specdecode.reconciler.promotion_patch import with_patch_conflict
@@ -58,7 +59,7 @@ class Calls:
 
 def run(
     monkeypatch: pytest.MonkeyPatch,
-    status: SpecDecodeRolloutStatus,
+    status: RolloutState,
     runs: SpeculativeConfig | None,
     args: tuple[str, ...],
     owned: bool,
@@ -84,8 +85,8 @@ def run(
     return found
 
 
-def status(phase: Phase, stable: SpeculativeConfig | None = None) -> SpecDecodeRolloutStatus:
-    return SpecDecodeRolloutStatus(
+def status(phase: Phase, stable: SpeculativeConfig | None = None) -> RolloutState:
+    return RolloutState(
         phase=phase,
         candidate_speculative=EAGLE3,
         candidate_fingerprint=EAGLE3.fingerprint(),

@@ -1,6 +1,6 @@
 """A look's load reaches the status written on the stage run it measured, and only there
 (`reconciler.stage_load`): the domain hands it over as a `LoadSummary`, the wire's
-`LoadStatus` is built once, in apply."""
+`LoadRecord` is built once, in apply."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from specdecode.api.acceptance_by_traffic import TrafficAcceptance
-from specdecode.api.status import LoadStatus, SpecDecodeRolloutStatus, StageStatus
 from specdecode.domain.acceptance_split import GroupAcceptance
 from specdecode.domain.decision import Decision, DesiredChildren
 from specdecode.domain.load_status import LoadLook, LoadSummary
+from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.stage_state import LoadRecord, StageRun, TrafficGroupRecord
 from specdecode.reconciler.stage_load import load_status_of, with_stage_load
 from specdecode.vocabulary import AcceptanceBasis
 
@@ -25,20 +25,20 @@ GROUP = GroupAcceptance(
 SUMMARY = LoadSummary("1/1", 9, 0.4, ("a note",), ("baseline: 9 ok; 0 stalls",), (GROUP,))
 
 
-def _decision(stages: list[StageStatus], look: LoadLook | None) -> Decision:
-    status = SpecDecodeRolloutStatus(stages=stages)
+def _decision(stages: list[StageRun], look: LoadLook | None) -> Decision:
+    status = RolloutState(stages=stages)
     return Decision(status, DesiredChildren(production=None), stage_load=look)
 
 
 def test_the_summary_is_the_wire_load_field_for_field() -> None:
-    assert load_status_of(SUMMARY) == LoadStatus(
+    assert load_status_of(SUMMARY) == LoadRecord(
         shards="1/1",
         requests=9,
         client_delay_p99_ms=0.4,
         notes=["a note"],
         outcomes=["baseline: 9 ok; 0 stalls"],
         acceptance_by_traffic=[
-            TrafficAcceptance(
+            TrafficGroupRecord(
                 traffic_class="code",
                 temperature="greedy",
                 output_length="short",
@@ -56,13 +56,13 @@ def test_the_summary_is_the_wire_load_field_for_field() -> None:
 
 
 def test_the_load_goes_on_the_run_it_measured_only() -> None:
-    old = LoadStatus(shards="0/0")
-    measured = StageStatus(name="a", started_at=T0, load=old)
-    other = StageStatus(name="b", started_at=T0, load=old)
+    old = LoadRecord(shards="0/0")
+    measured = StageRun(name="a", started_at=T0, load=old)
+    other = StageRun(name="b", started_at=T0, load=old)
     written = with_stage_load(_decision([measured, other], LoadLook("a", T0, SUMMARY)))
     assert [stage.load for stage in written.status.stages] == [load_status_of(SUMMARY), old]
     # the run restarted in the same pass (a later start) keeps none of the look's load
-    restarted = StageStatus(name="a", started_at=T0 + timedelta(seconds=5))
+    restarted = StageRun(name="a", started_at=T0 + timedelta(seconds=5))
     again = with_stage_load(_decision([restarted], LoadLook("a", T0, SUMMARY)))
     assert again.status.stages[0].load is None
     # a look without load windows clears the run's load, as the look before it wrote it
@@ -71,5 +71,5 @@ def test_the_load_goes_on_the_run_it_measured_only() -> None:
 
 
 def test_a_pass_without_a_look_is_written_as_decided() -> None:
-    decision = _decision([StageStatus(name="a", started_at=T0)], None)
+    decision = _decision([StageRun(name="a", started_at=T0)], None)
     assert with_stage_load(decision) is decision
