@@ -29,7 +29,7 @@ from specdecode.api import EngineSpec, GateSpec, GateType, Phase, StagePhase
 from specdecode.api.analysis import ScheduleFallback, default_stages
 from specdecode.api.certify import certify
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import GateVerdict
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.analyzing import offered_config, stage_context
@@ -42,8 +42,10 @@ from specdecode.domain.concurrency_verdict import (
 )
 from specdecode.domain.observations import LatencySamples, Observations
 from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.speculative_document import RunnableConfig
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +67,7 @@ def _spec(image: str = "vllm/vllm-openai:v0.11.2", **analysis: Any) -> SpecDecod
     return spec.model_copy(update={"engine": EngineSpec(image=image)})
 
 
-def _stage0(candidate_config: SpeculativeConfig | None) -> Observations:
+def _stage0(candidate_config: RunnableConfig | None) -> Observations:
     timed = _latencies(1.0, 20_000, 2)  # with the requests' accepted lengths streamed
     candidate = LatencySamples(
         blocks=timed.blocks + streamed(GOOD).blocks,
@@ -77,7 +79,7 @@ def _stage0(candidate_config: SpeculativeConfig | None) -> Observations:
     return shadows_ready(candidate=candidate_config, stage=observed)
 
 
-def _stalled(candidate_config: SpeculativeConfig | None) -> Observations:
+def _stalled(candidate_config: RunnableConfig | None) -> Observations:
     observed = stage_obs(
         "tail-latency", baseline=_latencies(1.0, 20_000, 3), candidate=_latencies(2.0, 20_000, 4)
     )
@@ -164,7 +166,7 @@ def test_the_offer_stops_at_max_num_seqs_and_is_not_made_when_nothing_is_above_t
 def _offer_at_the_tail(
     spec: SpecDecodeRolloutSpec,
     analysing: RolloutState,
-    offer: SpeculativeConfig,
+    offer: SpeculativeSetting,
     candidate_tpot: float,
 ) -> RolloutState:
     """The offer's analysis through stage 0 (passed) and six looks at stage 1, where its tail
