@@ -44,8 +44,3 @@ class SpeculativeSetting(StateModel):
         schedule = [list(entry) for entry in entries]
         document = {**self.document, SCHEDULE: schedule}
         return self.model_copy(update={"schedule": schedule, "document": document})
-
-
-def method_of(config: SpeculativeSetting | None) -> SpeculativeMethod | None:
-    """A config's drafting method; None for plain decoding."""
-    return None if config is None else config.method
