@@ -14,8 +14,8 @@ from typing import Any
 
 from specdecode.api import engine_args
 from specdecode.api.engine_flag_classes import FlagClass
-from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.observations import ChildRole
+from specdecode.speculative_document import RunnableConfig
 
 SPECULATIVE_FLAG = "--speculative-config"
 
@@ -24,9 +24,7 @@ class UnsafeEngineArgs(ValueError):
     """A rendered engine argv would run an ungated speculative config or lose its stats."""
 
 
-def check_engine_argv(
-    argv: Sequence[str], role: ChildRole, config: SpeculativeConfig | None
-) -> None:
+def check_engine_argv(argv: Sequence[str], role: ChildRole, config: RunnableConfig | None) -> None:
     """Raise unless `argv` sets the speculative config only as the operator's own
     `--speculative-config <config>` (nothing at all for plain decoding, no `--spec-method`)
     and never sets a destination that turns the engine's stats off or leaves it

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig
+from specdecode.speculative_document import RunnableConfig
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 HUB_TOKEN_ENV = "HF_TOKEN"
@@ -22,7 +22,7 @@ VLLM_VERSION_ENV = "SPECDECODE_VLLM_VERSION"
 STARTUP_PERIODS = (10, 5, 2, 1)
 
 
-def engine_args(spec: SpecDecodeRolloutSpec, config: SpeculativeConfig | None) -> list[str]:
+def engine_args(spec: SpecDecodeRolloutSpec, config: RunnableConfig | None) -> list[str]:
     """`vllm serve` arguments: the model, our flags in a fixed order, then extraArgs."""
     model = spec.model
     args = [

@@ -19,10 +19,10 @@ import yaml
 from specdecode.adapters import engine_argv_guard, engine_pod
 from specdecode.api.rollout import API_VERSION, KIND, SpecDecodeRolloutSpec
 from specdecode.api.spec_evidence import engine_digest
-from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.observations import ChildRole
+from specdecode.speculative_document import RunnableConfig, fingerprint_of
 
 ROLLOUT_LABEL = "specdecode.io/rollout"
 ROLE_LABEL = "specdecode.io/role"
@@ -78,7 +78,7 @@ def render_children(
     """
     owner = Owner(rollout_name, namespace, uid)
     templates = template_environment()
-    roles: list[tuple[ChildRole, SpeculativeConfig | None, bool]] = [
+    roles: list[tuple[ChildRole, RunnableConfig | None, bool]] = [
         (ChildRole.PRODUCTION, desired.production, True)
     ]
     if desired.shadows:
@@ -124,7 +124,7 @@ def render_engine(
     owner: Owner,
     spec: SpecDecodeRolloutSpec,
     role: ChildRole,
-    config: SpeculativeConfig | None,
+    config: RunnableConfig | None,
     *,
     serving: bool,
 ) -> dict[str, Any]:

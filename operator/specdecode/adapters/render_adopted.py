@@ -28,12 +28,13 @@ from specdecode.adapters.render import (
 )
 from specdecode.adapters.workload_source import routes
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.api.engine_args import without_speculative
 from specdecode.domain.adoption import args_running
 from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.observations import ChildRole
 from specdecode.domain.source import SourceObservation
+from specdecode.speculative_document import RunnableConfig, fingerprint_of
 
 
 def render_adopted_shadows(
@@ -61,7 +62,7 @@ def shadow_deployment(
     owner: Owner,
     spec: SpecDecodeRolloutSpec,
     role: ChildRole,
-    config: SpeculativeConfig | None,
+    config: RunnableConfig | None,
     source: SourceObservation,
     template: Mapping[str, Any],
 ) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def shadow_deployment(
     for identity in ("hostname", "subdomain"):  # the source pods' DNS names, not the copies'
         pod["spec"].pop(identity, None)
     container = next(c for c in pod["spec"]["containers"] if c.get("name") == source.container)
-    args = args_running([str(a) for a in container.get("args") or []], config)
+    args = args_running(without_speculative([str(a) for a in container.get("args") or []]), config)
     container["args"] = args
     argv = [str(a) for a in container.get("command") or []] + args
     engine_argv_guard.check_engine_argv(argv, role, config)

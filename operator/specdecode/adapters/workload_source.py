@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from specdecode.adapters.render import ROLLOUT_LABEL, shadow_labels
 from specdecode.adapters.source_facts import DEFAULT_PORT, argv_of, model_tag, vllm_container
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import SpecDecodeRolloutSpec
-from specdecode.api.engine_args import hits_of, last_value, reserved_set_by
+from specdecode.api.engine_args import hits_of, last_value, reserved_set_by, without_speculative
 from specdecode.api.engine_flag_classes import FlagClass
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.observations import SHADOW_ROLES, ChildState
@@ -175,11 +176,11 @@ def observe_source(
     return SourceObservation(
         name,
         state=source_state(deployment, speculative),
-        speculative=speculative,
+        speculative=setting_of(speculative),
         template_hash=template_hash(template),
         dropped_labels=tuple(sorted(set(pod_labels) - set(kept))),
         container=str(container.get("name")),
-        args=tuple(str(a) for a in container.get("args") or []),
+        base_args=tuple(without_speculative([str(a) for a in container.get("args") or []])),
     )
 
 

@@ -63,16 +63,6 @@ def speculation_off_through(config: SpeculativeConfig | None, batch: int | None)
     return truth(_OFF_THROUGH.value({"schedule": schedule, "batch": batch}))
 
 
-def k_zero_possible_at(config: SpeculativeConfig | None, batch: int | None) -> bool:
-    """Whether `config`'s schedule may give k = 0 at a stage's load: at `batch`, or
-    anywhere for a requestRate stage (`batch` None: its batch sizes are unknown). Zero drafts
-    is then what the schedule asks for, not a finding against the config (`no_drafts`)."""
-    schedule = None if config is None else config.num_speculative_tokens_per_batch_size
-    if not schedule:
-        return False
-    return any(k == 0 and (batch is None or low <= batch <= high) for low, high, k in schedule)
-
-
 SCHEDULE_REACH_MESSAGE = (
     f"speculative.{SCHEDULE}: no stage reaches a batch size that speculates (k > 0): every "
     "stage's concurrency lies where the schedule gives k = 0 from batch 1 up, so no stage "

@@ -10,8 +10,6 @@ keys are refused, as vLLM does from 0.16 on. Cross-field rules are written once 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from enum import StrEnum
 from typing import Annotated
 
@@ -24,6 +22,10 @@ from specdecode.api.speculative_rules import (
     MAX_SCHEDULE_ENTRIES,
     MAX_SPECULATIVE_TOKENS,
 )
+from specdecode.speculative_document import cli_json, document_fingerprint
+
+# Re-exported: one function names a config, the wire's and the domain's alike.
+from specdecode.speculative_document import fingerprint_of as fingerprint_of  # noqa: PLC0414
 from specdecode.vocabulary import NO_SPECULATION as NO_SPECULATION  # noqa: PLC0414
 
 # Re-exported: the wire spells it as the domain does (defined once, `vocabulary`).
@@ -154,13 +156,9 @@ class SpeculativeConfig(VerbatimModel):
 
     def to_cli_json(self) -> str:
         """The exact `--speculative-config` argument: compact, keys sorted, no nulls."""
-        return json.dumps(self.to_wire(), sort_keys=True, separators=(",", ":"))
+        return cli_json(self.to_wire())
 
     def fingerprint(self) -> str:
-        """A short stable hash that names this config in labels and status."""
-        return hashlib.sha256(self.to_cli_json().encode()).hexdigest()[:10]
-
-
-def fingerprint_of(config: SpeculativeConfig | None) -> str:
-    """A config's fingerprint, as labels and status name it; plain decoding is "none"."""
-    return NO_SPECULATION if config is None else config.fingerprint()
+        """A short stable hash that names this config in labels and status (the domain's
+        `SpeculativeSetting` hashes by the same function)."""
+        return document_fingerprint(self.to_wire())

@@ -13,13 +13,12 @@ from datetime import datetime
 
 import yaml
 
-from specdecode.api.engine_args import without_speculative
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.observations import Observations
 from specdecode.domain.rollout_state import ConditionRecord, RolloutState
 from specdecode.domain.source import SourceObservation
 from specdecode.domain.source_spec import in_force
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.transitions import (
     ANALYSIS_PHASES,
     Step,
@@ -27,6 +26,7 @@ from specdecode.domain.transitions import (
     describe,
     enter,
 )
+from specdecode.speculative_document import RunnableConfig, fingerprint_of
 from specdecode.vocabulary import ConditionStatus, Phase, PromotionStrategy
 
 AWAITING_OWNER = "AwaitingOwner"
@@ -51,11 +51,13 @@ def judgeable_source(
 
 def sync_with_source(
     spec: SpecDecodeRolloutSpec,
+    desired: SpeculativeSetting | None,
     status: RolloutState,
     source: SourceObservation,
     now: datetime,
 ) -> Step:
-    """Rules 1 and 2: the stable config and the template are the source's."""
+    """Rules 1 and 2: the stable config and the template are the source's (`desired`: the
+    spec's config, analysed anew when they change mid-analysis)."""
     before = status.workload
     workload = in_force(spec, source.name).model_copy(
         update={
@@ -87,12 +89,13 @@ def sync_with_source(
             f"{source.name}'s pod template changed (it runs {describe(source.speculative)}); "
             "the analysis restarts on the new baseline"
         )
-        return analyse_desired_unless_stable(spec, status, now, "SourceChanged", message)
+        return analyse_desired_unless_stable(spec, desired, status, now, "SourceChanged", message)
     return Step(status)
 
 
 def restart_if_source_unjudgeable(
     spec: SpecDecodeRolloutSpec,
+    desired: SpeculativeSetting | None,
     status: RolloutState,
     source: SourceObservation | None,
     now: datetime,
@@ -105,7 +108,7 @@ def restart_if_source_unjudgeable(
     if status.phase not in _JUDGING:
         return None
     message = f"{source.problem}; the analysis restarts once the source can be judged"
-    return analyse_desired_unless_stable(spec, status, now, "SourceUnjudgeable", message)
+    return analyse_desired_unless_stable(spec, desired, status, now, "SourceUnjudgeable", message)
 
 
 def awaiting_owner(
@@ -146,17 +149,20 @@ def patched(spec: SpecDecodeRolloutSpec, status: RolloutState, observations: Obs
     )
 
 
-def args_running(args: tuple[str, ...] | list[str], config: SpeculativeConfig | None) -> list[str]:
-    """A vLLM container's args with every speculative setting (any spelling) replaced by
-    `config`'s: what a shadow runs, what the owner's patch sets, what Patch applies."""
-    out = without_speculative(args)
+def args_running(
+    base_args: tuple[str, ...] | list[str], config: RunnableConfig | None
+) -> list[str]:
+    """A vLLM container's args without any speculative setting (`base_args`, as
+    `api.engine_args.without_speculative` leaves them) running `config`: what a shadow runs,
+    what the owner's patch sets, what Patch applies."""
+    out = list(base_args)
     return out if config is None else [*out, "--speculative-config", config.to_cli_json()]
 
 
-def owner_patch(source: SourceObservation, config: SpeculativeConfig | None) -> str:
+def owner_patch(source: SourceObservation, config: SpeculativeSetting | None) -> str:
     """The strategic-merge patch of the source that makes it run `config` (JSON): its vLLM
     container's args (one atomic list in a Deployment, so the patch carries them whole)."""
-    container = {"name": source.container, "args": args_running(source.args, config)}
+    container = {"name": source.container, "args": args_running(source.base_args, config)}
     patch = {"spec": {"template": {"spec": {"containers": [container]}}}}
     return json.dumps(patch, sort_keys=True)
 
@@ -176,13 +182,13 @@ def patch_write(
         return None
     runs = fingerprint_of(source.speculative)
     if status.phase is Phase.PROMOTING and runs != status.candidate_fingerprint:
-        return args_running(source.args, status.candidate_speculative)
+        return args_running(source.base_args, status.candidate_speculative)
     if (
         status.phase in _ENDED_WITHOUT_PROMOTION
         and source.promotion_applied
         and runs != status.stable_fingerprint
     ):
-        return args_running(source.args, status.stable_speculative)
+        return args_running(source.base_args, status.stable_speculative)
     return None
 
 

@@ -4,14 +4,20 @@ Why not the rollout's spec: the domain imports nothing from `api` (an import-lin
 contract), so `reconciler.analysis_boundary` builds this once a reconcile, in observe, and
 the rules it reads there (the engine's --max-num-seqs, the release's fields) stay written
 in `api`. Only what the domain reads is here: the concurrency verdict, the wake-ups
-(`cadence`), the children and shadow load a status wants (`effects`) and the evidence.
+(`cadence`), the children and shadow load a status wants (`effects`), the evidence and the
+desired config the rules compare with the status' (`spec.speculative`, as the domain's
+`SpeculativeSetting`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specdecode.domain.load_sizing import LoadShape
+
+if TYPE_CHECKING:  # the load pods import this module (`observations`) and need no pydantic
+    from specdecode.domain.speculative_setting import SpeculativeSetting
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,8 @@ class SpecEvidence:
 class AnalysisPlan:
     """The stages in spec order, whether the traffic is Mirror (no concurrency of ours to
     compare), the engine's --max-num-seqs (None: not set), whether its release has the
-    per-batch-size k schedule, the interval between looks and the spec's evidence."""
+    per-batch-size k schedule, the interval between looks, the spec's evidence and its
+    desired config (None: plain decoding)."""
 
     stages: tuple[StageLoad, ...]
     mirror: bool
@@ -53,3 +60,4 @@ class AnalysisPlan:
     with_schedule: bool
     interval_seconds: float
     evidence: SpecEvidence
+    desired: SpeculativeSetting | None

@@ -15,8 +15,6 @@ from datetime import datetime
 
 from specdecode.api.certify import Certification, StageContext, certify, evidence_row
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.schedule_reach import k_zero_possible_at
-from specdecode.api.speculative import SpeculativeConfig
 from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.close_call import close_call_of
@@ -34,6 +32,7 @@ from specdecode.domain.gates.registry import Need
 from specdecode.domain.load_status import LoadLook, load_status
 from specdecode.domain.observations import Observations
 from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.domain.stages import (
     evaluation_due,
@@ -47,7 +46,7 @@ from specdecode.domain.stages import (
     start_stage,
 )
 from specdecode.domain.transitions import Step, enter, notify, roll_back, start_analysis
-from specdecode.vocabulary import SCHEDULE, GateVerdict, Phase, ScheduleFallback, StagePhase
+from specdecode.vocabulary import GateVerdict, Phase, ScheduleFallback, StagePhase
 
 
 def _with_stage(status: RolloutState, index: int, stage: StageRun) -> RolloutState:
@@ -106,7 +105,7 @@ def look_plan(
     spec: SpecDecodeRolloutSpec,
     index: int,
     measured: float,
-    candidate: SpeculativeConfig | None = None,
+    candidate: SpeculativeSetting | None = None,
 ) -> LookPlan:
     """What the gates' error spending and measures need to know about this look
     (`candidate`: the config under analysis, when its schedule is known)."""
@@ -118,7 +117,7 @@ def look_plan(
         runs=analysis.inconclusive_limit + 1,
         method=spec.speculative.method if spec.speculative is not None else None,
         mirror=analysis.traffic.server_side_mirror,  # the splitter's evidence is client-side
-        may_not_draft=k_zero_possible_at(candidate, concurrency),
+        may_not_draft=candidate is not None and candidate.k_zero_possible_at(concurrency),
         unsent=unsent_limit(analysis.traffic),
     )
 
@@ -133,11 +132,11 @@ def unsent_limit(traffic: TrafficSpec) -> UnsentLimit:
 
 
 def stage_context(
-    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeConfig | None = None
+    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeSetting | None = None
 ) -> StageContext:
     """Stage `index` as the kernel (`api.certify`) reads it; `candidate`: the config under
     analysis, whose per-batch-size schedule may leave a Speedup gate unjudged."""
-    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
+    schedule = None if candidate is None else candidate.schedule
     return StageContext(
         source=evidence_row(spec.analysis.traffic),
         method=spec.speculative.method if spec.speculative is not None else None,
@@ -147,7 +146,7 @@ def stage_context(
 
 
 def certifications(
-    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeConfig | None = None
+    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeSetting | None = None
 ) -> dict[str, Certification]:
     """The kernel's answer for each gate of stage `index`, by gate name."""
     context = stage_context(spec, index, candidate)
@@ -224,14 +223,16 @@ def _failed(
     found = lower_pass(plan, outcomes, index, [gate.type for gate in failed])
     entries = None
     if candidate is not None:
-        scheduled = candidate.num_speculative_tokens_per_batch_size is not None
+        scheduled = candidate.schedule is not None
         entries = schedule_offer(plan, candidate.num_speculative_tokens, scheduled, found)
     offer = offered_config(candidate, entries, status.stable_fingerprint)
     analyse = offer is not None and spec.analysis.schedule_fallback is ScheduleFallback.ANALYZE
     detail += lower_pass_text(found) + offer_text(None if offer is None else entries, analyse)
     ended = _with_stage(status, index, _finish(stage, StagePhase.FAILED, now, detail))
     if analyse:
-        return start_analysis(spec, ended, now, "ScheduleAnalysisStarted", detail, offer=offer)
+        return start_analysis(
+            spec, plan.desired, ended, now, "ScheduleAnalysisStarted", detail, offer=offer
+        )
     return roll_back(ended.model_copy(update={"schedule_offer": offer}), now, "GateFailed", detail)
 
 
@@ -242,13 +243,13 @@ def _outcome(stage: StageRun) -> StageOutcome:
 
 
 def offered_config(
-    candidate: SpeculativeConfig | None, entries: list[list[int]] | None, stable: str | None
-) -> SpeculativeConfig | None:
+    candidate: SpeculativeSetting | None, entries: list[list[int]] | None, stable: str | None
+) -> SpeculativeSetting | None:
     """The candidate with the offered schedule `entries`, or None: none offered, or
     production (fingerprint `stable`) runs that very config already."""
     if candidate is None or entries is None:
         return None
-    offer = SpeculativeConfig.model_validate({**candidate.to_wire(), SCHEDULE: entries})
+    offer = candidate.with_schedule(entries)
     return None if offer.fingerprint() == stable else offer
 
 

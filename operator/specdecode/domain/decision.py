@@ -11,10 +11,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
-from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.load_sizing import LoadShape
 from specdecode.domain.load_status import LoadLook
 from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 
 
 class EventType(StrEnum):
@@ -42,10 +42,10 @@ class DesiredChildren:
     production Service.
     """
 
-    production: SpeculativeConfig | None
+    production: SpeculativeSetting | None
     shadows: bool = False
-    baseline: SpeculativeConfig | None = None
-    candidate: SpeculativeConfig | None = None
+    baseline: SpeculativeSetting | None = None
+    candidate: SpeculativeSetting | None = None
     live_canary: bool = False
 
 

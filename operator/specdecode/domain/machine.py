@@ -14,7 +14,6 @@ from datetime import datetime
 from functools import partial
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import fingerprint_of
 from specdecode.domain.actions import apply_action
 from specdecode.domain.adoption import (
     judgeable_source,
@@ -22,7 +21,7 @@ from specdecode.domain.adoption import (
     sync_with_source,
     with_owner_view,
 )
-from specdecode.domain.analysis_plan import SpecEvidence
+from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.conditions import compute_conditions
 from specdecode.domain.decision import Decision
 from specdecode.domain.display import with_display
@@ -45,6 +44,7 @@ from specdecode.domain.transitions import (
     describe,
     start_analysis,
 )
+from specdecode.speculative_document import fingerprint_of
 from specdecode.vocabulary import Phase
 
 
@@ -61,16 +61,19 @@ def decide(
     if spec.workload_ref is not None and source is None:  # shadows of it are no copies
         kept = {ChildRole.PRODUCTION: observations.child(ChildRole.PRODUCTION)}
         observations = replace(observations, children=kept)
-    lost = restart_if_source_unjudgeable(spec, status, observations.source, now)
+    desired = plan.desired
+    lost = restart_if_source_unjudgeable(spec, desired, status, observations.source, now)
     if lost is not None:
         step = lost
+    elif source is None:
+        step = Step(status)
     else:
-        step = Step(status) if source is None else sync_with_source(spec, status, source, now)
+        step = sync_with_source(spec, desired, status, source, now)
     evidence = evidence_parts(plan.evidence, observations)
-    step = step.then(_react_to_spec(spec, step.status, plan.evidence, evidence, now))
-    reanalyse = partial(analyse_desired_unless_stable, spec)
-    desired = describe(spec.speculative)
-    step = step.then(apply_action(step.status, observations.action, now, desired, reanalyse))
+    step = step.then(_react_to_spec(spec, plan, step.status, evidence, now))
+    reanalyse = partial(analyse_desired_unless_stable, spec, desired)
+    named = describe(desired)
+    step = step.then(apply_action(step.status, observations.action, now, named, reanalyse))
     visited = {step.status.phase}
     while True:
         before = step.status.phase
@@ -93,13 +96,13 @@ def decide(
 
 def _react_to_spec(
     spec: SpecDecodeRolloutSpec,
+    plan: AnalysisPlan,
     status: RolloutState,
-    spec_evidence: SpecEvidence,
     evidence: Parts,
     now: datetime,
 ) -> Step:
     """Start, restart or skip an analysis when the desired config (or its stages) changed."""
-    desired = spec.speculative
+    desired = plan.desired
     desired_fp = fingerprint_of(desired)
     running = status.phase in ANALYSIS_PHASES or status.phase is Phase.PROMOTING
     # While (or after) its schedule offer is analysed, the status is still about the desired
@@ -111,19 +114,19 @@ def _react_to_spec(
     if desired_fp != (status.analysed_for or status.candidate_fingerprint):
         reason = "AnalysisRestarted" if running else "AnalysisStarted"
         message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"
-        return analyse_desired_unless_stable(spec, status, now, reason, message)
+        return analyse_desired_unless_stable(spec, desired, status, now, reason, message)
     if status.phase not in ANALYSIS_PHASES:
         return Step(status)
     stage_names = [stage.name for stage in spec.analysis.stages]
     if [s.name for s in status.stages] != stage_names:
         message = f"analysis stages changed to {', '.join(stage_names)}; analysis restarts"
-        return start_analysis(spec, status, now, "AnalysisRestarted", message)
+        return start_analysis(spec, desired, status, now, "AnalysisRestarted", message)
     if status.analysis_started_at == now:  # began in this reconcile: on today's evidence
         return Step(status)
-    changed = changed_parts(spec_evidence, status, evidence)
+    changed = changed_parts(plan.evidence, status, evidence)
     if changed:
         message = f"{', '.join(changed)} changed; the analysis restarts on the new evidence"
-        return start_analysis(spec, status, now, "EvidenceChanged", message)
+        return start_analysis(spec, desired, status, now, "EvidenceChanged", message)
     return Step(status)
 
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from datetime import datetime
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import fingerprint_of
 from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.analyzing import analyze, begin_stage
@@ -30,6 +29,7 @@ from specdecode.domain.transitions import (
     roll_back,
     start_analysis,
 )
+from specdecode.speculative_document import fingerprint_of
 from specdecode.vocabulary import Phase, PromotionStrategy
 
 # One phase's reconcile step on the observations; None: the Deployments it waits for are
@@ -227,7 +227,8 @@ def guard_step(
         )  # fmt: skip
     base = status.model_copy(update={**fallen, "drift": drift})
     offer = config if reaction.offer else None
-    restarted = start_analysis(spec, base, now, "Reanalysis", message, offer=offer)
+    desired = observations.analysis_plan().desired
+    restarted = start_analysis(spec, desired, base, now, "Reanalysis", message, offer=offer)
     reanalysed = {"drift": drift, "reanalysed": fingerprint_of(config)}
     return Step(restarted.status.model_copy(update=reanalysed), (*events, *restarted.events))
 
@@ -255,6 +256,11 @@ def step_in_phase(
         return _steady(spec, status, observations, now)
     if phase is Phase.FAILED and observations.generation != status.observed_generation:
         return analyse_desired_unless_stable(
-            spec, status, now, "SpecChanged", "spec changed; analysis restarts"
+            spec,
+            observations.analysis_plan().desired,
+            status,
+            now,
+            "SpecChanged",
+            "spec changed; analysis restarts",
         )
     return Step(status)

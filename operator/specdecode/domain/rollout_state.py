@@ -6,8 +6,8 @@ its parts (`api.status`), field for field under the same names, so the rules rea
 `reconciler.observe` builds the state from the stored status once and
 `reconciler.status_boundary` turns the decided state back into the wire once;
 tests/unit/domain/test_rollout_state.py holds the two shapes equal. The speculative
-configs it holds are still the wire's `SpeculativeConfig`: their own domain type is the
-next step of issue 35.
+configs it holds are the domain's `SpeculativeSetting` (`CONFIG_FIELDS`), which the two
+boundaries convert one by one (`adapters.speculative_boundary`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,17 @@ from datetime import datetime
 
 from pydantic import Field
 
-from specdecode.api.speculative import SpeculativeConfig
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import StageRun, StateModel
 from specdecode.vocabulary import ConditionStatus, DriftKind, Phase
+
+# The fields holding a speculative config: the wire's on one side, the domain's on the other.
+CONFIG_FIELDS = (
+    "stable_speculative",
+    "candidate_speculative",
+    "previous_stable_speculative",
+    "schedule_offer",
+)
 
 
 class ConditionRecord(StateModel):
@@ -97,9 +105,9 @@ class RolloutState(StateModel):
 
     observed_generation: int | None = None
     reason: str | None = None
-    stable_speculative: SpeculativeConfig | None = None
+    stable_speculative: SpeculativeSetting | None = None
     stable_fingerprint: str | None = None
-    candidate_speculative: SpeculativeConfig | None = None
+    candidate_speculative: SpeculativeSetting | None = None
     phase: Phase = Phase.PENDING
     candidate_fingerprint: str | None = None
     phase_since: datetime | None = None
@@ -113,9 +121,9 @@ class RolloutState(StateModel):
     alpha: str | None = None
     stages: list[StageRun] = Field(default_factory=list)
     itl_ratio: str | None = None
-    previous_stable_speculative: SpeculativeConfig | None = None
+    previous_stable_speculative: SpeculativeSetting | None = None
     drift: DriftRecord | None = None
-    schedule_offer: SpeculativeConfig | None = None
+    schedule_offer: SpeculativeSetting | None = None
     conditions: list[ConditionRecord] = Field(default_factory=list)
     analysed_for: str | None = None
     reanalysed: str | None = None

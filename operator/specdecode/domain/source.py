@@ -1,6 +1,6 @@
 """What a `workloadRef` rollout observed of its source: the Deployment another tool owns.
 
-Apart from `observations` because it carries a `SpeculativeConfig` (pydantic), which the
+Apart from `observations` because it carries a `SpeculativeSetting` (pydantic), which the
 load pods, importers of `observations`, must not need.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.observations import ChildState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,13 @@ class SourceObservation:
     name: str  # Deployment/<name>
     problem: str | None = None
     state: ChildState = field(default_factory=lambda: ChildState(exists=False))
-    speculative: SpeculativeConfig | None = None  # what its vLLM container runs now
+    speculative: SpeculativeSetting | None = None  # what its vLLM container runs now
     template_hash: str | None = None
     dropped_labels: tuple[str, ...] = ()
     container: str = "vllm"
-    args: tuple[str, ...] = ()  # the container's args as they are
+    # The container's args without any speculative setting (any spelling): what a config's
+    # `--speculative-config` is added to (`adoption.args_running`).
+    base_args: tuple[str, ...] = ()
     promotion_applied: bool = False  # the Patch strategy's apply holds its args
 
 

@@ -13,13 +13,14 @@ from types import MappingProxyType
 from typing import Any
 
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.guard_model import GateFigure, GuardState
 from specdecode.domain.load_status import LoadLook
 from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord
 from specdecode.domain.stages import fresh_stages
+from specdecode.speculative_document import fingerprint_of
 from specdecode.vocabulary import Phase
 
 # The status of a phase with no stage running: what every transition out of a stage writes,
@@ -96,18 +97,18 @@ def roll_back(status: RolloutState, now: datetime, reason: str, message: str) ->
 
 def start_analysis(
     spec: SpecDecodeRolloutSpec,
+    desired: SpeculativeSetting | None,
     status: RolloutState,
     now: datetime,
     reason: str,
     message: str,
-    offer: SpeculativeConfig | None = None,
+    offer: SpeculativeSetting | None = None,
 ) -> Step:
-    """A clean analysis of the desired config, or of its schedule `offer` in its place
+    """A clean analysis of the desired config (the plan's), or of its schedule `offer` in its place
     (`analysis.scheduleFallback: Analyze`; `analysedFor` then names the desired config, so
     the spec is not taken for changed): shadows deploying, every stage Pending. A restart of
     the same desired config while its offer is analysed keeps analysing the offer."""
-    desired = spec.speculative
-    offer = offer or offer_in_analysis(spec, status)
+    offer = offer or offer_in_analysis(desired, status)
     candidate = desired if offer is None else offer
     return enter(
         status,
@@ -135,11 +136,11 @@ def start_analysis(
 
 
 def offer_in_analysis(
-    spec: SpecDecodeRolloutSpec, status: RolloutState
-) -> SpeculativeConfig | None:
-    """The schedule offer under analysis in place of this spec's desired config, if any."""
+    desired: SpeculativeSetting | None, status: RolloutState
+) -> SpeculativeSetting | None:
+    """The schedule offer under analysis in place of the desired config, if any."""
     offer = status.schedule_offer
-    if offer is None or status.analysed_for != fingerprint_of(spec.speculative):
+    if offer is None or status.analysed_for != fingerprint_of(desired):
         return None
     return offer if offer.fingerprint() == status.candidate_fingerprint else None
 
@@ -162,7 +163,7 @@ def promoted(status: RolloutState, now: datetime, reason: str, message: str) -> 
     )
 
 
-def describe(config: SpeculativeConfig | None) -> str:
+def describe(config: SpeculativeSetting | None) -> str:
     """A short human name for a config, for messages."""
     if config is None:
         return "plain decoding"
@@ -178,14 +179,14 @@ def notify(status: RolloutState, reason: str, message: str, warning: bool = Fals
 
 def analyse_desired_unless_stable(
     spec: SpecDecodeRolloutSpec,
+    desired: SpeculativeSetting | None,
     status: RolloutState,
     now: datetime,
     reason: str,
     message: str,
 ) -> Step:
-    """Work toward the desired config: nothing to analyse if it is the stable one (e.g.
-    Git reverted), else a clean analysis."""
-    desired = spec.speculative
+    """Work toward the desired config (the plan's): nothing to analyse if it is the stable
+    one (e.g. Git reverted), else a clean analysis."""
     desired_fp = fingerprint_of(desired)
     if desired_fp == fingerprint_of(status.stable_speculative):
         text = f"desired config {describe(desired)} is the stable config; nothing to analyse"
@@ -205,7 +206,7 @@ def analyse_desired_unless_stable(
             verdict=None,
             drift=None,
         )
-    return start_analysis(spec, status, now, reason, message)
+    return start_analysis(spec, desired, status, now, reason, message)
 
 
 def guard_state(status: RolloutState) -> GuardState:

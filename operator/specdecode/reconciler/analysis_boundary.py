@@ -8,6 +8,7 @@ the release the rollout runs and its fields) stay written in `api`.
 
 from __future__ import annotations
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api.analysis import StageSpec
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.spec_evidence import engine_digest, plan_fingerprint, spec_parts
@@ -29,6 +30,7 @@ def plan_of(spec: SpecDecodeRolloutSpec) -> AnalysisPlan:
         with_schedule=field_exists(SCHEDULE, spec.engine.effective_vllm_version),
         interval_seconds=analysis.interval_seconds,
         evidence=evidence_of(spec),
+        desired=setting_of(spec.speculative),
     )
 
 

@@ -23,6 +23,7 @@ from specdecode.adapters.kube.mirror_wanted import current_routes
 from specdecode.adapters.kube.rollouts import RolloutRead, RolloutRef, StaleRollout
 from specdecode.adapters.kube.workload import promotion_field_manager, read_promotion_files
 from specdecode.adapters.load.splitter import uses_splitter
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.adapters.workload_source import Source
 from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
@@ -33,7 +34,7 @@ from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS
 from specdecode.domain.mirror_wanted import MirrorTraffic, mirror_route_problem, splitter_service
 from specdecode.domain.observations import ChildRole, Observations, StageObservations
 from specdecode.domain.pass_decision import Seen
-from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.rollout_state import CONFIG_FIELDS, RolloutState
 from specdecode.domain.stage_state import StageRun
 from specdecode.domain.stages import evaluation_due
 from specdecode.reconciler.analysis_boundary import plan_of
@@ -80,7 +81,9 @@ def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
 def state_of(status: SpecDecodeRolloutStatus) -> RolloutState:
     """The stored status as the domain's state, field for field (`status_boundary` turns
     the decided one back): the one conversion on the way in."""
-    return RolloutState.model_validate(status, from_attributes=True)
+    fields = {name: getattr(status, name) for name in RolloutState.model_fields}
+    fields.update({name: setting_of(getattr(status, name)) for name in CONFIG_FIELDS})
+    return RolloutState.model_validate(fields, from_attributes=True)
 
 
 def validation_message(error: ValidationError) -> str:

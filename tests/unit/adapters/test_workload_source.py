@@ -15,6 +15,7 @@ import pytest
 from specdecode.adapters.render import Owner
 from specdecode.adapters.render_adopted import render_adopted_shadows
 from specdecode.adapters.source_facts import source_facts
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.adapters.workload_source import observe_source, selects
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig
@@ -83,7 +84,9 @@ def test_source_labels_are_dropped_but_the_kept_ones_and_no_service_selects_a_sh
     assert source.dropped_labels == ("app", "tier")
     assert source.state.ready and source.state.desired_replicas == 2
     owner = Owner("chat-eagle", "ns", "uid-1")
-    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    desired = DesiredChildren(
+        production=None, baseline=None, candidate=setting_of(EAGLE3), shadows=True
+    )
     children = render_adopted_shadows(
         owner, spec(), desired, source, deployment()["spec"]["template"]
     )
@@ -109,7 +112,9 @@ def test_the_source_template_is_never_modified() -> None:
     source_deployment = deployment()
     before = copy.deepcopy(source_deployment)
     source = observe_source("chat-eagle", spec(), source_deployment, SERVICES)
-    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    desired = DesiredChildren(
+        production=None, baseline=None, candidate=setting_of(EAGLE3), shadows=True
+    )
     owner = Owner("r", "ns", "u")
     render_adopted_shadows(owner, spec(), desired, source, source_deployment["spec"]["template"])
     assert source_deployment == before
@@ -129,7 +134,8 @@ def test_the_config_the_source_runs_is_read_in_any_spelling(arg: list[str]) -> N
         "chat-eagle", spec(), deployment([MODEL, "--port", "8000", *arg]), SERVICES
     )
     assert source.problem is None
-    assert source.speculative == NGRAM
+    assert source.speculative == setting_of(NGRAM)
+    assert source.base_args == (MODEL, "--port", "8000")  # every spelling dropped
 
 
 @pytest.mark.parametrize(
@@ -257,7 +263,9 @@ def test_the_adoption_examples_render_shadows_no_service_of_theirs_selects(examp
     services = [d for d in documents if d["kind"] == "Service"]
     source = observe_source("r", resolved, kinds["Deployment"], services)
     assert source.problem is None, source.problem
-    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    desired = DesiredChildren(
+        production=None, baseline=None, candidate=setting_of(EAGLE3), shadows=True
+    )
     template = kinds["Deployment"]["spec"]["template"]
     children = render_adopted_shadows(
         Owner("r", "default", "u"), resolved, desired, source, template
@@ -270,7 +278,7 @@ def test_the_adoption_examples_render_shadows_no_service_of_theirs_selects(examp
         assert {"environment", "release"} <= set(source.dropped_labels)
         from specdecode.domain.adoption import owner_patch
 
-        patch = json.loads(owner_patch(source, EAGLE3))
+        patch = json.loads(owner_patch(source, setting_of(EAGLE3)))
         args = patch["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args == ["--speculative-config", EAGLE3.to_cli_json()]
 
@@ -347,7 +355,9 @@ def test_shadows_carry_no_traffic_registering_annotation_and_a_restart_stamp_cha
     ] = "later"
     restamped["spec"]["template"]["metadata"]["annotations"]["dapr.io/app-id"] = "other"
     assert observe_source("r", spec(), restamped, SERVICES).template_hash == source.template_hash
-    desired = DesiredChildren(production=None, baseline=None, candidate=EAGLE3, shadows=True)
+    desired = DesiredChildren(
+        production=None, baseline=None, candidate=setting_of(EAGLE3), shadows=True
+    )
     shadows = render_adopted_shadows(
         Owner("r", "ns", "u"), spec(), desired, source, stamped["spec"]["template"]
     )

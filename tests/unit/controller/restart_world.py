@@ -22,6 +22,7 @@ from test_gate_needs import NGRAM, SERVER_TAIL, STAGE, CountingSources, _spec
 from specdecode.adapters.kube.cache import rollout_key
 from specdecode.adapters.metrics import EngineSelector
 from specdecode.api import SpecDecodeRolloutSpec, WrittenRolloutSpec
+from specdecode.api.engine_args import without_speculative
 from specdecode.domain.adoption import args_running
 from specdecode.domain.load_report import LoadReport, report_to_wire
 from specdecode.domain.observations import (
@@ -123,7 +124,8 @@ class AdoptedSource:
         if self.applied:  # Patch: refused so far; the owner releases the args (an edit)
             self.owner_holds_args = False
         else:
-            self.args = args_running(self.args, NGRAM)  # GitOps: the owner's commit
+            # GitOps: the owner's commit
+            self.args = args_running(without_speculative(self.args), NGRAM)
         self.generation += 1
 
     def writes(self) -> list[str]:

@@ -16,6 +16,7 @@ from specdecode.adapters.kube.children import (
     stale_objects,
 )
 from specdecode.adapters.render import render_children
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.observations import ChildRole
@@ -25,7 +26,9 @@ pytestmark = pytest.mark.unit
 
 def rendered(shadows: bool = True) -> list[dict[str, Any]]:
     spec = SpecDecodeRolloutSpec.model_validate(raw_spec(EAGLE3))
-    desired = DesiredChildren(production=None, shadows=shadows, baseline=None, candidate=EAGLE3)
+    desired = DesiredChildren(
+        production=None, shadows=shadows, baseline=None, candidate=setting_of(EAGLE3)
+    )
     return render_children(NAME, NAMESPACE, UID, spec, desired)
 
 

@@ -19,6 +19,7 @@ from kubernetes.client import ApiException
 from restart_world import echo_writes
 
 from specdecode.adapters.metrics import EngineSelector
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.domain.drift import AcceptanceBlock, ProductionAcceptance
 from specdecode.domain.observations import Observations
@@ -57,9 +58,9 @@ def promoted(now: datetime) -> RolloutState:
     return RolloutState(
         phase=Phase.PROMOTED,
         phase_since=now - timedelta(seconds=3600),
-        stable_speculative=EAGLE3,
+        stable_speculative=setting_of(EAGLE3),
         stable_fingerprint=EAGLE3.fingerprint(),
-        candidate_speculative=EAGLE3,
+        candidate_speculative=setting_of(EAGLE3),
         candidate_fingerprint=EAGLE3.fingerprint(),
     )
 

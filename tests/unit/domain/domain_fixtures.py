@@ -38,6 +38,7 @@ from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.sketch import Sketch
 from specdecode.reconciler.analysis_boundary import evidence_of, plan_of
 from specdecode.reconciler.guard_boundary import guard_plan_of
+from specdecode.speculative_document import RunnableConfig
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -97,7 +98,7 @@ def make_spec(
     )
 
 
-def ready(config: SpeculativeConfig | None) -> ChildState:
+def ready(config: RunnableConfig | None) -> ChildState:
     return ChildState(
         exists=True,
         config_fingerprint=fingerprint_of(config),
@@ -138,8 +139,8 @@ def observe(
 
 
 def shadows_ready(
-    stable: SpeculativeConfig | None = None,
-    candidate: SpeculativeConfig | None = EAGLE3,
+    stable: RunnableConfig | None = None,
+    candidate: RunnableConfig | None = EAGLE3,
     candidate_state: ChildState | None = None,
     **fields: Any,
 ) -> Observations:

@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import lru_cache
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import (
     AnalysisSpec,
     EngineSpec,
@@ -390,7 +391,7 @@ def run_stage(spec: SpecDecodeRolloutSpec, source: AcceptanceSource | LatencySou
     status = RolloutState(
         phase=Phase.ANALYZING,
         phase_since=start,
-        candidate_speculative=spec.speculative,
+        candidate_speculative=setting_of(spec.speculative),
         candidate_fingerprint=fingerprint_of(spec.speculative),
         stages=[start_stage(stage_spec, start)],
         current_stage=stage_spec.name,

@@ -24,11 +24,12 @@ from domain_fixtures import (
     streamed,
 )
 
+from specdecode.adapters.speculative_boundary import config_of, setting_of
 from specdecode.api import EngineSpec, GateSpec, GateType, Phase, StagePhase
 from specdecode.api.analysis import ScheduleFallback, default_stages
 from specdecode.api.certify import certify
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
+from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import GateVerdict
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.analyzing import offered_config, stage_context
@@ -41,8 +42,10 @@ from specdecode.domain.concurrency_verdict import (
 )
 from specdecode.domain.observations import LatencySamples, Observations
 from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.speculative_document import RunnableConfig
 
 pytestmark = pytest.mark.unit
 
@@ -64,7 +67,7 @@ def _spec(image: str = "vllm/vllm-openai:v0.11.2", **analysis: Any) -> SpecDecod
     return spec.model_copy(update={"engine": EngineSpec(image=image)})
 
 
-def _stage0(candidate_config: SpeculativeConfig | None) -> Observations:
+def _stage0(candidate_config: RunnableConfig | None) -> Observations:
     timed = _latencies(1.0, 20_000, 2)  # with the requests' accepted lengths streamed
     candidate = LatencySamples(
         blocks=timed.blocks + streamed(GOOD).blocks,
@@ -76,7 +79,7 @@ def _stage0(candidate_config: SpeculativeConfig | None) -> Observations:
     return shadows_ready(candidate=candidate_config, stage=observed)
 
 
-def _stalled(candidate_config: SpeculativeConfig | None) -> Observations:
+def _stalled(candidate_config: RunnableConfig | None) -> Observations:
     observed = stage_obs(
         "tail-latency", baseline=_latencies(1.0, 20_000, 3), candidate=_latencies(2.0, 20_000, 4)
     )
@@ -138,8 +141,10 @@ def test_on_a_release_with_the_schedule_the_rollback_offers_it() -> None:
     assert status.phase is Phase.ROLLED_BACK and status.reason == "GateFailed"
     offer = status.schedule_offer
     assert offer is not None
-    assert offer.num_speculative_tokens_per_batch_size == [[1, 4, 3], [5, 4096, 0]]
-    assert offer.model_copy(update={"num_speculative_tokens_per_batch_size": None}) == EAGLE3
+    assert offer.schedule == [[1, 4, 3], [5, 4096, 0]]
+    back = config_of(offer)
+    assert back is not None
+    assert back.model_copy(update={"num_speculative_tokens_per_batch_size": None}) == EAGLE3
     assert "offered: num_speculative_tokens_per_batch_size [[1, 4, 3], [5, 4096, 0]]" in (
         status.message
     )
@@ -152,7 +157,7 @@ def test_the_offer_stops_at_max_num_seqs_and_is_not_made_when_nothing_is_above_t
     at_64 = limited.model_copy(update={"model": model})  # from the start: extraArgs is evidence
     status = _to_the_tail_failure(at_64, analyzing(at_64))
     assert status.schedule_offer is not None
-    assert status.schedule_offer.num_speculative_tokens_per_batch_size == [[1, 4, 3], [5, 64, 0]]
+    assert status.schedule_offer.schedule == [[1, 4, 3], [5, 64, 0]]
     model = limited.model.model_copy(update={"extra_args": ["--max-num-seqs", "4"]})
     capped = limited.model_copy(update={"model": model})
     assert _to_the_tail_failure(capped, analyzing(capped)).schedule_offer is None
@@ -161,7 +166,7 @@ def test_the_offer_stops_at_max_num_seqs_and_is_not_made_when_nothing_is_above_t
 def _offer_at_the_tail(
     spec: SpecDecodeRolloutSpec,
     analysing: RolloutState,
-    offer: SpeculativeConfig,
+    offer: SpeculativeSetting,
     candidate_tpot: float,
 ) -> RolloutState:
     """The offer's analysis through stage 0 (passed) and six looks at stage 1, where its tail
@@ -277,7 +282,7 @@ def test_a_restart_of_the_same_spec_keeps_analysing_the_offer_and_the_spec_can_a
     assert [stage.name for stage in restarted.stages] == ["acceptance-2", "tail-latency-2"]
     assert restarted.candidate_speculative == offer and restarted.analysed_for is not None
     # The offer written into Git: adopted as the desired config, its analysis goes on.
-    adopted = spec.model_copy(update={"speculative": offer})
+    adopted = spec.model_copy(update={"speculative": config_of(offer)})
     decision = run(adopted, failed, shadows_ready(candidate=offer), 200)
     assert [event.reason for event in decision.events] == ["ShadowsReady"]  # no restart
     assert decision.status.analysed_for is None
@@ -289,9 +294,9 @@ def test_no_offer_under_mirror_traffic_or_when_production_runs_it_already() -> N
     spec = _spec(SCHEDULED_RELEASE)
     plan = plan_of(spec)
     entries = schedule_offer(plan, EAGLE3.num_speculative_tokens, False, found)
-    offer = offered_config(EAGLE3, entries, None)
+    offer = offered_config(setting_of(EAGLE3), entries, None)
     assert offer is not None
-    assert offered_config(EAGLE3, entries, offer.fingerprint()) is None
+    assert offered_config(setting_of(EAGLE3), entries, offer.fingerprint()) is None
     mirror = spec.analysis.model_copy(
         update={
             "traffic": spec.analysis.traffic.model_copy(update={"source": TrafficSourceType.MIRROR})
@@ -321,7 +326,9 @@ def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> No
     scheduled = EAGLE3.model_copy(
         update={"num_speculative_tokens_per_batch_size": [[1, 32, 0], [33, 4096, 3]]}
     )
-    stage = stage_context(_spec(SCHEDULED_RELEASE), 1, scheduled)  # concurrency 32: k = 0
+    stage = stage_context(
+        _spec(SCHEDULED_RELEASE), 1, setting_of(scheduled)
+    )  # concurrency 32: k = 0
     gain = GateSpec(name="gain", type=GateType.SPEEDUP)
     no_loss = GateSpec(name="no-loss", type=GateType.SPEEDUP, min_speedup=0.9)
     skipped = certify(gain, stage)
@@ -330,7 +337,7 @@ def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> No
         skipped.reason or ""
     )
     assert certify(no_loss, stage).certifies
-    assert certify(gain, stage_context(_spec(SCHEDULED_RELEASE), 1, EAGLE3)).certifies
+    assert certify(gain, stage_context(_spec(SCHEDULED_RELEASE), 1, setting_of(EAGLE3))).certifies
 
 
 @pytest.mark.parametrize(
@@ -347,7 +354,7 @@ def test_a_gain_is_asked_wherever_a_stage_may_still_speculate(schedule: list[lis
     closed loop's batches fall below it, so k > 0 (or an unknown k) anywhere in 1..32 is
     measured there and the gate asking a gain is judged."""
     scheduled = EAGLE3.model_copy(update={"num_speculative_tokens_per_batch_size": schedule})
-    stage = stage_context(_spec(SCHEDULED_RELEASE), 1, scheduled)  # concurrency 32
+    stage = stage_context(_spec(SCHEDULED_RELEASE), 1, setting_of(scheduled))  # concurrency 32
     gain = GateSpec(name="gain", type=GateType.SPEEDUP)
     assert certify(gain, stage).certifies
 
@@ -361,7 +368,7 @@ def test_a_request_rate_stage_always_judges_the_gain() -> None:
     spec = _spec(SCHEDULED_RELEASE).model_copy(
         update={"analysis": _spec().analysis.model_copy(update={"stages": stages})}
     )
-    stage = stage_context(spec, 0, off_to_4096)
+    stage = stage_context(spec, 0, setting_of(off_to_4096))
     assert certify(GateSpec(name="g", type=GateType.SPEEDUP), stage).certifies
 
 
@@ -392,7 +399,7 @@ def test_adopting_the_offer_in_the_same_edit_as_a_gate_still_restarts_the_analys
     stages[1] = stages[1].model_copy(update={"gates": loosened})
     edited = spec.model_copy(
         update={
-            "speculative": offer,
+            "speculative": config_of(offer),
             "analysis": spec.analysis.model_copy(update={"stages": stages}),
         }
     )
@@ -402,7 +409,7 @@ def test_adopting_the_offer_in_the_same_edit_as_a_gate_still_restarts_the_analys
     assert decision.status.analysed_for is None
     assert decision.status.candidate_fingerprint == fingerprint_of(offer)
     # adopting the offer alone goes on analysing it, with no restart
-    adopted = spec.model_copy(update={"speculative": offer})
+    adopted = spec.model_copy(update={"speculative": config_of(offer)})
     quiet = run(adopted, status, shadows_ready(candidate=offer, stage=at_line), 397)
     assert "EvidenceChanged" not in [event.reason for event in quiet.events]
     assert quiet.status.analysed_for is None

@@ -14,6 +14,7 @@ from domain_fixtures import (
     status_in,
 )
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase
 from specdecode.domain.decision import EventType
 from specdecode.domain.observations import Observations
@@ -96,7 +97,7 @@ def test_promote_mid_analysis_says_it_overrides_the_gates() -> None:
     decision = run(SPEC, status_in(SPEC, "Analyzing"), shadows_ready(action="promote"), 1)
     event = decision.events[0]
     assert "overrides the gates" in event.message
-    assert decision.children.production == EAGLE3
+    assert decision.children.production == setting_of(EAGLE3)
     assert decision.children.shadows is False
 
 

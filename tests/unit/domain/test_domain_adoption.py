@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from domain_fixtures import EAGLE3, NGRAM, make_spec, observe, ready, run, shadows_ready, status_in
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.adoption import PromotionSpec, PromotionStrategy, WorkloadRef
+from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig, fingerprint_of
 from specdecode.domain.decision import Decision
 from specdecode.domain.observations import ChildRole, ChildState
@@ -39,10 +41,10 @@ def source(
     return SourceObservation(
         "Deployment/chat",
         state=ready(config),
-        speculative=config,
+        speculative=setting_of(config),
         template_hash=template,
         dropped_labels=("app",),
-        args=args,
+        base_args=tuple(without_speculative(args)),  # as `observe_source` leaves them
     )
 
 
@@ -73,9 +75,9 @@ def analysing(spec: SpecDecodeRolloutSpec, src: SourceObservation) -> RolloutSta
 def test_the_stable_config_is_what_the_source_runs_so_the_baseline_copies_it() -> None:
     spec = adopted_spec()
     decision = step(spec, RolloutState(), source(NGRAM))
-    assert decision.status.stable_speculative == NGRAM
-    assert decision.children.baseline == NGRAM
-    assert decision.children.candidate == EAGLE3
+    assert decision.status.stable_speculative == setting_of(NGRAM)
+    assert decision.children.baseline == setting_of(NGRAM)
+    assert decision.children.candidate == setting_of(EAGLE3)
     assert decision.status.workload is not None
     assert decision.status.workload.dropped_labels == ["app"]
 
@@ -142,7 +144,7 @@ def test_the_source_running_the_passed_config_is_promoted_and_verified() -> None
     decision = step(spec, status, source(EAGLE3, template="t2"), 20)
     final = decision.status
     assert final.phase is Phase.PROMOTED
-    assert final.stable_speculative == EAGLE3
+    assert final.stable_speculative == setting_of(EAGLE3)
     verified = [c for c in final.conditions if c.type == "Verified"]
     assert len(verified) == 1 and verified[0].status.value == "True"
     assert "Deployment/chat runs eagle3" in verified[0].message
@@ -168,9 +170,9 @@ def test_under_patch_the_deadline_runs_only_once_the_patch_is_in_the_template() 
     rolling = SourceObservation(
         "Deployment/chat",
         state=ChildState(exists=True, config_fingerprint=EAGLE3.fingerprint(), desired_replicas=1),
-        speculative=EAGLE3,
+        speculative=setting_of(EAGLE3),
         template_hash="t2",
-        args=ARGS,
+        base_args=ARGS,
     )
     late = step(spec, status, rolling, 700)  # patched, its pods never Ready: the deadline
     assert late.status.phase is Phase.ROLLED_BACK
@@ -203,10 +205,12 @@ def test_under_patch_an_abort_keeps_the_stable_config_the_source_must_return_to(
     assert later.status.stable_speculative is None  # not taken from our own apply
     gitops = adopted_spec()
     followed = step(gitops, aborted.status, rolling, 30)
-    assert followed.status.stable_speculative == EAGLE3  # GitOps: whatever the owner runs
+    assert followed.status.stable_speculative == setting_of(
+        EAGLE3
+    )  # GitOps: whatever the owner runs
     # our apply withdrawn, the owner then runs ngram by hand: that is production now
     owners = replace(source(NGRAM, template="t3"), promotion_applied=False)
-    assert step(spec, later.status, owners, 40).status.stable_speculative == NGRAM
+    assert step(spec, later.status, owners, 40).status.stable_speculative == setting_of(NGRAM)
 
 
 def test_deploying_waits_for_an_unjudgeable_source_without_a_deadline() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, status_in, timed_event
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.guard import DriftAction, GuardSpec
 from specdecode.api.status import ConditionStatus
@@ -37,7 +38,7 @@ def _blocks(alpha: float, count: int = 10, spread: float = 0.01) -> tuple[Accept
 def _promoted(spec: SpecDecodeRolloutSpec) -> RolloutState:
     """Promoted at t=0 from plain decoding (the fixture's analysis gates minAlpha 0.55)."""
     status = status_in(spec, "Promoted")
-    assert status.phase is Phase.PROMOTED and status.stable_speculative == EAGLE3
+    assert status.phase is Phase.PROMOTED and status.stable_speculative == setting_of(EAGLE3)
     return run(spec, status, observe(production=ready(EAGLE3)), 1).status  # settled
 
 
@@ -59,7 +60,7 @@ def test_a_drift_is_a_condition_and_one_warning_event_and_production_keeps_its_c
     observed = ProductionAcceptance(at(FIRST_LOOK), _blocks(0.3))
     decision = _look(spec, status, FIRST_LOOK, observed)
     assert decision.status.phase is Phase.PROMOTED
-    assert decision.children.production == EAGLE3
+    assert decision.children.production == setting_of(EAGLE3)
     drift = decision.status.drift
     assert drift is not None and drift.threshold == 0.55 and drift.upper_bound < 0.55
     assert [(e.reason, e.type) for e in decision.events] == [("Drifted", EventType.WARNING)]
@@ -142,7 +143,7 @@ def test_a_promotion_remembers_the_config_it_replaced() -> None:
     status = _promoted(_spec()).model_copy(update={"candidate_speculative": None})
     after = promoted(status, at(5), "Promoted", "production runs plain decoding").status
     assert after.stable_speculative is None
-    assert after.previous_stable_speculative == EAGLE3
+    assert after.previous_stable_speculative == setting_of(EAGLE3)
 
 
 def test_switching_to_rollback_while_drifted_rolls_back_at_the_next_drifted_look() -> None:
@@ -161,10 +162,12 @@ def test_a_drift_of_the_config_that_was_there_before_is_reported_not_rolled_back
     """Git reverted to the config before the promotion (UpToDate), then it drifted: there is
     nothing earlier to return to, so Rollback only reports (no RolledBack to itself)."""
     spec = _spec(on_drift=DriftAction.ROLLBACK)
-    status = _promoted(spec).model_copy(update={"previous_stable_speculative": EAGLE3})
+    status = _promoted(spec).model_copy(update={"previous_stable_speculative": setting_of(EAGLE3)})
     observed = ProductionAcceptance(at(FIRST_LOOK), _blocks(0.2))
     decision = _look(spec, status, FIRST_LOOK, observed)
-    assert decision.status.phase is Phase.PROMOTED and decision.children.production == EAGLE3
+    assert decision.status.phase is Phase.PROMOTED and decision.children.production == setting_of(
+        EAGLE3
+    )
     assert decision.status.drift is not None
     assert "no rollback" in decision.status.drift.message
 
@@ -190,11 +193,11 @@ def test_reanalyze_falls_back_to_plain_decoding_and_judges_the_config_again() ->
     decision = _look(spec, status, FIRST_LOOK, observed)
     final = decision.status
     assert final.phase is Phase.DEPLOYING
-    assert final.stable_speculative is None and final.candidate_speculative == EAGLE3
-    assert final.previous_stable_speculative == EAGLE3
+    assert final.stable_speculative is None and final.candidate_speculative == setting_of(EAGLE3)
+    assert final.previous_stable_speculative == setting_of(EAGLE3)
     assert final.drift is not None and "analysed again" in final.drift.message
     assert decision.children.production is None  # plain decoding meanwhile
-    assert (decision.children.baseline, decision.children.candidate) == (None, EAGLE3)
+    assert (decision.children.baseline, decision.children.candidate) == (None, setting_of(EAGLE3))
     assert [(e.reason, e.type) for e in decision.events][:1] == [("Drifted", EventType.WARNING)]
     assert "Reanalysis" in [e.reason for e in decision.events]
     # the analysis runs its stages; passing promotes the config again and clears the drift
@@ -214,7 +217,7 @@ def test_reanalyze_falls_back_to_plain_decoding_and_judges_the_config_again() ->
         FIRST_LOOK + 20,
     ).status
     again = run(spec, passed, observe(production=ready(EAGLE3)), FIRST_LOOK + 30).status
-    assert again.phase is Phase.PROMOTED and again.stable_speculative == EAGLE3
+    assert again.phase is Phase.PROMOTED and again.stable_speculative == setting_of(EAGLE3)
     assert again.drift is None
     # it drifts again after the re-analysis promoted it: off for good, no cycle
     next_look = FIRST_LOOK + 30 + 300

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from domain_fixtures import EAGLE3, at, make_spec, observe, ready, run, status_in
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, SpecDecodeRolloutSpec
 from specdecode.api.gate_spec import GateType
 from specdecode.api.guard import DriftAction, DriftKind, GuardSpec
@@ -85,7 +86,9 @@ def test_a_tail_past_the_line_is_a_latency_drift_with_its_figures_and_one_warnin
     status = _promoted(spec)
     latency = ProductionLatency(at(FIRST_LOOK), _tails(0.05))
     decision = _look(spec, status, FIRST_LOOK, latency)
-    assert decision.status.phase is Phase.PROMOTED and decision.children.production == EAGLE3
+    assert decision.status.phase is Phase.PROMOTED and decision.children.production == setting_of(
+        EAGLE3
+    )
     drift = decision.status.drift
     assert drift is not None and drift.kind is DriftKind.LATENCY
     assert drift.edge_seconds == 0.05 and drift.reference_seconds == CANDIDATE_P99

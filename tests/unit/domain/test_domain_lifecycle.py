@@ -21,6 +21,7 @@ from domain_fixtures import (
 )
 from pydantic import Field
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, StagePhase
 from specdecode.api.analysis import AnalysisSpec
 from specdecode.api.speculative import fingerprint_of
@@ -43,7 +44,8 @@ def test_first_reconcile_starts_an_analysis_with_production_on_stable() -> None:
     assert [stage.phase for stage in status.stages] == [StagePhase.PENDING] * 2
     assert [event.reason for event in decision.events] == ["AnalysisStarted"]
     children = decision.children
-    assert (children.production, children.baseline, children.candidate) == (None, None, EAGLE3)
+    wanted = (None, None, setting_of(EAGLE3))
+    assert (children.production, children.baseline, children.candidate) == wanted
     assert children.shadows is True
 
 
@@ -88,7 +90,7 @@ def test_mid_analysis_edit_restarts_cleanly() -> None:
     assert new.candidate_fingerprint == NGRAM.fingerprint()
     assert new.analysis_started_at == at(50)
     assert all(stage.phase is StagePhase.PENDING for stage in new.stages)
-    assert decision.children.candidate == NGRAM
+    assert decision.children.candidate == setting_of(NGRAM)
     assert decision.traffic is None
 
 
@@ -182,26 +184,26 @@ def test_git_revert_to_stable_after_rollback_is_promoted() -> None:
 
 def test_new_desired_after_promotion_starts_against_the_new_stable() -> None:
     status = status_in(SPEC, "Promoted")
-    assert status.stable_speculative == EAGLE3
+    assert status.stable_speculative == setting_of(EAGLE3)
     decision = run(make_spec(speculative=NGRAM), status, observe(production=ready(EAGLE3)), 100)
     assert decision.status.phase is Phase.DEPLOYING
-    assert decision.children.baseline == EAGLE3
-    assert decision.children.production == EAGLE3
-    assert decision.children.candidate == NGRAM
+    assert decision.children.baseline == setting_of(EAGLE3)
+    assert decision.children.production == setting_of(EAGLE3)
+    assert decision.children.candidate == setting_of(NGRAM)
 
 
 def test_promotion_makes_the_candidate_stable() -> None:
     decision = run(SPEC, status_in(SPEC, "Promoting"), observe(production=ready(EAGLE3)), 30)
     status = decision.status
-    assert status.stable_speculative == EAGLE3
+    assert status.stable_speculative == setting_of(EAGLE3)
     assert status.stable_fingerprint == fingerprint_of(EAGLE3)
     assert status.verdict == "Promoted"
-    assert decision.children.production == EAGLE3
+    assert decision.children.production == setting_of(EAGLE3)
 
 
 def test_promoting_renders_production_with_the_candidate_and_no_shadows() -> None:
     decision = run(SPEC, status_in(SPEC, "Promoting"), observe(production=pending()), 1)
-    assert decision.children.production == EAGLE3
+    assert decision.children.production == setting_of(EAGLE3)
     assert decision.children.shadows is False
 
 

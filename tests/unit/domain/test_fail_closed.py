@@ -22,6 +22,7 @@ from domain_fixtures import (
     stage_obs,
 )
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import (
     EngineSpec,
     GateSpec,
@@ -175,9 +176,9 @@ def test_speculation_turned_off_through_git_is_judged_by_the_default_stages() ->
     spec = make_spec(speculative=None, stages=default_stages())
     promoted = RolloutState(
         phase=Phase.PROMOTED,
-        stable_speculative=EAGLE3,
+        stable_speculative=setting_of(EAGLE3),
         stable_fingerprint=fingerprint_of(EAGLE3),
-        candidate_speculative=EAGLE3,
+        candidate_speculative=setting_of(EAGLE3),
         candidate_fingerprint=fingerprint_of(EAGLE3),
     )
     status = run(spec, promoted, observe(production=ready(EAGLE3)), 0).status

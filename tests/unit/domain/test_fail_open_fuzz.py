@@ -61,13 +61,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import Phase as Phase_
 from hypothesis import strategies as st
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import (
     GateSpec,
     GateType,
     GateVerdict,
     Phase,
     SpecDecodeRolloutSpec,
-    SpeculativeConfig,
     StagePhase,
     StageSpec,
 )
@@ -77,6 +77,7 @@ from specdecode.api.speculative import NO_SPECULATION, fingerprint_of
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import ChildRole, Observations
 from specdecode.domain.rollout_state import RolloutState
+from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord
 from specdecode.reconciler.analysis_boundary import plan_of
 
@@ -129,11 +130,11 @@ CANNOT_FAIL: dict[str, Callable[[float], bool]] = {
 # ---------------------------------------------------------------- the oracle
 
 
-def speculation_off(candidate: SpeculativeConfig | None, stage: StageSpec) -> bool:
+def speculation_off(candidate: SpeculativeSetting | None, stage: StageSpec) -> bool:
     """The candidate's per-batch-size schedule gives k = 0 at every batch size from 1 to the
     stage's concurrency (a closed loop's batches dip below it; a batch size in no range has
     no documented k, so it counts as speculating)."""
-    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
+    schedule = None if candidate is None else candidate.schedule
     if not schedule or stage.concurrency is None:
         return False
     k_at = {b: k for low, high, k in schedule for b in range(low, min(high, 4096) + 1)}
@@ -144,10 +145,10 @@ def kernel(
     spec: SpecDecodeRolloutSpec,
     gate: GateSpec,
     stage: StageSpec,
-    candidate: SpeculativeConfig | None,
+    candidate: SpeculativeSetting | None,
 ) -> Certification:
     """The certification kernel's answer (`api.certify`): the oracle's first word."""
-    schedule = None if candidate is None else candidate.num_speculative_tokens_per_batch_size
+    schedule = None if candidate is None else candidate.schedule
     method = spec.speculative.method.value if spec.speculative is not None else None
     context = StageContext(evidence_row(spec.analysis.traffic), method, stage.concurrency, schedule)
     return certify(gate, context)
@@ -157,7 +158,7 @@ def documented_certifies(
     spec: SpecDecodeRolloutSpec,
     gate: GateSpec,
     stage: StageSpec,
-    candidate: SpeculativeConfig | None,
+    candidate: SpeculativeSetting | None,
 ) -> bool:
     """The API's documented meaning, written out: a cross-check, so a kernel that drops a
     gate it should certify (a clause broken inside it) is caught too."""
@@ -173,7 +174,7 @@ def documented_certifies(
 
 
 def enforced_gates(
-    spec: SpecDecodeRolloutSpec, stage: StageSpec, candidate: SpeculativeConfig | None
+    spec: SpecDecodeRolloutSpec, stage: StageSpec, candidate: SpeculativeSetting | None
 ) -> list[GateSpec]:
     """The gates whose pass a stage's pass rests on: the kernel's, and any the documented
     meaning adds."""
@@ -356,9 +357,9 @@ def starting_status(spec: SpecDecodeRolloutSpec) -> RolloutState:
         return RolloutState()
     return RolloutState(
         phase=Phase.PROMOTED,
-        stable_speculative=STABLE_NGRAM,
+        stable_speculative=setting_of(STABLE_NGRAM),
         stable_fingerprint=fingerprint_of(STABLE_NGRAM),
-        candidate_speculative=STABLE_NGRAM,
+        candidate_speculative=setting_of(STABLE_NGRAM),
         candidate_fingerprint=fingerprint_of(STABLE_NGRAM),
     )
 

@@ -14,7 +14,9 @@ import pytest
 
 from specdecode.adapters.kube.findings import Found
 from specdecode.adapters.process_caches import WriteEcho
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import Phase, SpecDecodeRolloutSpec
+from specdecode.api.engine_args import without_speculative
 from specdecode.api.speculative import SpeculativeConfig
 from specdecode.domain.observations import ChildState
 from specdecode.domain.rollout_state import RolloutState
@@ -75,8 +77,8 @@ def run(
     observed = SourceObservation(
         "Deployment/chat",
         state=ChildState(exists=True),
-        speculative=runs,
-        args=args,
+        speculative=setting_of(runs),
+        base_args=tuple(without_speculative(args)),  # as `observe_source` leaves them
         promotion_applied=owned,
     )
     source = Source(observed, {}, generation=generation)
@@ -88,9 +90,9 @@ def run(
 def status(phase: Phase, stable: SpeculativeConfig | None = None) -> RolloutState:
     return RolloutState(
         phase=phase,
-        candidate_speculative=EAGLE3,
+        candidate_speculative=setting_of(EAGLE3),
         candidate_fingerprint=EAGLE3.fingerprint(),
-        stable_speculative=stable,
+        stable_speculative=setting_of(stable),
         stable_fingerprint="none" if stable is None else stable.fingerprint(),
     )
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import SpecDecodeRollout, SpecDecodeRolloutSpec
 from specdecode.api.speculative import SpeculativeConfig, SpeculativeMethod
 from specdecode.domain.decision import DesiredChildren
@@ -56,25 +57,34 @@ def cases() -> list[RenderCase]:
             "full-analysis",
             "llama-8b",
             full,
-            DesiredChildren(production=None, shadows=True, candidate=full.speculative),
+            DesiredChildren(production=None, shadows=True, candidate=setting_of(full.speculative)),
         ),
         RenderCase(
             "full-live-canary",
             "llama-8b",
             full,
             DesiredChildren(
-                production=None, shadows=True, candidate=full.speculative, live_canary=True
+                production=None,
+                shadows=True,
+                candidate=setting_of(full.speculative),
+                live_canary=True,
             ),
         ),
         RenderCase(
-            "simulator-promoted", "llama-8b", sim, DesiredChildren(production=sim.speculative)
+            "simulator-promoted",
+            "llama-8b",
+            sim,
+            DesiredChildren(production=setting_of(sim.speculative)),
         ),
         RenderCase(
             "draft-tp4-three-replicas-analysis",
             "llama-70b-draft",
             draft_multi,
             DesiredChildren(
-                production=ngram, shadows=True, baseline=ngram, candidate=draft.speculative
+                production=setting_of(ngram),
+                shadows=True,
+                baseline=setting_of(ngram),
+                candidate=setting_of(draft.speculative),
             ),
         ),
     ]

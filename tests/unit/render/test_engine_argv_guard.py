@@ -16,6 +16,7 @@ from vllm_argv_oracle import destinations, recorded
 
 from specdecode.adapters.engine_argv_guard import UnsafeEngineArgs, container_args
 from specdecode.adapters.render import render_children
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.engine_flag_classes import FlagClass
 from specdecode.api.engine_flag_table import TABLES
@@ -53,8 +54,8 @@ def deployments(spec: SpecDecodeRolloutSpec, desired: DesiredChildren) -> dict[s
     }
 
 
-ANALYSIS = DesiredChildren(production=None, shadows=True, candidate=CONFIG)
-PROMOTED = DesiredChildren(production=CONFIG)
+ANALYSIS = DesiredChildren(production=None, shadows=True, candidate=setting_of(CONFIG))
+PROMOTED = DesiredChildren(production=setting_of(CONFIG))
 
 
 @pytest.mark.parametrize(

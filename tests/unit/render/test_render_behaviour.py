@@ -19,13 +19,14 @@ from specdecode.adapters.render import (
     render_children,
     template_environment,
 )
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import DesiredChildren
 
 pytestmark = pytest.mark.unit
 
 FULL = example_spec("examples/specdecode-rollout.yaml")
-ANALYSIS = DesiredChildren(production=None, shadows=True, candidate=FULL.speculative)
+ANALYSIS = DesiredChildren(production=None, shadows=True, candidate=setting_of(FULL.speculative))
 
 
 def render(
@@ -140,7 +141,10 @@ def test_deployment_selectors_are_stable_and_match_their_pods() -> None:
 @pytest.mark.parametrize("live_canary", [False, True])
 def test_production_service_takes_candidate_pods_only_in_a_live_canary(live_canary: bool) -> None:
     desired = DesiredChildren(
-        production=None, shadows=True, candidate=FULL.speculative, live_canary=live_canary
+        production=None,
+        shadows=True,
+        candidate=setting_of(FULL.speculative),
+        live_canary=live_canary,
     )
     children = render(desired)
     selector = children[("Service", "llama-8b")]["spec"]["selector"]
@@ -159,7 +163,9 @@ def test_production_service_takes_candidate_pods_only_in_a_live_canary(live_cana
 
 def test_changed_config_changes_the_pod_template() -> None:
     before = render(DesiredChildren(production=None))[("Deployment", "llama-8b")]
-    after = render(DesiredChildren(production=FULL.speculative))[("Deployment", "llama-8b")]
+    after = render(DesiredChildren(production=setting_of(FULL.speculative)))[
+        ("Deployment", "llama-8b")
+    ]
     assert FULL.speculative is not None
     labels = after["spec"]["template"]["metadata"]["labels"]
     assert labels[CONFIG_LABEL] == FULL.speculative.fingerprint()

@@ -11,6 +11,7 @@ import pytest
 from render_cases import UID, example_spec
 
 from specdecode.adapters.render import render_children
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.domain.decision import DesiredChildren
 
 pytestmark = pytest.mark.unit
@@ -20,7 +21,9 @@ FULL = example_spec("examples/specdecode-rollout.yaml")
 
 @pytest.mark.parametrize("shadows", [True, False])
 def test_every_engine_pod_is_hardened(shadows: bool) -> None:
-    desired = DesiredChildren(production=None, shadows=shadows, candidate=FULL.speculative)
+    desired = DesiredChildren(
+        production=None, shadows=shadows, candidate=setting_of(FULL.speculative)
+    )
     deployments = [
         o
         for o in render_children("llama", "team-a", UID, FULL, desired)

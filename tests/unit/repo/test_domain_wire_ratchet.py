@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 CONTRACT = "The domain imports no api (the wire schema)"
 
 # The imports left to convert. Lower it when you convert a module; never raise it.
-MAX_DOMAIN_WIRE_IMPORTS = 22
+MAX_DOMAIN_WIRE_IMPORTS = 12
 
 # One module of the domain, one module of the api (not the package, whose __init__
 # re-exports every name): no wildcard.
@@ -84,6 +84,10 @@ CONVERTED = (
     "specdecode.domain.evidence",
     "specdecode.domain.invalid",
     "specdecode.domain.stage_state",
+    "specdecode.domain.rollout_state",
+    "specdecode.domain.decision",
+    "specdecode.domain.source ",  # the module alone: source_spec is not converted yet
+    "specdecode.domain.speculative_setting",
 )
 
 
