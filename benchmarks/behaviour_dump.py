@@ -50,6 +50,7 @@ from specdecode.domain.observations import ChildRole
 from specdecode.reconciler import load_sync, promotion_patch, workload
 from specdecode.reconciler.reconcile import RolloutRead, reconcile
 from specdecode.reconciler.runtime import Runtime
+from specdecode.reconciler.status_boundary import status_of
 
 STEPS = 24  # Deploying, the looks 15 s apart through both stages, the promotion and after
 SERIALIZE: Callable[[Any], Any] = ApiClient().sanitize_for_serialization
@@ -152,8 +153,9 @@ class World:
             self.kube.add_uncached(*rollout.in_the_way)
         self.cluster.indexes["routes"][ref().namespace].append(http_route("llm"))
         if rollout.promoted_drifting:
-            status = promoted(self.clock.now()).model_copy(update={"phase_since": promoted_at})
-            self.kube.status = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+            state = promoted(self.clock.now()).model_copy(update={"phase_since": promoted_at})
+            wire = status_of(state)  # the test's helper builds the domain's state
+            self.kube.status = wire.model_dump(mode="json", by_alias=True, exclude_none=True)
             self.kube.current_version = "7"
         self.saved: list[tuple[Any, str, Any]] = []
         self._patch(secrets, "token_urlsafe", lambda size=None: "the-load-token")
