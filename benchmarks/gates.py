@@ -71,10 +71,11 @@ from domain_gatesim import (
 )
 from domain_replaced_rules import assumed_correlation_interval
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
 from specdecode.api.status import GateResult
 from specdecode.domain import clustered
-from specdecode.domain.gate_boundary import evaluate_gate, gate_params, pending_result
+from specdecode.domain.gate_boundary import evaluate_gate, pending_result
 from specdecode.domain.gate_measures import judge_at_least, judge_at_most
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.gates.registry import Look, measure_for
@@ -160,8 +161,9 @@ def run(
 ) -> dict[str, Outcome]:
     """One stage, all three rules on the same looks; stops when every rule has decided."""
     outcomes = {rule: Outcome() for rule in RULES}
-    previous: GateResult = pending_result(gate)
-    uncorrected_previous: GateResult = pending_result(gate)
+    params = gate_params(gate)
+    previous: GateResult = pending_result(params)
+    uncorrected_previous: GateResult = pending_result(params)
     measured = 0.0
     for at in LOOKS:
         source.advance(at - measured)
@@ -175,19 +177,17 @@ def run(
         if outcomes["today"].verdict is None:
             verdicts["today"] = today(seen)[0]
         if outcomes["new"].verdict is None:
-            previous = evaluate_gate(gate, seen, previous, T0, plan)
+            previous = evaluate_gate(params, seen, previous, T0, plan)
             verdicts["new"] = previous.verdict
         if gate.type is not GateType.TAIL_LATENCY:
             outcomes["no-HAC"] = outcomes["new"]  # nothing block-based to correct
         elif outcomes["no-HAC"].verdict is None:
             with independent_blocks():
-                uncorrected = evaluate_gate(gate, seen, uncorrected_previous, T0, plan)
+                uncorrected = evaluate_gate(params, seen, uncorrected_previous, T0, plan)
             uncorrected_previous = uncorrected
             verdicts["no-HAC"] = uncorrected.verdict
         if at >= MAX_SECONDS and outcomes["fixed"].verdict is None:
-            fixed = measure_for(gate.type).measure(
-                gate_params(gate), seen, Look(ERROR, mirror=mirror)
-            )
+            fixed = measure_for(gate.type).measure(params, seen, Look(ERROR, mirror=mirror))
             verdicts["fixed"] = fixed.verdict
         for rule, verdict in verdicts.items():
             decided = verdict is GateVerdict.FAILED or (

@@ -13,8 +13,8 @@ from datetime import datetime
 
 import yaml
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_settings import RolloutSettings
 from specdecode.domain.rollout_state import ConditionRecord, RolloutState
 from specdecode.domain.source import SourceObservation
 from specdecode.domain.source_spec import in_force
@@ -41,16 +41,16 @@ _JUDGING = frozenset({Phase.ANALYZING, Phase.PAUSED})
 
 
 def judgeable_source(
-    spec: SpecDecodeRolloutSpec, source: SourceObservation | None
+    spec: RolloutSettings, source: SourceObservation | None
 ) -> SourceObservation | None:
     """The source when the rollout has one and it can be judged, else None."""
-    if spec.workload_ref is None or source is None or source.problem is not None:
+    if not spec.adopted or source is None or source.problem is not None:
         return None
     return source
 
 
 def sync_with_source(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     source: SourceObservation,
@@ -94,7 +94,7 @@ def sync_with_source(
 
 
 def restart_if_source_unjudgeable(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     source: SourceObservation | None,
@@ -103,7 +103,7 @@ def restart_if_source_unjudgeable(
     """A source that can no longer be judged (its image bumped past the rollout's, a
     Service now selecting a shadow...) during an analysis: the analysis restarts, its
     shadows go (the reconciler renders none), and it waits for the source in Deploying."""
-    if spec.workload_ref is None or source is None or source.problem is None:
+    if not spec.adopted or source is None or source.problem is None:
         return None
     if status.phase not in _JUDGING:
         return None
@@ -112,7 +112,7 @@ def restart_if_source_unjudgeable(
 
 
 def awaiting_owner(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     source: SourceObservation | None,
     now: datetime,
@@ -138,7 +138,7 @@ def awaiting_owner(
     return enter(status, Phase.PROMOTING, now, AWAITING_OWNER, message)
 
 
-def patched(spec: SpecDecodeRolloutSpec, status: RolloutState, observations: Observations) -> bool:
+def patched(spec: RolloutSettings, status: RolloutState, observations: Observations) -> bool:
     """Under Patch, whether the source's template already runs the candidate (our apply
     landed): production is then rolling to it, on the Owned promotion's deadline."""
     source = observations.source
@@ -172,13 +172,13 @@ _ENDED_WITHOUT_PROMOTION = frozenset({Phase.ROLLED_BACK, Phase.FAILED})
 
 
 def patch_write(
-    spec: SpecDecodeRolloutSpec, status: RolloutState, source: SourceObservation
+    strategy: PromotionStrategy, status: RolloutState, source: SourceObservation
 ) -> list[str] | None:
-    """Under Patch, the args the operator's apply must hold now, or None to write nothing:
-    the candidate's while Promoting and not yet in the template; after an analysis that did
-    not promote, the stable config's while the source still holds our apply (an empty
-    list: withdraw, nothing of the owner's was in args)."""
-    if spec.strategy is not PromotionStrategy.PATCH:
+    """Under Patch (`strategy`), the args the operator's apply must hold now, or None to
+    write nothing: the candidate's while Promoting and not yet in the template; after an
+    analysis that did not promote, the stable config's while the source still holds our
+    apply (an empty list: withdraw, nothing of the owner's was in args)."""
+    if strategy is not PromotionStrategy.PATCH:
         return None
     runs = fingerprint_of(source.speculative)
     if status.phase is Phase.PROMOTING and runs != status.candidate_fingerprint:
@@ -206,7 +206,7 @@ def owner_patch_files(source: str, namespace: str, patch: str) -> dict[str, str]
 
 
 def with_owner_view(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     source: SourceObservation | None,
     now: datetime,

@@ -13,10 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from specdecode.api.certify import Certification, StageContext, certify, evidence_row
-from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.analysis_plan import AnalysisPlan
+from specdecode.domain.certification import Certification
 from specdecode.domain.close_call import close_call_of
 from specdecode.domain.concurrency_verdict import (
     StageOutcome,
@@ -25,12 +23,11 @@ from specdecode.domain.concurrency_verdict import (
     offer_text,
     schedule_offer,
 )
-from specdecode.domain.gate_boundary import evaluate_gate, gate_params
-from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, UnsentLimit
-from specdecode.domain.gates import LookPlan, stage_needs
-from specdecode.domain.gates.registry import Need
+from specdecode.domain.gate_boundary import evaluate_gate
+from specdecode.domain.gates import LookPlan
 from specdecode.domain.load_status import LoadLook, load_status
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_settings import RolloutSettings, schedule_key
 from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord, StageRun
@@ -58,29 +55,27 @@ def _with_stage(status: RolloutState, index: int, stage: StageRun) -> RolloutSta
 
 
 def begin_stage(
-    spec: SpecDecodeRolloutSpec, status: RolloutState, index: int, now: datetime
+    spec: RolloutSettings, status: RolloutState, index: int, now: datetime
 ) -> RolloutState:
     """Start stage `index` now (keeping its count of earlier inconclusive runs)."""
     runs = status.stages[index].inconclusive_runs if index < len(status.stages) else 0
-    traffic = spec.analysis.traffic
-    evidence = evidence_of(traffic.server_side_mirror, traffic.splitter_mirror)
-    return _with_stage(status, index, start_stage(spec.analysis.stages[index], now, runs, evidence))
+    evidence = evidence_of(spec.server_side_mirror, spec.splitter_mirror)
+    return _with_stage(status, index, start_stage(spec.stages[index], now, runs, evidence))
 
 
 def analyze(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step:
     """One reconcile of the Analyzing phase."""
-    analysis = spec.analysis
     index = status.current_stage_index or 0
-    stage_spec = analysis.stages[index]
+    stage_spec = spec.stages[index]
     stage = status.stages[index]
     if not is_measuring(stage, now):
         return Step(status)
-    if evaluation_due(stage, analysis.interval_seconds, now):
+    if evaluation_due(stage, spec.interval_seconds, now):
         seen = observations.stage
         window = seen if seen is not None and seen.stage_name == stage_spec.name else None
         candidate = status.candidate_speculative
@@ -102,81 +97,51 @@ def analyze(
 
 
 def look_plan(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     index: int,
     measured: float,
     candidate: SpeculativeSetting | None = None,
 ) -> LookPlan:
     """What the gates' error spending and measures need to know about this look
     (`candidate`: the config under analysis, when its schedule is known)."""
-    analysis = spec.analysis
-    concurrency = analysis.stages[index].concurrency
+    concurrency = spec.stages[index].concurrency
     return LookPlan(
         measured_seconds=measured,
-        max_seconds=float(analysis.stages[index].max_duration_seconds),
-        runs=analysis.inconclusive_limit + 1,
-        method=spec.speculative.method if spec.speculative is not None else None,
-        mirror=analysis.traffic.server_side_mirror,  # the splitter's evidence is client-side
+        max_seconds=float(spec.stages[index].max_duration_seconds),
+        runs=spec.inconclusive_limit + 1,
+        method=spec.method,
+        mirror=spec.server_side_mirror,  # the splitter's evidence is client-side
         may_not_draft=candidate is not None and candidate.k_zero_possible_at(concurrency),
-        unsent=unsent_limit(analysis.traffic),
-    )
-
-
-def unsent_limit(traffic: TrafficSpec) -> UnsentLimit:
-    """How much of its offered load a side may miss: the splitter's shed share under
-    Mirror traffic (its settings), else the open-loop load clients' fixed share."""
-    if not traffic.splitter_mirror:
-        return LOAD_CLIENT_LIMIT
-    splitter = traffic.splitter_settings
-    return UnsentLimit(splitter.max_shed_fraction, splitter.max_in_flight)
-
-
-def stage_context(
-    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeSetting | None = None
-) -> StageContext:
-    """Stage `index` as the kernel (`api.certify`) reads it; `candidate`: the config under
-    analysis, whose per-batch-size schedule may leave a Speedup gate unjudged."""
-    schedule = None if candidate is None else candidate.schedule
-    return StageContext(
-        source=evidence_row(spec.analysis.traffic),
-        method=spec.speculative.method if spec.speculative is not None else None,
-        concurrency=spec.analysis.stages[index].concurrency,
-        schedule=schedule,
+        unsent=spec.unsent,
     )
 
 
 def certifications(
-    spec: SpecDecodeRolloutSpec, index: int, candidate: SpeculativeSetting | None = None
+    spec: RolloutSettings, index: int, candidate: SpeculativeSetting | None = None
 ) -> dict[str, Certification]:
-    """The kernel's answer for each gate of stage `index`, by gate name."""
-    context = stage_context(spec, index, candidate)
-    return {gate.name: certify(gate, context) for gate in spec.analysis.stages[index].gates}
-
-
-def observations_needed(spec: SpecDecodeRolloutSpec, index: int) -> frozenset[Need]:
-    """What the reconciler fetches for stage `index`: what its measured gates declare."""
-    kernel = certifications(spec, index)
-    gates = spec.analysis.stages[index].gates
-    return stage_needs(gate_params(gate) for gate in gates if kernel[gate.name].judged)
+    """The kernel's answer for each gate of stage `index`, by gate name, for `candidate`
+    (the config under analysis), as the boundary evaluated it."""
+    return spec.certifications(
+        index, None if candidate is None else schedule_key(candidate.schedule)
+    )
 
 
 def _judge(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     index: int,
     now: datetime,
     plan: AnalysisPlan,
 ) -> Step:
     """Apply the precedence in the module docstring to the stage's latest results."""
-    analysis = spec.analysis
-    stage_spec = analysis.stages[index]
+    stage_spec = spec.stages[index]
     stage = status.stages[index]
     kernel = certifications(spec, index, status.candidate_speculative)
     # A result whose gate the spec no longer has is held to a pass, as before (fail closed).
     absent = Certification(True, True, True, None)
     enforced = [gate for gate in stage.gates if kernel.get(gate.name, absent).may_fail]
     certifying = [gate for gate in stage.gates if kernel.get(gate.name, absent).certifies]
-    if analysis.manual:
+    if spec.manual:
         if min_duration_reached(stage_spec, stage, now):
             # A person decides: the message puts what the gates said in front of them,
             # failures first, so a Failed gate is never hidden behind "measured".
@@ -186,10 +151,10 @@ def _judge(
                 spec, status, index, now, f"measured (manual analysis, not gated): {said}"
             )
         return Step(status)
-    failed = [gate for gate in enforced if gate.failures > analysis.failure_limit]
+    failed = [gate for gate in enforced if gate.failures > spec.failure_limit]
     if failed:
         return _failed(spec, status, index, failed, now, plan)
-    erroring = [g for g in enforced if g.consecutive_errors > analysis.consecutive_error_limit]
+    erroring = [g for g in enforced if g.consecutive_errors > spec.consecutive_error_limit]
     if erroring:
         detail = "; ".join(
             f"{stage.name}/{gate.name}: {gate.consecutive_errors} errors in a row: {gate.reason}"
@@ -207,7 +172,7 @@ def _judge(
 
 
 def _failed(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     index: int,
     failed: list[GateRecord],
@@ -226,7 +191,7 @@ def _failed(
         scheduled = candidate.schedule is not None
         entries = schedule_offer(plan, candidate.num_speculative_tokens, scheduled, found)
     offer = offered_config(candidate, entries, status.stable_fingerprint)
-    analyse = offer is not None and spec.analysis.schedule_fallback is ScheduleFallback.ANALYZE
+    analyse = offer is not None and spec.schedule_fallback is ScheduleFallback.ANALYZE
     detail += lower_pass_text(found) + offer_text(None if offer is None else entries, analyse)
     ended = _with_stage(status, index, _finish(stage, StagePhase.FAILED, now, detail))
     if analyse:
@@ -307,7 +272,7 @@ def _finish(stage: StageRun, phase: StagePhase, now: datetime, message: str) -> 
 
 
 def _stage_succeeded(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     index: int,
     now: datetime,
@@ -317,27 +282,27 @@ def _stage_succeeded(
     stage = status.stages[index]
     status = _with_stage(status, index, _finish(stage, StagePhase.SUCCESSFUL, now, summary))
     message = f"stage {stage.name} Successful: {summary}"
-    stages = spec.analysis.stages
+    stages = spec.stages
     if index + 1 < len(stages):
         status = begin_stage(spec, status, index + 1, now)
         next_message = f"{message}; stage {stages[index + 1].name} started"
         return notify(status, "StageSucceeded", next_message)
-    if spec.analysis.manual or spec.analysis.pause_before_promotion:
-        why = "manual analysis" if spec.analysis.manual else "pauseBeforePromotion"
+    if spec.manual or spec.pause_before_promotion:
+        why = "manual analysis" if spec.manual else "pauseBeforePromotion"
         text = f"{message}; waiting for specdecode.io/action=promote ({why})"
         return enter(status, Phase.PAUSED, now, "AwaitingPromotion", text)
     return enter(status, Phase.PROMOTING, now, "GatesPassed", f"{message}; promoting")
 
 
 def _stage_inconclusive(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     index: int,
     now: datetime,
     why: str | None = None,
 ) -> Step:
     """The stage ran out of time undecided: re-run it, or roll back past the limit."""
-    stage_spec = spec.analysis.stages[index]
+    stage_spec = spec.stages[index]
     stage = status.stages[index]
     undecided = why or "; ".join(
         _undecided_summary(g) for g in stage.gates if g.verdict is not GateVerdict.SUCCESSFUL
@@ -347,7 +312,7 @@ def _stage_inconclusive(
         update={"inconclusive_runs": stage.inconclusive_runs + 1}
     )
     status = _with_stage(status, index, ended)
-    if inconclusive_stage_count(status.stages) > spec.analysis.inconclusive_limit:
+    if inconclusive_stage_count(status.stages) > spec.inconclusive_limit:
         return roll_back(status, now, "Inconclusive", detail)
     status = begin_stage(spec, status, index, now)
     return notify(status, "StageRestarted", f"{detail}; running it again", warning=True)

@@ -1,10 +1,10 @@
-"""Where the wire schema meets the gates: GateSpec in, the status' GateRecord out.
+"""Where the gates meet the status: GateParams in, the status' GateRecord out.
 
-Why one module: the gates and the statistics import nothing from `api`, so a second API
-version (docs/crd-versioning.md) changes the conversions here, not the measures. Both
-directions go by field name, from the one table each side already has: no field is copied
-by hand. The stage's bookkeeping (failures, inconclusives, errors in a row, the bounded
-look history) is status, so it lives here too. More: docs/internals.md.
+Why one module: the gates and the statistics know nothing of the status, so the record a
+look leaves goes by field name, from the one table each side already has: no field is
+copied by hand. The stage's bookkeeping (failures, inconclusives, errors in a row, the
+bounded look history) is status, so it lives here too. The wire side (GateSpec in, the
+kernel's answer) is `adapters.gate_boundary`'s. More: docs/internals.md.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from specdecode.api.certify import JUDGED, Certification
-from specdecode.api.gate_spec import GATE_KINDS, MIN_SAMPLES_DEFAULTS, GateSpec
+from specdecode.domain.certification import JUDGED, Certification
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates import LookPlan, error_at_look, measure
@@ -24,42 +23,13 @@ from specdecode.domain.observations import StageObservations
 from specdecode.domain.stage_state import GateLookRecord, GateRecord
 from specdecode.vocabulary import MAX_LOOKS_KEPT, GateVerdict
 
-# GateParams fields GateSpec does not have as such: computed from it by `_derived`.
-_DERIVED = frozenset({"methods", "default_min_samples", "settings"})
 
-
-def gate_params(gate: GateSpec) -> GateParams:
-    """The gate's parameters, by GateParams' field names, defaults applied."""
-    return GateParams(
-        **{
-            field.name: getattr(gate, field.name)
-            for field in fields(GateParams)
-            if field.name not in _DERIVED
-        },
-        **_derived(gate),
-    )
-
-
-def _setting(gate: GateSpec, name: str, default: object) -> object:
-    """A type-specific field as set, else its default; a float where the default is one."""
-    return gate.number(name) if isinstance(default, float) else gate.setting(name)
-
-
-def _derived(gate: GateSpec) -> dict[str, Any]:
-    own = GATE_KINDS[gate.type].settings
-    return {
-        "methods": tuple(str(method) for method in gate.methods or ()),
-        "default_min_samples": MIN_SAMPLES_DEFAULTS[gate.type],
-        "settings": tuple((name, _setting(gate, name, d)) for name, d in own.items()),
-    }
-
-
-def pending_result(gate: GateSpec) -> GateRecord:
+def pending_result(gate: GateParams) -> GateRecord:
     """A gate's result before its first look."""
-    return GateRecord(**_identity(gate_params(gate)), reason="not evaluated yet")
+    return GateRecord(**_identity(gate), reason="not evaluated yet")
 
 
-def look_error(gate: GateSpec, previous: GateRecord, plan: LookPlan) -> float:
+def look_error(gate: GateParams, previous: GateRecord, plan: LookPlan) -> float:
     """The one-sided error this look may spend, given the stage run's looks in status."""
     return error_at_look(
         gate.confidence,
@@ -70,7 +40,7 @@ def look_error(gate: GateSpec, previous: GateRecord, plan: LookPlan) -> float:
 
 
 def evaluate_gate(
-    gate: GateSpec,
+    params: GateParams,
     observations: StageObservations | None,
     previous: GateRecord | None,
     now: datetime,
@@ -79,11 +49,10 @@ def evaluate_gate(
 ) -> GateRecord:
     """Look once: measure, judge against the bound, update the counters and the history;
     a gate the kernel does not judge here (`api.certify`) keeps its result, with the reason."""
-    params = gate_params(gate)
-    before = previous if previous is not None else pending_result(gate)
+    before = previous if previous is not None else pending_result(params)
     if not certification.judged:
         return before.model_copy(update={"reason": certification.reason, "measured_at": now})
-    error = look_error(gate, before, plan)
+    error = look_error(params, before, plan)
     found = measure(params, observations, plan, error)
     history = _with_look(before, found, now, plan, error)
     if found.verdict is GateVerdict.ERROR:

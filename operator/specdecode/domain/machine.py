@@ -1,6 +1,6 @@
 """`decide`: the whole rollout logic as one pure function.
 
-    decide(spec, status, observations, now) -> Decision
+    decide(status, observations, now) -> Decision
 
 Why pure: status is computed, not accumulated, so deciding again gives the same output and
 a restarted operator picks up where the last stopped. Semantics follow Argo Rollouts.
@@ -13,7 +13,6 @@ from dataclasses import replace
 from datetime import datetime
 from functools import partial
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.domain.actions import apply_action
 from specdecode.domain.adoption import (
     judgeable_source,
@@ -36,6 +35,7 @@ from specdecode.domain.evidence import (
 )
 from specdecode.domain.observations import ChildRole, Observations
 from specdecode.domain.phases import ready_on_config, step_in_phase
+from specdecode.domain.rollout_settings import RolloutSettings
 from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.transitions import (
     ANALYSIS_PHASES,
@@ -48,17 +48,13 @@ from specdecode.speculative_document import fingerprint_of
 from specdecode.vocabulary import Phase
 
 
-def decide(
-    spec: SpecDecodeRolloutSpec,
-    status: RolloutState,
-    observations: Observations,
-    now: datetime,
-) -> Decision:
+def decide(status: RolloutState, observations: Observations, now: datetime) -> Decision:
     """The next status and the effects that make the world match it (see module docstring)."""
+    spec = observations.rollout_settings()
     plan = observations.analysis_plan()
     observations.guard_plan()  # refused before anything is decided when missing
     source = judgeable_source(spec, observations.source)
-    if spec.workload_ref is not None and source is None:  # shadows of it are no copies
+    if spec.adopted and source is None:  # shadows of it are no copies
         kept = {ChildRole.PRODUCTION: observations.child(ChildRole.PRODUCTION)}
         observations = replace(observations, children=kept)
     desired = plan.desired
@@ -95,7 +91,7 @@ def decide(
 
 
 def _react_to_spec(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     plan: AnalysisPlan,
     status: RolloutState,
     evidence: Parts,
@@ -117,7 +113,7 @@ def _react_to_spec(
         return analyse_desired_unless_stable(spec, desired, status, now, reason, message)
     if status.phase not in ANALYSIS_PHASES:
         return Step(status)
-    stage_names = [stage.name for stage in spec.analysis.stages]
+    stage_names = [stage.name for stage in spec.stages]
     if [s.name for s in status.stages] != stage_names:
         message = f"analysis stages changed to {', '.join(stage_names)}; analysis restarts"
         return start_analysis(spec, desired, status, now, "AnalysisRestarted", message)

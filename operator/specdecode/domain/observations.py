@@ -31,6 +31,7 @@ from specdecode.domain.sketch import Sketch
 if TYPE_CHECKING:  # the load pods import this module and must not need pydantic
     from specdecode.domain.guard_model import GuardPlan
     from specdecode.domain.latency_drift import ProductionLatency
+    from specdecode.domain.rollout_settings import RolloutSettings
     from specdecode.domain.source import SourceObservation
 
 __all__ = ["AcceptedMoments", "LatencyBlock"]  # defined with their field table
@@ -334,6 +335,9 @@ class Observations:
     # The spec's analysis as the domain reads it (`reconciler.analysis_boundary`); None: not
     # built (observations written by hand), which `decide` refuses (`analysis_plan`).
     plan: AnalysisPlan | None = None
+    # The spec as the decision reads it (`reconciler.rollout_boundary`); None: not built,
+    # which `decide` refuses (`rollout_settings`).
+    settings: RolloutSettings | None = None
 
     def analysis_plan(self) -> AnalysisPlan:
         """The spec's analysis as observe built it: no verdict, offer, evidence or shadow
@@ -348,6 +352,13 @@ class Observations:
         if self.guard is None:
             raise ValueError("observations without the guard's plan (observe builds it)")
         return self.guard
+
+    def rollout_settings(self) -> RolloutSettings:
+        """The spec as the decision reads it, as observe built it (an error if missing:
+        no phase is stepped on a default spec)."""
+        if self.settings is None:
+            raise ValueError("observations without the rollout's settings (observe builds them)")
+        return self.settings
 
     def child(self, role: ChildRole) -> ChildState:
         """The observed state of a child; absent means it does not exist."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.domain.apply_findings import (
     carry_findings,
     with_foreign_children,
@@ -27,6 +26,7 @@ from specdecode.domain.engine_version import VERSION_MISMATCH, RunningVersion, v
 from specdecode.domain.invalid import decide_invalid_spec
 from specdecode.domain.machine import decide
 from specdecode.domain.observations import Observations
+from specdecode.domain.rollout_settings import RolloutSettings
 from specdecode.domain.rollout_state import MirrorRecord, RolloutState
 from specdecode.domain.source_spec import UNAVAILABLE, decide_unresolved
 
@@ -45,12 +45,12 @@ class EngineScrape:
 
 @dataclass(frozen=True)
 class Seen:
-    """What one reconcile observed that its decision reads. Without a `spec` (invalid, or
-    not resolvable from the source `source_name`): `problem` says why."""
+    """What one reconcile observed that its decision reads (the spec as the decision reads
+    it is on the `observations`). Without them (a spec invalid, or not resolvable from the
+    source `source_name`): `problem` says why."""
 
     status: RolloutState
     generation: int
-    spec: SpecDecodeRolloutSpec | None = None
     observations: Observations | None = None
     problem: str | None = None
     source_name: str | None = None
@@ -63,17 +63,17 @@ class Seen:
 def decide_pass(seen: Seen, now: datetime) -> Decision:
     """The decision of one reconcile on what it saw."""
     old = seen.status
-    if seen.spec is None or seen.observations is None:
+    if seen.observations is None:
         problem = seen.problem or "the spec cannot be resolved"
         if seen.source_name is None:
             unreadable = decide_invalid_spec(old, problem, seen.generation, now)
         else:
             unreadable = decide_unresolved(old, seen.source_name, problem, seen.generation, now)
         return carry_findings(old, unreadable)
-    spec = seen.spec
-    decision = decide(spec, old, seen.observations, now)
+    spec = seen.observations.rollout_settings()
+    decision = decide(old, seen.observations, now)
     decision = with_mirror_status(seen.splitter_service, spec, decision)
-    expected = spec.engine.effective_vllm_version
+    expected = spec.vllm_version
     running = list(seen.running_versions)
     decision = decision.with_status(
         with_version_check(old, decision.status, expected, running, now)
@@ -97,16 +97,15 @@ def decide_pass(seen: Seen, now: datetime) -> Decision:
 
 
 def with_mirror_status(
-    splitter_service: str, spec: SpecDecodeRolloutSpec, decision: Decision
+    splitter_service: str, spec: RolloutSettings, decision: Decision
 ) -> Decision:
     """`decision` with `status.mirror` naming the splitter's Service (`splitter_service`,
     "name:port") and the route we write (None unless Mirror through the splitter): the one
     name a user who mirrors themselves (an adopted Deployment's owner) needs, read from
     the rollout rather than guessed."""
-    traffic = spec.analysis.traffic
     mirror = (
-        MirrorRecord(splitter_service=splitter_service, http_route=traffic.http_route)
-        if traffic.splitter_mirror
+        MirrorRecord(splitter_service=splitter_service, http_route=spec.http_route)
+        if spec.splitter_mirror
         else None
     )
     if decision.status.mirror == mirror:

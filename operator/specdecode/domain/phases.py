@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.domain.adoption import awaiting_owner, patched
 from specdecode.domain.analysis_plan import AnalysisPlan
 from specdecode.domain.analyzing import analyze, begin_stage
@@ -17,6 +16,7 @@ from specdecode.domain.conditions import production_unready_since
 from specdecode.domain.guard_model import Reaction
 from specdecode.domain.guarding import guard
 from specdecode.domain.observations import ChildRole, ChildState, Observations
+from specdecode.domain.rollout_settings import RolloutSettings
 from specdecode.domain.rollout_state import DriftRecord, RolloutState
 from specdecode.domain.transitions import (
     NO_STAGE_RUNNING,
@@ -34,7 +34,7 @@ from specdecode.vocabulary import Phase, PromotionStrategy
 
 # One phase's reconcile step on the observations; None: the Deployments it waits for are
 # not ready yet (`_waiting` applies the progress deadline).
-PhaseStep = Callable[[SpecDecodeRolloutSpec, RolloutState, Observations, datetime], Step | None]
+PhaseStep = Callable[[RolloutSettings, RolloutState, Observations, datetime], Step | None]
 
 
 def ready_on_config(child: ChildState, fingerprint: str | None) -> bool:
@@ -89,7 +89,7 @@ def _traffic_failed(status: RolloutState, error: str, now: datetime) -> Step:
 
 
 def _deploying(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -106,7 +106,7 @@ def _deploying(
         and ready_on_config(candidate, status.candidate_fingerprint)
     ):
         started = begin_stage(spec, status, 0, now)
-        first = spec.analysis.stages[0].name
+        first = spec.stages[0].name
         message = f"baseline and candidate ready; stage {first} started"
         return enter(started, Phase.ANALYZING, now, "ShadowsReady", message)
     if observations.source is not None and observations.source.problem is not None:
@@ -115,7 +115,7 @@ def _deploying(
 
 
 def _promoting(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -154,7 +154,7 @@ _WAITING: dict[Phase, tuple[PhaseStep, str, Callable[[Observations, int], str]]]
 
 
 def _waiting(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -164,7 +164,7 @@ def _waiting(
     step, reason, late = _WAITING[status.phase]
     if (stepped := step(spec, status, observations, now)) is not None:
         return stepped
-    deadline = spec.analysis.progress_deadline_seconds
+    deadline = spec.progress_deadline_seconds
     waited = 0.0 if status.phase_since is None else (now - status.phase_since).total_seconds()
     if waited > deadline:
         return roll_back(status, now, reason, late(observations, deadline))
@@ -172,7 +172,7 @@ def _waiting(
 
 
 def _steady(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -186,7 +186,7 @@ def _steady(
         return Step(status)
     if healthy:  # judged after promotion: production's acceptance (the drift guard)
         return guard_step(spec, status, observations, now)
-    grace = spec.analysis.progress_deadline_seconds
+    grace = spec.progress_deadline_seconds
     if (now - production_unready_since(status, now)).total_seconds() > grace:
         why = _why_not_ready(ChildRole.PRODUCTION, production)
         message = f"production not ready for more than {grace}s: {why}"
@@ -195,7 +195,7 @@ def _steady(
 
 
 def guard_step(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -234,7 +234,7 @@ def guard_step(
 
 
 def step_in_phase(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.domain.conditions import DEGRADED, compute_conditions
 from specdecode.domain.decision import Decision, DesiredChildren, Event, EventType
 from specdecode.domain.degraded import with_degraded
+from specdecode.domain.rollout_settings import RolloutSettings
 from specdecode.domain.rollout_state import RolloutState, WorkloadRecord
 from specdecode.domain.source import SourceFacts
 from specdecode.domain.transitions import NO_STAGE_RUNNING, Step, enter
@@ -67,14 +67,14 @@ def completion(
     )
 
 
-def in_force(spec: SpecDecodeRolloutSpec, source: str) -> WorkloadRecord:
+def in_force(spec: RolloutSettings, source: str) -> WorkloadRecord:
     """`status.workload` as the resolved spec has it: the source and the values in force."""
     return WorkloadRecord(
         source=source,
-        image=spec.engine.image,
-        model=spec.model.name,
-        served_model_name=spec.model.served_name,
-        vllm_version=spec.engine.effective_vllm_version,
+        image=spec.image,
+        model=spec.model_name,
+        served_model_name=spec.served_name,
+        vllm_version=spec.vllm_version,
     )
 
 

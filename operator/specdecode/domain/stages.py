@@ -10,19 +10,20 @@ its error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from specdecode.api.analysis import AnalysisSpec, StageSpec
 from specdecode.domain.gate_boundary import pending_result
+from specdecode.domain.rollout_settings import StageSettings
 from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.vocabulary import Evidence, StagePhase
 
 
-def fresh_stages(analysis: AnalysisSpec) -> list[StageRun]:
+def fresh_stages(stages: Sequence[StageSettings]) -> list[StageRun]:
     """Every stage Pending, with its gates Pending: the start of an analysis."""
     return [
         StageRun(name=stage.name, gates=[pending_result(gate) for gate in stage.gates])
-        for stage in analysis.stages
+        for stage in stages
     ]
 
 
@@ -38,7 +39,7 @@ def evidence_of(server_side_mirror: bool, splitter_mirror: bool) -> Evidence:
 
 
 def start_stage(
-    stage: StageSpec,
+    stage: StageSettings,
     now: datetime,
     inconclusive_runs: int = 0,
     evidence: Evidence | None = None,
@@ -72,12 +73,12 @@ def measured_seconds(stage: StageRun, now: datetime) -> float:
     return max(0.0, (now - stage.measure_from).total_seconds())
 
 
-def min_duration_reached(spec: StageSpec, stage: StageRun, now: datetime) -> bool:
+def min_duration_reached(spec: StageSettings, stage: StageRun, now: datetime) -> bool:
     """The stage has measured long enough for a Successful verdict to end it."""
     return measured_seconds(stage, now) >= spec.min_duration_seconds
 
 
-def max_duration_reached(spec: StageSpec, stage: StageRun, now: datetime) -> bool:
+def max_duration_reached(spec: StageSettings, stage: StageRun, now: datetime) -> bool:
     """The stage must end now; undecided gates make it Inconclusive."""
     return measured_seconds(stage, now) >= spec.max_duration_seconds
 
@@ -100,7 +101,7 @@ def evaluation_due(stage: StageRun, interval_seconds: int, now: datetime) -> boo
     return last is None or (now - last).total_seconds() >= interval_seconds
 
 
-def merge_gate_results(stage: StageSpec, results: list[GateRecord]) -> list[GateRecord]:
+def merge_gate_results(stage: StageSettings, results: list[GateRecord]) -> list[GateRecord]:
     """The stage's gates in spec order, keeping results of gates that still exist."""
     by_name = {result.name: result for result in results}
     return [by_name.get(gate.name) or pending_result(gate) for gate in stage.gates]

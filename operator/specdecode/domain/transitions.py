@@ -12,10 +12,10 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.domain.decision import Event, EventType
 from specdecode.domain.guard_model import GateFigure, GuardState
 from specdecode.domain.load_status import LoadLook
+from specdecode.domain.rollout_settings import RolloutSettings
 from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord
@@ -96,7 +96,7 @@ def roll_back(status: RolloutState, now: datetime, reason: str, message: str) ->
 
 
 def start_analysis(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     now: datetime,
@@ -125,7 +125,7 @@ def start_analysis(
         analysis_started_at=now,
         analysis_fingerprint=None,  # recorded at the end of the reconcile (`machine`)
         evidence=None,
-        stages=fresh_stages(spec.analysis),
+        stages=fresh_stages(spec.stages),
         **NO_STAGE_RUNNING,
         verdict=None,
         alpha=None,
@@ -178,7 +178,7 @@ def notify(status: RolloutState, reason: str, message: str, warning: bool = Fals
 
 
 def analyse_desired_unless_stable(
-    spec: SpecDecodeRolloutSpec,
+    spec: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     now: datetime,

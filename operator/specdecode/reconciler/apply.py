@@ -62,7 +62,7 @@ async def apply_decision(runtime: Runtime, snapshot: Snapshot, decision: Decisio
     two writes. If the status write is refused, the next reconcile re-applies them from
     the fresh copy (a no-op where they match).
     """
-    ref, spec, old = snapshot.ref, snapshot.seen.spec, snapshot.stored
+    ref, spec, old = snapshot.ref, snapshot.spec, snapshot.stored
     decision = with_stage_load(decision)
     new = status_of(decision.status)  # the wire's, from here on: writes, metrics, Events
     source = snapshot.source

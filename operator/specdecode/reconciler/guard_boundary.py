@@ -9,10 +9,10 @@ defaults, the config's fingerprint) stay written in `api`; the status' side is r
 
 from __future__ import annotations
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
-from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gates import Headline, headline_type
 from specdecode.domain.guard_model import GuardPlan
 

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from specdecode.adapters.frozen import frozen
+from specdecode.adapters.gate_boundary import observations_needed
 from specdecode.adapters.kube.children import observe_children
 from specdecode.adapters.kube.mirror_wanted import current_routes
 from specdecode.adapters.kube.rollouts import RolloutRead, RolloutRef, StaleRollout
@@ -28,7 +29,6 @@ from specdecode.adapters.workload_source import Source
 from specdecode.api import ACTION_ANNOTATION, SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.api.status import SpecDecodeRolloutStatus
 from specdecode.domain.analysis_plan import AnalysisPlan
-from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.effects import traffic_plan
 from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS
 from specdecode.domain.mirror_wanted import MirrorTraffic, mirror_route_problem, splitter_service
@@ -43,6 +43,7 @@ from specdecode.reconciler.engine_version import observe_engine_versions
 from specdecode.reconciler.guard import observe_production
 from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.load import LoadSeen, observe_load
+from specdecode.reconciler.rollout_boundary import settings_of
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.spec_boundary import views_of
 from specdecode.reconciler.splitter_reports import splitter_windows
@@ -68,6 +69,9 @@ class Snapshot:
     """The data of the rollout's promotion ConfigMap in the cluster (None: none of ours)."""
     mirror: MirrorTraffic | None = None
     """What the spec says of its mirrors (`spec_boundary`), which the apply steers."""
+    spec: SpecDecodeRolloutSpec | None = None
+    """The resolved spec (the wire's), for the apply and the renderers; None: invalid, or
+    not resolvable from its source (the decision reads it on `seen.observations`)."""
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> SpecDecodeRolloutStatus:
@@ -166,11 +170,11 @@ async def _read_cluster(
         source=None if source is None else source.observation,
         prompts_digest=load.prompts_digest,
         plan=analysis,
+        settings=settings_of(spec, status.candidate_speculative),
     )
     seen = Seen(
         status,
         ref.generation,
-        spec,
         observations,
         splitter_service=splitter_service(ref.name),
         running_versions=await observe_engine_versions(runtime, ref, spec),
@@ -178,7 +182,7 @@ async def _read_cluster(
         source_problem=None if source is None or source.judged else source.observation.problem,
     )
     files = await _promotion_files(runtime, ref, written.workload_ref is not None, status)
-    return Snapshot(ref, now, seen, stored, action, first, source, files, views.mirror)
+    return Snapshot(ref, now, seen, stored, action, first, source, files, views.mirror, spec)
 
 
 async def _promotion_files(

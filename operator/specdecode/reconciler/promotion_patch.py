@@ -60,7 +60,7 @@ async def patch_source(
     when none of the owner's were in args)."""
     if source is None or not source.judged:
         return
-    args = patch_write(spec, status, source.observation)
+    args = patch_write(spec.strategy, status, source.observation)
     if args is None:
         return
     ref = spec.workload_ref

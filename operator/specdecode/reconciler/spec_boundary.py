@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specdecode.adapters.gate_boundary import observations_needed
 from specdecode.api.rollout import SpecDecodeRolloutSpec
-from specdecode.domain.analyzing import observations_needed
 from specdecode.domain.gates.registry import Need
 from specdecode.domain.mirror_wanted import MirrorTraffic
 from specdecode.vocabulary import TrafficSourceType

@@ -9,6 +9,7 @@ methods, --max-num-seqs, the release's fields, the gates' defaults) stay written
 
 from __future__ import annotations
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api.analysis import FIXED_K_METHODS
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.speculative import SpeculativeConfig
@@ -16,7 +17,6 @@ from specdecode.api.tuning import SpecDecodeTuningSpec
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.tuning_status import BandWinner, SpecDecodeTuningStatus, TuningPhase
 from specdecode.api.vllm_versions import field_exists
-from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates import TuningFigure, tuning_type
 from specdecode.domain.tuning.measure import GATE_SETTINGS, MIN_BLOCKS

@@ -34,6 +34,7 @@ from specdecode.reconciler.analysis_boundary import plan_of
 from specdecode.reconciler.apply import WAKE_SLACK_SECONDS, RolloutRef, next_reconcile_in
 from specdecode.reconciler.engine_metrics import log_prometheus_reach, observe_engine_scrape
 from specdecode.reconciler.guard_boundary import guard_plan_of
+from specdecode.reconciler.rollout_boundary import settings_of
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.spec_boundary import stage_needs_of
 
@@ -80,13 +81,9 @@ async def _checked(runtime: Runtime, spec: SpecDecodeRolloutSpec, old: RolloutSt
     (`decide_pass`); the decision's own next look is set an hour away, so a wake found
     sooner is the scrape check's."""
     scrape = await observe_engine_scrape(runtime, REF, stage_needs_of(spec))
-    seen = Seen(
-        old,
-        1,
-        spec,
-        Observations(generation=1, plan=plan_of(spec), guard=guard_plan_of(spec)),
-        engine_scrape=scrape,
-    )
+    settings = settings_of(spec, old.candidate_speculative)
+    observations = Observations(1, plan=plan_of(spec), guard=guard_plan_of(spec), settings=settings)
+    seen = Seen(old, 1, observations, engine_scrape=scrape)
     decision = decide_pass(seen, runtime.clock.now())
     return replace(decision, wake_at=T0 + timedelta(hours=1))
 

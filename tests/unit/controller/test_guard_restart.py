@@ -30,6 +30,7 @@ from specdecode.reconciler.apply import RolloutRef
 from specdecode.reconciler.guard import observe_production
 from specdecode.reconciler.guard_boundary import guard_plan_of
 from specdecode.reconciler.reconcile import RolloutRead, StaleRollout, reconcile
+from specdecode.reconciler.rollout_boundary import settings_of
 from specdecode.reconciler.runtime import Runtime
 from specdecode.reconciler.status_boundary import status_of
 
@@ -73,7 +74,7 @@ def guard(
 ) -> Step:
     """The guard's step on production's look `observed`, as the Promoted phase takes it."""
     seen = Observations(1, production_acceptance=observed, guard=guard_plan_of(spec))
-    return guard_step(spec, status, seen, now)
+    return guard_step(settings_of(spec, status.candidate_speculative), status, seen, now)
 
 
 def fresh_runtime(clock: FakeClock, blocks: Blocks) -> Runtime:

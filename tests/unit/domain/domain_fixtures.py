@@ -38,6 +38,7 @@ from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.sketch import Sketch
 from specdecode.reconciler.analysis_boundary import evidence_of, plan_of
 from specdecode.reconciler.guard_boundary import guard_plan_of
+from specdecode.reconciler.rollout_boundary import settings_of
 from specdecode.speculative_document import RunnableConfig
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -213,14 +214,19 @@ def run(
     observations: Observations,
     seconds: float,
 ) -> Decision:
-    return decide(spec, status, planned(spec, observations), at(seconds))
+    return decide(status, planned(spec, observations, status), at(seconds))
 
 
-def planned(spec: SpecDecodeRolloutSpec, observations: Observations) -> Observations:
-    """`observations` with the spec's analysis and guard plans, as observe builds them
-    (`decide` refuses observations without them); a plan already set is kept."""
+def planned(
+    spec: SpecDecodeRolloutSpec, observations: Observations, status: RolloutState | None = None
+) -> Observations:
+    """`observations` with the spec's analysis and guard plans and its settings, as observe
+    builds them for `status` (the kernel answers for its candidate; `decide` refuses
+    observations without them); a plan already set is kept."""
     plan = observations.plan if observations.plan is not None else plan_of(spec)
-    return replace(observations, plan=plan, guard=guard_plan_of(spec))
+    candidate = None if status is None else status.candidate_speculative
+    settings = settings_of(spec, candidate)
+    return replace(observations, plan=plan, guard=guard_plan_of(spec), settings=settings)
 
 
 def timed_event(

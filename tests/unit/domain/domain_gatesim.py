@@ -57,6 +57,7 @@ from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.sketch import GAMMA, Sketch
 from specdecode.domain.stages import start_stage
 from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.reconciler.rollout_boundary import settings_of
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 K = 3
@@ -386,7 +387,8 @@ MERGED = ("per_chunk_itl", "per_token_itl", "time_per_output_token", "client_del
 
 def run_stage(spec: SpecDecodeRolloutSpec, source: AcceptanceSource | LatencySource) -> StageRun:
     """Look every interval until the stage decides; the domain's Analyzing step judges."""
-    stage_spec = spec.analysis.stages[0]
+    settings = settings_of(spec, setting_of(spec.speculative))  # as observe builds them
+    stage_spec = settings.stages[0]
     start = _t(0)
     status = RolloutState(
         phase=Phase.ANALYZING,
@@ -405,8 +407,8 @@ def run_stage(spec: SpecDecodeRolloutSpec, source: AcceptanceSource | LatencySou
         measured += step_seconds
         source.advance(step_seconds)
         now = _t(stage_spec.warmup_seconds + measured)
-        seen = Observations(generation=1, stage=source.observe(), plan=plan)
-        step = analyze(spec, status, seen, now)
+        seen = Observations(generation=1, stage=source.observe(), plan=plan, settings=settings)
+        step = analyze(settings, status, seen, now)
         status = step.status
         gate = status.stages[0].gates[0]
         samples = gate.samples or 0

@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 
 import pytest
 from domain_fixtures import make_spec
+from gate_looks import evaluate_gate
 
 from specdecode.adapters.telemetry import OperatorMetrics
 from specdecode.api.analysis import default_stages
 from specdecode.api.gate_spec import GateSpec, GateType
 from specdecode.api.status import GateVerdict, Phase, StagePhase
 from specdecode.domain.concurrency_verdict import StageOutcome, lower_pass
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gate_measures import Measurement, UnsentLimit
 from specdecode.domain.gate_params import GateParams
 from specdecode.domain.gates import LookPlan, registry

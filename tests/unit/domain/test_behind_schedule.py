@@ -27,13 +27,13 @@ from domain_fixtures import (
     streamed,
 )
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api import GateType
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import Phase
 from specdecode.api.status_budget import MAX_REASON_LENGTH
 from specdecode.api.traffic import TrafficSpec
 from specdecode.domain.analyzing import look_plan
-from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import (
     LOAD_CLIENT_LIMIT,
     MAX_SKIPPED_SHARE,
@@ -45,6 +45,7 @@ from specdecode.domain.gates.speedup import SpeedupGate
 from specdecode.domain.gates.tail_latency import measure_client_tail, saturated_side
 from specdecode.domain.observations import LatencyBlock, LatencySamples, StageObservations
 from specdecode.domain.sketch import Sketch
+from specdecode.reconciler.rollout_boundary import settings_of
 from specdecode.vocabulary import GateVerdict
 
 pytestmark = pytest.mark.unit
@@ -167,7 +168,7 @@ def test_both_sides_short_name_the_side_that_explains_the_refusal() -> None:
 def mirror_look(**splitter: Any) -> Look:
     """A look of a Mirror rollout through the splitter (its settings as given)."""
     traffic = TrafficSpec.model_validate({"source": "Mirror", "splitter": splitter})
-    plan = look_plan(make_spec(traffic=traffic), 0, 30.0)
+    plan = look_plan(settings_of(make_spec(traffic=traffic)), 0, 30.0)
     return Look(0.01, unsent=plan.unsent)
 
 
@@ -231,6 +232,6 @@ def test_the_splitters_remedy_survives_the_status_reasons_length() -> None:
 
 
 def test_prompts_traffic_keeps_the_load_clients_share_and_remedy() -> None:
-    assert look_plan(make_spec(), 0, 30.0).unsent == LOAD_CLIENT_LIMIT
+    assert look_plan(settings_of(make_spec()), 0, 30.0).unsent == LOAD_CLIENT_LIMIT
     verdict, reason = tail(side(draws(1)), side(draws(2), skipped=TOO_MANY))
     assert verdict is GateVerdict.INCONCLUSIVE and "add load pods" in reason

@@ -11,11 +11,11 @@ import random
 
 import pytest
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status_budget import MAX_REASON_LENGTH
 from specdecode.domain import bursts
 from specdecode.domain.bursts import BURST_GAP_SECONDS, burst_gaps, bursty_delivery
-from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, UnsentLimit
 from specdecode.domain.gates.registry import Look
 from specdecode.domain.gates.speedup import SpeedupGate

@@ -9,6 +9,7 @@ its own evidence. The stages' data: stage 0 passes its alpha gate at concurrency
 from __future__ import annotations
 
 import random
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from domain_fixtures import (
     streamed,
 )
 
+from specdecode.adapters.gate_boundary import stage_context
 from specdecode.adapters.speculative_boundary import config_of, setting_of
 from specdecode.api import EngineSpec, GateSpec, GateType, Phase, StagePhase
 from specdecode.api.analysis import ScheduleFallback, default_stages
@@ -32,7 +34,7 @@ from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.speculative import fingerprint_of
 from specdecode.api.status import GateVerdict
 from specdecode.api.traffic import TrafficSourceType
-from specdecode.domain.analyzing import offered_config, stage_context
+from specdecode.domain.analyzing import offered_config
 from specdecode.domain.concurrency_verdict import (
     LowerPass,
     StageOutcome,
@@ -41,10 +43,12 @@ from specdecode.domain.concurrency_verdict import (
     schedule_offer,
 )
 from specdecode.domain.observations import LatencySamples, Observations
+from specdecode.domain.rollout_settings import schedule_key
 from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.speculative_setting import SpeculativeSetting
 from specdecode.domain.stage_state import GateRecord, StageRun
 from specdecode.reconciler.analysis_boundary import plan_of
+from specdecode.reconciler.rollout_boundary import settings_of
 from specdecode.speculative_document import RunnableConfig
 
 pytestmark = pytest.mark.unit
@@ -338,6 +342,27 @@ def test_where_a_schedule_turns_speculation_off_only_a_gain_is_not_asked() -> No
     )
     assert certify(no_loss, stage).certifies
     assert certify(gain, stage_context(_spec(SCHEDULED_RELEASE), 1, setting_of(EAGLE3))).certifies
+
+
+def test_the_decision_reads_the_kernels_answer_for_the_stored_candidate_only() -> None:
+    """The boundary evaluates the kernel once, for the stored status' candidate: the
+    domain's answers are the kernel's, by gate name, and a look asking about another
+    candidate's schedule is an error rather than an answer for the wrong config."""
+    scheduled = EAGLE3.model_copy(
+        update={"num_speculative_tokens_per_batch_size": [[1, 32, 0], [33, 4096, 3]]}
+    )
+    spec = _spec(SCHEDULED_RELEASE)
+    candidate = setting_of(scheduled)
+    assert candidate is not None
+    settings = settings_of(spec, candidate)
+    context = stage_context(spec, 1, candidate)
+    kernel = {gate.name: certify(gate, context) for gate in spec.analysis.stages[1].gates}
+    answers = settings.certifications(1, schedule_key(candidate.schedule))
+    assert {name: asdict(answer) for name, answer in answers.items()} == {
+        name: asdict(answer) for name, answer in kernel.items()
+    }
+    with pytest.raises(ValueError, match="another candidate"):
+        settings.certifications(1, None)
 
 
 @pytest.mark.parametrize(

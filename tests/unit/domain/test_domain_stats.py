@@ -8,10 +8,10 @@ import random
 
 import pytest
 from domain_fixtures import T0, acceptance, blocked_samples, stage_obs
+from gate_looks import evaluate_gate
 
 from specdecode.api import GateSpec, GateType, GateVerdict, ItlDefinition
 from specdecode.domain.acceptance_bound import acceptance_interval
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import (
     AcceptanceCounts,

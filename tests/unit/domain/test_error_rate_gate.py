@@ -13,9 +13,9 @@ import random
 import pytest
 from domain_fixtures import T0, stage_obs
 from domain_gatesim import Outcome, StageRun, run_stage, single_stage_spec
+from gate_looks import evaluate_gate
 
 from specdecode.api import GateSpec, GateType, GateVerdict
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.gates.error_rate import failure_difference
 from specdecode.domain.observations import LatencySamples, MetricError, StageObservations

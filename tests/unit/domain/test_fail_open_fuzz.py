@@ -369,16 +369,15 @@ def drive(spec: SpecDecodeRolloutSpec, sequence: list[Look]) -> RolloutState:
     the invariants after each; stop once the analysis has ended."""
     now = T0
     check_admitted(spec)
-    status = decide(
-        spec, starting_status(spec), planned(spec, world(spec, starting_status(spec), None)), now
-    ).status
+    start = starting_status(spec)
+    status = decide(start, planned(spec, world(spec, start, None), start), now).status
     edited_at = None
     for look in (look for drawn in sequence for look in [drawn] * drawn.repeat):
         now += timedelta(seconds=look.seconds)
         changed = edited(spec, look.edit) if look.edit else None
         if changed is not None:
             spec, edited_at = changed, now
-        status = decide(spec, status, planned(spec, world(spec, status, look)), now).status
+        status = decide(status, planned(spec, world(spec, status, look), status), now).status
         check_stages(spec, status)
         check_ending(spec, status)
         check_look(spec, status, look, now)

@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import fields
 
 import pytest
+from gate_looks import pending_result
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api import GateSpec, GateType, ItlDefinition
 from specdecode.api.certify import StageContext, certify
 from specdecode.api.gate_spec import GATE_KINDS
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import GateResult
 from specdecode.api.traffic import TrafficSourceType
-from specdecode.domain.gate_boundary import gate_params, pending_result
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gate_params import GateParams
 

@@ -10,6 +10,7 @@ from statistics import NormalDist
 
 import pytest
 from domain_fixtures import T0, acceptance, stage_obs
+from gate_looks import evaluate_gate, look_error
 
 from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.api.analysis import default_stages
@@ -18,7 +19,6 @@ from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import MAX_LOOKS_KEPT
 from specdecode.api.traffic import TrafficSourceType
 from specdecode.domain.clustered import block_quantile, ratio_of_sums
-from specdecode.domain.gate_boundary import evaluate_gate, look_error
 from specdecode.domain.gates import MIN_LOOK_ERROR, LookPlan
 from specdecode.domain.gates.registry import registered_types
 from specdecode.domain.observations import (

@@ -8,11 +8,11 @@ import random
 import pytest
 from exact_quantile import quantile_interval
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.gate_spec import GateSpec
 from specdecode.api.status import GateVerdict
 from specdecode.api.traffic import LoadGeneratorSpec
-from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gates.registry import Look
 from specdecode.domain.gates.tail_latency import measure_client_tail
 from specdecode.domain.load_report import (

@@ -21,10 +21,10 @@ import random
 import pytest
 from domain_fixtures import T0
 from domain_replaced_rules import assumed_correlation_interval
+from gate_looks import evaluate_gate
 
 from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.domain.acceptance_bound import acceptance_interval
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import AcceptanceCounts, StageObservations
 from specdecode.domain.stats import Interval

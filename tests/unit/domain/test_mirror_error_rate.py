@@ -16,10 +16,10 @@ import random
 import pytest
 from domain_fixtures import T0
 from domain_gatesim import Outcome, StageRun, run_stage, single_stage_spec
+from gate_looks import evaluate_gate
 
 from specdecode.api import GateSpec, GateType, GateVerdict, SpecDecodeRolloutSpec
 from specdecode.api.traffic import MirrorPairing, TrafficSourceType
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.gates.mirror_outcomes import missing_ahead_of_engine
 from specdecode.domain.observations import (

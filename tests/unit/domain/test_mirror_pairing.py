@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 import yaml
 
+from specdecode.adapters.gate_boundary import observations_needed
 from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.api.status import Evidence
-from specdecode.domain.analyzing import begin_stage, look_plan, observations_needed
+from specdecode.domain.analyzing import begin_stage, look_plan
 from specdecode.domain.gates.registry import LOAD_REPORT_NEEDS, Need
 from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.stages import fresh_stages
+from specdecode.reconciler.rollout_boundary import settings_of
 
 pytestmark = pytest.mark.unit
 
@@ -63,7 +65,7 @@ SERVER_SIDE = server_side()
 
 def test_a_splitter_stage_is_judged_on_client_side_evidence() -> None:
     for spec in (SPLITTER, WITHOUT_ROUTE, SPLITTER_EXAMPLE):
-        assert not look_plan(spec, 0, 0.0).mirror
+        assert not look_plan(settings_of(spec), 0, 0.0).mirror
         for index in range(len(spec.analysis.stages)):
             needs = observations_needed(spec, index)
             if spec is not SPLITTER_EXAMPLE:  # the same gates as PROMPTS, judged alike
@@ -73,7 +75,7 @@ def test_a_splitter_stage_is_judged_on_client_side_evidence() -> None:
 
 
 def test_server_side_pairing_keeps_the_engines_evidence() -> None:
-    assert look_plan(SERVER_SIDE, 0, 0.0).mirror
+    assert look_plan(settings_of(SERVER_SIDE), 0, 0.0).mirror
     needs = frozenset().union(
         *(observations_needed(SERVER_SIDE, i) for i in range(len(SERVER_SIDE.analysis.stages)))
     )
@@ -88,5 +90,6 @@ def test_the_stage_status_names_its_evidence() -> None:
         Evidence.SERVER_SIDE: SERVER_SIDE,
     }
     for evidence, spec in expected.items():
-        status = RolloutState(stages=fresh_stages(spec.analysis))
-        assert begin_stage(spec, status, 0, now).stages[0].evidence is evidence
+        settings = settings_of(spec)
+        status = RolloutState(stages=fresh_stages(settings.stages))
+        assert begin_stage(settings, status, 0, now).stages[0].evidence is evidence

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 from domain_fixtures import EAGLE3, T0, latency_stage, make_spec
+from gate_looks import evaluate_gate
 
 from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.domain.analyzing import look_plan
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import (
     AcceptanceCounts,
@@ -25,6 +25,7 @@ from specdecode.domain.observations import (
     StageObservations,
 )
 from specdecode.domain.stage_state import GateRecord
+from specdecode.reconciler.rollout_boundary import settings_of
 
 pytestmark = pytest.mark.unit
 
@@ -145,11 +146,14 @@ def test_a_schedule_may_not_draft_where_it_gives_k_zero_at_the_stages_load() -> 
     config = EAGLE3.model_copy(update={"num_speculative_tokens_per_batch_size": schedule})
     at = {
         (stage, concurrency): look_plan(
-            make_spec(stages=[latency_stage(concurrency=concurrency)]), 0, 0.0, setting_of(config)
+            settings_of(make_spec(stages=[latency_stage(concurrency=concurrency)])),
+            0,
+            0.0,
+            setting_of(config),
         ).may_not_draft
         for stage, concurrency in (("low", 4), ("high", 32))
     }
     assert at == {("low", 4): False, ("high", 32): True}
     assert not look_plan(
-        make_spec(stages=[latency_stage()]), 0, 0.0, setting_of(EAGLE3)
+        settings_of(make_spec(stages=[latency_stage()])), 0, 0.0, setting_of(EAGLE3)
     ).may_not_draft

@@ -15,9 +15,9 @@ import random
 
 import pytest
 from domain_fixtures import T0, blocked_samples, stage_obs
+from gate_looks import evaluate_gate
 
 from specdecode.api import GateSpec, GateType, GateVerdict
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.in_flight import MAX_OPEN, InFlight, OpenRequest
 from specdecode.domain.observations import LatencySamples

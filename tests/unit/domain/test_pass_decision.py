@@ -39,8 +39,7 @@ def seen(
     return Seen(
         status=status,
         generation=1,
-        spec=SPEC,
-        observations=planned(SPEC, shadows_ready()),
+        observations=planned(SPEC, shadows_ready(), status),
         running_versions=running_versions,
         engine_scrape=engine_scrape,
     )

@@ -11,6 +11,7 @@ from specdecode.api import SpecDecodeRolloutSpec
 from specdecode.domain.decision import Decision, DesiredChildren, TrafficPlan
 from specdecode.domain.mirror_wanted import mirror_route_problem, splitter_service, wanted_mirrors
 from specdecode.domain.pass_decision import with_mirror_status
+from specdecode.domain.rollout_settings import RolloutSettings
 from specdecode.domain.rollout_state import MirrorRecord, RolloutState
 from specdecode.domain.route_mirrors import (
     MIRRORS_ANNOTATION,
@@ -19,6 +20,7 @@ from specdecode.domain.route_mirrors import (
     mirror_filter,
     route_problem,
 )
+from specdecode.reconciler.rollout_boundary import settings_of
 from specdecode.reconciler.spec_boundary import mirror_traffic_of
 
 pytestmark = pytest.mark.unit
@@ -276,20 +278,20 @@ def test_status_names_the_splitter_service_and_the_route_we_write() -> None:
     rollout; the route only when the spec names one; nothing without the splitter."""
     decision = Decision(status=RolloutState(), children=DesiredChildren(None))
     own = with_mirror_status(
-        splitter_service("llama"), spec_with({"source": "Mirror"}), decision
+        splitter_service("llama"), settings_with({"source": "Mirror"}), decision
     ).status.mirror
     assert own == MirrorRecord(splitter_service="llama-splitter:8080", http_route=None)
     routed = with_mirror_status(
-        splitter_service("llama"), spec_with({"source": "Mirror", "httpRoute": "llm"}), decision
+        splitter_service("llama"), settings_with({"source": "Mirror", "httpRoute": "llm"}), decision
     ).status.mirror
     assert routed is not None and routed.http_route == "llm"
-    prompts = with_mirror_status(splitter_service("llama"), spec_with({}), decision)
+    prompts = with_mirror_status(splitter_service("llama"), settings_with({}), decision)
     assert prompts is decision and prompts.status.mirror is None
     was_mirror = with_mirror_status(
-        splitter_service("llama"), spec_with({"source": "Mirror"}), decision
+        splitter_service("llama"), settings_with({"source": "Mirror"}), decision
     )
     assert (
-        with_mirror_status(splitter_service("llama"), spec_with({}), was_mirror).status.mirror
+        with_mirror_status(splitter_service("llama"), settings_with({}), was_mirror).status.mirror
         is None
     )
 
@@ -319,3 +321,8 @@ def test_a_mirror_rollouts_route_problem_names_the_source_and_a_prompt_rollout_h
         "traffic source Mirror: no Gateway API"
     )
     assert mirror_route_problem([], "llama", mirror_traffic_of(spec_with({}))) is None
+
+
+def settings_with(traffic: dict[str, object]) -> RolloutSettings:
+    """`spec_with`'s spec as the decision reads it (`reconciler.rollout_boundary`)."""
+    return settings_of(spec_with(traffic))

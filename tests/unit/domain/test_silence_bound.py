@@ -25,10 +25,10 @@ from collections.abc import Iterator
 
 import pytest
 from domain_fixtures import T0, stage_obs
+from gate_looks import evaluate_gate
 
 from specdecode.api import GateSpec, GateType, GateVerdict
 from specdecode.domain import open_requests
-from specdecode.domain.gate_boundary import evaluate_gate
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.in_flight import InFlight, OpenRequest
 from specdecode.domain.latency_block import LatencyBlock

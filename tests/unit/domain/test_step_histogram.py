@@ -20,10 +20,11 @@ import pytest
 from domain_fixtures import T0
 from domain_gatesim import STEP_AR1, Outcome, StageRun, run_stage, single_stage_spec
 from domain_stepsim import SERVER_P99, STRADDLING_MEDIAN, VLLM_BOUNDS, StepHistogramSource
+from gate_looks import evaluate_gate
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api import GateSpec, GateVerdict, ItlDefinition
 from specdecode.domain import gate_boundary, step_histogram
-from specdecode.domain.gate_boundary import evaluate_gate, gate_params
 from specdecode.domain.gate_measures import Measurement
 from specdecode.domain.gates import LookPlan
 from specdecode.domain.observations import (

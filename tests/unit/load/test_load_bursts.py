@@ -16,9 +16,9 @@ import functools
 import pytest
 from loadtesting import GREEDY, wait_until
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api.gate_spec import GateSpec
 from specdecode.domain.bursts import MAX_BURST_SHARE, burst_gaps, bursty_delivery
-from specdecode.domain.gate_boundary import gate_params
 from specdecode.domain.gate_measures import LOAD_CLIENT_LIMIT, SATURATED
 from specdecode.domain.gates.registry import Look
 from specdecode.domain.gates.speedup import SpeedupGate
