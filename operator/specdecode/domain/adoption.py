@@ -41,16 +41,16 @@ _JUDGING = frozenset({Phase.ANALYZING, Phase.PAUSED})
 
 
 def judgeable_source(
-    spec: RolloutSettings, source: SourceObservation | None
+    settings: RolloutSettings, source: SourceObservation | None
 ) -> SourceObservation | None:
     """The source when the rollout has one and it can be judged, else None."""
-    if not spec.adopted or source is None or source.problem is not None:
+    if not settings.adopted or source is None or source.problem is not None:
         return None
     return source
 
 
 def sync_with_source(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     source: SourceObservation,
@@ -59,7 +59,7 @@ def sync_with_source(
     """Rules 1 and 2: the stable config and the template are the source's (`desired`: the
     spec's config, analysed anew when they change mid-analysis)."""
     before = status.workload
-    workload = in_force(spec, source.name).model_copy(
+    workload = in_force(settings, source.name).model_copy(
         update={
             "template_hash": source.template_hash,
             "dropped_labels": list(source.dropped_labels),
@@ -68,7 +68,7 @@ def sync_with_source(
         }
     )
     update: dict[str, object] = {"workload": workload}
-    ours = spec.strategy is PromotionStrategy.PATCH and source.promotion_applied
+    ours = settings.strategy is PromotionStrategy.PATCH and source.promotion_applied
     follows = status.phase in _FOLLOWS_SOURCE and not (
         ours and status.phase in _ENDED_WITHOUT_PROMOTION
     )
@@ -89,12 +89,14 @@ def sync_with_source(
             f"{source.name}'s pod template changed (it runs {describe(source.speculative)}); "
             "the analysis restarts on the new baseline"
         )
-        return analyse_desired_unless_stable(spec, desired, status, now, "SourceChanged", message)
+        return analyse_desired_unless_stable(
+            settings, desired, status, now, "SourceChanged", message
+        )
     return Step(status)
 
 
 def restart_if_source_unjudgeable(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     source: SourceObservation | None,
@@ -103,16 +105,18 @@ def restart_if_source_unjudgeable(
     """A source that can no longer be judged (its image bumped past the rollout's, a
     Service now selecting a shadow...) during an analysis: the analysis restarts, its
     shadows go (the reconciler renders none), and it waits for the source in Deploying."""
-    if not spec.adopted or source is None or source.problem is None:
+    if not settings.adopted or source is None or source.problem is None:
         return None
     if status.phase not in _JUDGING:
         return None
     message = f"{source.problem}; the analysis restarts once the source can be judged"
-    return analyse_desired_unless_stable(spec, desired, status, now, "SourceUnjudgeable", message)
+    return analyse_desired_unless_stable(
+        settings, desired, status, now, "SourceUnjudgeable", message
+    )
 
 
 def awaiting_owner(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     source: SourceObservation | None,
     now: datetime,
@@ -125,7 +129,7 @@ def awaiting_owner(
         message = f"{passed}; the source cannot be judged now (see Degraded): its patch follows"
         return enter(status, Phase.PROMOTING, now, AWAITING_OWNER, message)
     name = source.name
-    if spec.strategy is PromotionStrategy.PATCH:
+    if settings.strategy is PromotionStrategy.PATCH:
         message = (
             f"{passed}; applying status.workload.ownerPatch to {name} (server-side, its own "
             "field manager, never forced); on a conflict its owner applies it"
@@ -138,12 +142,12 @@ def awaiting_owner(
     return enter(status, Phase.PROMOTING, now, AWAITING_OWNER, message)
 
 
-def patched(spec: RolloutSettings, status: RolloutState, observations: Observations) -> bool:
+def patched(settings: RolloutSettings, status: RolloutState, observations: Observations) -> bool:
     """Under Patch, whether the source's template already runs the candidate (our apply
     landed): production is then rolling to it, on the Owned promotion's deadline."""
     source = observations.source
     return (
-        spec.strategy is PromotionStrategy.PATCH
+        settings.strategy is PromotionStrategy.PATCH
         and source is not None
         and fingerprint_of(source.speculative) == status.candidate_fingerprint
     )
@@ -206,13 +210,13 @@ def owner_patch_files(source: str, namespace: str, patch: str) -> dict[str, str]
 
 
 def with_owner_view(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     source: SourceObservation | None,
     now: datetime,
 ) -> RolloutState:
     """The patch while Promoting (kept once Promoted), and the Verified condition."""
-    if spec.strategy is PromotionStrategy.OWNED or status.workload is None:
+    if settings.strategy is PromotionStrategy.OWNED or status.workload is None:
         return status
     workload = status.workload
     if status.phase is Phase.PROMOTING and source is not None:

@@ -55,106 +55,106 @@ def _with_stage(status: RolloutState, index: int, stage: StageRun) -> RolloutSta
 
 
 def begin_stage(
-    spec: RolloutSettings, status: RolloutState, index: int, now: datetime
+    settings: RolloutSettings, status: RolloutState, index: int, now: datetime
 ) -> RolloutState:
     """Start stage `index` now (keeping its count of earlier inconclusive runs)."""
     runs = status.stages[index].inconclusive_runs if index < len(status.stages) else 0
-    evidence = evidence_of(spec.server_side_mirror, spec.splitter_mirror)
-    return _with_stage(status, index, start_stage(spec.stages[index], now, runs, evidence))
+    evidence = evidence_of(settings.server_side_mirror, settings.splitter_mirror)
+    return _with_stage(status, index, start_stage(settings.stages[index], now, runs, evidence))
 
 
 def analyze(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
 ) -> Step:
     """One reconcile of the Analyzing phase."""
     index = status.current_stage_index or 0
-    stage_spec = spec.stages[index]
+    stage_settings = settings.stages[index]
     stage = status.stages[index]
     if not is_measuring(stage, now):
         return Step(status)
-    if evaluation_due(stage, spec.interval_seconds, now):
+    if evaluation_due(stage, settings.interval_seconds, now):
         seen = observations.stage
-        window = seen if seen is not None and seen.stage_name == stage_spec.name else None
+        window = seen if seen is not None and seen.stage_name == stage_settings.name else None
         candidate = status.candidate_speculative
-        plan = look_plan(spec, index, measured_seconds(stage, now), candidate)
-        previous = merge_gate_results(stage_spec, stage.gates)
-        kernel = certifications(spec, index, candidate)
+        plan = look_plan(settings, index, measured_seconds(stage, now), candidate)
+        previous = merge_gate_results(stage_settings, stage.gates)
+        kernel = certifications(settings, index, candidate)
         gates = [
             evaluate_gate(gate, window, result, now, plan, kernel[gate.name])
-            for gate, result in zip(stage_spec.gates, previous, strict=True)
+            for gate, result in zip(stage_settings.gates, previous, strict=True)
         ]
         stage = stage.model_copy(update={"gates": gates, "phase": StagePhase.RUNNING})
         look = LoadLook(stage.name, stage.started_at, load_status(window))
         judged = _judge(
-            spec, _with_stage(status, index, stage), index, now, observations.analysis_plan()
+            settings, _with_stage(status, index, stage), index, now, observations.analysis_plan()
         )
         return replace(judged, load=look)
     status = _with_stage(status, index, stage)
-    return _judge(spec, status, index, now, observations.analysis_plan())
+    return _judge(settings, status, index, now, observations.analysis_plan())
 
 
 def look_plan(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     index: int,
     measured: float,
     candidate: SpeculativeSetting | None = None,
 ) -> LookPlan:
     """What the gates' error spending and measures need to know about this look
     (`candidate`: the config under analysis, when its schedule is known)."""
-    concurrency = spec.stages[index].concurrency
+    concurrency = settings.stages[index].concurrency
     return LookPlan(
         measured_seconds=measured,
-        max_seconds=float(spec.stages[index].max_duration_seconds),
-        runs=spec.inconclusive_limit + 1,
-        method=spec.method,
-        mirror=spec.server_side_mirror,  # the splitter's evidence is client-side
+        max_seconds=float(settings.stages[index].max_duration_seconds),
+        runs=settings.inconclusive_limit + 1,
+        method=settings.method,
+        mirror=settings.server_side_mirror,  # the splitter's evidence is client-side
         may_not_draft=candidate is not None and candidate.k_zero_possible_at(concurrency),
-        unsent=spec.unsent,
+        unsent=settings.unsent,
     )
 
 
 def certifications(
-    spec: RolloutSettings, index: int, candidate: SpeculativeSetting | None = None
+    settings: RolloutSettings, index: int, candidate: SpeculativeSetting | None = None
 ) -> dict[str, Certification]:
     """The kernel's answer for each gate of stage `index`, by gate name, for `candidate`
     (the config under analysis), as the boundary evaluated it."""
-    return spec.certifications(
+    return settings.certifications(
         index, None if candidate is None else schedule_key(candidate.schedule)
     )
 
 
 def _judge(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     index: int,
     now: datetime,
     plan: AnalysisPlan,
 ) -> Step:
     """Apply the precedence in the module docstring to the stage's latest results."""
-    stage_spec = spec.stages[index]
+    stage_settings = settings.stages[index]
     stage = status.stages[index]
-    kernel = certifications(spec, index, status.candidate_speculative)
+    kernel = certifications(settings, index, status.candidate_speculative)
     # A result whose gate the spec no longer has is held to a pass, as before (fail closed).
     absent = Certification(True, True, True, None)
     enforced = [gate for gate in stage.gates if kernel.get(gate.name, absent).may_fail]
     certifying = [gate for gate in stage.gates if kernel.get(gate.name, absent).certifies]
-    if spec.manual:
-        if min_duration_reached(stage_spec, stage, now):
+    if settings.manual:
+        if min_duration_reached(stage_settings, stage, now):
             # A person decides: the message puts what the gates said in front of them,
             # failures first, so a Failed gate is never hidden behind "measured".
             ranked = sorted(stage.gates, key=lambda g: g.verdict is not GateVerdict.FAILED)
             said = "; ".join(_gate_summary(gate) for gate in ranked) or "no gates"
             return _stage_succeeded(
-                spec, status, index, now, f"measured (manual analysis, not gated): {said}"
+                settings, status, index, now, f"measured (manual analysis, not gated): {said}"
             )
         return Step(status)
-    failed = [gate for gate in enforced if gate.failures > spec.failure_limit]
+    failed = [gate for gate in enforced if gate.failures > settings.failure_limit]
     if failed:
-        return _failed(spec, status, index, failed, now, plan)
-    erroring = [g for g in enforced if g.consecutive_errors > spec.consecutive_error_limit]
+        return _failed(settings, status, index, failed, now, plan)
+    erroring = [g for g in enforced if g.consecutive_errors > settings.consecutive_error_limit]
     if erroring:
         detail = "; ".join(
             f"{stage.name}/{gate.name}: {gate.consecutive_errors} errors in a row: {gate.reason}"
@@ -162,17 +162,17 @@ def _judge(
         )
         ended = _finish(stage, StagePhase.INCONCLUSIVE, now, detail)
         return roll_back(_with_stage(status, index, ended), now, "MetricsUnavailable", detail)
-    if passed_on_evidence(certifying) and min_duration_reached(stage_spec, stage, now):
+    if passed_on_evidence(certifying) and min_duration_reached(stage_settings, stage, now):
         summary = "; ".join(_gate_summary(gate) for gate in stage.gates)
-        return _stage_succeeded(spec, status, index, now, summary)
-    if max_duration_reached(stage_spec, stage, now):
+        return _stage_succeeded(settings, status, index, now, summary)
+    if max_duration_reached(stage_settings, stage, now):
         why = None if certifying else NOTHING_ENFORCED
-        return _stage_inconclusive(spec, status, index, now, why)
+        return _stage_inconclusive(settings, status, index, now, why)
     return Step(status)
 
 
 def _failed(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     index: int,
     failed: list[GateRecord],
@@ -191,12 +191,12 @@ def _failed(
         scheduled = candidate.schedule is not None
         entries = schedule_offer(plan, candidate.num_speculative_tokens, scheduled, found)
     offer = offered_config(candidate, entries, status.stable_fingerprint)
-    analyse = offer is not None and spec.schedule_fallback is ScheduleFallback.ANALYZE
+    analyse = offer is not None and settings.schedule_fallback is ScheduleFallback.ANALYZE
     detail += lower_pass_text(found) + offer_text(None if offer is None else entries, analyse)
     ended = _with_stage(status, index, _finish(stage, StagePhase.FAILED, now, detail))
     if analyse:
         return start_analysis(
-            spec, plan.desired, ended, now, "ScheduleAnalysisStarted", detail, offer=offer
+            settings, plan.desired, ended, now, "ScheduleAnalysisStarted", detail, offer=offer
         )
     return roll_back(ended.model_copy(update={"schedule_offer": offer}), now, "GateFailed", detail)
 
@@ -272,7 +272,7 @@ def _finish(stage: StageRun, phase: StagePhase, now: datetime, message: str) -> 
 
 
 def _stage_succeeded(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     index: int,
     now: datetime,
@@ -282,37 +282,37 @@ def _stage_succeeded(
     stage = status.stages[index]
     status = _with_stage(status, index, _finish(stage, StagePhase.SUCCESSFUL, now, summary))
     message = f"stage {stage.name} Successful: {summary}"
-    stages = spec.stages
+    stages = settings.stages
     if index + 1 < len(stages):
-        status = begin_stage(spec, status, index + 1, now)
+        status = begin_stage(settings, status, index + 1, now)
         next_message = f"{message}; stage {stages[index + 1].name} started"
         return notify(status, "StageSucceeded", next_message)
-    if spec.manual or spec.pause_before_promotion:
-        why = "manual analysis" if spec.manual else "pauseBeforePromotion"
+    if settings.manual or settings.pause_before_promotion:
+        why = "manual analysis" if settings.manual else "pauseBeforePromotion"
         text = f"{message}; waiting for specdecode.io/action=promote ({why})"
         return enter(status, Phase.PAUSED, now, "AwaitingPromotion", text)
     return enter(status, Phase.PROMOTING, now, "GatesPassed", f"{message}; promoting")
 
 
 def _stage_inconclusive(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     index: int,
     now: datetime,
     why: str | None = None,
 ) -> Step:
     """The stage ran out of time undecided: re-run it, or roll back past the limit."""
-    stage_spec = spec.stages[index]
+    stage_settings = settings.stages[index]
     stage = status.stages[index]
     undecided = why or "; ".join(
         _undecided_summary(g) for g in stage.gates if g.verdict is not GateVerdict.SUCCESSFUL
     )
-    detail = f"{stage.name}: undecided after {stage_spec.max_duration_seconds}s: {undecided}"
+    detail = f"{stage.name}: undecided after {stage_settings.max_duration_seconds}s: {undecided}"
     ended = _finish(stage, StagePhase.INCONCLUSIVE, now, detail).model_copy(
         update={"inconclusive_runs": stage.inconclusive_runs + 1}
     )
     status = _with_stage(status, index, ended)
-    if inconclusive_stage_count(status.stages) > spec.inconclusive_limit:
+    if inconclusive_stage_count(status.stages) > settings.inconclusive_limit:
         return roll_back(status, now, "Inconclusive", detail)
-    status = begin_stage(spec, status, index, now)
+    status = begin_stage(settings, status, index, now)
     return notify(status, "StageRestarted", f"{detail}; running it again", warning=True)

@@ -50,36 +50,36 @@ from specdecode.vocabulary import Phase
 
 def decide(status: RolloutState, observations: Observations, now: datetime) -> Decision:
     """The next status and the effects that make the world match it (see module docstring)."""
-    spec = observations.rollout_settings()
+    settings = observations.rollout_settings()
     plan = observations.analysis_plan()
     observations.guard_plan()  # refused before anything is decided when missing
-    source = judgeable_source(spec, observations.source)
-    if spec.adopted and source is None:  # shadows of it are no copies
+    source = judgeable_source(settings, observations.source)
+    if settings.adopted and source is None:  # shadows of it are no copies
         kept = {ChildRole.PRODUCTION: observations.child(ChildRole.PRODUCTION)}
         observations = replace(observations, children=kept)
     desired = plan.desired
-    lost = restart_if_source_unjudgeable(spec, desired, status, observations.source, now)
+    lost = restart_if_source_unjudgeable(settings, desired, status, observations.source, now)
     if lost is not None:
         step = lost
     elif source is None:
         step = Step(status)
     else:
-        step = sync_with_source(spec, desired, status, source, now)
+        step = sync_with_source(settings, desired, status, source, now)
     evidence = evidence_parts(plan.evidence, observations)
-    step = step.then(_react_to_spec(spec, plan, step.status, evidence, now))
-    reanalyse = partial(analyse_desired_unless_stable, spec, desired)
+    step = step.then(_react_to_spec(settings, plan, step.status, evidence, now))
+    reanalyse = partial(analyse_desired_unless_stable, settings, desired)
     named = describe(desired)
     step = step.then(apply_action(step.status, observations.action, now, named, reanalyse))
     visited = {step.status.phase}
     while True:
         before = step.status.phase
-        step = step.then(step_in_phase(spec, step.status, observations, now))
+        step = step.then(step_in_phase(settings, step.status, observations, now))
         after = step.status.phase
         if after is before or after in visited:
             break
         visited.add(after)
     recorded = _with_evidence(step.status, evidence, now)
-    final = with_owner_view(spec, _finish(recorded, observations, now), source, now)
+    final = with_owner_view(settings, _finish(recorded, observations, now), source, now)
     return Decision(
         status=final,
         children=desired_children(plan, final),
@@ -91,7 +91,7 @@ def decide(status: RolloutState, observations: Observations, now: datetime) -> D
 
 
 def _react_to_spec(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     plan: AnalysisPlan,
     status: RolloutState,
     evidence: Parts,
@@ -110,19 +110,19 @@ def _react_to_spec(
     if desired_fp != (status.analysed_for or status.candidate_fingerprint):
         reason = "AnalysisRestarted" if running else "AnalysisStarted"
         message = f"analysing {describe(desired)} against {describe(status.stable_speculative)}"
-        return analyse_desired_unless_stable(spec, desired, status, now, reason, message)
+        return analyse_desired_unless_stable(settings, desired, status, now, reason, message)
     if status.phase not in ANALYSIS_PHASES:
         return Step(status)
-    stage_names = [stage.name for stage in spec.stages]
+    stage_names = [stage.name for stage in settings.stages]
     if [s.name for s in status.stages] != stage_names:
         message = f"analysis stages changed to {', '.join(stage_names)}; analysis restarts"
-        return start_analysis(spec, desired, status, now, "AnalysisRestarted", message)
+        return start_analysis(settings, desired, status, now, "AnalysisRestarted", message)
     if status.analysis_started_at == now:  # began in this reconcile: on today's evidence
         return Step(status)
     changed = changed_parts(plan.evidence, status, evidence)
     if changed:
         message = f"{', '.join(changed)} changed; the analysis restarts on the new evidence"
-        return start_analysis(spec, desired, status, now, "EvidenceChanged", message)
+        return start_analysis(settings, desired, status, now, "EvidenceChanged", message)
     return Step(status)
 
 

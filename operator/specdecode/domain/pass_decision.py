@@ -70,10 +70,10 @@ def decide_pass(seen: Seen, now: datetime) -> Decision:
         else:
             unreadable = decide_unresolved(old, seen.source_name, problem, seen.generation, now)
         return carry_findings(old, unreadable)
-    spec = seen.observations.rollout_settings()
+    settings = seen.observations.rollout_settings()
     decision = decide(old, seen.observations, now)
-    decision = with_mirror_status(seen.splitter_service, spec, decision)
-    expected = spec.vllm_version
+    decision = with_mirror_status(seen.splitter_service, settings, decision)
+    expected = settings.vllm_version
     running = list(seen.running_versions)
     decision = decision.with_status(
         with_version_check(old, decision.status, expected, running, now)
@@ -97,15 +97,15 @@ def decide_pass(seen: Seen, now: datetime) -> Decision:
 
 
 def with_mirror_status(
-    splitter_service: str, spec: RolloutSettings, decision: Decision
+    splitter_service: str, settings: RolloutSettings, decision: Decision
 ) -> Decision:
     """`decision` with `status.mirror` naming the splitter's Service (`splitter_service`,
     "name:port") and the route we write (None unless Mirror through the splitter): the one
     name a user who mirrors themselves (an adopted Deployment's owner) needs, read from
     the rollout rather than guessed."""
     mirror = (
-        MirrorRecord(splitter_service=splitter_service, http_route=spec.http_route)
-        if spec.splitter_mirror
+        MirrorRecord(splitter_service=splitter_service, http_route=settings.http_route)
+        if settings.splitter_mirror
         else None
     )
     if decision.status.mirror == mirror:

@@ -89,7 +89,7 @@ def _traffic_failed(status: RolloutState, error: str, now: datetime) -> Step:
 
 
 def _deploying(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -105,8 +105,8 @@ def _deploying(
         and ready_on_config(baseline, stable_fp)
         and ready_on_config(candidate, status.candidate_fingerprint)
     ):
-        started = begin_stage(spec, status, 0, now)
-        first = spec.stages[0].name
+        started = begin_stage(settings, status, 0, now)
+        first = settings.stages[0].name
         message = f"baseline and candidate ready; stage {first} started"
         return enter(started, Phase.ANALYZING, now, "ShadowsReady", message)
     if observations.source is not None and observations.source.problem is not None:
@@ -115,7 +115,7 @@ def _deploying(
 
 
 def _promoting(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -125,9 +125,11 @@ def _promoting(
     if ready_on_config(production, status.candidate_fingerprint):
         message = f"production runs {describe(status.candidate_speculative)}"
         return promoted(status, now, "Promoted", message)
-    if spec.strategy is not PromotionStrategy.OWNED and not patched(spec, status, observations):
+    if settings.strategy is not PromotionStrategy.OWNED and not patched(
+        settings, status, observations
+    ):
         return awaiting_owner(
-            spec, status, observations.source, now
+            settings, status, observations.source, now
         )  # the owner's turn: no deadline
     return None
 
@@ -154,7 +156,7 @@ _WAITING: dict[Phase, tuple[PhaseStep, str, Callable[[Observations, int], str]]]
 
 
 def _waiting(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -162,9 +164,9 @@ def _waiting(
     """A waiting phase's step; while it is still not ready, a rollback once the phase has
     waited past progressDeadlineSeconds (one rule for Deploying and Promoting), else wait."""
     step, reason, late = _WAITING[status.phase]
-    if (stepped := step(spec, status, observations, now)) is not None:
+    if (stepped := step(settings, status, observations, now)) is not None:
         return stepped
-    deadline = spec.progress_deadline_seconds
+    deadline = settings.progress_deadline_seconds
     waited = 0.0 if status.phase_since is None else (now - status.phase_since).total_seconds()
     if waited > deadline:
         return roll_back(status, now, reason, late(observations, deadline))
@@ -172,7 +174,7 @@ def _waiting(
 
 
 def _steady(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -185,8 +187,8 @@ def _steady(
             return enter(status, Phase.PROMOTED, now, "ProductionRecovered", "production ready")
         return Step(status)
     if healthy:  # judged after promotion: production's acceptance (the drift guard)
-        return guard_step(spec, status, observations, now)
-    grace = spec.progress_deadline_seconds
+        return guard_step(settings, status, observations, now)
+    grace = settings.progress_deadline_seconds
     if (now - production_unready_since(status, now)).total_seconds() > grace:
         why = _why_not_ready(ChildRole.PRODUCTION, production)
         message = f"production not ready for more than {grace}s: {why}"
@@ -195,7 +197,7 @@ def _steady(
 
 
 def guard_step(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -228,13 +230,13 @@ def guard_step(
     base = status.model_copy(update={**fallen, "drift": drift})
     offer = config if reaction.offer else None
     desired = observations.analysis_plan().desired
-    restarted = start_analysis(spec, desired, base, now, "Reanalysis", message, offer=offer)
+    restarted = start_analysis(settings, desired, base, now, "Reanalysis", message, offer=offer)
     reanalysed = {"drift": drift, "reanalysed": fingerprint_of(config)}
     return Step(restarted.status.model_copy(update=reanalysed), (*events, *restarted.events))
 
 
 def step_in_phase(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     status: RolloutState,
     observations: Observations,
     now: datetime,
@@ -249,14 +251,14 @@ def step_in_phase(
         if crashed is not None:
             return crashed
     if phase in _WAITING:
-        return _waiting(spec, status, observations, now)
+        return _waiting(settings, status, observations, now)
     if phase is Phase.ANALYZING:
-        return analyze(spec, status, observations, now)
+        return analyze(settings, status, observations, now)
     if phase in (Phase.PROMOTED, Phase.DEGRADED):
-        return _steady(spec, status, observations, now)
+        return _steady(settings, status, observations, now)
     if phase is Phase.FAILED and observations.generation != status.observed_generation:
         return analyse_desired_unless_stable(
-            spec,
+            settings,
             observations.analysis_plan().desired,
             status,
             now,

@@ -67,14 +67,14 @@ def completion(
     )
 
 
-def in_force(spec: RolloutSettings, source: str) -> WorkloadRecord:
+def in_force(settings: RolloutSettings, source: str) -> WorkloadRecord:
     """`status.workload` as the resolved spec has it: the source and the values in force."""
     return WorkloadRecord(
         source=source,
-        image=spec.image,
-        model=spec.model_name,
-        served_model_name=spec.served_name,
-        vllm_version=spec.vllm_version,
+        image=settings.image,
+        model=settings.model_name,
+        served_model_name=settings.served_name,
+        vllm_version=settings.vllm_version,
     )
 
 

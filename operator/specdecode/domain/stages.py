@@ -73,14 +73,14 @@ def measured_seconds(stage: StageRun, now: datetime) -> float:
     return max(0.0, (now - stage.measure_from).total_seconds())
 
 
-def min_duration_reached(spec: StageSettings, stage: StageRun, now: datetime) -> bool:
+def min_duration_reached(settings: StageSettings, stage: StageRun, now: datetime) -> bool:
     """The stage has measured long enough for a Successful verdict to end it."""
-    return measured_seconds(stage, now) >= spec.min_duration_seconds
+    return measured_seconds(stage, now) >= settings.min_duration_seconds
 
 
-def max_duration_reached(spec: StageSettings, stage: StageRun, now: datetime) -> bool:
+def max_duration_reached(settings: StageSettings, stage: StageRun, now: datetime) -> bool:
     """The stage must end now; undecided gates make it Inconclusive."""
-    return measured_seconds(stage, now) >= spec.max_duration_seconds
+    return measured_seconds(stage, now) >= settings.max_duration_seconds
 
 
 def last_evaluated(stage: StageRun) -> datetime | None:

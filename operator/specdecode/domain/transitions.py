@@ -96,7 +96,7 @@ def roll_back(status: RolloutState, now: datetime, reason: str, message: str) ->
 
 
 def start_analysis(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     now: datetime,
@@ -125,7 +125,7 @@ def start_analysis(
         analysis_started_at=now,
         analysis_fingerprint=None,  # recorded at the end of the reconcile (`machine`)
         evidence=None,
-        stages=fresh_stages(spec.stages),
+        stages=fresh_stages(settings.stages),
         **NO_STAGE_RUNNING,
         verdict=None,
         alpha=None,
@@ -178,7 +178,7 @@ def notify(status: RolloutState, reason: str, message: str, warning: bool = Fals
 
 
 def analyse_desired_unless_stable(
-    spec: RolloutSettings,
+    settings: RolloutSettings,
     desired: SpeculativeSetting | None,
     status: RolloutState,
     now: datetime,
@@ -206,7 +206,7 @@ def analyse_desired_unless_stable(
             verdict=None,
             drift=None,
         )
-    return start_analysis(spec, desired, status, now, reason, message)
+    return start_analysis(settings, desired, status, now, reason, message)
 
 
 def guard_state(status: RolloutState) -> GuardState:
