@@ -34,7 +34,8 @@ from specdecode.domain.child_names import child_name
 from specdecode.domain.decision import DesiredChildren
 from specdecode.domain.observations import ChildRole
 from specdecode.domain.source import SourceObservation
-from specdecode.speculative_document import RunnableConfig, fingerprint_of
+from specdecode.domain.speculative_setting import SpeculativeSetting
+from specdecode.speculative_document import fingerprint_of
 
 
 def render_adopted_shadows(
@@ -62,7 +63,7 @@ def shadow_deployment(
     owner: Owner,
     spec: SpecDecodeRolloutSpec,
     role: ChildRole,
-    config: RunnableConfig | None,
+    config: SpeculativeSetting | None,
     source: SourceObservation,
     template: Mapping[str, Any],
 ) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from specdecode.domain.transitions import (
     describe,
     enter,
 )
-from specdecode.speculative_document import RunnableConfig, fingerprint_of
+from specdecode.speculative_document import fingerprint_of
 from specdecode.vocabulary import ConditionStatus, Phase, PromotionStrategy
 
 AWAITING_OWNER = "AwaitingOwner"
@@ -154,7 +154,7 @@ def patched(settings: RolloutSettings, status: RolloutState, observations: Obser
 
 
 def args_running(
-    base_args: tuple[str, ...] | list[str], config: RunnableConfig | None
+    base_args: tuple[str, ...] | list[str], config: SpeculativeSetting | None
 ) -> list[str]:
     """A vLLM container's args without any speculative setting (`base_args`, as
     `api.engine_args.without_speculative` leaves them) running `config`: what a shadow runs,

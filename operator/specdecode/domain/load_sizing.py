@@ -9,32 +9,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
 
 
-class LoadCapacity(Protocol):
-    """What sizing reads of `spec.analysis.traffic.loadGenerator`: named here, so the
-    domain does not import the wire model (the spec's model has these fields)."""
+@dataclass(frozen=True)
+class LoadCapacity:
+    """What sizing reads of `spec.analysis.traffic.loadGenerator`, built by the boundary
+    (`reconciler.analysis_boundary.capacity_of`): the domain holds no wire model."""
 
-    @property
-    def chunks_per_second_per_process(self) -> int:
-        """The chunk rate one measuring process keeps timing without delaying stamps."""
-        ...
-
-    @property
-    def assumed_step_seconds(self) -> float:
-        """The engine step a closed loop's chunk rate is derived from."""
-        ...
-
-    @property
-    def max_processes_per_pod(self) -> int:
-        """The processes one load pod may run."""
-        ...
-
-    @property
-    def max_pods_per_side(self) -> int:
-        """The load pods one side may get."""
-        ...
+    chunks_per_second_per_process: int  # what one measuring process times without delay
+    assumed_step_seconds: float  # the engine step a closed loop's chunk rate comes from
+    max_processes_per_pod: int
+    max_pods_per_side: int
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api.analysis import StageSpec
 from specdecode.api.rollout import SpecDecodeRolloutSpec
 from specdecode.api.spec_evidence import engine_digest, plan_fingerprint, spec_parts
-from specdecode.api.traffic import TrafficSpec
+from specdecode.api.traffic import LoadGeneratorSpec, TrafficSpec
 from specdecode.api.tuning_rules import max_num_seqs
 from specdecode.api.vllm_versions import field_exists
 from specdecode.domain.analysis_plan import AnalysisPlan, SpecEvidence, StageLoad
-from specdecode.domain.load_sizing import size_load
+from specdecode.domain.load_sizing import LoadCapacity, size_load
 from specdecode.vocabulary import SCHEDULE, TrafficSourceType
 
 
@@ -54,10 +54,19 @@ def evidence_of(spec: SpecDecodeRolloutSpec) -> SpecEvidence:
 
 def stage_load_of(stage: StageSpec, traffic: TrafficSpec) -> StageLoad:
     """One stage as the domain reads it, its load pods sized by the domain's rule."""
-    shape = size_load(
-        traffic.load_generator, stage.concurrency, stage.request_rate, traffic.max_tokens
-    )
+    capacity = capacity_of(traffic.load_generator)
+    shape = size_load(capacity, stage.concurrency, stage.request_rate, traffic.max_tokens)
     durations = (stage.min_duration_seconds, stage.max_duration_seconds)
     return StageLoad(
         stage.name, stage.concurrency, stage.request_rate, *durations, stage.live_canary, shape
+    )
+
+
+def capacity_of(generator: LoadGeneratorSpec) -> LoadCapacity:
+    """What sizing reads of the load generator, as the domain's value."""
+    return LoadCapacity(
+        chunks_per_second_per_process=generator.chunks_per_second_per_process,
+        assumed_step_seconds=generator.assumed_step_seconds,
+        max_processes_per_pod=generator.max_processes_per_pod,
+        max_pods_per_side=generator.max_pods_per_side,
     )

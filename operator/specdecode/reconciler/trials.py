@@ -52,6 +52,7 @@ from specdecode.domain.observations import (
 from specdecode.domain.tuning.cells import CellKey
 from specdecode.domain.tuning.measure import TrialWindow
 from specdecode.domain.tuning.progress import RoundCell
+from specdecode.reconciler.analysis_boundary import capacity_of
 from specdecode.reconciler.load import observe_load_pods, read_windows, sync_load_pods
 from specdecode.reconciler.runtime import Runtime
 
@@ -110,8 +111,8 @@ class Trial:
         """The load of the trial's current run (None before its engines were Ready)."""
         if cell.load_from is None:
             return None
-        generator = self.spec.analysis.traffic.load_generator
-        shape = size_load(generator, self.key.load, None, self.spec.analysis.traffic.max_tokens)
+        capacity = capacity_of(self.spec.analysis.traffic.load_generator)
+        shape = size_load(capacity, self.key.load, None, self.spec.analysis.traffic.max_tokens)
         return TrafficPlan(
             stage_name=f"c{self.key.load}",
             candidate_fingerprint=self.config.fingerprint(),

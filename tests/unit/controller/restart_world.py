@@ -21,6 +21,7 @@ from test_gate_needs import NGRAM, SERVER_TAIL, STAGE, CountingSources, _spec
 
 from specdecode.adapters.kube.cache import rollout_key
 from specdecode.adapters.metrics import EngineSelector
+from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import SpecDecodeRolloutSpec, WrittenRolloutSpec
 from specdecode.api.engine_args import without_speculative
 from specdecode.domain.adoption import args_running
@@ -125,7 +126,7 @@ class AdoptedSource:
             self.owner_holds_args = False
         else:
             # GitOps: the owner's commit
-            self.args = args_running(without_speculative(self.args), NGRAM)
+            self.args = args_running(without_speculative(self.args), setting_of(NGRAM))
         self.generation += 1
 
     def writes(self) -> list[str]:

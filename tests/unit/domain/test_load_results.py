@@ -29,6 +29,7 @@ from specdecode.domain.rollout_state import RolloutState
 from specdecode.domain.sketch import RELATIVE_ACCURACY, Sketch, bucket_lower, bucket_upper
 from specdecode.domain.stage_state import StageRun
 from specdecode.domain.stats import sketch_quantile_interval
+from specdecode.reconciler.analysis_boundary import capacity_of
 from specdecode.reconciler.status_boundary import status_of
 
 pytestmark = pytest.mark.unit
@@ -173,7 +174,7 @@ def test_a_lagging_client_makes_the_look_inconclusive_not_a_verdict() -> None:
 def test_load_is_sized_from_the_expected_chunk_rate(
     concurrency: int | None, rate: float | None, pods: int, processes: int
 ) -> None:
-    generator = LoadGeneratorSpec()  # 2,800 chunks/s per process, 10 ms steps, 4 per pod
+    generator = capacity_of(LoadGeneratorSpec())  # 2,800 chunks/s a process, 10 ms steps, 4 a pod
     shape = size_load(generator, concurrency, rate, max_tokens=256)
     assert (shape.pods_per_side, shape.processes_per_pod) == (pods, processes)
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -123,3 +126,20 @@ def test_no_domain_module_passes_on_a_wire_name() -> None:
                 if getattr(value, "__module__", "").startswith("specdecode.api"):
                     laundered.append(f"{path.name}: {node.module}.{alias.name}")
     assert laundered == []
+
+
+def test_importing_the_whole_domain_loads_no_api_module() -> None:
+    """What the contract and the name check cannot see (an `import x as m` then `m.Name`, a
+    lazy import in a function body, an import hidden from the linter): in a fresh
+    interpreter, importing every domain module loads nothing from `specdecode.api`."""
+    script = (
+        "import pkgutil, sys, importlib, specdecode.domain as d\n"
+        "for m in pkgutil.walk_packages(d.__path__, 'specdecode.domain.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print(sorted(n for n in sys.modules if n.startswith('specdecode.api')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "operator")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
