@@ -5,7 +5,8 @@ before and after it, byte for byte. Each rollout runs through the real `reconcil
 controller fakes (tests/unit/controller; fixed clock, scripted metrics and load pods), kept
 and restarted at every reconcile. Per reconcile: the status standing after it (JSON, sorted
 keys), its wake-up, the Events posted, every write in the order sent (verb, kind/name, body)
-and the request counts (API server by verb, metrics by query, drift looks, load-pod HTTP).
+and the request counts (API server by verb, metrics by query, drift looks, load-pod HTTP),
+then the operator's own series (its /metrics, but for the reconcile durations).
 Use (from any directory; it imports this checkout's operator/, whatever the venv installed):
     python benchmarks/behaviour_dump.py > out.txt
     python benchmarks/behaviour_dump.py > again.txt && cmp out.txt again.txt  # deterministic
@@ -56,6 +57,7 @@ STEPS = 24  # Deploying, the looks 15 s apart through both stages, the promotion
 SERIALIZE: Callable[[Any], Any] = ApiClient().sanitize_for_serialization
 WALL_CLOCK = ("firstTimestamp", "lastTimestamp")  # `post_event` stamps the wall clock
 READS = ("read_", "list_", "get_")  # requests that change nothing
+WALL_TIMED = ("specdecode_operator_reconcile_duration",)  # the machine's time, not the rollout's
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,20 @@ class World:
             f"  requests metrics {_json(dict(Counter(self.evidence.calls[asked:])))}",
             f"  requests drift looks {_json(drift)}",
             f"  requests http {_json(dict(self.http - http))}",
+            *(f"  metric {sample}" for sample in _samples(runtime)),
         ]
+
+
+def _samples(runtime: Runtime) -> list[str]:
+    """The operator's own series after a reconcile, as /metrics would show them (sorted),
+    but for the reconcile durations, which time the machine, not the rollout."""
+    return sorted(
+        f"{sample.name}{_json(sample.labels)} {sample.value}"
+        for family in runtime.metrics.registry.collect()
+        if not family.name.startswith(WALL_TIMED)
+        for sample in family.samples
+        if not sample.name.endswith(("_created",))
+    )
 
 
 async def drive(name: str, rollout: Scripted, restart: bool, out: list[str]) -> int:

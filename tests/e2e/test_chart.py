@@ -376,7 +376,7 @@ def test_full_rollout_under_the_charts_rbac(
     saturated.apply(merged(load_example(), SATURATED_PATCH))
     apply_tuning(cluster, release.namespace)
     # The two alerts only these rollouts drive, read while their cause lasts (GateErrors
-    # for ~10 s before the error limit rolls back, LoadSaturated until the stage's end).
+    # for ~10 s before the error limit rolls back, LoadSaturated until it is deleted below).
     for alert, name in (("SpecDecodeGateErrors", ERRORS), ("SpecDecodeLoadSaturated", SATURATED)):
         found = wait_for(
             functools.partial(
@@ -401,6 +401,11 @@ def test_full_rollout_under_the_charts_rbac(
         message=f"{SATURATED}: its TailLatency look refused as saturated in status",
     )
     print(f"{SATURATED}: {reason}")
+    # Its job done, it goes: its load clients time sub-millisecond steps, the busiest on the
+    # machine, and left to its stage's end they delayed llama-8b's own clients over 5 % of
+    # its P99 (1.6-1.8 ms of ~31 ms) at every look of its tail-latency stage (CI of stop 46,
+    # and 3 of 3 runs on its code and the one before).
+    cluster.kubectl("delete", "sdr", SATURATED, "-n", release.namespace, "--wait=false")
     status = rollout.wait_phase((*ENDED, "Paused"), timeout=420)
     if status["phase"] == "Paused":  # gates passed: on call is told, a person promotes
         wait_for(
