@@ -144,18 +144,6 @@ class GateSpec(
         assert isinstance(value, int | float)
         return float(value)
 
-    @property
-    def effective_min_samples(self) -> int:
-        """min_samples as set, else the type's default."""
-        return self.min_samples or MIN_SAMPLES_DEFAULTS[self.type]
-
-    @property
-    def effective_itl_definition(self) -> ItlDefinition:
-        """itl_definition as set, else the default."""
-        value = self.setting("itl_definition")
-        assert isinstance(value, ItlDefinition)
-        return value
-
 
 require_listed(GateSpec, MODULES)
 

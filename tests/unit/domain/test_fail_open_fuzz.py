@@ -61,6 +61,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import Phase as Phase_
 from hypothesis import strategies as st
 
+from specdecode.adapters.gate_boundary import gate_params
 from specdecode.adapters.speculative_boundary import setting_of
 from specdecode.api import (
     GateSpec,
@@ -261,7 +262,7 @@ def _below_minimum(gate: GateSpec, result: GateRecord) -> str | None:
     if gate.type is GateType.TAIL_LATENCY and gate.itl_definition is ItlDefinition.SERVER_STEP:
         needed, judged = gate.min_samples or 1, result.samples
     else:
-        needed, judged = gate.effective_min_samples, result.units
+        needed, judged = gate_params(gate).effective_min_samples, result.units
     if judged is None or judged < needed:
         return f"judged {judged} units, needs {needed}"
     tokens = gate.setting("min_draft_tokens")

@@ -15,7 +15,7 @@ from gate_looks import pending_result
 from specdecode.adapters.gate_boundary import gate_params
 from specdecode.api import GateSpec, GateType, ItlDefinition
 from specdecode.api.certify import StageContext, certify
-from specdecode.api.gate_spec import GATE_KINDS
+from specdecode.api.gate_spec import GATE_KINDS, MIN_SAMPLES_DEFAULTS
 from specdecode.api.speculative import SpeculativeMethod
 from specdecode.api.status import GateResult
 from specdecode.api.traffic import TrafficSourceType
@@ -45,7 +45,7 @@ def test_defaults_are_the_specs_own(gate_type: GateType) -> None:
     for name in GATE_KINDS[gate_type].settings:
         assert params.setting(name) == spec.setting(name), name
     assert params.min_samples is None
-    assert params.effective_min_samples == spec.effective_min_samples
+    assert params.effective_min_samples == MIN_SAMPLES_DEFAULTS[gate_type]
     assert (params.name, params.type, params.confidence) == ("g", gate_type, 0.95)
 
 

@@ -48,7 +48,7 @@ def _outcomes(ratio: float, seed: int) -> list[Outcome]:
 
 def test_the_default_tail_gate_is_the_p99_chunk_stall_at_production_concurrency() -> None:
     assert DEFAULT_TAIL.dry_run is False and not DEFAULT_TAIL.methods
-    assert DEFAULT_TAIL.effective_itl_definition is ItlDefinition.PER_CHUNK
+    assert DEFAULT_TAIL.setting("itl_definition") is ItlDefinition.PER_CHUNK
     assert DEFAULT_TAIL.number("quantile") == 0.99
     # A 1.5x stall must fail with room to spare, the study's 1.25x must pass.
     assert 1.25 < 1.0 + DEFAULT_TAIL.number("tolerance") < 1.5
