@@ -74,10 +74,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(seconds))
     if not worker_id:
         return
-    groups = {item.nodeid: workers.group_of(item.path.stem) for item in items}
+    # Only the e2e tests: the others keep their order, after them (localcluster/run_order.py
+    # puts the long unit tests first, and a sort by module name here undid it).
+    e2e = [item for item in items if item.get_closest_marker("e2e")]
+    groups = {item.nodeid: workers.group_of(item.path.stem) for item in e2e}
     rank = {group: index for index, group in enumerate(workers.longest_first(groups.values()))}
-    order = {item.nodeid: index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (rank[groups[item.nodeid]], order[item.nodeid]))
+    order = {item.nodeid: index for index, item in enumerate(e2e)}
+    e2e.sort(key=lambda item: (rank[groups[item.nodeid]], order[item.nodeid]))
+    items[:] = [*e2e, *(item for item in items if not item.get_closest_marker("e2e"))]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -25,7 +25,7 @@ from specdecode.domain.gates.tail_latency import MIN_TAIL_BLOCKS
 from specdecode.domain.sketch import Sketch
 from specdecode.domain.stats import sketch_quantile_interval, z_one_sided
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.long_running]
 
 BLOCKS = 300
 TRIALS = 200

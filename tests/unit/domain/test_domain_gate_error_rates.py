@@ -134,6 +134,7 @@ def _latency_runs(ratio: float, seed: int, trials: int, **source: object) -> lis
 
 
 # 40-110 s alone; past the default 300 s when the machine is shared (seen three times).
+@pytest.mark.long_running
 @pytest.mark.timeout(900)
 def test_step_shared_latency_at_threshold_is_rarely_promoted_or_rolled_back() -> None:
     # 32 requests record each step (10 % jitter each, 1-3 tokens per chunk): the case where
@@ -178,6 +179,7 @@ def _busy_runs(ratio: float, seed: int, trials: int, batch: int) -> list[StageRu
 
 
 # 40-110 s alone; past the default 300 s when the machine is shared (seen three times).
+@pytest.mark.long_running
 @pytest.mark.timeout(900)
 def test_step_shared_latency_at_a_busy_step_rate_is_rarely_promoted_or_rolled_back() -> None:
     # The realistic step rate (the benchmark's batch rows): 8 requests share each of 31
@@ -210,6 +212,7 @@ def test_a_p99_ratio_of_one_at_batch_32_is_decided_within_the_default_stage() ->
     assert _rate(runs, Outcome.PROMOTED) >= 0.9
 
 
+@pytest.mark.long_running
 def test_independent_latency_at_threshold_is_rarely_promoted_or_rolled_back() -> None:
     runs = _latency_runs(1.10, seed=15, trials=40, rate=100)
     assert _rate(runs, Outcome.PROMOTED) <= allowed(40)

@@ -86,7 +86,11 @@ from specdecode.reconciler.analysis_boundary import plan_of
 EXAMPLES = int(os.environ.get("SPECDECODE_FUZZ_EXAMPLES", "2500"))
 # pytest-timeout's default (300 s) would cut a longer hunt short: a case took up to 0.2 s
 # of wall time on a busy shared machine; the default run stays well inside it.
-pytestmark = [pytest.mark.unit, pytest.mark.timeout(max(300, EXAMPLES * 3 // 10))]
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.long_running,
+    pytest.mark.timeout(max(300, EXAMPLES * 3 // 10)),
+]
 # tools/fuzz_holes.py skips shrinking: it wants the first failing case, fast.
 PHASES = (
     [Phase_.explicit, Phase_.reuse, Phase_.generate]
