@@ -20,6 +20,7 @@ from localcluster.manifests import load_example, merged
 from localcluster.operator_process import OperatorProcess
 from localcluster.rollouts import Rollout, engine_cmdline, speculative_arg
 from localcluster.waiting import wait_for
+from specdecode.adapters.render import SERVING_LABEL
 
 pytestmark = pytest.mark.e2e
 
@@ -296,9 +297,15 @@ def test_a_live_canary_stage_puts_candidate_pods_behind_the_production_service(
     def serving_ips() -> set[str]:
         return _endpoint_ips(cluster, r.namespace, r.name)
 
-    candidate = wait_for(
-        lambda: _single_ready_pod(r, "candidate"), timeout=120, message="candidate pod Ready"
-    )
+    def serving_candidate() -> dict[str, Any] | None:
+        # Entering the stage relabels the candidate's template (serving "true"), and the
+        # status is written before the children: the pod from Deploying, Ready until its
+        # replacement is, never joins the Service (picked once: CI rehearsal, session 24).
+        pod = _single_ready_pod(r, "candidate")
+        serving = pod is not None and pod["metadata"]["labels"].get(SERVING_LABEL) == "true"
+        return pod if serving else None
+
+    candidate = wait_for(serving_candidate, timeout=120, message="serving candidate pod Ready")
     production = r.pods("production")[0]
     wait_for(
         lambda: {candidate["status"]["podIP"], production["status"]["podIP"]} <= serving_ips(),
