@@ -484,7 +484,10 @@ STRICT_STAGES = [
 ]
 # GateErrors: its candidate's acceptance query answers a malformed row on every look
 # (`alerts.malformed_acceptance_series`); 8 Errors in a row (16 s) are tolerated, then it
-# rolls back (MetricsUnavailable). One stream: it costs the machine next to nothing.
+# rolls back (MetricsUnavailable). One stream: it costs the machine next to nothing. The
+# stage's end is far off (300 s): the error limit is under test, and on a machine ~5x slower
+# than usual (a rehearsal of session 24: GateErrors fired at +135 s, not +25) a 120 s stage
+# ended Inconclusive before the eighth Error look in a row.
 ERRORS = "llama-8b-errors"
 ERRORS_ANALYSIS = {
     "intervalSeconds": 2,
@@ -495,7 +498,7 @@ ERRORS_ANALYSIS = {
             "concurrency": 1,
             "warmupSeconds": 2,
             "minDurationSeconds": 20,
-            "maxDurationSeconds": 120,
+            "maxDurationSeconds": 300,
             "gates": [{"name": "alpha", "type": "Acceptance"}],
         }
     ],
