@@ -6,7 +6,8 @@ controller fakes (tests/unit/controller; fixed clock, scripted metrics and load 
 and restarted at every reconcile. Per reconcile: the status standing after it (JSON, sorted
 keys), its wake-up, the Events posted, every write in the order sent (verb, kind/name, body)
 and the request counts (API server by verb, metrics by query, drift looks, load-pod HTTP),
-then the operator's own series (its /metrics, but for the reconcile durations).
+then the operator's own series (its /metrics, but for the reconcile durations and the
+`_created` timestamps).
 Use (from any directory; it imports this checkout's operator/, whatever the venv installed):
     python benchmarks/behaviour_dump.py > out.txt
     python benchmarks/behaviour_dump.py > again.txt && cmp out.txt again.txt  # deterministic
@@ -57,7 +58,9 @@ STEPS = 24  # Deploying, the looks 15 s apart through both stages, the promotion
 SERIALIZE: Callable[[Any], Any] = ApiClient().sanitize_for_serialization
 WALL_CLOCK = ("firstTimestamp", "lastTimestamp")  # `post_event` stamps the wall clock
 READS = ("read_", "list_", "get_")  # requests that change nothing
-WALL_TIMED = ("specdecode_operator_reconcile_duration",)  # the machine's time, not the rollout's
+# Series that time the machine, not the rollout: the reconcile durations, and each series'
+# `_created` sample (the wall-clock second it was first set).
+WALL_TIMED_FAMILY, WALL_TIMED_SAMPLE = "specdecode_operator_reconcile_duration", "_created"
 
 
 @dataclass(frozen=True)
@@ -226,13 +229,13 @@ class World:
 
 def _samples(runtime: Runtime) -> list[str]:
     """The operator's own series after a reconcile, as /metrics would show them (sorted),
-    but for the reconcile durations, which time the machine, not the rollout."""
+    but for what times the machine (`WALL_TIMED_FAMILY`, `WALL_TIMED_SAMPLE`)."""
     return sorted(
         f"{sample.name}{_json(sample.labels)} {sample.value}"
         for family in runtime.metrics.registry.collect()
-        if not family.name.startswith(WALL_TIMED)
+        if not family.name.startswith(WALL_TIMED_FAMILY)
         for sample in family.samples
-        if not sample.name.endswith(("_created",))
+        if not sample.name.endswith(WALL_TIMED_SAMPLE)
     )
 
 
