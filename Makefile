@@ -17,18 +17,24 @@ UNIT_ARGS ?= -n auto --dist worksteal
 # (pyproject's markers: they assert on CPU-bound timing, or start real vLLM, which takes both
 # cores) serially on .cluster, alone on the machine: a rehearsal with them on two workers
 # saw the compute-bound tail gate and the tuning's load estimate fail, "shadow load
-# saturated". Both phases run and print their failures and 25 slowest tests; the target
-# fails if either failed. E2E_SHARED_ARGS= runs phase 1 serially too; E2E_ARGS goes to both.
+# saturated". Both phases run and print their failures (short tracebacks) and 25 slowest
+# tests, then each failed test's reason once more, last (localcluster/failure_digest.py: CI
+# keeps the head and tail of the output); the target fails if either failed.
+# E2E_SHARED_ARGS= runs phase 1 serially too; E2E_ARGS goes to both.
 E2E_TWO_WORKERS := -n 2 --dist loadscope --no-loadscope-reorder -p localcluster.xdist_groups
 E2E_SHARED_ARGS ?= $(E2E_TWO_WORKERS)
 E2E_ARGS ?=
-E2E_PYTEST = $(BIN)/pytest --durations=25 $(E2E_ARGS) $(PYTEST_ARGS)
+E2E_DIGEST := .e2e-failures.txt
+E2E_PYTEST = $(BIN)/pytest --durations=25 --tb=short -p localcluster.failure_digest \
+	--failure-digest=$(E2E_DIGEST) $(E2E_ARGS) $(PYTEST_ARGS)
 # A phase that selects nothing (PYTEST_ARGS naming one file) is no failure; both is (rc 5).
 define E2E_PHASES
+rm -f $(E2E_DIGEST); \
 echo "== e2e phase 1: all but cpu_exclusive ($(or $(E2E_SHARED_ARGS),serial))"; \
 shared=0; $(E2E_PYTEST) -m "e2e and not cpu_exclusive" $(E2E_SHARED_ARGS) || shared=$$?; \
 echo "== e2e phase 2: cpu_exclusive, serially, alone on the machine"; \
 exclusive=0; $(E2E_PYTEST) -m "e2e and cpu_exclusive" || exclusive=$$?; \
+if [ -s $(E2E_DIGEST) ]; then echo "== e2e failures, both phases:"; cat $(E2E_DIGEST); fi; \
 echo "== e2e: phase 1 exit $$shared, phase 2 exit $$exclusive (5: nothing selected)"; \
 if [ $$shared = 5 ] && [ $$exclusive = 5 ]; then exit 5; fi; \
 for rc in $$shared $$exclusive; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done

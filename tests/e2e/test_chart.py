@@ -347,6 +347,11 @@ def erroring_source(cluster: LocalCluster, release: Release) -> Iterator[None]:
         yield
 
 
+# Its llama-8b rollout's client-side TailLatency look (P99 ~31 ms: a 5 % timing budget of
+# ~1.6 ms) is CPU-bound timing: beside the other worker's verdict window (test_verdicts'
+# six analyses) its load clients lagged past that budget at every look, Inconclusive (CI
+# of stops 46 and 47, one rehearsal of session 24). `make test` runs it alone.
+@pytest.mark.cpu_exclusive
 def test_full_rollout_under_the_charts_rbac(
     cluster: LocalCluster, release: Release, alert_rules: None, erroring_source: None
 ) -> None:

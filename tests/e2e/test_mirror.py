@@ -234,6 +234,11 @@ def test_the_splitter_fed_directly_rolls_back_a_candidate_failing_requests(
     r.wait(lambda _: not r.pods("shadow-splitter") or None, timeout=120, message="no splitter")
 
 
+# The splitter stamps every chunk on one event loop; its P99 delay must stay under 5 % of
+# the ~30 ms being judged (~1.5 ms). Beside the other worker's verdict window it reached
+# 1.65-3.01 ms and every look was Inconclusive (CI of stop 47, a rehearsal of session 24):
+# CPU-bound timing, so `make test` runs it alone.
+@pytest.mark.cpu_exclusive
 def test_a_mirrored_candidate_with_tail_stalls_is_rolled_back_by_the_per_chunk_tail_gate(
     rollout: Callable[[str], Rollout], cluster: LocalCluster
 ) -> None:

@@ -41,14 +41,16 @@ EXCLUSIVE_WAIT_SECONDS = 900
 # The lock file they take, next to the workers' cluster directories (one per checkout).
 SHARE_LOCK_NAME = ".cluster-gw.lock"
 # Planned seconds per group: measured in CI (`--durations`, serial run of 2026-11-29), the
-# tests below the 25 slowest estimated at ~7 s each; test_gates and the groups below it
-# without their cpu_exclusive tests (make test's second phase). Only the order depends on them.
+# tests below the 25 slowest estimated at ~7 s each; test_gates, test_mirror, test_chart and
+# the groups below them without their cpu_exclusive tests (make test's second phase; the
+# mirror and chart figures from a two-worker rehearsal of 2026-11-30). Only the order
+# depends on them.
 PLANNED_SECONDS: Mapping[str, float] = {
     "real-vllm": 220 + 172 + 56 + 54 + 38 + 3 * 7,
     "test_verdicts": 558 + 3 * 7,
     "test_tuning_trials": 240,
-    "test_mirror": 124 + 42 + 41 + 2 * 7,
-    "test_chart": 165 + 4 * 7,
+    "test_mirror": 128 + 55 + 47 + 42 + 2 * 7,
+    "test_chart": 20 + 4 * 7,
     "test_vllm_versions": 176 + 2 * 7,
     "test_drift_guard": 176,
     "test_rollout_lifecycle": 61 + 25 + 24 + 8 * 7,
