@@ -100,8 +100,16 @@ async def run_when_leading(
         renewer.cancel()
         if not fence.closed:  # a fenced leader has nothing to release (nor a free thread)
             on_leading(False)
-            await _on_lease_thread(elector.release)
-            logger.info("%s released Lease %s", settings.identity, settings.lease_name)
+            refused = await _on_lease_thread(elector.release)
+            if refused:
+                logger.warning(
+                    "%s could not release Lease %s (%s): a standby takes it when it expires",
+                    settings.identity,
+                    settings.lease_name,
+                    refused,
+                )
+            else:
+                logger.info("%s released Lease %s", settings.identity, settings.lease_name)
     return 1 if fence.closed else 0
 
 

@@ -122,6 +122,22 @@ def test_a_released_lease_is_taken_at_once() -> None:
     assert b.try_acquire_or_renew()
 
 
+def test_a_release_the_api_server_forbids_is_reported_not_raised() -> None:
+    """A Helm uninstall deletes the Role as it stops the pods: the stopping leader's last
+    update is a 403. It says so and stops cleanly; the Lease expires for the next one."""
+    api, clock = FakeLeases(), Clock()
+    a = elector(api, "a", clock)
+    a.try_acquire_or_renew()
+
+    def forbidden(name: str, namespace: str, body: client.V1Lease) -> client.V1Lease:
+        raise ApiException(status=403, reason="Forbidden")
+
+    api.replace_namespaced_lease = forbidden  # type: ignore[method-assign]
+    assert a.release() == "403 Forbidden"
+    assert api.holder == "a"  # not released: it expires
+    assert a.release() is None  # nothing held any more
+
+
 def test_two_standbys_racing_for_an_expired_lease_cannot_both_win() -> None:
     api, clock = FakeLeases(), Clock()
     a, b, c = (elector(api, name, clock) for name in "abc")

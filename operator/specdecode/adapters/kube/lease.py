@@ -76,19 +76,22 @@ class LeaseElector:
         """Forget the Lease without releasing it (it is not ours any more)."""
         self._held = None
 
-    def release(self) -> None:
+    def release(self) -> str | None:
         """Give the Lease up at once (graceful shutdown): a standby takes over without
-        waiting for it to expire."""
+        waiting for it to expire. Returns why the API server refused, else None: a stopping
+        replica must not fail on it (a Helm uninstall deletes the RBAC as it stops the pods,
+        so the last update is a 403), and the Lease then simply expires."""
         lease, self._held = self._held, None
         if lease is None:
-            return
+            return None
         lease.spec.holder_identity = None
         lease.spec.lease_duration_seconds = 1
         try:
             self.api.replace_namespaced_lease(self.terms.name, self.terms.namespace, lease)
         except ApiException as error:
             if error.status not in (404, 409):  # gone, or someone else holds it already
-                raise
+                return f"{error.status} {error.reason}"
+        return None
 
     def _read(self) -> Any:
         try:
