@@ -414,7 +414,7 @@ def test_full_rollout_under_the_charts_rbac(
     # of its window lagging decides it.
     cluster.kubectl("delete", "sdr", SATURATED, "-n", release.namespace, "--wait=false")
     wait_for(
-        lambda: not rollout_pods(cluster, release.namespace, SATURATED),
+        lambda: not saturated.pods(terminating=True),
         timeout=60,
         message=f"{SATURATED}'s pods gone",
     )
@@ -482,13 +482,6 @@ def test_full_rollout_under_the_charts_rbac(
     panels = dashboard_answers(cluster, release.namespace, statuses, started - 5)
     dashboard_agrees_with_status(panels, statuses)
     alerts_fired(cluster, release.namespace, started - 5, status["phase"] == "Promoted")
-
-
-def rollout_pods(cluster: LocalCluster, namespace: str, name: str) -> list[str]:
-    """Every pod of a rollout, terminating ones too (their processes still run)."""
-    label = f"specdecode.io/rollout={name}"
-    out = cluster.kubectl("get", "pods", "-n", namespace, "-l", label, "-o", "name", check=True)
-    return out.stdout.split()
 
 
 # Stage 0 asks for an alpha no EAGLE-3 head reaches (the simulator's ~0.6-0.7): the gate

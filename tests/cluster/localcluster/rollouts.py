@@ -122,20 +122,15 @@ class Rollout:
         items = json.loads(out.stdout).get("items", []) if out.stdout else []
         return {d["metadata"]["labels"]["specdecode.io/role"]: d for d in items}
 
-    def pods(self, role: str) -> list[dict[str, Any]]:
-        """Running (not terminating) pods of one role."""
-        out = self.cluster.kubectl(
-            "get",
-            "pods",
-            "-n",
-            self.namespace,
-            "-o",
-            "json",
-            "-l",
-            f"specdecode.io/rollout={self.name},specdecode.io/role={role}",
-        )
+    def pods(self, role: str | None = None, terminating: bool = False) -> list[dict[str, Any]]:
+        """Pods of one role (None: every role), running ones only unless `terminating` (a
+        terminating pod's processes still run)."""
+        selector = f"specdecode.io/rollout={self.name}"
+        if role is not None:
+            selector += f",specdecode.io/role={role}"
+        out = self.cluster.kubectl("get", "pods", "-n", self.namespace, "-ojson", "-l", selector)
         items = json.loads(out.stdout).get("items", []) if out.stdout else []
-        return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+        return [p for p in items if terminating or not p["metadata"].get("deletionTimestamp")]
 
     def describe(self) -> str:
         """Status and events, for failure messages."""
